@@ -1,0 +1,36 @@
+import { defineConfig } from "vitest/config";
+
+// Three projects (TESTING.md): `unit` is pure logic; `integration` and `e2e` use the
+// real parts that tests/setup/global-setup.ts boots once per run (PostgreSQL cluster,
+// dockerd + the sandbox test image, fauxqs). Each test isolates itself cheaply: a fresh
+// database cloned from a migrated template, a fresh queue name, a fresh data root.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["tests/unit/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["tests/integration/**/*.test.ts"],
+          globalSetup: ["tests/setup/global-setup.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["tests/e2e/**/*.test.ts"],
+          globalSetup: ["tests/setup/global-setup.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});

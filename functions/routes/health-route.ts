@@ -1,0 +1,48 @@
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { healthzBodySchema } from "../../shared/contracts/health.ts";
+import type { AppEnv } from "../app-env.ts";
+import type { HealthProbes } from "../health/health-probes.ts";
+
+/** A dependency that has not answered by then counts as down (a load balancer waits less). */
+export const HEALTH_PROBE_TIMEOUT_MS = 2_000;
+
+const route = createRoute({
+  method: "get",
+  path: "/v1/healthz",
+  summary: "Health of the API and each dependency",
+  responses: {
+    200: {
+      description: "Every component is ok",
+      content: { "application/json": { schema: healthzBodySchema } },
+    },
+    503: {
+      description: "A dependency is down",
+      content: { "application/json": { schema: healthzBodySchema } },
+    },
+  },
+});
+
+export function registerHealthRoute(app: OpenAPIHono<AppEnv>, probes: HealthProbes): void {
+  app.openapi(route, async (c) => {
+    const signal = AbortSignal.any([
+      c.req.raw.signal,
+      AbortSignal.timeout(HEALTH_PROBE_TIMEOUT_MS),
+    ]);
+    const state = async (probe: keyof HealthProbes) => {
+      try {
+        await probes[probe](signal);
+        return "ok" as const;
+      } catch (error) {
+        c.var.logger.warn({ err: error, probe }, "health probe failed");
+        return "down" as const;
+      }
+    };
+    const [db, queue, storage] = await Promise.all([state("db"), state("queue"), state("storage")]);
+    const ok = db === "ok" && queue === "ok" && storage === "ok";
+    const body = {
+      status: ok ? ("ok" as const) : ("down" as const),
+      components: { db, queue, storage },
+    };
+    return ok ? c.json(body, 200) : c.json(body, 503);
+  });
+}

@@ -1,0 +1,73 @@
+import { join } from "node:path";
+import type { PGlite } from "@electric-sql/pglite";
+import type { Sql } from "postgres";
+
+// Resolved from this file, not the cwd, so it works from any working directory.
+export const migrationsFolder = join(import.meta.dirname, "../../shared/db/migrations");
+
+// Session-level advisory lock serializing migrators across processes. The two-int form
+// lives in a different key space from single-bigint advisory locks (uid+scope, skill
+// grants), so it can never collide with the app's own locks.
+export const MIGRATION_LOCK_KEYS = [0x57434c4c, 1] as const;
+
+export type MigrationTarget = Sql | PGlite;
+
+// Applies every pending migration in shared/db/migrations. Idempotent.
+export async function migrate(target: MigrationTarget): Promise<void> {
+  // A postgres.js client is a tagged-template function; a PGlite instance is an object.
+  if (typeof target === "function") await migratePostgres(target);
+  else await migratePglite(target);
+}
+
+// drizzle's migrator alone is not safe against a concurrent migrator: it reads the last
+// applied migration outside its transaction, so two processes both try to apply the same
+// migration and the second fails on "already exists". So the whole run holds
+// pg_advisory_lock: the second process waits, then finds nothing left to apply.
+// The lock must be held by one connection for the whole run: with a multi-connection
+// client a reserved connection holds it while the pool applies the migrations; a
+// single-connection client (max: 1) runs everything, lock included, on its one
+// connection (reserving it would leave nothing for the migration itself).
+export async function migratePostgres(sql: Sql): Promise<void> {
+  // Loaded lazily so a PGlite-only process never loads the postgres.js driver and vice versa.
+  const [{ drizzle }, { migrate: drizzleMigrate }] = await Promise.all([
+    import("drizzle-orm/postgres-js"),
+    import("drizzle-orm/postgres-js/migrator"),
+  ]);
+  // drizzle() rewires the client's date/json parsers; undo that afterwards so migrating
+  // has no lasting effect on the caller's client.
+  const parsers = { ...sql.options.parsers };
+  const serializers = { ...sql.options.serializers };
+  const reserved = sql.options.max > 1 ? await sql.reserve() : undefined;
+  const lock = reserved ?? sql;
+  const [classId, objId] = MIGRATION_LOCK_KEYS;
+  try {
+    await lock`select pg_advisory_lock(${classId}::int, ${objId}::int)`;
+    try {
+      await drizzleMigrate(drizzle(sql), { migrationsFolder });
+    } finally {
+      await lock`select pg_advisory_unlock(${classId}::int, ${objId}::int)`;
+    }
+  } finally {
+    // If the connection died, the server already dropped the session lock with it.
+    reserved?.release();
+    restore(sql.options.parsers, parsers);
+    restore(sql.options.serializers, serializers);
+  }
+}
+
+// PGlite is one in-process backend owned by one process: there is no second migrator to
+// exclude (and its advisory locks never contend anyway).
+export async function migratePglite(pglite: PGlite): Promise<void> {
+  const [{ drizzle }, { migrate: drizzleMigrate }] = await Promise.all([
+    import("drizzle-orm/pglite"),
+    import("drizzle-orm/pglite/migrator"),
+  ]);
+  await drizzleMigrate(drizzle(pglite), { migrationsFolder });
+}
+
+function restore(target: Record<string, unknown>, saved: Record<string, unknown>): void {
+  for (const key of Object.keys(target)) {
+    if (!(key in saved)) delete target[key];
+  }
+  Object.assign(target, saved);
+}

@@ -1,0 +1,23 @@
+import type { LocalStack } from "./local-stack.ts";
+
+/** What a newcomer needs after `npm start`: where it listens and how to talk to it. */
+export function printBanner(p: { url: string; dataDir: string; stack: LocalStack }): void {
+  const sandbox =
+    p.stack.sandboxDriver.kind === "docker"
+      ? `docker (${p.stack.sandboxDriver.detail})`
+      : `none: ${p.stack.sandboxDriver.detail}. Runs will be refused (no isolation available); Workcell never executes unsandboxed.`;
+  console.log(
+    [
+      "",
+      "Workcell is running (local mode)",
+      `  API            ${p.url}   (try: curl ${p.url}/v1/healthz)`,
+      `  OpenAPI        ${p.url}/openapi.json`,
+      `  Dev token      npm run token -- <uid>   then: curl -H "Authorization: Bearer $TOKEN" ${p.url}/v1/projects`,
+      `  SQS + S3       ${p.stack.awsEndpoint}   (fauxqs)`,
+      `  Sandbox        ${sandbox}`,
+      `  Data           ${p.dataDir}`,
+      "  Stop           Ctrl-C (data is kept)",
+      "",
+    ].join("\n"),
+  );
+}

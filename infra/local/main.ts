@@ -1,0 +1,33 @@
+// The local Workcell in one Node process (ARCHITECTURE.md §8): the functions app on a
+// local port, embedded PostgreSQL (PGlite) and emulated SQS + S3 (fauxqs), all state
+// under DATA_DIR, migrations applied at start. `npm start`, or scripts/local.sh on a
+// fresh machine. Ctrl-C stops it cleanly; starting again keeps the data.
+import { mkdir } from "node:fs/promises";
+import { resolve } from "node:path";
+import { serve } from "@hono/node-server";
+import pino from "pino";
+import { localEnvSchema } from "../../shared/env/local-env.ts";
+import { parseEnv } from "../../shared/env/parse-env.ts";
+import { printBanner } from "./banner.ts";
+import { startLocalStack } from "./local-stack.ts";
+
+const env = parseEnv(localEnvSchema, process.env);
+const logger = pino({ level: env.LOG_LEVEL });
+const dataDir = resolve(env.DATA_DIR);
+await mkdir(dataDir, { recursive: true, mode: 0o700 });
+
+const stack = await startLocalStack({ env, dataDir, logger });
+const server = serve({ fetch: stack.app.fetch, port: env.PORT, hostname: "127.0.0.1" });
+printBanner({ url: `http://127.0.0.1:${env.PORT}`, dataDir, stack });
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, "shutting down");
+  await new Promise<void>((done) => server.close(() => done()));
+  await stack.stop();
+  process.exit(0);
+}
+process.on("SIGINT", () => void shutdown("SIGINT"));
+process.on("SIGTERM", () => void shutdown("SIGTERM"));

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs (from Debian's packages) and starts what Workcell's tests and the local
+# stack need on this machine: PostgreSQL binaries (tests start throw-away clusters
+# from them), the Docker engine (dockerd) and the offline sandbox test image.
+# Idempotent and quick when everything is already there. Needs root for installs and
+# for starting dockerd; says what is missing otherwise.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+
+want=()
+ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || want+=(postgresql)
+command -v dockerd >/dev/null 2>&1 || want+=(docker.io)
+command -v docker >/dev/null 2>&1 || want+=(docker.io)
+[ -x /bin/busybox ] && { ldd /bin/busybox 2>&1 || true; } | grep -q "not a dynamic" || want+=(busybox-static)
+
+if [ "${#want[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "ensure-system: missing ${want[*]}; run as root or: sudo apt-get install -y ${want[*]}" >&2
+    exit 1
+  fi
+  echo "ensure-system: installing ${want[*]} from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+fi
+
+docker_answers() { timeout 5 docker version >/dev/null 2>&1; }
+if ! docker_answers; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "ensure-system: the Docker daemon does not answer and only root can start it" >&2
+    exit 1
+  fi
+  # No iptables and no bridge: sandboxes run with NetworkMode none, and this machine
+  # has no network to bridge to. The log goes next to the other local state.
+  log="${WORKCELL_DOCKERD_LOG:-/var/log/workcell-dockerd.log}"
+  echo "ensure-system: starting dockerd (log: $log)"
+  nohup dockerd --iptables=false --bridge=none >"$log" 2>&1 &
+  for _ in $(seq 1 60); do
+    docker_answers && break
+    sleep 0.5
+  done
+  docker_answers || { echo "ensure-system: dockerd did not come up; see $log" >&2; exit 1; }
+fi
+
+"$root/infra/sandbox-image/build-test-image.sh"

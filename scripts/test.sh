@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh Debian machine: installs what is missing (Node 24,
+# npm dependencies, PostgreSQL, dockerd, the sandbox test image), then runs
+# `npm test` (lint, type-check, every vitest project). Extra arguments go to vitest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/bootstrap.sh
+bash scripts/ensure-system.sh
+npm test -- "$@"

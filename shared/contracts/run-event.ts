@@ -1,0 +1,106 @@
+import { z } from "@hono/zod-openapi";
+import { timestampSchema, uuidSchema } from "./common.ts";
+import { RUN_STATUSES, runErrorSchema, TERMINAL_RUN_STATUSES } from "./run.ts";
+
+/**
+ * One event of `GET /v1/runs/{run_id}/events`. On the wire each is an SSE frame whose
+ * `id:` is `seq` (so `Last-Event-ID` resumes after it), `event:` is `type` and
+ * `data:` is this object as JSON. `run.completed` is always the last event.
+ */
+const envelope = {
+  seq: z
+    .number()
+    .int()
+    .positive()
+    .describe("Position in the run's event stream, from 1, without gaps; the SSE `id`."),
+  run_id: uuidSchema.describe("The run."),
+  created_at: timestampSchema.describe("When the event was recorded."),
+};
+
+const runStatusEvent = z.object({
+  ...envelope,
+  type: z.literal("run.status").describe("Event type."),
+  data: z
+    .object({ status: z.enum(RUN_STATUSES).describe("The new status.") })
+    .describe("Status change."),
+});
+
+const messageDeltaEvent = z.object({
+  ...envelope,
+  type: z.literal("message.delta").describe("Event type."),
+  data: z
+    .object({ text: z.string().describe("Next piece of the assistant's reply.") })
+    .describe("Streamed text."),
+});
+
+const messageCompletedEvent = z.object({
+  ...envelope,
+  type: z.literal("message.completed").describe("Event type."),
+  data: z
+    .object({ text: z.string().describe("The assistant's whole message.") })
+    .describe("A finished message."),
+});
+
+const toolStartedEvent = z.object({
+  ...envelope,
+  type: z.literal("tool.started").describe("Event type."),
+  data: z
+    .object({
+      tool_call_id: z.string().describe("Pairs this event with its `tool.completed`."),
+      name: z.string().describe("Tool name."),
+      input: z.unknown().describe("Tool arguments as the model gave them."),
+    })
+    .describe("A tool call started."),
+});
+
+const toolCompletedEvent = z.object({
+  ...envelope,
+  type: z.literal("tool.completed").describe("Event type."),
+  data: z
+    .object({
+      tool_call_id: z.string().describe("The `tool.started` this ends."),
+      is_error: z.boolean().describe("True when the tool failed."),
+      output: z.unknown().optional().describe("Tool result, possibly truncated."),
+    })
+    .describe("A tool call finished."),
+});
+
+const runCompletedEvent = z.object({
+  ...envelope,
+  type: z.literal("run.completed").describe("Event type."),
+  data: z
+    .object({
+      status: z.enum(TERMINAL_RUN_STATUSES).describe("How the run ended."),
+      error: runErrorSchema.optional().describe("Present when the run failed."),
+    })
+    .describe("The run ended; nothing follows."),
+});
+
+export const RUN_EVENT_TYPES = [
+  "run.status",
+  "message.delta",
+  "message.completed",
+  "tool.started",
+  "tool.completed",
+  "run.completed",
+] as const;
+
+export const runEventSchema = z
+  .discriminatedUnion("type", [
+    runStatusEvent,
+    messageDeltaEvent,
+    messageCompletedEvent,
+    toolStartedEvent,
+    toolCompletedEvent,
+    runCompletedEvent,
+  ])
+  .openapi("RunEvent")
+  .describe("One event of a run's event stream.");
+
+export type RunEvent = z.infer<typeof runEventSchema>;
+export type RunEventType = RunEvent["type"];
+
+/** The stream ends after this event. */
+export function isTerminalRunEvent(event: RunEvent): boolean {
+  return event.type === "run.completed";
+}

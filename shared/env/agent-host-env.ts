@@ -1,0 +1,102 @@
+import { z } from "zod";
+import offlineSandboxImage from "../../infra/sandbox-image/test-image.json" with { type: "json" };
+import {
+  absolutePathVar,
+  bucketNameVar,
+  decimalVar,
+  ed25519PublicJwkVar,
+  httpUrlVar,
+  intVar,
+  logLevelVar,
+  portVar,
+  postgresUrlVar,
+} from "./env-vars.ts";
+
+export const DEFAULT_DATA_PLANE_PORT = 8081;
+/** Image the local stack builds from infra/; production sets its own tag. */
+// The offline image that infra/sandbox-image/build-test-image.sh builds on any machine
+// (busybox, no registry needed): the default wherever no production image is configured.
+// Its name lives in that JSON file only.
+export const DEFAULT_SANDBOX_IMAGE: string = offlineSandboxImage.name;
+export const DEFAULT_SANDBOX_MEMORY_MB = 2048;
+export const MIN_SANDBOX_MEMORY_MB = 64;
+export const MAX_SANDBOX_MEMORY_MB = 1_048_576;
+export const DEFAULT_SANDBOX_CPUS = 1;
+export const MIN_SANDBOX_CPUS = 0.1;
+export const MAX_SANDBOX_CPUS = 256;
+export const DEFAULT_SANDBOX_PIDS_LIMIT = 512;
+/** Below this, the agent's own tooling (shell, git, a package manager) cannot start. */
+export const MIN_SANDBOX_PIDS_LIMIT = 32;
+export const MAX_SANDBOX_PIDS_LIMIT = 65_536;
+export const DEFAULT_SANDBOX_IDLE_TIMEOUT_SECONDS = 900;
+export const MAX_SANDBOX_IDLE_TIMEOUT_SECONDS = 86_400;
+export const DEFAULT_WORKER_CONCURRENCY = 4;
+export const MAX_WORKER_CONCURRENCY = 256;
+export const MAX_NODE_ID_CHARS = 63;
+
+/** Environment of agent-host/ (one daemon per compute node). */
+export const agentHostEnvSchema = z.object({
+  DATABASE_URL: postgresUrlVar().describe(
+    "Postgres connection URL, e.g. postgres://user:pass@host:5432/workcell.",
+  ),
+  DATA_ROOT: absolutePathVar().describe(
+    "Absolute host directory holding users/ and skills/ (shared by all nodes, e.g. an EFS/NFS mount).",
+  ),
+  NODE_ID: z
+    .string()
+    .regex(
+      new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${MAX_NODE_ID_CHARS - 1}}$`),
+      `must be 1 to ${MAX_NODE_ID_CHARS} letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    )
+    .describe("Stable, unique name of this compute node; it labels the node's sandboxes."),
+  RUN_QUEUE_URL: httpUrlVar().describe(
+    "URL of the SQS queue for run dispatch and maintenance messages.",
+  ),
+  ATTACHMENTS_BUCKET: bucketNameVar().describe("S3 bucket attachments are imported from."),
+  AWS_REGION: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("AWS region of the queue and bucket, e.g. eu-west-1."),
+  AWS_ENDPOINT_URL: httpUrlVar()
+    .optional()
+    .describe("Endpoint override for S3/SQS emulators (fauxqs, LocalStack); leave unset on AWS."),
+  CAPABILITY_PUBLIC_KEY: ed25519PublicJwkVar().describe(
+    'Ed25519 public key as JWK JSON ({"kty":"OKP","crv":"Ed25519","x":…}) that verifies data-plane capabilities.',
+  ),
+  DATA_PLANE_PORT: portVar()
+    .default(DEFAULT_DATA_PLANE_PORT)
+    .describe(`TCP port of the data-plane HTTP API (default ${DEFAULT_DATA_PLANE_PORT}).`),
+  SANDBOX_IMAGE: z
+    .string()
+    .min(1)
+    .default(DEFAULT_SANDBOX_IMAGE)
+    .describe(`Container image of sandboxes (default ${DEFAULT_SANDBOX_IMAGE}).`),
+  SANDBOX_MEMORY_MB: intVar(MIN_SANDBOX_MEMORY_MB, MAX_SANDBOX_MEMORY_MB)
+    .default(DEFAULT_SANDBOX_MEMORY_MB)
+    .describe(`Memory limit per sandbox in MiB (default ${DEFAULT_SANDBOX_MEMORY_MB}).`),
+  SANDBOX_CPUS: decimalVar(MIN_SANDBOX_CPUS, MAX_SANDBOX_CPUS)
+    .default(DEFAULT_SANDBOX_CPUS)
+    .describe(`CPU limit per sandbox, fractions allowed (default ${DEFAULT_SANDBOX_CPUS}).`),
+  SANDBOX_PIDS_LIMIT: intVar(MIN_SANDBOX_PIDS_LIMIT, MAX_SANDBOX_PIDS_LIMIT)
+    .default(DEFAULT_SANDBOX_PIDS_LIMIT)
+    .describe(`Maximum processes per sandbox (default ${DEFAULT_SANDBOX_PIDS_LIMIT}).`),
+  SANDBOX_NETWORK: z
+    .string()
+    .min(1)
+    .default("none")
+    .describe("Docker network of sandboxes; `none` (default) gives them no network."),
+  SANDBOX_IDLE_TIMEOUT_SECONDS: intVar(1, MAX_SANDBOX_IDLE_TIMEOUT_SECONDS)
+    .default(DEFAULT_SANDBOX_IDLE_TIMEOUT_SECONDS)
+    .describe(
+      `Idle sandboxes are reaped after this many seconds (default ${DEFAULT_SANDBOX_IDLE_TIMEOUT_SECONDS}).`,
+    ),
+  WORKER_CONCURRENCY: intVar(1, MAX_WORKER_CONCURRENCY)
+    .default(DEFAULT_WORKER_CONCURRENCY)
+    .describe(`Runs this node executes at once (default ${DEFAULT_WORKER_CONCURRENCY}).`),
+  LOG_LEVEL: logLevelVar().describe(
+    "Log level: fatal, error, warn, info (default), debug, trace or silent.",
+  ),
+});
+
+export type AgentHostEnv = z.output<typeof agentHostEnvSchema>;

@@ -1,0 +1,40 @@
+import { z } from "zod";
+import { DEFAULT_SANDBOX_IMAGE } from "./agent-host-env.ts";
+import { logLevelVar, portVar } from "./env-vars.ts";
+
+export const DEFAULT_LOCAL_PORT = 8080;
+export const DEFAULT_LOCAL_DATA_DIR = "./.data";
+export const DEFAULT_AWS_EMULATOR_PORT = 4566;
+
+/**
+ * Environment of the one-command local stack. Everything has a default so that
+ * `npm start` works on a fresh checkout; the embedded infrastructure configures itself.
+ */
+export const localEnvSchema = z.object({
+  PORT: portVar()
+    .default(DEFAULT_LOCAL_PORT)
+    .describe(`TCP port of the local API (default ${DEFAULT_LOCAL_PORT}).`),
+  DATA_DIR: z
+    .string()
+    .min(1)
+    .refine((dir) => !dir.includes("\0"), "must not contain a NUL character")
+    .default(DEFAULT_LOCAL_DATA_DIR)
+    .describe(
+      `Directory for local data: database, queues, workspaces (default ${DEFAULT_LOCAL_DATA_DIR}).`,
+    ),
+  AWS_EMULATOR_PORT: portVar()
+    .default(DEFAULT_AWS_EMULATOR_PORT)
+    .describe(
+      `TCP port of the embedded SQS + S3 emulator (fauxqs); presigned upload URLs point at it (default ${DEFAULT_AWS_EMULATOR_PORT}).`,
+    ),
+  SANDBOX_IMAGE: z
+    .string()
+    .min(1)
+    .default(DEFAULT_SANDBOX_IMAGE)
+    .describe(`Container image of sandboxes (default ${DEFAULT_SANDBOX_IMAGE}).`),
+  LOG_LEVEL: logLevelVar().describe(
+    "Log level: fatal, error, warn, info (default), debug, trace or silent.",
+  ),
+});
+
+export type LocalEnv = z.output<typeof localEnvSchema>;

@@ -1,0 +1,47 @@
+import { performance } from "node:perf_hooks";
+
+export type Sample = { name: string; medianMs: number; p99Ms: number; runs: number };
+
+export type MeasureOptions = {
+  /** Timed repetitions (each one call of fn). */
+  runs: number;
+  /** Untimed calls first, so JIT and caches are warm for both sides alike. */
+  warmupRuns?: number;
+  /** Calls of fn per timed repetition, for operations far below a millisecond. */
+  batch?: number;
+};
+
+/** Times fn and returns the median and p99 per call in milliseconds. */
+export async function measure(
+  name: string,
+  fn: () => unknown | Promise<unknown>,
+  options: MeasureOptions,
+): Promise<Sample> {
+  const batch = options.batch ?? 1;
+  for (let i = 0; i < (options.warmupRuns ?? Math.ceil(options.runs / 10)); i++) await fn();
+  const times: number[] = [];
+  for (let r = 0; r < options.runs; r++) {
+    const start = performance.now();
+    for (let i = 0; i < batch; i++) await fn();
+    times.push((performance.now() - start) / batch);
+  }
+  times.sort((a, b) => a - b);
+  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0;
+  return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: options.runs };
+}
+
+/**
+ * Prints one benchmark's table: every sample with its median and p99, and its ratio
+ * against the baseline measured in the same run (timings on shared machines are noisy;
+ * ratios are what is comparable across runs).
+ */
+export function report(title: string, baseline: Sample, samples: Sample[]): void {
+  const format = (ms: number) => (ms < 0.01 ? `${(ms * 1000).toFixed(2)}µs` : `${ms.toFixed(3)}ms`);
+  console.log(`\n## ${title}`);
+  for (const s of [baseline, ...samples]) {
+    const ratio = s === baseline ? "baseline" : `${(s.medianMs / baseline.medianMs).toFixed(2)}x`;
+    console.log(
+      `${s.name.padEnd(48)} median ${format(s.medianMs).padStart(10)}  p99 ${format(s.p99Ms).padStart(10)}  ${ratio}`,
+    );
+  }
+}

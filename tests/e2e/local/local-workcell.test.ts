@@ -1,0 +1,120 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { jwtVerify } from "jose";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { LOCAL_RUN_QUEUE } from "../../../infra/local/local-aws.ts";
+import { freePort } from "../../setup/free-port.ts";
+import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+
+const repo = join(import.meta.dirname, "../../..");
+const STARTUP_TIMEOUT_MS = 60_000;
+
+type Running = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
+
+/** `npm start` as a newcomer runs it: the real entry in its own process. */
+function startWorkcell(env: Record<string, string>): Running {
+  const child = spawn(process.execPath, ["infra/local/main.ts"], {
+    cwd: repo,
+    env: { ...process.env, LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (d) => {
+    output += d;
+  });
+  child.stderr?.on("data", (d) => {
+    output += d;
+  });
+  const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
+  return { child, output: () => output, exited };
+}
+
+async function waitForHealth(url: string, running: Running): Promise<Response> {
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (running.child.exitCode !== null) {
+      throw new Error(`Workcell exited early:\n${running.output()}`);
+    }
+    try {
+      return await fetch(`${url}/v1/healthz`);
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  throw new Error(`Workcell did not answer within ${STARTUP_TIMEOUT_MS} ms:\n${running.output()}`);
+}
+
+describe("the local Workcell (one command, one process)", () => {
+  let dataRoot: DataRoot;
+  let env: Record<string, string>;
+  let url: string;
+
+  beforeAll(async () => {
+    dataRoot = await freshDataRoot();
+    const [port, awsPort] = [await freePort(), await freePort()];
+    url = `http://127.0.0.1:${port}`;
+    env = { DATA_DIR: dataRoot.path, PORT: String(port), AWS_EMULATOR_PORT: String(awsPort) };
+  });
+  afterAll(() => dataRoot.remove());
+
+  test("starts, reports healthy components, mints tokens, stops on Ctrl-C and keeps its data", async () => {
+    const first = startWorkcell(env);
+    try {
+      const health = await waitForHealth(url, first);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toEqual({
+        status: "ok",
+        components: { db: "ok", queue: "ok", storage: "ok" },
+      });
+      expect(health.headers.get("x-request-id")).toBeTruthy();
+      expect(first.output()).toContain(url);
+      expect(first.output()).toContain("npm run token -- <uid>");
+      expect(first.output()).toMatch(/Sandbox +(docker \(engine|none: )/);
+
+      // The token command signs with the secret this Workcell created.
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ["infra/local/mint-token.ts", "alice", "--data-dir", dataRoot.path],
+        { cwd: repo },
+      );
+      const secrets = JSON.parse(await readFile(join(dataRoot.path, "secrets.json"), "utf8"));
+      const { payload } = await jwtVerify(
+        stdout.trim(),
+        new TextEncoder().encode(secrets.devJwtSecret),
+        { issuer: "workcell-local", audience: "workcell" },
+      );
+      expect(payload.sub).toBe("alice");
+
+      // Something durable in the emulated queue before the restart.
+      const sqs = new SQSClient({
+        endpoint: `http://127.0.0.1:${env.AWS_EMULATOR_PORT}`,
+        region: "us-east-1",
+        credentials: { accessKeyId: "local", secretAccessKey: "local" },
+      });
+      const queueUrl = `http://127.0.0.1:${env.AWS_EMULATOR_PORT}/000000000000/${LOCAL_RUN_QUEUE}`;
+      await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "kept" }));
+
+      first.child.kill("SIGINT");
+      expect(await first.exited).toBe(0);
+
+      const second = startWorkcell(env);
+      try {
+        expect((await waitForHealth(url, second)).status).toBe(200);
+        const again = JSON.parse(await readFile(join(dataRoot.path, "secrets.json"), "utf8"));
+        expect(again).toEqual(secrets);
+        const received = await sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 1 }),
+        );
+        expect(received.Messages?.map((m) => m.Body)).toEqual(["kept"]);
+      } finally {
+        second.child.kill("SIGINT");
+        expect(await second.exited).toBe(0);
+      }
+    } finally {
+      if (first.child.exitCode === null) first.child.kill("SIGKILL");
+    }
+  });
+});

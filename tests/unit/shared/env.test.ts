@@ -2,6 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, test } from "vitest";
 import {
   agentHostEnvSchema,
+  DEFAULT_AWS_EMULATOR_PORT,
   DEFAULT_DATA_PLANE_PORT,
   DEFAULT_LOCAL_DATA_DIR,
   DEFAULT_LOCAL_PORT,
@@ -201,6 +202,7 @@ describe("localEnvSchema", () => {
     expect(parseEnv(localEnvSchema, {})).toEqual({
       PORT: DEFAULT_LOCAL_PORT,
       DATA_DIR: DEFAULT_LOCAL_DATA_DIR,
+      AWS_EMULATOR_PORT: DEFAULT_AWS_EMULATOR_PORT,
       SANDBOX_IMAGE: DEFAULT_SANDBOX_IMAGE,
       LOG_LEVEL: "info",
     });

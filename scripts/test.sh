@@ -6,4 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh
 bash scripts/ensure-system.sh
-npm test -- "$@"
+report=.test-results/vitest.json
+rm -f "$report"
+status=0
+npm test -- --reporter=default --reporter=json --outputFile.json="$report" "$@" || status=$?
+node scripts/test-summary.ts "$report"
+exit "$status"

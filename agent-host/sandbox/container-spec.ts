@@ -1,0 +1,110 @@
+import type { ContainerCreateOptions } from "dockerode";
+import {
+  runtimeWorkdirPath,
+  SANDBOX_HOME,
+  SANDBOX_SKILLS_MOUNT,
+  SANDBOX_USER_DATA_MOUNT,
+} from "../../shared/paths/runtime-paths.ts";
+import { containerName, type LabelSource, sandboxLabels } from "./container-labels.ts";
+import type { SandboxConfig } from "./sandbox-config.ts";
+
+/** Everything runs as the image's `gem` user (ARCHITECTURE.md §3). */
+export const SANDBOX_USER = "1000:1000";
+
+/**
+ * PID 1's child for the container's whole life. Work happens in execs; the keep-alive
+ * does nothing and holds no file open. 2^31-1 seconds is the largest value every
+ * `sleep` accepts (busybox included).
+ */
+export const KEEP_ALIVE_CMD = ["sleep", "2147483647"];
+
+export type ContainerSpecInput = LabelSource & {
+  /** Host directories, already verified no-follow by the driver. */
+  workspaceHostPath: string;
+  skillsHostPath: string;
+};
+
+type Limits = Pick<
+  SandboxConfig,
+  | "image"
+  | "networkMode"
+  | "pidsLimit"
+  | "memoryBytes"
+  | "nanoCpus"
+  | "tmpSizeBytes"
+  | "homeSizeBytes"
+>;
+
+/**
+ * The Docker create request of one sandbox. Pure, so the hardening can be read in one
+ * place: each line below is a part of the isolation boundary.
+ */
+export function containerCreateOptions(
+  input: ContainerSpecInput,
+  limits: Limits,
+): ContainerCreateOptions {
+  return {
+    name: containerName(input.sandboxId, input.generation),
+    Image: limits.image,
+    // Replace any entrypoint the image has: the sandbox must not run image code as its
+    // main process, only the inert keep-alive.
+    Entrypoint: [KEEP_ALIVE_CMD[0] as string],
+    Cmd: KEEP_ALIVE_CMD.slice(1),
+    User: SANDBOX_USER,
+    WorkingDir: runtimeWorkdirPath(input.workdirPath),
+    // No environment from agent-host ever reaches a sandbox; only the image's own.
+    Env: [],
+    Labels: sandboxLabels(input),
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    Tty: false,
+    OpenStdin: false,
+    HostConfig: {
+      Mounts: [
+        // The caller's whole UserWorkspace: the uid mount is the boundary between users;
+        // the Workdir below it is only a cwd (ARCHITECTURE.md §2).
+        {
+          Type: "bind",
+          Source: input.workspaceHostPath,
+          Target: SANDBOX_USER_DATA_MOUNT,
+          ReadOnly: false,
+        },
+        {
+          Type: "bind",
+          Source: input.skillsHostPath,
+          Target: SANDBOX_SKILLS_MOUNT,
+          ReadOnly: true,
+        },
+      ],
+      // Private, size-bounded scratch. Docker's tmpfs default is noexec; agents need to
+      // run what they build or install under /tmp and ~, and noexec would not stop an
+      // interpreter anyway, so exec is allowed. nosuid/nodev still hold.
+      Tmpfs: {
+        "/tmp": `rw,exec,nosuid,nodev,size=${limits.tmpSizeBytes},uid=1000,gid=1000,mode=1777`,
+        [SANDBOX_HOME]: `rw,exec,nosuid,nodev,size=${limits.homeSizeBytes},uid=1000,gid=1000,mode=0700`,
+      },
+      ReadonlyRootfs: true,
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges:true"],
+      Privileged: false,
+      // docker-init as PID 1 reaps orphans; without it zombies pile up until the pids
+      // limit refuses every fork.
+      Init: true,
+      PidsLimit: limits.pidsLimit,
+      Memory: limits.memoryBytes,
+      // Equal to Memory: no swap, so the memory limit is a real limit.
+      MemorySwap: limits.memoryBytes,
+      NanoCpus: limits.nanoCpus,
+      NetworkMode: limits.networkMode,
+      IpcMode: "private",
+      // The lifecycle is the manager's: no restarts behind its back, no auto-removal
+      // that would hide a crashed sandbox from the reconciler.
+      RestartPolicy: { Name: "no" },
+      AutoRemove: false,
+      // The keep-alive prints nothing and exec output is not logged by Docker; "none"
+      // just avoids a log file per sandbox.
+      LogConfig: { Type: "none", Config: {} },
+    },
+  };
+}

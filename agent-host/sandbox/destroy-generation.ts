@@ -1,0 +1,96 @@
+import { forget } from "./live-registry.ts";
+import type { SandboxContext } from "./sandbox-context.ts";
+import type { FencedOutcome } from "./sandbox-handle.ts";
+
+export type DestroyOptions = {
+  /** Reaper mode: only if still idle this long at the claim, and never while pinned. */
+  idleMs?: number;
+};
+
+export type DestroyGenerationOutcome = FencedOutcome | { ok: false; reason: "in_use" };
+
+/**
+ * Destroys exactly one generation of a sandbox: the one path used by destroy, the idle
+ * reaper and quiesce.
+ *
+ * Order matters. New pins are blocked first (so nothing new starts), then the row is
+ * claimed running → destroying for this generation in one conditional update: if the
+ * generation was replaced, destroyed or (reaper) touched in between, the claim changes
+ * nothing and the close is called off, so an older generation can never destroy a
+ * newer sandbox and a touched one is neither deleted nor forgotten (no ABA). Only a
+ * won claim drains in-flight uses (bounded, then cancelled) and removes the container,
+ * and the container removal itself re-checks the generation label.
+ */
+export async function destroyGeneration(
+  ctx: SandboxContext,
+  sandboxId: string,
+  generation: number,
+  signal: AbortSignal,
+  options: DestroyOptions = {},
+): Promise<DestroyGenerationOutcome> {
+  const log = ctx.logger.child({ sandbox_id: sandboxId, generation });
+  const entry = ctx.live.get(sandboxId);
+  const mine = entry?.handle.generation === generation ? entry : undefined;
+  if (mine) {
+    // The reaper never waits for a busy sandbox: in use means not idle.
+    if (options.idleMs !== undefined && mine.pins.pinned > 0)
+      return { ok: false, reason: "in_use" };
+    if (!mine.pins.beginClose()) {
+      // Another closer of this generation is at work; whatever it decides, this
+      // caller's generation is not live for it any more.
+      await mine.pins.closeOutcome();
+      return { ok: false, reason: "stale_generation" };
+    }
+  }
+
+  let claim: Awaited<ReturnType<typeof ctx.store.claimDestroy>>;
+  try {
+    claim = await ctx.store.claimDestroy(sandboxId, generation, options.idleMs);
+  } catch (error) {
+    mine?.pins.reopen();
+    throw error;
+  }
+  if (!claim) {
+    if (mine) await settleLostClaim(ctx, sandboxId, generation);
+    return { ok: false, reason: "stale_generation" };
+  }
+
+  if (mine) {
+    const held = await mine.pins.drain(ctx.config.drainTimeoutMs, ctx.config.killGraceMs * 2);
+    if (held > 0) log.warn({ held }, "destroying with uses still in flight after cancel");
+  }
+  if (claim.containerId !== null) {
+    const removed = await ctx.driver.destroy(
+      { containerId: claim.containerId, sandboxId, generation },
+      signal,
+    );
+    if (!removed.ok)
+      log.error({ container_id: claim.containerId }, "row named a container of another generation");
+  }
+  await ctx.store.markDestroyed(sandboxId, generation);
+  if (mine) {
+    mine.pins.finishClose();
+    forget(ctx, sandboxId, generation);
+  }
+  log.info({ reaped: options.idleMs !== undefined }, "sandbox destroyed");
+  return { ok: true };
+}
+
+/**
+ * The claim lost. If the generation is still the running one (the reaper lost to a
+ * touch), the close is called off; otherwise the entry is dead and forgotten.
+ */
+async function settleLostClaim(ctx: SandboxContext, sandboxId: string, generation: number) {
+  const entry = ctx.live.get(sandboxId);
+  const mine = entry?.handle.generation === generation ? entry : undefined;
+  if (!mine) return;
+  // When in doubt (the read failed), keep the entry: every later use is fenced in
+  // Postgres anyway, and the reconciler settles it.
+  const row = await ctx.store.read(ctx.db, sandboxId).catch(() => "unknown" as const);
+  if (row === "unknown" || (row?.generation === generation && row.state === "running")) {
+    mine.pins.reopen();
+    return;
+  }
+  mine.pins.finishClose();
+  forget(ctx, sandboxId, generation);
+}

@@ -1,0 +1,247 @@
+import type { FileHandle } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type Docker from "dockerode";
+import type { Logger } from "pino";
+import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
+import { SANDBOX_SKILLS_MOUNT, SANDBOX_USER_DATA_MOUNT } from "../../shared/paths/runtime-paths.ts";
+import { uidDirname } from "../../shared/paths/uid-dirname.ts";
+import { containerName, nodeLabelFilters, parseSandboxLabels } from "./container-labels.ts";
+import { containerCreateOptions } from "./container-spec.ts";
+import { isNotFoundError } from "./docker-errors.ts";
+import { runDockerExec } from "./docker-exec.ts";
+import type {
+  ContainerRef,
+  CreateResult,
+  DestroyOutcome,
+  ExecOutcome,
+  ExecRequest,
+  SandboxContainer,
+  SandboxDriver,
+  SandboxSpec,
+} from "./driver.ts";
+import { openDirBeneath } from "./host-dir.ts";
+import type { SandboxConfig } from "./sandbox-config.ts";
+
+/** Cleanup after a failed create must not inherit the caller's (maybe aborted) signal. */
+const CLEANUP_TIMEOUT_MS = 30_000;
+/** Docker answers 409 while another removal of the same container is in progress. */
+const REMOVAL_POLL_MS = 50;
+
+export type DockerDriverDeps = {
+  docker: Docker;
+  logger: Logger;
+  /** The node's data root: `users/<uid dirname>/workspace` and `skills/projections/…` below it. */
+  dataRoot: string;
+  config: SandboxConfig;
+};
+
+/** Host directories bound into a sandbox, relative to the data root (ARCHITECTURE.md §3). */
+export function hostMountComponents(dirname: string) {
+  return {
+    workspace: ["users", dirname, "workspace"],
+    skills: ["skills", "projections", dirname],
+  } as const;
+}
+
+export class DockerDriver implements SandboxDriver {
+  readonly #deps: DockerDriverDeps;
+
+  constructor(deps: DockerDriverDeps) {
+    this.#deps = deps;
+  }
+
+  async create(spec: SandboxSpec, signal: AbortSignal): Promise<CreateResult> {
+    const dirname = uidDirname(spec.uid);
+    const workdirPath = normalizeWorkdirPath(spec.workdirPath);
+    const parts = hostMountComponents(dirname);
+    const workspace = await openDirBeneath(this.#deps.dataRoot, parts.workspace);
+    if (!workspace.ok) return workspace;
+    try {
+      // The Workdir must exist (the run worker materializes it first, §4.7). Checked
+      // no-follow through the workspace fd; inside the sandbox the cwd resolves in the
+      // container's own mount namespace, where a symlink cannot reach the host.
+      const workdir = await openDirBeneath(
+        `/proc/self/fd/${workspace.handle.fd}`,
+        workdirPath.split("/"),
+      );
+      if (!workdir.ok) return { ...workdir, detail: `workspace/${workdir.detail}` };
+      await workdir.handle.close();
+      // A user without any skill grant has no projection yet: mount an empty one
+      // (fail closed) rather than refuse; later refreshes fill it in place.
+      const skills = await openDirBeneath(this.#deps.dataRoot, parts.skills, { create: true });
+      if (!skills.ok) return skills;
+      try {
+        return await this.#createContainer(
+          { ...spec, workdirPath, uidDirname: dirname },
+          { workspace: workspace.handle, skills: skills.handle },
+          signal,
+        );
+      } finally {
+        await skills.handle.close();
+      }
+    } finally {
+      await workspace.handle.close();
+    }
+  }
+
+  async #createContainer(
+    spec: SandboxSpec & { uidDirname: string },
+    opened: { workspace: FileHandle; skills: FileHandle },
+    signal: AbortSignal,
+  ): Promise<CreateResult> {
+    const { docker, dataRoot, config } = this.#deps;
+    const parts = hostMountComponents(spec.uidDirname);
+    const name = containerName(spec.sandboxId, spec.generation);
+    const log = this.#deps.logger.child({
+      sandbox_id: spec.sandboxId,
+      generation: spec.generation,
+    });
+    const options = containerCreateOptions(
+      {
+        ...spec,
+        workspaceHostPath: join(dataRoot, ...parts.workspace),
+        skillsHostPath: join(dataRoot, ...parts.skills),
+      },
+      config,
+    );
+    try {
+      const container = await docker.createContainer({ ...options, abortSignal: signal });
+      await container.start({ abortSignal: signal });
+      const info = await container.inspect({ abortSignal: signal });
+      assertRunning(info);
+      const swapped = await firstSwappedMount(info.State.Pid, opened);
+      if (swapped === "exited") {
+        // The keep-alive died at once (a broken image), not a swapped directory; the
+        // engine records the exit a moment later.
+        throw new Error(
+          "sandbox container exited at start; check that the sandbox image has sleep, /home/gem and user 1000",
+        );
+      }
+      if (swapped !== undefined) {
+        log.warn({ mount: swapped }, "host directory changed during create; refusing");
+        await this.#removeQuietly(name);
+        return {
+          ok: false,
+          reason: "symlink_refused",
+          detail: `${swapped} changed while the sandbox was created`,
+        };
+      }
+      const created = toSandboxContainer(info.Id, info.Config.Labels, info.State.Running);
+      if (!created) throw new Error(`container ${info.Id} lost its labels`);
+      log.info({ container_id: info.Id }, "sandbox container started");
+      return { ok: true, container: created };
+    } catch (error) {
+      // By name, not id: the create may have succeeded in the engine after our request
+      // was aborted or its answer lost, and then we never learned the id.
+      await this.#removeQuietly(name);
+      throw error;
+    }
+  }
+
+  async #removeQuietly(nameOrId: string): Promise<void> {
+    const signal = AbortSignal.timeout(CLEANUP_TIMEOUT_MS);
+    try {
+      await this.#deps.docker
+        .getContainer(nameOrId)
+        .remove({ force: true, v: true, abortSignal: signal });
+    } catch (error) {
+      if (!isNotFoundError(error)) {
+        this.#deps.logger.error({ err: error, container: nameOrId }, "could not remove container");
+      }
+    }
+  }
+
+  async inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined> {
+    try {
+      const info = await this.#deps.docker
+        .getContainer(containerId)
+        .inspect({ abortSignal: signal });
+      return toSandboxContainer(info.Id, info.Config.Labels, info.State.Running);
+    } catch (error) {
+      if (isNotFoundError(error)) return undefined;
+      throw error;
+    }
+  }
+
+  exec(ref: ContainerRef, request: ExecRequest, signal: AbortSignal): Promise<ExecOutcome> {
+    return runDockerExec(this.#deps, ref, request, signal);
+  }
+
+  async destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome> {
+    const current = await this.inspect(ref.containerId, signal);
+    if (!current) return { ok: true, existed: false };
+    if (current.sandboxId !== ref.sandboxId || current.generation !== ref.generation) {
+      return { ok: false, reason: "stale_generation" };
+    }
+    const container = this.#deps.docker.getContainer(ref.containerId);
+    for (;;) {
+      try {
+        await container.remove({ force: true, v: true, abortSignal: signal });
+        return { ok: true, existed: true };
+      } catch (error) {
+        if (isNotFoundError(error)) return { ok: true, existed: true };
+        // 409: a concurrent removal (the reconciler, a second destroy) is under way;
+        // ours is done when it is.
+        if ((error as { statusCode?: number }).statusCode !== 409) throw error;
+        await sleep(REMOVAL_POLL_MS, undefined, { signal });
+      }
+    }
+  }
+
+  async list(nodeId: string, signal: AbortSignal): Promise<SandboxContainer[]> {
+    const found = await this.#deps.docker.listContainers({
+      all: true,
+      filters: { label: nodeLabelFilters(nodeId) },
+      abortSignal: signal,
+    });
+    return found.flatMap((c) => toSandboxContainer(c.Id, c.Labels, c.State === "running") ?? []);
+  }
+}
+
+/** Started and already dead (e.g. the image has no `sleep`): an engine-side failure. */
+function assertRunning(info: Docker.ContainerInspectInfo): void {
+  if (info.State.Running) return;
+  const why = info.State.Error ? `: ${info.State.Error}` : "";
+  throw new Error(
+    `sandbox container exited at start (exit ${info.State.ExitCode}${why}); check that the sandbox image has sleep, /home/gem and user 1000`,
+  );
+}
+
+function toSandboxContainer(
+  containerId: string,
+  labels: Record<string, string> | undefined,
+  running: boolean,
+): SandboxContainer | undefined {
+  const parsed = parseSandboxLabels(labels);
+  return parsed && { ...parsed, containerId, running };
+}
+
+/**
+ * Which bind mount, if any, is not the directory we opened: stat through the
+ * container's root (/proc/<pid>/root, as root on the host) and compare device and
+ * inode with the open handles.
+ */
+async function firstSwappedMount(
+  initPid: number,
+  opened: { workspace: FileHandle; skills: FileHandle },
+): Promise<string | "exited" | undefined> {
+  const checks = [
+    [SANDBOX_USER_DATA_MOUNT, opened.workspace],
+    [SANDBOX_SKILLS_MOUNT, opened.skills],
+  ] as const;
+  for (const [target, handle] of checks) {
+    const [inside, expected] = await Promise.all([
+      lstat(`/proc/${initPid}/root${target}`).catch(() => undefined),
+      handle.stat(),
+    ]);
+    if (inside && inside.dev === expected.dev && inside.ino === expected.ino) continue;
+    const alive = await lstat(`/proc/${initPid}/root/`).then(
+      () => true,
+      () => false,
+    );
+    return alive ? target : "exited";
+  }
+  return undefined;
+}

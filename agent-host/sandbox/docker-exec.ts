@@ -1,0 +1,212 @@
+import { readlink } from "node:fs/promises";
+import type { Duplex, Readable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import type Docker from "dockerode";
+import type { Logger } from "pino";
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { SANDBOX_USER } from "./container-spec.ts";
+import { isGoneError } from "./docker-errors.ts";
+import type { ContainerRef, ExecOutcome, ExecRequest, ExecResult, ExecStatus } from "./driver.ts";
+import { killExecProcesses } from "./kill-exec-processes.ts";
+import { OutputCapture } from "./output-capture.ts";
+import type { SandboxConfig } from "./sandbox-config.ts";
+import { createDemuxer, STDERR_STREAM, STDOUT_STREAM } from "./stream-demuxer.ts";
+
+/** How long to wait for Docker to report an exit code once the stream has closed. */
+const EXIT_CODE_WAIT_MS = 2_000;
+const EXIT_CODE_POLL_MS = 5;
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export type DockerExecDeps = {
+  docker: Docker;
+  logger: Logger;
+  config: Pick<SandboxConfig, "execTimeoutMs" | "maxOutputBytesPerStream" | "killGraceMs">;
+};
+
+/**
+ * Runs one exec in a sandbox container: streams demuxed, capped stdout/stderr, feeds
+ * stdin, and on timeout or abort kills the process (and what it started) from the host
+ * before reporting `timed_out` / `cancelled`.
+ */
+export async function runDockerExec(
+  deps: DockerExecDeps,
+  ref: ContainerRef,
+  request: ExecRequest,
+  signal: AbortSignal,
+): Promise<ExecOutcome> {
+  const started = performance.now();
+  const timeoutMs = Math.min(
+    request.timeoutMs ?? deps.config.execTimeoutMs,
+    deps.config.execTimeoutMs,
+  );
+  const capBytes = Math.min(
+    request.maxOutputBytesPerStream ?? deps.config.maxOutputBytesPerStream,
+    deps.config.maxOutputBytesPerStream,
+  );
+  const stdout = new OutputCapture(capBytes, request.onStdout);
+  const stderr = new OutputCapture(capBytes, request.onStderr);
+  const finish = (status: ExecStatus, exitCode: number | null): ExecOutcome => ({
+    ok: true,
+    result: {
+      status,
+      exitCode,
+      stdout: stdout.result(),
+      stderr: stderr.result(),
+      durationMs: performance.now() - started,
+    } satisfies ExecResult,
+  });
+  if (signal.aborted) return finish("cancelled", null);
+
+  const hasStdin = request.stdin !== undefined;
+  const container = deps.docker.getContainer(ref.containerId);
+  let exec: Docker.Exec;
+  let stream: Duplex | Readable;
+  try {
+    exec = await container.exec({
+      Cmd: request.cmd,
+      Env: envList(request.env),
+      User: SANDBOX_USER,
+      ...(request.cwd === undefined ? {} : { WorkingDir: request.cwd }),
+      AttachStdin: hasStdin,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      abortSignal: signal,
+    });
+    // No abortSignal on start: aborting the request would only close our end of the
+    // stream and leave the process running. Cancellation is the kill below.
+    stream = (await exec.start({ hijack: hasStdin, stdin: hasStdin })) as Duplex | Readable;
+  } catch (error) {
+    if (signal.aborted && (error as Error).name === "AbortError") return finish("cancelled", null);
+    if (isGoneError(error)) return { ok: false, reason: "sandbox_gone" };
+    throw error;
+  }
+
+  const feed = createDemuxer((id, payload) => {
+    if (id === STDOUT_STREAM) stdout.push(payload);
+    else if (id === STDERR_STREAM) stderr.push(payload);
+  });
+  stream.on("data", (chunk: Buffer) => feed(chunk));
+  const closed = new Promise<void>((resolve) => {
+    stream.once("end", resolve);
+    stream.once("close", resolve);
+    // A broken connection ends the exec as far as we can observe it; the exit code
+    // lookup below decides what happened to the process.
+    stream.once("error", () => resolve());
+  });
+  if (hasStdin) (stream as Duplex).end(Buffer.from(request.stdin as string | Uint8Array));
+
+  // Whichever comes first: the stream closing, the wall clock, or the caller's abort.
+  let stopReason: "timed_out" | "cancelled" | undefined;
+  const stopped = new AbortController();
+  const timer = setTimeout(() => {
+    stopReason ??= "timed_out";
+    stopped.abort();
+  }, timeoutMs);
+  const onAbort = () => {
+    stopReason ??= "cancelled";
+    stopped.abort();
+  };
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    await Promise.race([
+      closed,
+      new Promise((resolve) => stopped.signal.addEventListener("abort", resolve, { once: true })),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort);
+  }
+
+  try {
+    if (stopReason === undefined) return finish("exited", await exitCodeOf(exec));
+    try {
+      await killExec(deps, ref, exec);
+      // The kill closes the process's pipes, so the stream ends; if something still
+      // holds them, stop waiting after the grace.
+      await raceTimeout(closed, deps.config.killGraceMs);
+    } finally {
+      stream.destroy();
+    }
+    return finish(stopReason, null);
+  } catch (error) {
+    // The container went away under the exec (destroyed, or its keep-alive died).
+    if (isGoneError(error)) return { ok: false, reason: "sandbox_gone" };
+    throw error;
+  }
+}
+
+/** Waits for `promise` at most `ms`, without leaving a timer behind. */
+async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
+  const timer = new AbortController();
+  await Promise.race([promise, sleep(ms, undefined, { signal: timer.signal }).catch(() => {})]);
+  timer.abort();
+}
+
+async function killExec(deps: DockerExecDeps, ref: ContainerRef, exec: Docker.Exec): Promise<void> {
+  const log = deps.logger.child({ container_id: ref.containerId, exec_id: exec.id });
+  const pid = await execPid(exec);
+  if (pid === undefined) return; // it never started
+  const info = await deps.docker
+    .getContainer(ref.containerId)
+    .inspect()
+    .catch((error: unknown) => {
+      if (isGoneError(error)) return undefined; // gone with everything in it
+      throw error;
+    });
+  if (!info) return;
+  const initPid = info.State.Pid;
+  const pidNamespace = initPid > 0 ? await readlink(`/proc/${initPid}/ns/pid`).catch(() => "") : "";
+  if (pidNamespace === "") {
+    // Fail loudly rather than report a kill that did not happen: this node cannot see
+    // the container's processes (agent-host outside the host pid namespace).
+    throw new WorkcellError(
+      "internal",
+      "Cannot kill a sandbox exec: agent-host does not see the container's processes. Run agent-host in the host pid namespace.",
+    );
+  }
+  const report = await killExecProcesses(pid, pidNamespace);
+  if (report.survivors > 0) log.error({ ...report, pid }, "exec processes survived SIGKILL");
+  else log.debug({ ...report, pid }, "killed exec processes");
+}
+
+/**
+ * The exec's host pid. Docker keeps reporting it after the process has exited, which
+ * matters: the exec may be gone while children it left in its session still run (and
+ * hold the output stream open); the session is still identified by that pid. Undefined
+ * only when the process never started.
+ */
+async function execPid(exec: Docker.Exec): Promise<number | undefined> {
+  const deadline = performance.now() + EXIT_CODE_WAIT_MS;
+  for (;;) {
+    const info = await exec.inspect();
+    if (info.Pid > 0) return info.Pid;
+    if (!info.Running && info.ExitCode !== null) return undefined;
+    if (performance.now() > deadline) return undefined;
+    await sleep(EXIT_CODE_POLL_MS);
+  }
+}
+
+/** Docker may report the stream closed a moment before it records the exit code. */
+async function exitCodeOf(exec: Docker.Exec): Promise<number | null> {
+  const deadline = performance.now() + EXIT_CODE_WAIT_MS;
+  for (;;) {
+    const info = await exec.inspect();
+    if (!info.Running && info.ExitCode !== null) return info.ExitCode;
+    if (performance.now() > deadline) return null;
+    await sleep(EXIT_CODE_POLL_MS);
+  }
+}
+
+function envList(env: ExecRequest["env"]): string[] {
+  return Object.entries(env ?? {}).map(([name, value]) => {
+    if (!ENV_NAME.test(name) || value.includes("\u0000")) {
+      throw new WorkcellError(
+        "invalid_request",
+        `Environment variable ${JSON.stringify(name)} is not allowed: use [A-Za-z_][A-Za-z0-9_]* names and values without NUL.`,
+      );
+    }
+    return `${name}=${value}`;
+  });
+}

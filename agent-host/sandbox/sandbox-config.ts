@@ -1,0 +1,85 @@
+import { z } from "zod";
+
+const MIB = 1024 * 1024;
+const SECOND_MS = 1000;
+const MINUTE_MS = 60 * SECOND_MS;
+
+const positiveInt = () => z.number().int().positive();
+
+/**
+ * Sandbox limits and timings. Parsed once where agent-host is wired (main.ts), never
+ * at import time; tests pass small values to make timeouts and caps observable.
+ */
+export const sandboxConfigSchema = z
+  .object({
+    image: z
+      .string()
+      .min(1)
+      .describe("Docker image of every sandbox; it must have user 1000:1000 and /home/gem."),
+    networkMode: z
+      .string()
+      .min(1)
+      .default("none")
+      .describe("Docker NetworkMode; 'none' (only loopback) unless the operator opts in."),
+    pidsLimit: positiveInt()
+      .default(512)
+      .describe("Maximum number of processes in one sandbox (stops fork bombs)."),
+    memoryBytes: positiveInt()
+      .default(2048 * MIB)
+      .describe("Memory limit of one sandbox, tmpfs pages included; swap is not allowed."),
+    nanoCpus: positiveInt()
+      .default(2_000_000_000)
+      .describe("CPU limit in billionths of a CPU (2e9 = two CPUs)."),
+    tmpSizeBytes: positiveInt()
+      .default(512 * MIB)
+      .describe("Size of the private tmpfs at /tmp."),
+    homeSizeBytes: positiveInt()
+      .default(512 * MIB)
+      .describe(
+        "Size of the private tmpfs at /home/gem (mount points of the two binds live in it).",
+      ),
+    execTimeoutMs: positiveInt()
+      .default(10 * MINUTE_MS)
+      .describe("Wall-clock limit of one exec, and the most an exec request may ask for."),
+    maxOutputBytesPerStream: positiveInt()
+      .default(1 * MIB)
+      .describe("Bytes of stdout and of stderr kept per exec; the rest is dropped and counted."),
+    killGraceMs: positiveInt()
+      .default(5 * SECOND_MS)
+      .describe("After killing a timed-out exec, how long to wait for its output stream to close."),
+    createTimeoutMs: positiveInt()
+      .default(2 * MINUTE_MS)
+      .describe(
+        "Bound on one create (Docker create + start + checks), and on waiting for another's.",
+      ),
+    drainTimeoutMs: positiveInt()
+      .default(30 * SECOND_MS)
+      .describe("How long destroy waits for in-flight execs before cancelling them."),
+    idleTimeoutMs: positiveInt()
+      .default(30 * MINUTE_MS)
+      .describe("A sandbox unused for this long is destroyed by the idle reaper."),
+    reaperIntervalMs: positiveInt()
+      .default(1 * MINUTE_MS)
+      .describe("How often the idle reaper looks for idle sandboxes."),
+    reconcileIntervalMs: positiveInt()
+      .default(5 * MINUTE_MS)
+      .describe("How often the reconciler compares this node's containers with Postgres."),
+    destroyingStaleMs: positiveInt()
+      .default(10 * MINUTE_MS)
+      .describe(
+        "A row left 'destroying' this long (its destroyer crashed) is finished by the reconciler.",
+      ),
+  })
+  .refine((c) => c.idleTimeoutMs > c.execTimeoutMs, {
+    message:
+      "idleTimeoutMs must be longer than execTimeoutMs, or the reaper could destroy a sandbox while an exec still runs in it: raise idleTimeoutMs",
+    path: ["idleTimeoutMs"],
+  })
+  .refine((c) => c.destroyingStaleMs > c.drainTimeoutMs + c.killGraceMs, {
+    message:
+      "destroyingStaleMs must exceed drainTimeoutMs + killGraceMs, or the reconciler could race a destroy that is still draining: raise destroyingStaleMs",
+    path: ["destroyingStaleMs"],
+  });
+
+export type SandboxConfig = z.infer<typeof sandboxConfigSchema>;
+export type SandboxConfigInput = z.input<typeof sandboxConfigSchema>;

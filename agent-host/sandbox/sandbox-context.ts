@@ -1,0 +1,36 @@
+import type { Logger } from "pino";
+import type { Db } from "../../shared/db/client.ts";
+import type { AcquireResult } from "./acquire-sandbox.ts";
+import type { SandboxDriver } from "./driver.ts";
+import type { PinSet } from "./pin-set.ts";
+import type { SandboxConfig } from "./sandbox-config.ts";
+import type { SandboxHandle } from "./sandbox-handle.ts";
+import type { SandboxStore } from "./sandbox-store.ts";
+
+/** Everything the sandbox manager needs, wired once in agent-host's main.ts. */
+export type SandboxManagerDeps = {
+  db: Db;
+  driver: SandboxDriver;
+  logger: Logger;
+  /** This agent-host's node id; its `nodes` row must exist (node registration). */
+  nodeId: string;
+  config: SandboxConfig;
+};
+
+/** A generation this process knows to be live, with its in-flight uses. */
+export type LiveSandbox = { handle: SandboxHandle; pins: PinSet };
+
+/**
+ * The state one manager instance shares with its reaper, reconciler and destroy paths.
+ * It lives on the instance, never at module level: two managers in one process (tests,
+ * two nodes in the local stack) must not see each other's sandboxes.
+ */
+export type SandboxContext = SandboxManagerDeps & {
+  store: SandboxStore;
+  /** sandbox_id → the live generation this process holds. */
+  live: Map<string, LiveSandbox>;
+  /** sandbox_id → the acquire being decided in this process (under the sandbox lock). */
+  inflight: Map<string, InflightAcquire>;
+};
+
+export type InflightAcquire = { workdirPath: string; done: Promise<AcquireResult> };

@@ -1,0 +1,44 @@
+import { runtimeWorkdirPath } from "../../shared/paths/runtime-paths.ts";
+import type { ContainerRef } from "./driver.ts";
+
+/**
+ * What acquire hands out: one generation of one sandbox. Every operation through the
+ * manager carries it back, and is refused (as a value) once that generation is over.
+ */
+export type SandboxHandle = ContainerRef & {
+  uid: string;
+  runtimeScopeId: string;
+  workdirPath: string;
+  nodeId: string;
+  /** The Workdir as seen inside the sandbox, e.g. /home/gem/user-data/projects/<uuid>. */
+  cwd: string;
+};
+
+export function sandboxHandle(fields: Omit<SandboxHandle, "cwd">): SandboxHandle {
+  return { ...fields, cwd: runtimeWorkdirPath(fields.workdirPath) };
+}
+
+/** The outcome of an operation fenced by generation (ARCHITECTURE.md §4.3). */
+export type FencedOutcome = { ok: true } | { ok: false; reason: "stale_generation" };
+
+/** The handle of a row's generation (adoption: the row is the only record left). */
+export function handleFromRow(row: {
+  sandboxId: string;
+  generation: number;
+  containerId: string | null;
+  uid: string;
+  runtimeScopeId: string;
+  workdirPath: string;
+  nodeId: string;
+}): SandboxHandle | undefined {
+  if (row.containerId === null) return undefined;
+  return sandboxHandle({
+    sandboxId: row.sandboxId,
+    generation: row.generation,
+    containerId: row.containerId,
+    uid: row.uid,
+    runtimeScopeId: row.runtimeScopeId,
+    workdirPath: row.workdirPath,
+    nodeId: row.nodeId,
+  });
+}

@@ -1,0 +1,308 @@
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { sandboxId as sandboxIdOf } from "../../shared/identity/sandbox-id.ts";
+import { isCanonicalUuid } from "../../shared/paths/canonical-uuid.ts";
+import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
+import { type AcquireRequest, type AcquireResult, acquireUnderLock } from "./acquire-sandbox.ts";
+import { destroyGeneration } from "./destroy-generation.ts";
+import type { ExecRequest, ExecResult } from "./driver.ts";
+import { forget } from "./live-registry.ts";
+import { type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
+import type { SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
+import type { FencedOutcome, SandboxHandle } from "./sandbox-handle.ts";
+import { SandboxStore } from "./sandbox-store.ts";
+
+export type ManagedExecOutcome =
+  | { ok: true; result: ExecResult }
+  | { ok: false; reason: "stale_generation" };
+
+/** A sandbox generation the idle reaper may destroy, as observed when it looked. */
+export type IdleCandidate = { sandboxId: string; generation: number };
+
+/**
+ * The lifecycle owner of this node's sandboxes (ARCHITECTURE.md §4): one sandbox per
+ * execution tree, generations allocated in Postgres, every operation fenced by the
+ * generation it observed, pins and bounded drains, quiescence, the idle reaper and the
+ * reconciler. Fencing failures are values; only broken infrastructure throws.
+ */
+export class SandboxManager {
+  readonly #ctx: SandboxContext;
+  #quiesced = false;
+  #loops: AbortController | undefined;
+  readonly #background = new Set<Promise<unknown>>();
+
+  constructor(deps: SandboxManagerDeps) {
+    this.#ctx = { ...deps, store: new SandboxStore(deps.db), live: new Map(), inflight: new Map() };
+  }
+
+  /**
+   * The execution tree's sandbox: the live generation if there is one (same Workdir,
+   * this node), else a new generation created and started. Concurrent acquires of one
+   * scope (in this process or any other sharing the database) create it once.
+   */
+  async acquire(request: AcquireRequest, signal: AbortSignal): Promise<AcquireResult> {
+    signal.throwIfAborted();
+    if (!isCanonicalUuid(request.runtimeScopeId)) {
+      // The id is hashed as given: another spelling of the same uuid would be another sandbox.
+      throw new WorkcellError(
+        "invalid_request",
+        "runtime_scope_id must be the root thread id as a lowercase hyphenated uuid.",
+        { details: { field: "runtime_scope_id" } },
+      );
+    }
+    const workdirPath = normalizeWorkdirPath(request.workdirPath);
+    const id = sandboxIdOf(request.uid, request.runtimeScopeId);
+    if (this.#quiesced) return { ok: false, reason: "node_quiesced" };
+    const warm = await this.#acquireWarm(id, workdirPath);
+    if (warm) return warm;
+    return this.#acquireCoalesced(id, { ...request, workdirPath }, signal);
+  }
+
+  /** The fast path: a generation this process holds, confirmed live by one conditional touch. */
+  async #acquireWarm(id: string, workdirPath: string): Promise<AcquireResult | undefined> {
+    const entry = this.#ctx.live.get(id);
+    // A different Workdir is decided under the lock, against the row (mismatch or not).
+    if (!entry || entry.handle.workdirPath !== workdirPath) return undefined;
+    if (await entry.pins.closeOutcome()) return undefined;
+    if (!(await this.#ctx.store.touch(this.#ctx.db, id, entry.handle.generation))) {
+      forget(this.#ctx, id, entry.handle.generation);
+      return undefined;
+    }
+    return { ok: true, handle: entry.handle, created: false };
+  }
+
+  /**
+   * One decision per scope at a time in this process: acquires for the same Workdir
+   * share it; one for another Workdir waits for it and then decides for itself (and
+   * finds the mismatch, unless that create failed).
+   */
+  async #acquireCoalesced(
+    id: string,
+    request: AcquireRequest,
+    signal: AbortSignal,
+  ): Promise<AcquireResult> {
+    const inflight = this.#ctx.inflight;
+    for (;;) {
+      const pending = inflight.get(id);
+      if (!pending) break;
+      if (pending.workdirPath === request.workdirPath) {
+        // A follower: the create (if any) was the leader's.
+        const shared = await abortable(pending.done, signal);
+        return shared.ok ? { ...shared, created: false } : shared;
+      }
+      await abortable(
+        pending.done.catch(() => undefined),
+        signal,
+      );
+    }
+    if (this.#quiesced) return { ok: false, reason: "node_quiesced" };
+    const done = acquireUnderLock(this.#ctx, id, request).finally(() => {
+      if (inflight.get(id)?.done === done) inflight.delete(id);
+    });
+    // Callers may all stop waiting (abort); the outcome must still count as handled.
+    done.catch(() => {});
+    inflight.set(id, { workdirPath: request.workdirPath, done });
+    return abortable(done, signal);
+  }
+
+  /** Runs a command in the handle's generation; refused once that generation is over. */
+  async exec(
+    handle: SandboxHandle,
+    request: ExecRequest,
+    signal: AbortSignal,
+  ): Promise<ManagedExecOutcome> {
+    const { store, db } = this.#ctx;
+    const entry = this.#ctx.live.get(handle.sandboxId);
+    if (entry?.handle.generation !== handle.generation) return STALE;
+    const pin = await entry.pins.pin();
+    if (!pin) return STALE;
+    try {
+      // The touch is the cross-process fence (another agent-host process may have
+      // destroyed this generation) and keeps the reaper away while the exec runs.
+      if (!(await store.touch(db, handle.sandboxId, handle.generation))) {
+        forget(this.#ctx, handle.sandboxId, handle.generation);
+        return STALE;
+      }
+      const out = await this.#ctx.driver.exec(
+        entry.handle,
+        request,
+        AbortSignal.any([signal, pin.signal]),
+      );
+      if (!out.ok) {
+        await store.markFailed(db, handle.sandboxId, handle.generation, "running");
+        forget(this.#ctx, handle.sandboxId, handle.generation);
+        return STALE;
+      }
+      // Idle time counts from the end of the last use, not its start. Not awaited: it
+      // only moves the idle clock (the start touch already fenced and marked the use),
+      // so the caller does not pay a round trip for it; stop() waits for it.
+      this.#track(
+        store.touch(db, handle.sandboxId, handle.generation).catch((error: unknown) => {
+          this.#ctx.logger.warn(
+            { err: error, sandbox_id: handle.sandboxId },
+            "touch after exec failed",
+          );
+        }),
+      );
+      return { ok: true, result: out.result };
+    } finally {
+      pin.release();
+    }
+  }
+
+  /** Records a use of the handle's generation (keeps the idle reaper away). */
+  async touch(handle: SandboxHandle, signal: AbortSignal): Promise<FencedOutcome> {
+    signal.throwIfAborted();
+    const ok = await this.#ctx.store.touch(this.#ctx.db, handle.sandboxId, handle.generation);
+    return ok ? { ok: true } : STALE;
+  }
+
+  /**
+   * Destroys the handle's generation: blocks new uses, waits for in-flight ones
+   * (bounded, then cancels them), removes the container. A stale handle changes nothing.
+   */
+  async destroy(handle: SandboxHandle, signal: AbortSignal): Promise<FencedOutcome> {
+    const out = await destroyGeneration(this.#ctx, handle.sandboxId, handle.generation, signal);
+    return out.ok ? out : STALE;
+  }
+
+  /** Running generations of this node idle for longer than the configured time. */
+  async findIdle(signal: AbortSignal): Promise<IdleCandidate[]> {
+    signal.throwIfAborted();
+    const rows = await this.#ctx.store.idleRows(this.#ctx.nodeId, this.#ctx.config.idleTimeoutMs);
+    return rows.map(({ sandboxId, generation }) => ({ sandboxId, generation }));
+  }
+
+  /**
+   * Destroys a candidate if, at this instant, it is still that generation, still idle
+   * and not in use here. Anything that happened since findIdle (a touch, an exec, a
+   * re-create) makes this a no-op.
+   */
+  async reapIfIdle(candidate: IdleCandidate, signal: AbortSignal): Promise<boolean> {
+    const out = await destroyGeneration(
+      this.#ctx,
+      candidate.sandboxId,
+      candidate.generation,
+      signal,
+      {
+        idleMs: this.#ctx.config.idleTimeoutMs,
+      },
+    );
+    return out.ok;
+  }
+
+  /** One pass of the idle reaper; returns the sandbox ids it destroyed. */
+  async reapIdle(signal: AbortSignal): Promise<string[]> {
+    const reaped: string[] = [];
+    for (const candidate of await this.findIdle(signal)) {
+      if (await this.reapIfIdle(candidate, signal)) reaped.push(candidate.sandboxId);
+    }
+    return reaped;
+  }
+
+  reconcile(signal: AbortSignal): Promise<ReconcileReport> {
+    return reconcileNode(this.#ctx, signal);
+  }
+
+  /**
+   * Maintenance: refuse new acquires (here and, through the node row, on every process
+   * of this node), wait for creates in flight, then destroy every sandbox of this node
+   * with its expected generation. Stays quiesced until resume().
+   */
+  async quiesce(signal: AbortSignal): Promise<{ destroyed: string[] }> {
+    this.#quiesced = true;
+    // Waits, through the node row lock, for every create in flight on this node.
+    await this.#ctx.store.setNodeState(this.#ctx.nodeId, "quiesced");
+    await Promise.allSettled([...this.#ctx.inflight.values()].map((p) => p.done));
+    const rows = await this.#ctx.store.runningRows(this.#ctx.nodeId);
+    const outcomes = await Promise.all(
+      rows.map(async (row) => ({
+        sandboxId: row.sandboxId,
+        out: await destroyGeneration(this.#ctx, row.sandboxId, row.generation, signal),
+      })),
+    );
+    return { destroyed: outcomes.filter((o) => o.out.ok).map((o) => o.sandboxId) };
+  }
+
+  async resume(signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    await this.#ctx.store.setNodeState(this.#ctx.nodeId, "active");
+    this.#quiesced = false;
+  }
+
+  /**
+   * Reconciles once (a restart adopts what survived and removes what leaked), then
+   * runs the reconciler and the idle reaper periodically until stop().
+   */
+  async start(signal: AbortSignal): Promise<ReconcileReport> {
+    const report = await this.reconcile(signal);
+    this.#loops?.abort();
+    const loops = new AbortController();
+    this.#loops = loops;
+    this.#every(this.#ctx.config.reaperIntervalMs, loops.signal, "idle reaper", (s) =>
+      this.reapIdle(s),
+    );
+    this.#every(this.#ctx.config.reconcileIntervalMs, loops.signal, "reconciler", (s) =>
+      this.reconcile(s),
+    );
+    return report;
+  }
+
+  /** Stops the periodic tasks and waits for a pass (or a touch) in progress to end. */
+  async stop(): Promise<void> {
+    this.#loops?.abort();
+    this.#loops = undefined;
+    await Promise.allSettled([...this.#background]);
+  }
+
+  /** Work that outlives the call that started it; stop() waits for it. */
+  #track(work: Promise<unknown>): void {
+    this.#background.add(work);
+    const done = () => this.#background.delete(work);
+    work.then(done, done);
+  }
+
+  #every(
+    intervalMs: number,
+    signal: AbortSignal,
+    name: string,
+    task: (signal: AbortSignal) => Promise<unknown>,
+  ): void {
+    let running = false;
+    const timer = setInterval(() => {
+      if (running || signal.aborted) return; // never two passes of one task at once
+      running = true;
+      this.#track(
+        task(signal)
+          .catch((error: unknown) => {
+            if (!signal.aborted) this.#ctx.logger.error({ err: error }, `${name} pass failed`);
+          })
+          .finally(() => {
+            running = false;
+          }),
+      );
+    }, intervalMs);
+    timer.unref();
+    signal.addEventListener("abort", () => clearInterval(timer), { once: true });
+  }
+}
+
+const STALE = { ok: false, reason: "stale_generation" } as const;
+
+/** Stops waiting when the caller aborts; the shared work itself goes on. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,326 @@
+import { and, eq, getTableColumns, inArray, lt, or, sql } from "drizzle-orm";
+import type { Db, DbOrTransaction, DbTransaction } from "../../shared/db/client.ts";
+import { nodes } from "../../shared/db/schema/nodes.ts";
+import {
+  nextSandboxGeneration,
+  type Sandbox,
+  sandboxes,
+} from "../../shared/db/schema/sandboxes.ts";
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+
+// The Postgres half of the lifecycle. Every write that changes a sandbox's fate is a
+// conditional update on (sandbox_id, generation, state): a caller acting on a
+// generation it observed earlier changes nothing if that generation is no longer the
+// current one (ARCHITECTURE.md §4.3). Times are compared with the database's now(), so
+// the agent-hosts sharing it never disagree about "idle" because their clocks do.
+
+/**
+ * Two-int advisory keys (namespace, hashtext(sandbox_id)). The two-int key space is
+ * separate from single-bigint locks (uid+scope, skill grants), and this namespace is
+ * distinct from the migrator's (infra/db/migrate.ts).
+ */
+export const SANDBOX_LOCK_NAMESPACE = 0x57435342; // "WCSB"
+
+export type SandboxRow = Sandbox;
+
+/** A row of this node plus whether it has sat in 'destroying' for too long. */
+export type ReconcileRow = SandboxRow & { destroyingStale: boolean };
+
+export type NewGeneration = {
+  sandboxId: string;
+  uid: string;
+  runtimeScopeId: string;
+  workdirPath: string;
+  nodeId: string;
+};
+
+/** SQLSTATE of a lock wait that ran into lock_timeout. */
+const LOCK_NOT_AVAILABLE = "55P03";
+
+/** The SQLSTATE of a driver error, drizzle-wrapped or not. */
+function postgresCodeOf(error: unknown): string | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return undefined;
+}
+
+function lockKey(sandboxId: string) {
+  return sql`${SANDBOX_LOCK_NAMESPACE}::int4, hashtext(${sandboxId})`;
+}
+
+function rowsOf(result: unknown): Record<string, unknown>[] {
+  // postgres.js returns an array of rows, PGlite an object holding them.
+  return Array.isArray(result)
+    ? result
+    : ((result as { rows?: Record<string, unknown>[] }).rows ?? []);
+}
+
+function olderThan(column: typeof sandboxes.lastUsedAt | typeof sandboxes.updatedAt, ms: number) {
+  return lt(column, sql`now() - (${ms}::bigint * interval '1 millisecond')`);
+}
+
+export class SandboxStore {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /**
+   * Runs `fn` in a transaction holding the sandbox's advisory lock. The lock is what
+   * makes N acquires across processes produce one create: whoever holds it decides and
+   * creates; the others wait, then find the result. It is a transaction lock, so a
+   * crashed holder (kill -9, lost connection) releases it, and everything it wrote is
+   * rolled back with it: a container it had started is then orphaned, never adopted,
+   * and the reconciler removes it.
+   */
+  withSandboxLock<T>(
+    sandboxId: string,
+    lockTimeoutMs: number,
+    fn: (tx: DbTransaction) => Promise<T>,
+  ): Promise<T> {
+    return this.#db.transaction(async (tx) => {
+      await tx.execute(sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`);
+      try {
+        await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(sandboxId)})`);
+      } catch (error) {
+        if (postgresCodeOf(error) !== LOCK_NOT_AVAILABLE) throw error;
+        throw new WorkcellError(
+          "unavailable",
+          "Another agent-host is still creating or deciding this sandbox: retry shortly.",
+          { details: { sandbox_id: sandboxId }, cause: error },
+        );
+      }
+      await tx.execute(sql`select set_config('lock_timeout', '0', true)`);
+      return fn(tx);
+    });
+  }
+
+  /** Like withSandboxLock, but gives up at once (undefined) when someone holds the lock. */
+  withSandboxLockIfFree<T>(
+    sandboxId: string,
+    fn: (tx: DbTransaction) => Promise<T>,
+  ): Promise<{ locked: true; value: T } | { locked: false }> {
+    return this.#db.transaction(async (tx) => {
+      const res = await tx.execute(
+        sql`select pg_try_advisory_xact_lock(${lockKey(sandboxId)}) as locked`,
+      );
+      if (rowsOf(res)[0]?.locked !== true) return { locked: false };
+      return { locked: true, value: await fn(tx) };
+    });
+  }
+
+  /**
+   * The node's state, read with FOR KEY SHARE so that quiesce (SELECT … FOR UPDATE on
+   * the same row) waits for every create in flight on any process of the node, and no
+   * create starts after it: "drain, then refuse" is one row lock (§4.4).
+   */
+  async nodeStateForCreate(tx: DbTransaction, nodeId: string): Promise<string | undefined> {
+    const [row] = await tx
+      .select({ state: nodes.state })
+      .from(nodes)
+      .where(eq(nodes.nodeId, nodeId))
+      .for("key share");
+    return row?.state;
+  }
+
+  async setNodeState(nodeId: string, state: "active" | "quiesced"): Promise<boolean> {
+    return this.#db.transaction(async (tx) => {
+      const [row] = await tx
+        .select({ nodeId: nodes.nodeId })
+        .from(nodes)
+        .where(eq(nodes.nodeId, nodeId))
+        .for("update");
+      if (!row) return false;
+      await tx.update(nodes).set({ state }).where(eq(nodes.nodeId, nodeId));
+      return true;
+    });
+  }
+
+  async read(db: DbOrTransaction, sandboxId: string): Promise<SandboxRow | undefined> {
+    const [row] = await db.select().from(sandboxes).where(eq(sandboxes.sandboxId, sandboxId));
+    return row;
+  }
+
+  /**
+   * Allocates a new generation from the global sequence: insert for a first create,
+   * conditional update of the observed generation for a re-create. Undefined when the
+   * row moved on meanwhile (not expected under the sandbox lock; fenced anyway).
+   */
+  async claimGeneration(
+    tx: DbTransaction,
+    observed: SandboxRow | undefined,
+    values: NewGeneration,
+  ): Promise<number | undefined> {
+    const fresh = {
+      uid: values.uid,
+      runtimeScopeId: values.runtimeScopeId,
+      workdirPath: values.workdirPath,
+      nodeId: values.nodeId,
+      state: "creating" as const,
+      containerId: null,
+      lastUsedAt: sql`now()`,
+      updatedAt: sql`now()`,
+    };
+    const [row] = observed
+      ? await tx
+          .update(sandboxes)
+          .set({ ...fresh, generation: nextSandboxGeneration() })
+          .where(
+            and(
+              eq(sandboxes.sandboxId, values.sandboxId),
+              eq(sandboxes.generation, observed.generation),
+            ),
+          )
+          .returning({ generation: sandboxes.generation })
+      : await tx
+          .insert(sandboxes)
+          .values({ sandboxId: values.sandboxId, ...fresh })
+          .onConflictDoNothing()
+          .returning({ generation: sandboxes.generation });
+    return row?.generation;
+  }
+
+  async markRunning(
+    tx: DbTransaction,
+    sandboxId: string,
+    generation: number,
+    containerId: string,
+  ): Promise<boolean> {
+    const rows = await tx
+      .update(sandboxes)
+      .set({ state: "running", containerId, lastUsedAt: sql`now()`, updatedAt: sql`now()` })
+      .where(this.#current(sandboxId, generation, "creating"))
+      .returning({ generation: sandboxes.generation });
+    return rows.length === 1;
+  }
+
+  /** A create that failed, or a running sandbox whose container died or vanished. */
+  async markFailed(
+    db: DbOrTransaction,
+    sandboxId: string,
+    generation: number,
+    from: "creating" | "running",
+  ): Promise<boolean> {
+    const rows = await db
+      .update(sandboxes)
+      .set({ state: "failed", updatedAt: sql`now()` })
+      .where(this.#current(sandboxId, generation, from))
+      .returning({ generation: sandboxes.generation });
+    return rows.length === 1;
+  }
+
+  /**
+   * Records a use; also the exec fence: false when this generation is no longer the
+   * running one (destroyed, being destroyed, replaced).
+   */
+  async touch(db: DbOrTransaction, sandboxId: string, generation: number): Promise<boolean> {
+    const rows = await db
+      .update(sandboxes)
+      .set({ lastUsedAt: sql`now()` })
+      .where(this.#current(sandboxId, generation, "running"))
+      .returning({ generation: sandboxes.generation });
+    return rows.length === 1;
+  }
+
+  /**
+   * running → destroying for exactly this generation; with `idleMs`, only if it is
+   * still idle at this instant (the reaper's re-check, atomic with the claim). Returns
+   * the container id to remove, or undefined when the claim lost.
+   */
+  async claimDestroy(
+    sandboxId: string,
+    generation: number,
+    idleMs?: number,
+  ): Promise<{ containerId: string | null } | undefined> {
+    const fence = this.#current(sandboxId, generation, "running");
+    const [row] = await this.#db
+      .update(sandboxes)
+      .set({ state: "destroying", updatedAt: sql`now()` })
+      .where(idleMs === undefined ? fence : and(fence, olderThan(sandboxes.lastUsedAt, idleMs)))
+      .returning({ containerId: sandboxes.containerId });
+    return row;
+  }
+
+  async markDestroyed(
+    sandboxId: string,
+    generation: number,
+    db: DbOrTransaction = this.#db,
+  ): Promise<boolean> {
+    const rows = await db
+      .update(sandboxes)
+      .set({ state: "destroyed", updatedAt: sql`now()` })
+      .where(this.#current(sandboxId, generation, "destroying"))
+      .returning({ generation: sandboxes.generation });
+    return rows.length === 1;
+  }
+
+  /** Running rows of a node unused for longer than `idleMs`, oldest first. */
+  async idleRows(nodeId: string, idleMs: number): Promise<SandboxRow[]> {
+    return this.#db
+      .select()
+      .from(sandboxes)
+      .where(
+        and(
+          eq(sandboxes.nodeId, nodeId),
+          eq(sandboxes.state, "running"),
+          olderThan(sandboxes.lastUsedAt, idleMs),
+        ),
+      )
+      .orderBy(sandboxes.lastUsedAt);
+  }
+
+  async runningRows(nodeId: string): Promise<SandboxRow[]> {
+    return this.#db
+      .select()
+      .from(sandboxes)
+      .where(and(eq(sandboxes.nodeId, nodeId), eq(sandboxes.state, "running")));
+  }
+
+  /** Rows the reconciler must look at: this node's live ones and any named by its containers. */
+  async reconcileRows(
+    db: DbOrTransaction,
+    nodeId: string,
+    sandboxIds: string[],
+    destroyingStaleMs: number,
+  ): Promise<ReconcileRow[]> {
+    const live = and(
+      eq(sandboxes.nodeId, nodeId),
+      inArray(sandboxes.state, ["running", "destroying"]),
+    );
+    return this.#selectWithStale(db, destroyingStaleMs).where(
+      sandboxIds.length === 0 ? live : or(live, inArray(sandboxes.sandboxId, sandboxIds)),
+    );
+  }
+
+  async readForReconcile(
+    tx: DbTransaction,
+    sandboxId: string,
+    destroyingStaleMs: number,
+  ): Promise<ReconcileRow | undefined> {
+    const [row] = await this.#selectWithStale(tx, destroyingStaleMs).where(
+      eq(sandboxes.sandboxId, sandboxId),
+    );
+    return row;
+  }
+
+  #selectWithStale(db: DbOrTransaction, destroyingStaleMs: number) {
+    const stale = olderThan(sandboxes.updatedAt, destroyingStaleMs);
+    return db
+      .select({
+        ...getTableColumns(sandboxes),
+        destroyingStale: sql<boolean>`(${sandboxes.state} = 'destroying' and ${stale})`,
+      })
+      .from(sandboxes);
+  }
+
+  #current(sandboxId: string, generation: number, state: SandboxRow["state"]) {
+    return and(
+      eq(sandboxes.sandboxId, sandboxId),
+      eq(sandboxes.generation, generation),
+      eq(sandboxes.state, state),
+    );
+  }
+}

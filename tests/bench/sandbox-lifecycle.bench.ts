@@ -1,0 +1,240 @@
+// Sandbox lifecycle against the real engine and a throw-away Postgres, in one run:
+//  (a) exec `true` through the manager vs a raw dockerode exec vs the `docker exec` CLI;
+//  (b) warm acquire (live sandbox) vs cold acquire (create + start) vs `docker run -d`;
+//  (c) 20 concurrent cold acquires of different scopes vs 20 × one cold acquire.
+// Targets (issue 5): (a) ≤ 1.1× raw dockerode and well under the CLI; (b) warm ≤ 1% of cold.
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { chown, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import Docker from "dockerode";
+import { pino } from "pino";
+import postgres from "postgres";
+import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
+import { containerCreateOptions } from "../../agent-host/sandbox/container-spec.ts";
+import { DockerDriver } from "../../agent-host/sandbox/docker-driver.ts";
+import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
+import type { SandboxHandle } from "../../agent-host/sandbox/sandbox-handle.ts";
+import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
+import { createDb } from "../../shared/db/client.ts";
+import { nodes } from "../../shared/db/schema/nodes.ts";
+import { uidDirname } from "../../shared/paths/uid-dirname.ts";
+import { startPostgresCluster } from "../setup/postgres-cluster.ts";
+import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
+import { measure, report, type Sample } from "./measure.ts";
+
+const run = promisify(execFile);
+const EXEC_RUNS = 200;
+const COLD_RUNS = 20;
+const CONCURRENT = 20;
+const CONCURRENT_ROUNDS = 3;
+const UID = "bench";
+const WORKDIR = "work";
+
+const image = (
+  JSON.parse(
+    await readFile(new URL("../../infra/sandbox-image/test-image.json", import.meta.url), "utf8"),
+  ) as { name: string }
+).name;
+const docker = new Docker();
+const nodeId = `bench-${randomUUID().slice(0, 8)}`;
+const cluster = await startPostgresCluster();
+const dataRoot = await mkdtemp(join(tmpdir(), "workcell-bench-"));
+let sql: postgres.Sql | undefined;
+
+try {
+  await prepareTemplateDatabase(cluster.adminUrl);
+  const url = new URL(cluster.adminUrl);
+  url.pathname = `/${templateDatabaseName}`;
+  sql = postgres(url.toString(), { max: CONCURRENT + 10, onnotice: () => {} });
+  const db = createDb(sql);
+  await db.insert(nodes).values({ nodeId, dataPlaneUrl: "http://127.0.0.1:1" });
+
+  const workspace = join(dataRoot, "users", uidDirname(UID), "workspace");
+  await mkdir(join(workspace, WORKDIR), { recursive: true });
+  await chown(workspace, 1000, 1000);
+  await chown(join(workspace, WORKDIR), 1000, 1000);
+
+  const config = sandboxConfigSchema.parse({ image });
+  const logger = pino({ level: "silent" });
+  const driver = new DockerDriver({ docker, logger, dataRoot, config });
+  const manager = new SandboxManager({ db, driver, logger, nodeId, config });
+  const newScope = () => ({ uid: UID, runtimeScopeId: randomUUID(), workdirPath: WORKDIR });
+  const acquire = async (request = newScope()): Promise<SandboxHandle> => {
+    const out = await manager.acquire(request, AbortSignal.timeout(120_000));
+    if (!out.ok) throw new Error(`acquire refused: ${out.reason}`);
+    return out.handle;
+  };
+  const destroyAll = async (handles: SandboxHandle[]) => {
+    await Promise.all(
+      handles.splice(0).map((h) => manager.destroy(h, AbortSignal.timeout(60_000))),
+    );
+  };
+
+  // (a) exec of `true`
+  const scope = newScope();
+  const handle = await acquire(scope);
+  const container = docker.getContainer(handle.containerId);
+  const rawExec = async () => {
+    const exec = await container.exec({ Cmd: ["true"], AttachStdout: true, AttachStderr: true });
+    const stream = await exec.start({});
+    stream.resume();
+    await new Promise((resolve) => stream.once("end", resolve));
+    await exec.inspect();
+  };
+  const managerExec = async () => {
+    const out = await manager.exec(handle, { cmd: ["true"] }, AbortSignal.timeout(30_000));
+    if (!out.ok || out.result.exitCode !== 0) throw new Error("exec failed");
+  };
+  const cliExec = () => run("docker", ["exec", "-u", "1000:1000", handle.containerId, "true"]);
+  // Interleaved, so that drift on a shared machine hits all three alike.
+  const [raw, ours, cli] = (await interleaved(
+    [
+      ["raw dockerode exec (baseline)", rawExec],
+      ["manager.exec", managerExec],
+      ["docker exec CLI", cliExec],
+    ],
+    EXEC_RUNS,
+  )) as [Sample, Sample, Sample];
+  report("exec `true` in a live sandbox", raw, [ours, cli]);
+
+  // (b) acquire: warm vs cold vs docker run -d (cold and CLI interleaved)
+  const cold: SandboxHandle[] = [];
+  const cliIds: string[] = [];
+  const [coldSample, cliRun] = (await interleaved(
+    [
+      ["cold acquire (create + start)", async () => cold.push(await acquire())],
+      [
+        "docker run -d CLI (same hardening)",
+        async () => {
+          const { stdout } = await run("docker", dockerRunArgs(config, dataRoot));
+          cliIds.push(stdout.trim());
+        },
+      ],
+    ],
+    COLD_RUNS,
+  )) as [Sample, Sample];
+  await destroyAll(cold);
+  await Promise.all(cliIds.map((id) => docker.getContainer(id).remove({ force: true })));
+  const warm = await measure("warm acquire (live sandbox)", () => acquire(scope), {
+    runs: EXEC_RUNS,
+  });
+  report("acquire", coldSample, [warm, cliRun]);
+  console.log(
+    `warm / cold = ${((warm.medianMs / coldSample.medianMs) * 100).toFixed(3)}% (target ≤ 1%)`,
+  );
+
+  // (c) 20 concurrent cold acquires vs 20 × one
+  const totals: number[] = [];
+  for (let round = 0; round < CONCURRENT_ROUNDS; round++) {
+    const started = performance.now();
+    const handles = await Promise.all(Array.from({ length: CONCURRENT }, () => acquire()));
+    totals.push(performance.now() - started);
+    await destroyAll(handles);
+  }
+  totals.sort((x, y) => x - y);
+  const serial: Sample = {
+    name: `${CONCURRENT} × one cold acquire (baseline)`,
+    medianMs: coldSample.medianMs * CONCURRENT,
+    p99Ms: coldSample.p99Ms * CONCURRENT,
+    runs: COLD_RUNS,
+  };
+  const concurrent: Sample = {
+    name: `${CONCURRENT} concurrent cold acquires`,
+    medianMs: totals[Math.floor(totals.length / 2)] ?? 0,
+    p99Ms: totals[totals.length - 1] ?? 0,
+    runs: CONCURRENT_ROUNDS,
+  };
+  report(`${CONCURRENT} cold acquires of different scopes, total time`, serial, [concurrent]);
+} finally {
+  await docker
+    .listContainers({ all: true, filters: { label: [`${LABEL.nodeId}=${nodeId}`] } })
+    .then((found) =>
+      Promise.all(found.map((c) => docker.getContainer(c.Id).remove({ force: true }))),
+    );
+  await sql?.end();
+  await cluster.stop();
+  await rm(dataRoot, { recursive: true, force: true });
+}
+
+/** Times each fn once per round, rounds interleaved; median and p99 per fn. */
+async function interleaved(
+  fns: Array<[string, () => Promise<unknown>]>,
+  rounds: number,
+): Promise<Sample[]> {
+  const times = fns.map(() => [] as number[]);
+  for (let round = -Math.ceil(rounds / 10); round < rounds; round++) {
+    for (const [i, [, fn]] of fns.entries()) {
+      const started = performance.now();
+      await fn();
+      if (round >= 0) times[i]?.push(performance.now() - started);
+    }
+  }
+  return fns.map(([name], i) => {
+    const sorted = (times[i] ?? []).sort((a, b) => a - b);
+    const at = (q: number) =>
+      sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+    return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: rounds };
+  });
+}
+
+/** `docker run -d` with the same hardening and mounts as a sandbox, for a fair baseline. */
+function dockerRunArgs(
+  config: ReturnType<typeof sandboxConfigSchema.parse>,
+  root: string,
+): string[] {
+  const spec = containerCreateOptions(
+    {
+      sandboxId: "000000000000",
+      generation: 1,
+      uidDirname: uidDirname(UID),
+      runtimeScopeId: randomUUID(),
+      workdirPath: WORKDIR,
+      nodeId,
+      workspaceHostPath: join(root, "users", uidDirname(UID), "workspace"),
+      skillsHostPath: join(root, "skills", "projections", uidDirname(UID)),
+    },
+    config,
+  );
+  const host = spec.HostConfig ?? {};
+  return [
+    "run",
+    "-d",
+    "--label",
+    `${LABEL.nodeId}=${nodeId}`,
+    "--user",
+    "1000:1000",
+    "--workdir",
+    spec.WorkingDir ?? "/",
+    ...(host.Mounts ?? []).flatMap((m) => [
+      "--mount",
+      `type=bind,source=${m.Source},target=${m.Target}${m.ReadOnly ? ",readonly" : ""}`,
+    ]),
+    ...Object.entries(host.Tmpfs ?? {}).flatMap(([path, options]) => [
+      "--tmpfs",
+      `${path}:${options}`,
+    ]),
+    "--read-only",
+    "--cap-drop",
+    "ALL",
+    "--security-opt",
+    "no-new-privileges:true",
+    "--init",
+    "--pids-limit",
+    String(config.pidsLimit),
+    "--memory",
+    String(config.memoryBytes),
+    "--cpus",
+    String(config.nanoCpus / 1e9),
+    "--network",
+    config.networkMode,
+    "--log-driver",
+    "none",
+    "--entrypoint",
+    "sleep",
+    image,
+    "2147483647",
+  ];
+}

@@ -1,0 +1,232 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type Docker from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import type { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import type {
+  ExecRequest,
+  ExecResult,
+  SandboxContainer,
+} from "../../../agent-host/sandbox/driver.ts";
+import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
+import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
+import { materializeWorkdir, testConfig, testDriver, uniqueNodeId } from "./sandbox-fixture.ts";
+
+const signal = () => AbortSignal.timeout(60_000);
+
+// One sandbox for the whole file: every exec test is independent of the others, and
+// the ones that kill processes check that nothing of theirs is left afterwards.
+describe("DockerDriver exec", () => {
+  let docker: Docker;
+  let dataRoot: DataRoot;
+  let nodeId: string;
+  let driver: DockerDriver;
+  let sandbox: SandboxContainer;
+
+  beforeAll(async () => {
+    const found = requireDocker();
+    docker = found.docker;
+    dataRoot = await freshDataRoot();
+    nodeId = uniqueNodeId();
+    driver = testDriver(
+      docker,
+      dataRoot.path,
+      testConfig(found.image, { maxOutputBytesPerStream: 64 * 1024, killGraceMs: 1_000 }),
+    );
+    const uid = "exec-user";
+    const runtimeScopeId = randomUUID();
+    const workdirPath = "work";
+    await materializeWorkdir(dataRoot.path, uid, workdirPath);
+    const created = await driver.create(
+      {
+        sandboxId: sandboxId(uid, runtimeScopeId),
+        generation: 1,
+        uid,
+        runtimeScopeId,
+        workdirPath,
+        nodeId,
+      },
+      signal(),
+    );
+    if (!created.ok) throw new Error(created.detail);
+    sandbox = created.container;
+  });
+
+  afterAll(async () => {
+    await removeContainersLabelled(docker, LABEL.nodeId, nodeId);
+    await dataRoot.remove();
+  });
+
+  async function run(request: ExecRequest, s: AbortSignal = signal()): Promise<ExecResult> {
+    const out = await driver.exec(sandbox, request, s);
+    if (!out.ok) throw new Error("sandbox gone");
+    return out.result;
+  }
+
+  const text = (r: ExecResult) => ({
+    out: r.stdout.bytes.toString(),
+    err: r.stderr.bytes.toString(),
+  });
+
+  /** Processes in the sandbox other than docker-init, the keep-alive and the ps itself. */
+  async function strayProcesses(): Promise<string[]> {
+    const r = await run({ cmd: ["ps", "-o", "pid,comm,args"] });
+    return text(r)
+      .out.trim()
+      .split("\n")
+      .slice(1)
+      .filter((line) => !/docker-init|sleep 2147483647|ps -o/.test(line));
+  }
+
+  it("reports exit codes", async () => {
+    expect(await run({ cmd: ["true"] })).toMatchObject({ status: "exited", exitCode: 0 });
+    expect(await run({ cmd: ["sh", "-c", "exit 3"] })).toMatchObject({
+      status: "exited",
+      exitCode: 3,
+    });
+    expect(await run({ cmd: ["sh", "-c", "kill -TERM $$"] })).toMatchObject({ exitCode: 143 });
+  });
+
+  it("reports a missing program as a non-zero exit", async () => {
+    const r = await run({ cmd: ["no-such-program"] });
+    expect(r.status).toBe("exited");
+    expect(r.exitCode).not.toBe(0);
+  });
+
+  it("keeps stdout and stderr apart", async () => {
+    const r = await run({ cmd: ["sh", "-c", "echo out; echo err >&2; echo out2"] });
+    expect(text(r)).toEqual({ out: "out\nout2\n", err: "err\n" });
+  });
+
+  it("feeds stdin and closes it", async () => {
+    const input = randomBytes(300_000).toString("base64");
+    const r = await run({ cmd: ["sh", "-c", "wc -c; sha256sum"], stdin: input.slice(0, 1000) });
+    expect(text(r).out.split("\n")[0]?.trim()).toBe("1000");
+    const echoed = await run({ cmd: ["cat"], stdin: "hello\n", maxOutputBytesPerStream: 10 });
+    expect(text(echoed).out).toBe("hello\n");
+    const big = await run({ cmd: ["wc", "-c"], stdin: input });
+    expect(text(big).out.trim()).toBe(String(input.length));
+  });
+
+  it("caps each stream, streams what it keeps and reports what it dropped", async () => {
+    const chunks: Buffer[] = [];
+    const r = await run({
+      cmd: ["sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' a; echo tail >&2"],
+      maxOutputBytesPerStream: 1000,
+      onStdout: (c) => chunks.push(c),
+    });
+    expect(r.status).toBe("exited");
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.bytes.toString()).toBe("a".repeat(1000));
+    expect(r.stdout).toMatchObject({ totalBytes: 1_000_000, droppedBytes: 999_000 });
+    expect(Buffer.concat(chunks)).toEqual(r.stdout.bytes);
+    expect(r.stderr).toMatchObject({ totalBytes: 5, droppedBytes: 0 });
+  });
+
+  it("clamps a request's cap to the configured maximum", async () => {
+    const r = await run({
+      cmd: ["head", "-c", "100000", "/dev/zero"],
+      maxOutputBytesPerStream: 10_000_000,
+    });
+    expect(r.stdout.bytes.length).toBe(64 * 1024);
+    expect(r.stdout.droppedBytes).toBe(100_000 - 64 * 1024);
+  });
+
+  it("passes only the declared environment", async () => {
+    process.env.WORKCELL_TEST_HOST_SECRET = "must-not-leak";
+    try {
+      const r = await run({ cmd: ["env"], env: { GREETING: "hi there", EMPTY: "" } });
+      const names = text(r)
+        .out.trim()
+        .split("\n")
+        .map((line) => line.split("=")[0])
+        .sort();
+      expect(names).toEqual(["EMPTY", "GREETING", "HOME", "HOSTNAME", "PATH"]);
+      expect(text(r).out).toContain("GREETING=hi there\n");
+      expect(text(r).out).not.toContain("must-not-leak");
+    } finally {
+      delete process.env.WORKCELL_TEST_HOST_SECRET;
+    }
+  });
+
+  it("refuses an environment name that is not a plain identifier", async () => {
+    await expect(run({ cmd: ["true"], env: { "A=B": "x" } })).rejects.toThrow(/not allowed/);
+  });
+
+  it("runs in the Workdir unless told otherwise", async () => {
+    expect(text(await run({ cmd: ["pwd"] })).out).toBe("/home/gem/user-data/work\n");
+    expect(text(await run({ cmd: ["pwd"], cwd: "/tmp" })).out).toBe("/tmp\n");
+  });
+
+  it("kills a timed-out exec and everything it started", async () => {
+    const started = performance.now();
+    const r = await run({
+      cmd: [
+        "sh",
+        "-c",
+        "sleep 1001 & (sleep 1002 &) ; sh -c 'sleep 1003' & echo started; sleep 1004",
+      ],
+      timeoutMs: 500,
+    });
+    expect(r.status).toBe("timed_out");
+    expect(r.exitCode).toBeNull();
+    expect(text(r).out).toBe("started\n");
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(await strayProcesses()).toEqual([]);
+  });
+
+  it("kills a process that left its session but is still a descendant", async () => {
+    const r = await run({ cmd: ["sh", "-c", "setsid sleep 1005 & sleep 1006"], timeoutMs: 500 });
+    expect(r.status).toBe("timed_out");
+    expect(await strayProcesses()).toEqual([]);
+  });
+
+  it("kills the process on abort and reports cancelled", async () => {
+    const controller = new AbortController();
+    const seen: string[] = [];
+    const pending = run(
+      {
+        cmd: ["sh", "-c", "echo ready; exec sleep 1007"],
+        onStdout: (c) => {
+          seen.push(c.toString());
+          controller.abort();
+        },
+      },
+      controller.signal,
+    );
+    const r = await pending;
+    expect(r.status).toBe("cancelled");
+    expect(r.exitCode).toBeNull();
+    expect(seen.join("")).toBe("ready\n");
+    expect(await strayProcesses()).toEqual([]);
+  });
+
+  it("does not start anything for an already aborted signal", async () => {
+    const r = await run({ cmd: ["sh", "-c", "touch /tmp/should-not-exist"] }, AbortSignal.abort());
+    expect(r.status).toBe("cancelled");
+    expect(text(await run({ cmd: ["ls", "/tmp"] })).out).toBe("");
+  });
+
+  it("answers sandbox_gone once the container is removed", async () => {
+    const uid = "exec-user";
+    const runtimeScopeId = randomUUID();
+    const created = await driver.create(
+      {
+        sandboxId: sandboxId(uid, runtimeScopeId),
+        generation: 2,
+        uid,
+        runtimeScopeId,
+        workdirPath: "work",
+        nodeId,
+      },
+      signal(),
+    );
+    if (!created.ok) throw new Error(created.detail);
+    await driver.destroy(created.container, signal());
+    expect(await driver.exec(created.container, { cmd: ["true"] }, signal())).toEqual({
+      ok: false,
+      reason: "sandbox_gone",
+    });
+  });
+});

@@ -1,0 +1,89 @@
+import { randomUUID } from "node:crypto";
+import { and, eq } from "drizzle-orm";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import { nodes } from "../../../shared/db/schema/nodes.ts";
+import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
+import { type ManagerWorld, managerWorld } from "./manager-fixture.ts";
+import { containersOfNode, materializeWorkdir } from "./sandbox-fixture.ts";
+
+const signal = () => AbortSignal.timeout(60_000);
+
+describe("quiesce", () => {
+  let world: ManagerWorld;
+  let manager: SandboxManager;
+
+  beforeEach(async () => {
+    world = await managerWorld();
+    manager = world.manager();
+  });
+  afterEach(async () => {
+    await world.cleanup();
+  });
+
+  async function scope() {
+    const workdirPath = `projects/${randomUUID()}`;
+    await materializeWorkdir(world.dataRoot.path, "frank", workdirPath);
+    return { uid: "frank", runtimeScopeId: randomUUID(), workdirPath };
+  }
+
+  async function runningRows() {
+    return world.db
+      .select()
+      .from(sandboxes)
+      .where(and(eq(sandboxes.nodeId, world.nodeId), eq(sandboxes.state, "running")));
+  }
+
+  it("destroys the node's sandboxes, refuses new ones on every process of the node until resumed", async () => {
+    const a = await scope();
+    const b = await scope();
+    const ha = await manager.acquire(a, signal());
+    const hb = await world.manager().acquire(b, signal()); // another process of this node
+    if (!ha.ok || !hb.ok) throw new Error("refused");
+
+    const report = await manager.quiesce(signal());
+    expect(report.destroyed.sort()).toEqual([ha.handle.sandboxId, hb.handle.sandboxId].sort());
+    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+    expect(await runningRows()).toEqual([]);
+    const [node] = await world.db.select().from(nodes).where(eq(nodes.nodeId, world.nodeId));
+    expect(node?.state).toBe("quiesced");
+
+    expect(await manager.acquire(a, signal())).toEqual({ ok: false, reason: "node_quiesced" });
+    expect(await world.manager().acquire(await scope(), signal())).toEqual({
+      ok: false,
+      reason: "node_quiesced",
+    });
+    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+
+    await manager.resume(signal());
+    const after = await manager.acquire(a, signal());
+    expect(after.ok && after.created).toBe(true);
+  });
+
+  it("drains creates in flight: none survives the quiesce", async () => {
+    const requests = await Promise.all(Array.from({ length: 4 }, () => scope()));
+    const other = world.manager();
+    const acquiring = requests.map((r, i) => (i % 2 ? manager : other).acquire(r, signal()));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await manager.quiesce(signal());
+    const outcomes = await Promise.all(acquiring);
+    for (const out of outcomes) expect(out.ok || out.reason === "node_quiesced").toBe(true);
+    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+    expect(await runningRows()).toEqual([]);
+  });
+
+  it("lets an exec in flight finish within the drain", async () => {
+    const out = await manager.acquire(await scope(), signal());
+    if (!out.ok) throw new Error("refused");
+    const exec = manager.exec(
+      out.handle,
+      { cmd: ["sh", "-c", "sleep 0.3; echo finished"] },
+      signal(),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await manager.quiesce(signal());
+    const ran = await exec;
+    expect(ran.ok && ran.result.stdout.bytes.toString()).toBe("finished\n");
+    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+  });
+});

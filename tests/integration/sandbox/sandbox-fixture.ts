@@ -1,0 +1,69 @@
+import { randomBytes } from "node:crypto";
+import { chown, mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type Docker from "dockerode";
+import { pino } from "pino";
+import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import {
+  type SandboxConfig,
+  type SandboxConfigInput,
+  sandboxConfigSchema,
+} from "../../../agent-host/sandbox/sandbox-config.ts";
+import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
+
+/** The sandbox user; host files it must write belong to it. */
+export const GEM = 1000;
+
+export const silentLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+
+/** Every test labels its containers with its own node id and removes them by it. */
+export function uniqueNodeId(): string {
+  return `test-node-${randomBytes(6).toString("hex")}`;
+}
+
+export function testConfig(
+  image: string,
+  overrides: Partial<SandboxConfigInput> = {},
+): SandboxConfig {
+  return sandboxConfigSchema.parse({
+    image,
+    pidsLimit: 64,
+    memoryBytes: 128 * 1024 * 1024,
+    nanoCpus: 1_000_000_000,
+    tmpSizeBytes: 16 * 1024 * 1024,
+    homeSizeBytes: 16 * 1024 * 1024,
+    execTimeoutMs: 20_000,
+    killGraceMs: 2_000,
+    ...overrides,
+  });
+}
+
+export function testDriver(docker: Docker, dataRoot: string, config: SandboxConfig): DockerDriver {
+  return new DockerDriver({ docker, logger: silentLogger, dataRoot, config });
+}
+
+/**
+ * What the run worker and the workspace layer would have done before a sandbox starts:
+ * the uid's UserWorkspace with the Workdir in it, owned by the sandbox user.
+ */
+export async function materializeWorkdir(
+  dataRoot: string,
+  uid: string,
+  workdirPath: string,
+): Promise<string> {
+  const workspace = join(dataRoot, "users", uidDirname(uid), "workspace");
+  await mkdir(join(workspace, workdirPath), { recursive: true });
+  let dir = workspace;
+  await chown(dir, GEM, GEM);
+  for (const part of workdirPath.split("/")) {
+    dir = join(dir, part);
+    await chown(dir, GEM, GEM);
+  }
+  return workspace;
+}
+
+/** Containers of one test node, running or not. */
+export async function containersOfNode(docker: Docker, nodeId: string) {
+  return docker.listContainers({ all: true, filters: { label: [`${LABEL.nodeId}=${nodeId}`] } });
+}

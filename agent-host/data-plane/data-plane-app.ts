@@ -1,0 +1,74 @@
+import { Hono } from "hono";
+import { cors } from "hono/cors";
+import { WorkcellError } from "../../shared/errors/index.ts";
+import { requireCapability } from "./capability-auth.ts";
+import type { DataPlaneDeps } from "./data-plane-deps.ts";
+import type { DataPlaneEnv } from "./data-plane-env.ts";
+import { DEFAULT_DATA_PLANE_LIMITS } from "./data-plane-limits.ts";
+import { errorHandler } from "./error-handler.ts";
+import { REQUEST_ID_HEADER, requestContext } from "./request-context.ts";
+import { registerBatchRoute } from "./routes/batch-route.ts";
+import { registerContentRoutes } from "./routes/content-routes.ts";
+import { registerDeleteRoute } from "./routes/delete-route.ts";
+import { registerDirsRoute } from "./routes/dirs-route.ts";
+import { registerInternalRoutes } from "./routes/internal-routes.ts";
+import { registerListRoute } from "./routes/list-route.ts";
+
+/** How long a browser may cache a CORS preflight answer. */
+const CORS_MAX_AGE_SECONDS = 600;
+
+/**
+ * The data-plane HTTP API of an agent-host (API.md "Workdir files", plus the internal
+ * endpoints functions/ calls). A web-standard Hono app: `startDataPlaneServer` serves it on
+ * Node, tests may call `app.fetch` directly.
+ *
+ * Trust: the capability is the only authorization (verified with the public key before any
+ * body is read or file touched); the workspace layer is the only filesystem access
+ * (fd-relative, no-follow, no-clobber). This app decides nothing else.
+ */
+export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
+  if (deps.publicKeys.length === 0) {
+    throw new TypeError(
+      "createDataPlaneApp needs the capability public key (CAPABILITY_PUBLIC_KEY).",
+    );
+  }
+  const limits = { ...DEFAULT_DATA_PLANE_LIMITS, ...deps.limits };
+  const app = new Hono<DataPlaneEnv>();
+  app.onError(errorHandler());
+  app.notFound(() => {
+    throw new WorkcellError("not_found", "No such data-plane route: see API.md 'Workdir files'.");
+  });
+  app.use(requestContext(deps.logger));
+  // Browsers call /dp/v1 from the SPA's origin; preflights carry no token, so CORS answers
+  // them before authentication. The internal endpoints are for functions/ only: no CORS.
+  const origins = deps.allowedOrigins ?? "*";
+  app.use(
+    "/dp/v1/*",
+    cors({
+      origin: origins === "*" ? "*" : [...origins],
+      allowMethods: ["GET", "HEAD", "PUT", "POST", "DELETE"],
+      allowHeaders: ["Authorization", "Content-Type", "Range", "If-Range", REQUEST_ID_HEADER],
+      exposeHeaders: [
+        "Content-Length",
+        "Content-Range",
+        "Accept-Ranges",
+        "Content-Disposition",
+        "Last-Modified",
+        REQUEST_ID_HEADER,
+      ],
+      maxAge: CORS_MAX_AGE_SECONDS,
+    }),
+  );
+  const authenticate = requireCapability(deps, limits.clockToleranceSec);
+  app.use("/dp/v1/*", authenticate);
+  app.use("/internal/v1/*", authenticate);
+
+  const routeDeps = { userWorkspaces: deps.userWorkspaces, limits };
+  registerListRoute(app, routeDeps);
+  registerContentRoutes(app, routeDeps);
+  registerDeleteRoute(app, routeDeps);
+  registerBatchRoute(app, routeDeps);
+  registerDirsRoute(app, routeDeps);
+  registerInternalRoutes(app, routeDeps);
+  return app;
+}

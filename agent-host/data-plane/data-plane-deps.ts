@@ -1,0 +1,28 @@
+import type { Logger } from "pino";
+import type { CapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
+import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
+import type { DataPlaneLimits } from "./data-plane-limits.ts";
+
+/** Everything the data-plane app needs, passed in once by the agent-host's wiring. */
+export interface DataPlaneDeps {
+  /** The safe file layer; create it with the sandbox user as `owner` (1000:1000). */
+  readonly userWorkspaces: UserWorkspaces;
+  /**
+   * CAPABILITY_PUBLIC_KEY (a JWK, or a CryptoKey from `importCapabilityPublicKey`, which
+   * fails at start-up on a bad key); several during a key rotation. The agent-host never
+   * holds the private key.
+   */
+  readonly publicKeys: readonly CapabilityPublicKey[];
+  /** The `aud` capabilities must carry (default DEFAULT_CAPABILITY_AUDIENCE). */
+  readonly audience?: string;
+  /** The `iss` capabilities must carry (default DEFAULT_CAPABILITY_ISSUER). */
+  readonly issuer?: string;
+  readonly logger: Logger;
+  readonly limits?: Partial<DataPlaneLimits>;
+  /**
+   * Origins allowed to call `/dp/v1/*` from a browser (CORS); default `"*"`. Any origin is
+   * safe by construction: authorization is a bearer capability, never a cookie, so a page
+   * cannot act with credentials it was not handed.
+   */
+  readonly allowedOrigins?: readonly string[] | "*";
+}

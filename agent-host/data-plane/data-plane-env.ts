@@ -1,0 +1,13 @@
+import type { Logger } from "pino";
+import type { CapabilityClaims } from "../../shared/capability/capability-claims.ts";
+
+/** Per-request variables of the data-plane app (`c.var`). */
+export type DataPlaneEnv = {
+  Variables: {
+    requestId: string;
+    /** Child logger carrying the request id, then the uid and the capability's jti. */
+    logger: Logger;
+    /** The verified capability; set by `requireCapability` on every authorized route. */
+    capability: CapabilityClaims;
+  };
+};

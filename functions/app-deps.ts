@@ -1,5 +1,13 @@
 import type { Logger } from "pino";
+import type { Db } from "../shared/db/client.ts";
+import type { AppLimits } from "./app-limits.ts";
+import type { TokenVerifier } from "./auth/token-verifier.ts";
+import type { CapabilityMinter } from "./capability/capability-minter.ts";
+import type { DataPlaneClient } from "./data-plane/data-plane-client.ts";
 import type { HealthProbes } from "./health/health-probes.ts";
+import type { RunQueue } from "./queue/run-queue.ts";
+import type { RunEventWaiter } from "./run-events/run-event-waiter.ts";
+import type { RunChangesSource } from "./runs/run-changes.ts";
 
 /**
  * Everything the stateless app needs, passed in once by an entry (node, lambda, worker,
@@ -8,4 +16,19 @@ import type { HealthProbes } from "./health/health-probes.ts";
 export type AppDeps = {
   logger: Logger;
   health: HealthProbes;
+  /** postgres.js in the cloud, PGlite locally. */
+  db: Db;
+  /** OIDC (JWKS) in production, HS256 dev tokens locally. */
+  auth: TokenVerifier;
+  runQueue: RunQueue;
+  dataPlane: DataPlaneClient;
+  /** Signs the data-plane capabilities of POST /v1/threads/{id}/files/access. */
+  capabilities: CapabilityMinter;
+  /** DATA_PLANE_URL, returned to clients as `base_url`. */
+  dataPlaneUrl: string;
+  /** LISTEN/NOTIFY where the runtime keeps a connection, bounded polling elsewhere. */
+  runEvents: RunEventWaiter;
+  /** Defaults to `noRecordedChanges()`. */
+  runChanges?: RunChangesSource;
+  limits?: Partial<AppLimits>;
 };

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { Principal } from "./auth/principal.ts";
 
 /** Per-request variables every route can read (`c.var`). */
 export type AppEnv = {
@@ -6,5 +7,7 @@ export type AppEnv = {
     requestId: string;
     /** Child logger carrying the request id (and the uid once authenticated). */
     logger: Logger;
+    /** Set by the authenticate middleware on every route under /v1 except health. */
+    principal: Principal;
   };
 };

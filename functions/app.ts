@@ -2,24 +2,51 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { WorkcellError } from "../shared/errors/index.ts";
 import type { AppDeps } from "./app-deps.ts";
 import type { AppEnv } from "./app-env.ts";
+import { DEFAULT_APP_LIMITS } from "./app-limits.ts";
+import { authenticate } from "./middleware/authenticate.ts";
+import { limitBody } from "./middleware/body-limit.ts";
 import { errorHandler } from "./middleware/error-handler.ts";
 import { requestContext } from "./middleware/request-context.ts";
+import { validationHook } from "./middleware/validation-hook.ts";
+import { registerFilesAccessRoute } from "./routes/files-access-route.ts";
 import { registerHealthRoute } from "./routes/health-route.ts";
+import { BEARER_SCHEME } from "./routes/openapi-common.ts";
+import { registerProjectRoutes } from "./routes/project-routes.ts";
+import { registerRunEventsRoute } from "./routes/run-events-route.ts";
+import { registerRunRoutes } from "./routes/run-routes.ts";
+import { registerThreadRoutes } from "./routes/thread-routes.ts";
+import { noRecordedChanges } from "./runs/run-changes.ts";
 
 /**
  * The control plane as a web-standard app: only Request/Response inside, so the same
  * object is served by Node, AWS Lambda and Cloudflare Workers (functions/entry/).
  */
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
-  const app = new OpenAPIHono<AppEnv>();
+  const limits = { ...DEFAULT_APP_LIMITS, ...deps.limits };
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use(requestContext(deps.logger));
   app.onError(errorHandler());
   app.notFound(() => {
     throw new WorkcellError("not_found", "No such route: see GET /openapi.json for the API.");
   });
 
+  // Public. Registered before the authenticate middleware: Hono runs handlers in
+  // registration order, and this one answers without calling next().
   registerHealthRoute(app, deps.health);
+  app.use("/v1/*", authenticate(deps.auth), limitBody(limits.maxBodyBytes));
 
+  registerProjectRoutes(app, deps);
+  registerThreadRoutes(app, deps);
+  registerRunRoutes(app, { ...deps, runChanges: deps.runChanges ?? noRecordedChanges(), limits });
+  registerRunEventsRoute(app, { db: deps.db, waiter: deps.runEvents, limits });
+  registerFilesAccessRoute(app, deps);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description: "An OIDC token of the deployment's issuer (local mode: `npm run token -- <uid>`).",
+  });
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
     info: { title: "Workcell API", version: "1" },

@@ -1,0 +1,36 @@
+/**
+ * Every limit of the control plane, with units in the names. Defaults suit production;
+ * tests and entries override single values through `AppDeps.limits`.
+ */
+export type AppLimits = {
+  /**
+   * Largest request body. A run input may be MAX_RUN_INPUT_CHARS (200k UTF-16 units),
+   * up to 3 bytes each in UTF-8 and more once JSON-escaped, so 2 MiB leaves room for the
+   * largest valid body while refusing anything absurd before it is parsed.
+   */
+  maxBodyBytes: number;
+  /** How long a submission waits for SQS before leaving the dispatch to the sweeper. */
+  queueSendTimeoutMs: number;
+  /** Event stream: first wait after finding no new events, doubled up to the max. */
+  eventPollMinMs: number;
+  eventPollMaxMs: number;
+  /** Comment line sent when nothing else was, so proxies do not cut an idle stream. */
+  eventKeepAliveMs: number;
+  /**
+   * A stream ends after this long even if the run has not; the client resumes with
+   * Last-Event-ID. Keeps one request within every runtime's duration limit.
+   */
+  eventStreamMaxMs: number;
+  /** Events read per query. */
+  eventBatchSize: number;
+};
+
+export const DEFAULT_APP_LIMITS: AppLimits = {
+  maxBodyBytes: 2 * 1024 * 1024,
+  queueSendTimeoutMs: 3_000,
+  eventPollMinMs: 100,
+  eventPollMaxMs: 1_000,
+  eventKeepAliveMs: 15_000,
+  eventStreamMaxMs: 10 * 60_000,
+  eventBatchSize: 200,
+};

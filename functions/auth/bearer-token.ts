@@ -1,0 +1,10 @@
+/** A JWT longer than this is not one we issue or accept; refuse it before any parsing. */
+export const MAX_BEARER_TOKEN_CHARS = 16 * 1024;
+
+const BEARER = /^Bearer[ \t]+([A-Za-z0-9._~+/=-]+)[ \t]*$/i;
+
+/** The token of an `Authorization: Bearer <token>` header, or undefined. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined || header.length > MAX_BEARER_TOKEN_CHARS + 16) return undefined;
+  return BEARER.exec(header)?.[1];
+}

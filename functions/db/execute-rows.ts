@@ -1,0 +1,12 @@
+import type { SQL } from "drizzle-orm";
+import type { DbOrTransaction } from "../../shared/db/client.ts";
+
+/**
+ * Rows of a raw statement. `db.execute()` returns the rows themselves on postgres.js and
+ * `{rows}` on PGlite; everything in functions/ must run on both.
+ */
+export async function executeRows<T>(db: DbOrTransaction, query: SQL): Promise<T[]> {
+  const result: unknown = await db.execute(query);
+  if (Array.isArray(result)) return result as T[];
+  return ((result as { rows?: T[] }).rows ?? []) as T[];
+}

@@ -1,0 +1,59 @@
+// The control plane as a Node HTTP server (@hono/node-server): a self-hosted deployment
+// or a container. `node functions/entry/node.ts`, configured by the functions env
+// (shared/env/functions-env.ts) plus PORT / HOST / SWEEP_INTERVAL_MS below.
+import { serve } from "@hono/node-server";
+import pino from "pino";
+import postgres from "postgres";
+import { z } from "zod";
+import { intVar, portVar } from "../../shared/env/env-vars.ts";
+import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
+import { parseEnv } from "../../shared/env/parse-env.ts";
+import { createApp } from "../app.ts";
+import { createTokenVerifier } from "../auth/create-token-verifier.ts";
+import { createNotifyRunEventWaiter } from "../run-events/notify-run-event-waiter.ts";
+import { runSweeperLoop } from "../runs/sweeper-loop.ts";
+import { postgresListen } from "../wiring/postgres-listen.ts";
+import { createRuntimeDeps } from "../wiring/runtime-deps.ts";
+
+/** Connections per process; Postgres' max_connections is shared by every replica. */
+const DB_POOL_MAX = 10;
+
+const nodeEnvSchema = z.object({
+  PORT: portVar().default(8080).describe("TCP port to listen on (default 8080)."),
+  HOST: z.string().min(1).default("0.0.0.0").describe("Address to bind (default 0.0.0.0)."),
+  SWEEP_INTERVAL_MS: intVar(1_000, 3_600_000)
+    .optional()
+    .describe("Also run the dispatch sweeper in-process every this many ms (when no cron does)."),
+});
+
+const env = parseEnv(functionsEnvSchema, process.env);
+const nodeEnv = parseEnv(nodeEnvSchema, process.env);
+const logger = pino({ level: env.LOG_LEVEL });
+const sql = postgres(env.DATABASE_URL, { max: DB_POOL_MAX, onnotice: () => {} });
+const runEvents = createNotifyRunEventWaiter({ listen: postgresListen(sql), logger });
+const deps = createRuntimeDeps({ env, sql, logger, auth: createTokenVerifier(env), runEvents });
+const server = serve({ fetch: createApp(deps).fetch, port: nodeEnv.PORT, hostname: nodeEnv.HOST });
+logger.info({ port: nodeEnv.PORT }, "workcell functions listening");
+
+const stopping = new AbortController();
+const sweeper =
+  nodeEnv.SWEEP_INTERVAL_MS === undefined
+    ? Promise.resolve()
+    : runSweeperLoop(
+        { db: deps.db, runQueue: deps.runQueue, logger },
+        stopping.signal,
+        nodeEnv.SWEEP_INTERVAL_MS,
+      );
+
+async function shutdown(signal: string): Promise<void> {
+  if (stopping.signal.aborted) return;
+  stopping.abort();
+  logger.info({ signal }, "shutting down");
+  await new Promise<void>((done) => server.close(() => done()));
+  await sweeper;
+  await runEvents.close();
+  await sql.end({ timeout: 5 });
+  process.exit(0);
+}
+process.on("SIGINT", () => void shutdown("SIGINT"));
+process.on("SIGTERM", () => void shutdown("SIGTERM"));

@@ -1,0 +1,58 @@
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import {
+  filesAccessRequestSchema,
+  filesAccessResponseSchema,
+} from "../../shared/contracts/files-access.ts";
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { AppDeps } from "../app-deps.ts";
+import type { AppEnv } from "../app-env.ts";
+import { isoTime } from "../db/iso-time.ts";
+import { findActiveThread } from "../threads/thread-store.ts";
+import { bearerSecurity, commonErrors, errorResponse, threadIdParams } from "./openapi-common.ts";
+
+const route = createRoute({
+  method: "post",
+  path: "/v1/threads/{thread_id}/files/access",
+  summary: "A short-lived data-plane capability scoped to the thread's Workdir",
+  description:
+    "Call `<base_url>/dp/v1/...` with `Authorization: Bearer <token>` to list, read, write or delete files of the Workdir (the operations asked for, nothing else).",
+  security: bearerSecurity,
+  request: {
+    params: threadIdParams,
+    body: { content: { "application/json": { schema: filesAccessRequestSchema } }, required: true },
+  },
+  responses: {
+    200: {
+      description: "The capability",
+      content: { "application/json": { schema: filesAccessResponseSchema } },
+    },
+    400: errorResponse("Bad body."),
+    404: errorResponse("No such thread for this user."),
+    ...commonErrors,
+  },
+});
+
+/**
+ * Authorization happens here, from Postgres (the thread is the caller's and active); the
+ * decision travels as a capability naming uid, Workdir and operations, which is all the
+ * data plane trusts (ARCHITECTURE.md §1). Not idempotent on purpose: replaying an old
+ * token could hand out one that has already expired.
+ */
+export function registerFilesAccessRoute(
+  app: OpenAPIHono<AppEnv>,
+  deps: Pick<AppDeps, "db" | "capabilities" | "dataPlaneUrl">,
+): void {
+  app.openapi(route, async (c) => {
+    const { uid } = c.var.principal;
+    const found = await findActiveThread(deps.db, uid, c.req.valid("param").thread_id);
+    if (found === undefined) throw new WorkcellError("not_found", "No such thread.");
+    const minted = await deps.capabilities.mint(
+      { uid, workdirPath: found.workdirPath, ops: c.req.valid("json").ops },
+      c.req.raw.signal,
+    );
+    return c.json(
+      { base_url: deps.dataPlaneUrl, token: minted.token, expires_at: isoTime(minted.expiresAt) },
+      200,
+    );
+  });
+}

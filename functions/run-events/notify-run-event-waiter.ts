@@ -1,0 +1,61 @@
+import type { Logger } from "pino";
+import { RUN_EVENTS_CHANNEL } from "../runs/run-channels.ts";
+import type { RunEventWaiter } from "./run-event-waiter.ts";
+
+/** Starts a LISTEN; the returned function ends it. postgres.js and PGlite both fit. */
+export type ListenFn = (
+  channel: string,
+  onPayload: (payload: string) => void,
+) => Promise<() => Promise<void>>;
+
+export type NotifyRunEventWaiter = RunEventWaiter & { close(): Promise<void> };
+
+/**
+ * Wakes event streams on NOTIFY instead of waiting out their poll interval. One LISTEN
+ * per process, started on first use and fanned out to the waiting streams by run id.
+ * If LISTEN cannot be started the waiter degrades to plain polling (and says so once).
+ */
+export function createNotifyRunEventWaiter(p: {
+  listen: ListenFn;
+  logger: Logger;
+}): NotifyRunEventWaiter {
+  const waiting = new Map<string, Set<() => void>>();
+  let listening: Promise<(() => Promise<void>) | undefined> | undefined;
+
+  const wake = (runId: string) => {
+    for (const resolve of waiting.get(runId) ?? []) resolve();
+  };
+  const ensureListening = () => {
+    listening ??= p.listen(RUN_EVENTS_CHANNEL, wake).catch((error: unknown) => {
+      p.logger.warn({ err: error }, "LISTEN for run events failed; event streams poll instead");
+      return undefined;
+    });
+    return listening;
+  };
+
+  return {
+    async waitForEvents(runId, timeoutMs, signal) {
+      await ensureListening();
+      if (signal.aborted) return;
+      await new Promise<void>((resolve) => {
+        const set = waiting.get(runId) ?? new Set();
+        waiting.set(runId, set);
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          set.delete(done);
+          if (set.size === 0) waiting.delete(runId);
+          resolve();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        signal.addEventListener("abort", done, { once: true });
+        set.add(done);
+      });
+    },
+    async close() {
+      const stop = await listening;
+      listening = undefined;
+      await stop?.();
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import { and, asc, eq, gt } from "drizzle-orm";
+import type { Logger } from "pino";
+import { isTerminalRunStatus } from "../../shared/contracts/run.ts";
+import type { Db } from "../../shared/db/client.ts";
+import { agentRuns, runEvents } from "../../shared/db/schema.ts";
+import type { AppLimits } from "../app-limits.ts";
+import type { RunEventWaiter } from "./run-event-waiter.ts";
+import { KEEP_ALIVE_FRAME, retryFrame, runEventFrame } from "./sse-frame.ts";
+
+/** The event that ends a stream (shared/contracts/run-event.ts). */
+const TERMINAL_EVENT_TYPE = "run.completed";
+/** EventSource reconnect delay we suggest when a stream ends early (max duration). */
+export const SSE_RECONNECT_MS = 1_000;
+
+export type RunEventStreamDeps = {
+  readonly db: Db;
+  readonly waiter: RunEventWaiter;
+  readonly logger: Logger;
+  readonly limits: Pick<
+    AppLimits,
+    "eventPollMinMs" | "eventPollMaxMs" | "eventKeepAliveMs" | "eventStreamMaxMs" | "eventBatchSize"
+  >;
+};
+
+export type RunEventStreamRequest = {
+  readonly uid: string;
+  readonly runId: string;
+  /** Resume after this sequence (Last-Event-ID); 0 from the start. */
+  readonly afterSeq: number;
+  /** The client's request: aborts when it disconnects. */
+  readonly signal: AbortSignal;
+};
+
+/**
+ * The SSE body of GET /v1/runs/{id}/events, pulled by the client (so a slow reader
+ * applies backpressure to our reads). Reads `run_events` after the last sent sequence;
+ * when there is nothing new, waits (NOTIFY or bounded polling with backoff) and looks
+ * again. Ends after `run.completed`, or when the run is terminal and every event was
+ * sent (a worker that died before writing its last event must not hang the client), or
+ * after eventStreamMaxMs (the client resumes with Last-Event-ID). Sequences are gap-free
+ * (shared/db/schema/run-events.ts), so "after the last sent seq" never skips an event.
+ */
+export function runEventStream(
+  deps: RunEventStreamDeps,
+  request: RunEventStreamRequest,
+): ReadableStream<Uint8Array> {
+  const stop = new AbortController();
+  const signal = AbortSignal.any([request.signal, stop.signal]);
+  const encoder = new TextEncoder();
+  const { limits } = deps;
+  const deadline = Date.now() + limits.eventStreamMaxMs;
+  let lastSeq = request.afterSeq;
+  let pollMs = limits.eventPollMinMs;
+  let lastSentAt = Date.now();
+  let started = false;
+  let finished = false;
+  let runIsTerminal = false;
+
+  const readEvents = () =>
+    deps.db
+      .select()
+      .from(runEvents)
+      .where(
+        and(
+          eq(runEvents.runId, request.runId),
+          eq(runEvents.uid, request.uid),
+          gt(runEvents.seq, lastSeq),
+        ),
+      )
+      .orderBy(asc(runEvents.seq))
+      .limit(limits.eventBatchSize);
+
+  const readStatus = async () => {
+    const [row] = await deps.db
+      .select({ status: agentRuns.status })
+      .from(agentRuns)
+      .where(and(eq(agentRuns.runId, request.runId), eq(agentRuns.uid, request.uid)));
+    return row?.status;
+  };
+
+  /** The next chunk to send, or undefined when the stream is over. */
+  const next = async (): Promise<string | undefined> => {
+    if (!started) {
+      started = true;
+      return retryFrame(SSE_RECONNECT_MS);
+    }
+    while (!finished && !signal.aborted && Date.now() < deadline) {
+      const rows = await readEvents();
+      if (rows.length > 0) {
+        lastSeq = rows[rows.length - 1]?.seq ?? lastSeq;
+        pollMs = limits.eventPollMinMs;
+        lastSentAt = Date.now();
+        if (rows.some((row) => row.type === TERMINAL_EVENT_TYPE)) finished = true;
+        return rows.map(runEventFrame).join("");
+      }
+      if (runIsTerminal) return undefined;
+      const status = await readStatus();
+      if (status === undefined) return undefined;
+      if (isTerminalRunStatus(status)) {
+        // Events are committed no later than the status: read once more, then end.
+        runIsTerminal = true;
+        continue;
+      }
+      const idleMs = Date.now() - lastSentAt;
+      if (idleMs >= limits.eventKeepAliveMs) {
+        lastSentAt = Date.now();
+        return KEEP_ALIVE_FRAME;
+      }
+      const waitMs = Math.min(pollMs, limits.eventKeepAliveMs - idleMs, deadline - Date.now());
+      await deps.waiter.waitForEvents(request.runId, Math.max(waitMs, 0), signal);
+      pollMs = Math.min(pollMs * 2, limits.eventPollMaxMs);
+    }
+    return undefined;
+  };
+
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const chunk = await next();
+        if (chunk === undefined) controller.close();
+        else controller.enqueue(encoder.encode(chunk));
+      } catch (error) {
+        // Headers are long sent: end the stream cleanly; the client resumes with
+        // Last-Event-ID. The error stays in our log, never in the stream.
+        deps.logger.error({ err: error, run_id: request.runId }, "run event stream failed");
+        controller.close();
+      }
+    },
+    cancel() {
+      stop.abort();
+    },
+  });
+}

@@ -1,0 +1,77 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { Db, DbTransaction } from "../../shared/db/client.ts";
+import { type AgentRun, agentRuns, runEvents } from "../../shared/db/schema.ts";
+import { domainError } from "../../shared/errors/domain-errors.ts";
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { RUN_CANCEL_CHANNEL, RUN_EVENTS_CHANNEL } from "./run-channels.ts";
+
+/**
+ * Requests cancellation of the caller's run (202, idempotent; a run that finished
+ * otherwise: 409).
+ *
+ * A pending run has no worker yet, so it is cancelled right here: status `cancelled`
+ * plus its terminal `run.completed` event, in one transaction holding the row lock. A
+ * worker's claim is a conditional update on `status = 'pending'`, so it waits for the
+ * lock and then matches nothing. A running run gets `cancel_requested`, which its worker
+ * observes (NOTIFY on workcell_run_cancel, or its heartbeat) and acts on.
+ */
+export async function cancelRun(db: Db, uid: string, runId: string): Promise<AgentRun> {
+  return db.transaction(async (tx) => {
+    const [run] = await tx
+      .select()
+      .from(agentRuns)
+      .where(and(eq(agentRuns.runId, runId), eq(agentRuns.uid, uid)))
+      .for("update");
+    if (run === undefined) throw new WorkcellError("not_found", "No such run.");
+    switch (run.status) {
+      case "pending":
+        return cancelPending(tx, run);
+      case "running":
+        return requestCancel(tx, run);
+      case "cancelled":
+        // Asking again for what was already asked is a success (idempotent).
+        if (run.cancelRequested) return run;
+        throw domainError("run_finished", { details: { status: run.status } });
+      case "succeeded":
+      case "failed":
+        throw domainError("run_finished", { details: { status: run.status } });
+      default:
+        return assertNever(run.status);
+    }
+  });
+}
+
+async function cancelPending(tx: DbTransaction, run: AgentRun): Promise<AgentRun> {
+  const [updated] = await tx
+    .update(agentRuns)
+    .set({ status: "cancelled", cancelRequested: true, finishedAt: sql`now()` })
+    .where(eq(agentRuns.runId, run.runId))
+    .returning();
+  // Gap-free sequence: the next seq after whatever exists (normally none for a pending run).
+  await tx.insert(runEvents).values({
+    runId: run.runId,
+    uid: run.uid,
+    seq: sql`(select coalesce(max(${runEvents.seq}), 0) + 1 from ${runEvents} where ${runEvents.runId} = ${run.runId})`,
+    type: "run.completed",
+    data: { status: "cancelled" },
+  });
+  await tx.execute(sql`select pg_notify(${RUN_EVENTS_CHANNEL}, ${run.runId})`);
+  if (updated === undefined) throw new Error("update of agent_runs returned no row");
+  return updated;
+}
+
+async function requestCancel(tx: DbTransaction, run: AgentRun): Promise<AgentRun> {
+  if (run.cancelRequested) return run;
+  const [updated] = await tx
+    .update(agentRuns)
+    .set({ cancelRequested: true })
+    .where(eq(agentRuns.runId, run.runId))
+    .returning();
+  await tx.execute(sql`select pg_notify(${RUN_CANCEL_CHANNEL}, ${run.runId})`);
+  if (updated === undefined) throw new Error("update of agent_runs returned no row");
+  return updated;
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled run status: ${String(value)}`);
+}

@@ -1,0 +1,113 @@
+import { and, asc, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
+import type { Logger } from "pino";
+import type { Db } from "../../shared/db/client.ts";
+import { agentRuns } from "../../shared/db/schema.ts";
+import { executeRows } from "../db/execute-rows.ts";
+import type { RunQueue } from "../queue/run-queue.ts";
+
+/**
+ * Advisory lock making the sweep single-instance: the two-int form, in the Workcell key
+ * space (0x57434c4c = "WCLL"; id 1 is the migration lock in infra/db/migrate.ts).
+ */
+export const SWEEPER_LOCK_KEYS = [0x57434c4c, 2] as const;
+
+export type SweeperLimits = {
+  /**
+   * A pending run whose last dispatch is older than this is sent again: its message was
+   * lost, or the submitter died between commit and send. Longer than any sane send, so
+   * a run is not sent twice just because a submitter is slow.
+   */
+  redispatchAfterMs: number;
+  /** Runs handled per sweep; the next sweep takes the rest (oldest first). */
+  maxRunsPerSweep: number;
+  /** How long one sweep may spend sending to the queue. */
+  sendTimeoutMs: number;
+};
+
+export const DEFAULT_SWEEPER_LIMITS: SweeperLimits = {
+  redispatchAfterMs: 60_000,
+  maxRunsPerSweep: 500,
+  sendTimeoutMs: 10_000,
+};
+
+export type SweepResult =
+  | { readonly ran: false; readonly reason: "another sweeper holds the lock" }
+  | { readonly ran: true; readonly sent: readonly string[]; readonly failed: readonly string[] };
+
+export type SweeperDeps = {
+  readonly db: Db;
+  readonly runQueue: RunQueue;
+  readonly logger: Logger;
+  readonly limits?: Partial<SweeperLimits>;
+};
+
+/**
+ * Re-dispatches pending root runs whose dispatch failed (`dispatched_at` cleared by the
+ * submitter) or is older than `redispatchAfterMs`. A plain function: the cloud calls it
+ * from a scheduled Lambda (functions/entry/sweeper.ts), the local Workcell from a loop.
+ *
+ * One transaction holds `pg_try_advisory_xact_lock` (a second sweeper returns at once),
+ * claims the due runs FOR UPDATE, sends them, and stamps `dispatched_at` only on those
+ * SQS accepted. So a run is marked dispatched exactly when its message is on the queue;
+ * a crash mid-sweep rolls the stamps back and the next sweep sends again (duplicates
+ * are harmless: the worker's claim is a conditional update fenced by `attempt`).
+ *
+ * Sub-agent runs (parent_run_id set) are never swept: their parent's worker runs them.
+ */
+export async function sweepPendingRuns(
+  deps: SweeperDeps,
+  signal: AbortSignal,
+): Promise<SweepResult> {
+  const limits = { ...DEFAULT_SWEEPER_LIMITS, ...deps.limits };
+  const [classId, objId] = SWEEPER_LOCK_KEYS;
+  return deps.db.transaction(async (tx) => {
+    const [lock] = await executeRows<{ locked: boolean }>(
+      tx,
+      sql`select pg_try_advisory_xact_lock(${classId}::int, ${objId}::int) as locked`,
+    );
+    if (lock?.locked !== true)
+      return { ran: false, reason: "another sweeper holds the lock" } as const;
+
+    const due = await tx
+      .select({ runId: agentRuns.runId })
+      .from(agentRuns)
+      .where(
+        and(
+          eq(agentRuns.status, "pending"),
+          isNull(agentRuns.parentRunId),
+          or(
+            isNull(agentRuns.dispatchedAt),
+            lt(
+              agentRuns.dispatchedAt,
+              sql`now() - make_interval(secs => ${limits.redispatchAfterMs / 1000})`,
+            ),
+          ),
+        ),
+      )
+      .orderBy(asc(agentRuns.createdAt))
+      .limit(limits.maxRunsPerSweep)
+      // A submitter's best-effort "clear dispatched_at" must not wait on us, nor we on it.
+      .for("update", { skipLocked: true });
+    if (due.length === 0) return { ran: true, sent: [], failed: [] } as const;
+
+    const result = await deps.runQueue.dispatchRuns(
+      due.map((row) => row.runId),
+      AbortSignal.any([signal, AbortSignal.timeout(limits.sendTimeoutMs)]),
+    );
+    if (result.sent.length > 0) {
+      await tx
+        .update(agentRuns)
+        .set({ dispatchedAt: sql`now()` })
+        .where(inArray(agentRuns.runId, [...result.sent]));
+    }
+    if (result.failed.length > 0) {
+      deps.logger.warn(
+        { failed: result.failed.length },
+        "sweeper could not dispatch some runs; next sweep retries",
+      );
+    }
+    if (result.sent.length > 0)
+      deps.logger.info({ sent: result.sent.length }, "sweeper re-dispatched pending runs");
+    return { ran: true, sent: result.sent, failed: result.failed } as const;
+  });
+}

@@ -1,0 +1,209 @@
+import { and, eq, type SQL, sql } from "drizzle-orm";
+import type { Logger } from "pino";
+import type { AgentOptions } from "../../shared/contracts/run.ts";
+import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
+import {
+  type AgentRun,
+  agentRuns,
+  conversations,
+  messages,
+  requests,
+} from "../../shared/db/schema.ts";
+import { domainError } from "../../shared/errors/domain-errors.ts";
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { executeRows } from "../db/execute-rows.ts";
+import { uniqueViolationConstraint } from "../db/pg-error.ts";
+import { tableRow } from "../db/table-row.ts";
+import { requestHash } from "../idempotency/request-hash.ts";
+import type { RunQueue } from "../queue/run-queue.ts";
+import { createThreadIn } from "../threads/create-thread.ts";
+import type { ThreadRecord } from "../threads/thread-body.ts";
+import { findThreadIncludingDeleted } from "../threads/thread-store.ts";
+
+/** The unique constraint that makes two submissions with one Idempotency-Key collide. */
+const IDEMPOTENCY_CONSTRAINT = "requests_uid_idempotency_key_key";
+
+export type RunTarget =
+  | { readonly kind: "thread"; readonly threadId: string }
+  | { readonly kind: "new_thread"; readonly projectId?: string; readonly title?: string };
+
+export type SubmitRunInput = {
+  readonly uid: string;
+  readonly target: RunTarget;
+  readonly input: string;
+  readonly agent: AgentOptions | undefined;
+  readonly idempotencyKey: string | undefined;
+};
+
+/** `thread` only for a new thread (POST /v1/runs answers with it); a thread run answers with the run. */
+export type SubmittedRun = { readonly run: AgentRun; readonly thread: ThreadRecord | undefined };
+
+export type SubmitRunDeps = {
+  readonly db: Db;
+  readonly runQueue: RunQueue;
+  readonly logger: Logger;
+  readonly queueSendTimeoutMs: number;
+};
+
+/**
+ * Commit, then enqueue (ARCHITECTURE.md §4.7). Message, request and run (pending,
+ * attempt 0, runtime scope = the root thread) commit together: one statement for an
+ * existing thread, one transaction with the new thread (and implicit project) otherwise.
+ * Only after the commit is `{run_id}` sent to SQS. If
+ * the send fails the run stays pending with `dispatched_at` cleared, and the dispatch
+ * sweeper sends it; if we crash between commit and send, the sweeper sends it once
+ * `dispatched_at` is older than its re-dispatch threshold. A committed run is never lost.
+ */
+export async function submitRun(deps: SubmitRunDeps, p: SubmitRunInput): Promise<SubmittedRun> {
+  const hash = await requestHash({ target: p.target, input: p.input, agent: p.agent ?? null });
+  if (p.idempotencyKey !== undefined) {
+    const earlier = await findByIdempotencyKey(deps.db, p, p.idempotencyKey, hash);
+    if (earlier !== undefined) return earlier;
+  }
+
+  let submitted: SubmittedRun;
+  try {
+    submitted =
+      p.target.kind === "thread"
+        ? await insertRunInThread(deps.db, p, p.target.threadId, hash)
+        : await insertRunInNewThread(deps.db, p, p.target, hash);
+  } catch (error) {
+    // Another submission with the same key committed first (we waited on its unique
+    // index entry); everything we wrote is rolled back. Answer with its run.
+    if (
+      p.idempotencyKey !== undefined &&
+      uniqueViolationConstraint(error) === IDEMPOTENCY_CONSTRAINT
+    ) {
+      const earlier = await findByIdempotencyKey(deps.db, p, p.idempotencyKey, hash);
+      if (earlier !== undefined) return earlier;
+    }
+    throw error;
+  }
+
+  await dispatchAfterCommit(deps, submitted.run.runId);
+  return submitted;
+}
+
+/**
+ * The run's rows for an existing thread, in ONE statement: a FOR SHARE lock of the active
+ * thread, then message, request and run as data-modifying CTEs. A single statement is its
+ * own transaction (all rows or none) and costs one round trip instead of six (BEGIN,
+ * lock, three inserts, COMMIT): the submission benchmark is dominated by round trips.
+ * Foreign keys between the CTEs are checked at the end of the statement, when all rows
+ * exist. No thread row (unknown, another uid's, deleted): nothing is inserted, 404.
+ */
+async function insertRunInThread(
+  db: Db,
+  p: SubmitRunInput,
+  threadId: string,
+  hash: string,
+): Promise<SubmittedRun> {
+  const thread = sql`select thread_id, root_thread_id from ${conversations}
+    where thread_id = ${threadId} and uid = ${p.uid} and status = 'active' for share`;
+  const run = await insertMessageRequestRun(db, p, thread, hash);
+  if (run === undefined) throw new WorkcellError("not_found", "No such thread.");
+  return { run, thread: undefined };
+}
+
+/** A new thread (and maybe an implicit project) first, then the same three rows, in one transaction. */
+async function insertRunInNewThread(
+  db: Db,
+  p: SubmitRunInput,
+  target: Extract<RunTarget, { kind: "new_thread" }>,
+  hash: string,
+): Promise<SubmittedRun> {
+  return db.transaction(async (tx) => {
+    const created = await createThreadIn(tx, p.uid, {
+      project_id: target.projectId,
+      title: target.title,
+    });
+    const thread = sql`select ${created.thread.threadId}::uuid as thread_id, ${created.thread.rootThreadId}::uuid as root_thread_id`;
+    const run = await insertMessageRequestRun(tx, p, thread, hash);
+    if (run === undefined) throw new Error("insert of a run into a new thread returned no row");
+    return { run, thread: created };
+  });
+}
+
+/**
+ * message → request → run for the one thread `threadSelect` yields (`thread_id`,
+ * `root_thread_id`); undefined when it yields none. The runtime scope is the root thread.
+ */
+async function insertMessageRequestRun(
+  db: DbOrTransaction,
+  p: SubmitRunInput,
+  threadSelect: SQL,
+  hash: string,
+): Promise<AgentRun | undefined> {
+  const [raw] = await executeRows<Record<string, unknown>>(
+    db,
+    sql`with thread as (${threadSelect}),
+      message as (
+        insert into ${messages} (uid, thread_id, role, content)
+        select ${p.uid}, thread.thread_id, 'user', ${p.input} from thread
+        returning id, thread_id, content
+      ),
+      request as (
+        insert into ${requests} (uid, thread_id, message_id, idempotency_key, request_hash)
+        select ${p.uid}, message.thread_id, message.id, ${p.idempotencyKey ?? null}, ${hash} from message
+        returning id, thread_id
+      )
+    insert into ${agentRuns} (uid, thread_id, request_id, runtime_scope_id, input, agent, dispatched_at)
+    select ${p.uid}, request.thread_id, request.id, thread.root_thread_id,
+      -- The input travels once: the run's copy comes from the message row.
+      message.content,
+      ${JSON.stringify(p.agent ?? {})}::jsonb,
+      -- The database clock, like the sweeper's comparison: app and DB clocks may differ.
+      now()
+    from request cross join thread cross join message
+    returning *`,
+  );
+  return raw === undefined ? undefined : tableRow(agentRuns, raw);
+}
+
+async function dispatchAfterCommit(deps: SubmitRunDeps, runId: string): Promise<void> {
+  // Not tied to the client's connection: once committed, the run is sent even if the
+  // client has gone away.
+  const signal = AbortSignal.timeout(deps.queueSendTimeoutMs);
+  try {
+    await deps.runQueue.dispatchRun(runId, signal);
+  } catch (error) {
+    deps.logger.warn(
+      { err: error, run_id: runId },
+      "run dispatch failed; the sweeper will send it",
+    );
+    // Best effort: cleared means "due now" for the sweeper instead of after its
+    // re-dispatch threshold. If this fails too, the threshold still catches the run.
+    await deps.db
+      .update(agentRuns)
+      .set({ dispatchedAt: null })
+      .where(and(eq(agentRuns.runId, runId), eq(agentRuns.status, "pending")))
+      .catch((cause: unknown) =>
+        deps.logger.warn({ err: cause, run_id: runId }, "could not mark run for the sweeper"),
+      );
+  }
+}
+
+async function findByIdempotencyKey(
+  db: Db,
+  p: SubmitRunInput,
+  key: string,
+  hash: string,
+): Promise<SubmittedRun | undefined> {
+  const { uid } = p;
+  const [found] = await db
+    .select({ hash: requests.requestHash, threadId: requests.threadId, run: agentRuns })
+    .from(requests)
+    .innerJoin(
+      agentRuns,
+      and(eq(agentRuns.requestId, requests.id), eq(agentRuns.uid, requests.uid)),
+    )
+    .where(and(eq(requests.uid, uid), eq(requests.idempotencyKey, key)));
+  if (found === undefined) return undefined;
+  if (found.hash !== hash) throw domainError("idempotency_key_reused");
+  if (p.target.kind === "thread") return { run: found.run, thread: undefined };
+  // The thread as it is now, even if deleted since: the replay names the same thread.
+  const thread = await findThreadIncludingDeleted(db, uid, found.threadId);
+  if (thread === undefined)
+    throw new Error(`thread ${found.threadId} of a stored request is missing`);
+  return { run: found.run, thread };
+}

@@ -1,0 +1,50 @@
+import type { Logger } from "pino";
+import type { Sql } from "postgres";
+import { createDb } from "../../shared/db/client.ts";
+import type { FunctionsEnv } from "../../shared/env/functions-env.ts";
+import type { AppDeps } from "../app-deps.ts";
+import type { AppLimits } from "../app-limits.ts";
+import type { TokenVerifier } from "../auth/token-verifier.ts";
+import { createCapabilityMinter } from "../capability/create-capability-minter.ts";
+import { createHttpDataPlaneClient } from "../data-plane/http-data-plane-client.ts";
+import { createHealthProbes } from "../health/health-probes.ts";
+import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
+import type { RunEventWaiter } from "../run-events/run-event-waiter.ts";
+import { type AwsCredentials, createAwsClients } from "./aws-clients.ts";
+
+export type RuntimeDepsOptions = {
+  env: FunctionsEnv;
+  /** A postgres.js client; its lifetime is the entry's business (process, or request on Workers). */
+  sql: Sql;
+  logger: Logger;
+  /** Made once per process or isolate (it caches the issuer's keys). */
+  auth: TokenVerifier;
+  runEvents: RunEventWaiter;
+  awsCredentials?: AwsCredentials;
+  limits?: Partial<AppLimits>;
+};
+
+/** AppDeps of a cloud runtime (Node server, Lambda, Workers) from its parsed environment. */
+export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
+  const db = createDb(o.sql);
+  const { sqs, s3 } = createAwsClients(o.env, o.awsCredentials);
+  const capabilities = createCapabilityMinter({ privateJwk: o.env.CAPABILITY_PRIVATE_KEY });
+  return {
+    logger: o.logger,
+    db,
+    auth: o.auth,
+    health: createHealthProbes({
+      db,
+      sqs,
+      runQueueUrl: o.env.RUN_QUEUE_URL,
+      s3,
+      attachmentsBucket: o.env.ATTACHMENTS_BUCKET,
+    }),
+    runQueue: createSqsRunQueue({ sqs, queueUrl: o.env.RUN_QUEUE_URL }),
+    dataPlane: createHttpDataPlaneClient({ baseUrl: o.env.DATA_PLANE_URL, capabilities }),
+    capabilities,
+    dataPlaneUrl: o.env.DATA_PLANE_URL,
+    runEvents: o.runEvents,
+    ...(o.limits === undefined ? {} : { limits: o.limits }),
+  };
+}

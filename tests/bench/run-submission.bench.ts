@@ -1,0 +1,225 @@
+// Run submission over HTTP at concurrency 32: POST /v1/threads/{id}/runs through the whole
+// app (auth, validation, one transaction with a row lock and three inserts, the SQS send
+// after commit) against a baseline handler on the same kind of server that does one
+// INSERT (autocommit: INSERT + COMMIT in one round trip) and returns. Real PostgreSQL
+// (a throw-away cluster, as the tests use) and fauxqs, each in its own process like the
+// managed services they stand for; both servers and the clients in this process. The
+// ratio is what our transaction, validation and queue send cost on top of the physical
+// minimum.
+import { spawn } from "node:child_process";
+import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
+import { CreateQueueCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { serve } from "@hono/node-server";
+import { Hono } from "hono";
+import pino from "pino";
+import postgres from "postgres";
+import { createApp } from "../../functions/app.ts";
+import { createDevTokenVerifier } from "../../functions/auth/dev-token-verifier.ts";
+import { createCapabilityMinter } from "../../functions/capability/create-capability-minter.ts";
+import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-plane-client.ts";
+import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
+import { createPollingRunEventWaiter } from "../../functions/run-events/run-event-waiter.ts";
+import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER, mintDevToken } from "../../infra/local/dev-token.ts";
+import { createDb } from "../../shared/db/client.ts";
+import { ed25519PrivateJwkVar } from "../../shared/env/env-vars.ts";
+import { freePort } from "../setup/free-port.ts";
+import { startPostgresCluster } from "../setup/postgres-cluster.ts";
+import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
+import { report, type Sample } from "./measure.ts";
+
+const CONCURRENCY = 32;
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
+const WARMUP_REQUESTS = 400;
+/** Connections per server: one per concurrent client, so neither side queues for a connection. */
+const POOL_SIZE = CONCURRENCY;
+const THREADS = CONCURRENCY;
+
+const cluster = await startPostgresCluster();
+const fauxqs = await startFauxqsProcess();
+const stops: Array<() => Promise<void>> = [fauxqs.stop, cluster.stop];
+try {
+  await prepareTemplateDatabase(cluster.adminUrl);
+  const admin = postgres(cluster.adminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE bench TEMPLATE ${templateDatabaseName}`);
+  await admin.end();
+  const url = new URL(cluster.adminUrl);
+  url.pathname = "/bench";
+
+  const sqs = new SQSClient({
+    endpoint: fauxqs.address,
+    region: "us-east-1",
+    credentials: { accessKeyId: "bench", secretAccessKey: "bench" },
+  });
+  const queueUrl =
+    (await sqs.send(new CreateQueueCommand({ QueueName: "bench-runs" }))).QueueUrl ?? "";
+  const secret = "bench-secret-0123456789abcdef0123456789";
+  const logger = pino({ level: "silent" });
+  const { generateKeyPair, exportJWK } = await import("jose");
+  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
+  const capabilities = createCapabilityMinter({
+    privateJwk: ed25519PrivateJwkVar().parse(JSON.stringify(await exportJWK(privateKey))),
+  });
+
+  // Ours: the real app with its real dependencies.
+  const oursSql = postgres(url.toString(), { max: POOL_SIZE, onnotice: () => {} });
+  const db = createDb(oursSql);
+  const down = async () => {};
+  const app = createApp({
+    logger,
+    health: { db: down, queue: down, storage: down },
+    db,
+    auth: createDevTokenVerifier({
+      secret,
+      issuer: DEV_TOKEN_ISSUER,
+      audience: DEV_TOKEN_AUDIENCE,
+    }),
+    runQueue: createSqsRunQueue({ sqs, queueUrl }),
+    dataPlane: createHttpDataPlaneClient({ baseUrl: "http://127.0.0.1:9", capabilities }),
+    capabilities,
+    dataPlaneUrl: "http://127.0.0.1:9",
+    runEvents: createPollingRunEventWaiter(),
+  });
+  const oursUrl = await listen(app.fetch, stops);
+
+  // Baseline: same server stack, one INSERT, no auth, no validation, no queue.
+  const baseSql = postgres(url.toString(), { max: POOL_SIZE, onnotice: () => {} });
+  await baseSql`create table bench_baseline (id uuid primary key default gen_random_uuid(),
+    input text not null, created_at timestamptz not null default now())`;
+  const baseline = new Hono();
+  baseline.post("/runs", async (c) => {
+    const { input } = (await c.req.json()) as { input: string };
+    const [row] = await baseSql`insert into bench_baseline (input) values (${input}) returning id`;
+    return c.json({ run_id: row?.id, status: "pending" }, 202);
+  });
+  const baselineUrl = await listen(baseline.fetch, stops);
+  stops.unshift(async () => {
+    await oursSql.end();
+    await baseSql.end();
+  });
+
+  const token = await mintDevToken(secret, "bench-user");
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  const threadIds: string[] = [];
+  for (let i = 0; i < THREADS; i++) {
+    const res = await fetch(`${oursUrl}/v1/threads`, { method: "POST", headers, body: "{}" });
+    threadIds.push(((await res.json()) as { thread_id: string }).thread_id);
+  }
+  const body = JSON.stringify({ input: "summarise the README in three bullet points" });
+  const oursRequest = (i: number) =>
+    fetch(`${oursUrl}/v1/threads/${threadIds[i % THREADS]}/runs`, {
+      method: "POST",
+      headers,
+      body,
+    });
+  const baselineRequest = () =>
+    fetch(`${baselineUrl}/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+
+  await load(baselineRequest, WARMUP_REQUESTS);
+  await load(oursRequest, WARMUP_REQUESTS);
+  // Interleave rounds so drift on a shared machine hits both sides alike.
+  const base = await load(baselineRequest, REQUESTS);
+  const ours = await load(oursRequest, REQUESTS);
+  await sqs.send(new PurgeQueueCommand({ QueueUrl: queueUrl })).catch(() => {});
+
+  const baseSample: Sample = { name: "baseline: one INSERT + COMMIT (baseline)", ...base.sample };
+  const oursSample: Sample = { name: "POST /v1/threads/{id}/runs (auth, tx, SQS)", ...ours.sample };
+  report(
+    `run submission over HTTP, concurrency ${CONCURRENCY}, ${REQUESTS} requests, per request`,
+    baseSample,
+    [oursSample],
+  );
+  console.log(
+    [
+      `throughput baseline ${base.perSecond.toFixed(0)} req/s, ours ${ours.perSecond.toFixed(0)} req/s`,
+      `ratio (baseline/ours throughput) ${(base.perSecond / ours.perSecond).toFixed(2)}x`,
+      `failed requests: baseline ${base.failures}, ours ${ours.failures}`,
+    ].join("\n"),
+  );
+  if (base.failures + ours.failures > 0) process.exitCode = 1;
+} finally {
+  for (const stop of stops) await stop().catch(() => {});
+}
+
+/** fauxqs in a child process, so its work does not share the servers' event loop. */
+async function startFauxqsProcess(): Promise<{ address: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      "--input-type=module",
+      "-e",
+      `(await import("fauxqs")).startFauxqs({ port: ${port}, logger: false })`,
+    ],
+    { stdio: "inherit" },
+  );
+  const address = `http://127.0.0.1:${port}`;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await fetch(address);
+      break;
+    } catch (error) {
+      if (attempt > 100) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return {
+    address,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+async function listen(
+  fetchHandler: (request: Request) => Response | Promise<Response>,
+  onStop: Array<() => Promise<void>>,
+): Promise<string> {
+  return new Promise((resolve) => {
+    const server = serve(
+      { fetch: fetchHandler, port: 0, hostname: "127.0.0.1" },
+      (info: AddressInfo) => {
+        resolve(`http://127.0.0.1:${info.port}`);
+      },
+    );
+    onStop.unshift(() => new Promise<void>((done) => server.close(() => done())));
+  });
+}
+
+/** `total` requests from CONCURRENCY clients, each sending its next as soon as one returns. */
+async function load(
+  send: (i: number) => Promise<Response>,
+  total: number,
+): Promise<{ sample: Omit<Sample, "name">; perSecond: number; failures: number }> {
+  const latencies: number[] = [];
+  let next = 0;
+  let failures = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < total) {
+        const i = next++;
+        const t0 = performance.now();
+        const res = await send(i);
+        await res.arrayBuffer();
+        latencies.push(performance.now() - t0);
+        if (res.status !== 202) failures++;
+      }
+    }),
+  );
+  const elapsedMs = performance.now() - started;
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  return {
+    sample: { medianMs: at(0.5), p99Ms: at(0.99), runs: total },
+    perSecond: (total / elapsedMs) * 1000,
+    failures,
+  };
+}

@@ -1,0 +1,111 @@
+import { join } from "node:path";
+import { exportJWK, generateKeyPair } from "jose";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { mintDevToken } from "../../../infra/local/dev-token.ts";
+import type { Run } from "../../../shared/contracts/run.ts";
+import { freePort } from "../../setup/free-port.ts";
+import { awsConfig, freshBucket, freshQueue, sqsClient } from "../../support/aws.ts";
+import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
+import { driveThreadAndRun, receiveRunIds } from "./support/drive.ts";
+import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
+
+// functions/entry/node.ts as its own process, configured only by its environment, over
+// real HTTP against the test Postgres and fauxqs: a self-hosted deployment.
+
+const ROOT = join(import.meta.dirname, "../../..");
+const SECRET = "node-entry-secret-0123456789abcdef";
+
+let database: TestDatabase;
+let queueUrl: string;
+let server: ServerProcess;
+
+beforeAll(async () => {
+  database = await freshDatabase();
+  queueUrl = await freshQueue(sqsClient(), "node");
+  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
+  const port = await freePort();
+  server = await startServerProcess({
+    command: process.execPath,
+    args: [join(ROOT, "functions/entry/node.ts")],
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: database.url,
+      RUN_QUEUE_URL: queueUrl,
+      ATTACHMENTS_BUCKET: await freshBucket(),
+      AWS_ENDPOINT_URL: awsConfig().endpoint,
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: "test",
+      AWS_SECRET_ACCESS_KEY: "test",
+      AUTH_MODE: "dev",
+      DEV_JWT_SECRET: SECRET,
+      CAPABILITY_PRIVATE_KEY: JSON.stringify(await exportJWK(privateKey)),
+      DATA_PLANE_URL: "https://dp.example.test",
+      LOG_LEVEL: "warn",
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      SWEEP_INTERVAL_MS: "1000",
+    },
+    cwd: ROOT,
+    url: `http://127.0.0.1:${port}`,
+    readyPath: "/v1/healthz",
+    readyTimeoutMs: 30_000,
+  });
+});
+afterAll(async () => {
+  await server?.stop();
+  await database?.drop();
+});
+
+test("a thread and a run over HTTP, with live events woken by LISTEN/NOTIFY", async () => {
+  await driveThreadAndRun({
+    url: server.url,
+    token: await mintDevToken(SECRET, "alice"),
+    database,
+    sqs: sqsClient(),
+    queueUrl,
+  });
+});
+
+test("the in-process sweeper (SWEEP_INTERVAL_MS) re-dispatches a run whose message was lost", async () => {
+  const res = await fetch(`${server.url}/v1/runs`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${await mintDevToken(SECRET, "bob")}`,
+      "content-type": "application/json",
+    },
+    body: JSON.stringify({ input: "lost" }),
+  });
+  const { run } = (await res.json()) as { run: Run };
+  await receiveRunIds(sqsClient(), queueUrl, 1);
+  await database.sql`update agent_runs set dispatched_at = null where run_id = ${run.run_id}`;
+  expect(await receiveRunIds(sqsClient(), queueUrl, 1)).toEqual([run.run_id]);
+});
+
+test("a bad environment stops the process with every problem named, no value quoted", async () => {
+  const { execFile } = await import("node:child_process");
+  const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [join(ROOT, "functions/entry/node.ts")],
+      {
+        env: {
+          PATH: process.env.PATH,
+          DATABASE_URL: "mysql://secret-password@x/y",
+          AUTH_MODE: "oidc",
+        },
+      },
+      (error, _stdout, stderr) =>
+        resolve({ code: error?.code === undefined ? 0 : Number(error.code), stderr }),
+    );
+  });
+  expect(result.code).not.toBe(0);
+  for (const variable of [
+    "DATABASE_URL",
+    "RUN_QUEUE_URL",
+    "OIDC_ISSUER",
+    "CAPABILITY_PRIVATE_KEY",
+  ]) {
+    expect(result.stderr).toContain(variable);
+  }
+  expect(result.stderr).not.toContain("secret-password");
+});

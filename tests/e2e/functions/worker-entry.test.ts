@@ -1,0 +1,135 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { exportJWK, generateKeyPair } from "jose";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { mintDevToken } from "../../../infra/local/dev-token.ts";
+import type { Run } from "../../../shared/contracts/run.ts";
+import { freePort } from "../../setup/free-port.ts";
+import { awsConfig, freshBucket, freshQueue, sqsClient } from "../../support/aws.ts";
+import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
+import { driveThreadAndRun, receiveRunIds } from "./support/drive.ts";
+import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
+
+// The Workers build of the control plane (infra/wrangler.toml, functions/entry/worker.ts):
+// bundled by `wrangler deploy --dry-run`, and run by `wrangler dev` in the real workerd
+// runtime from npm (offline), against the test Postgres (postgres.js over TCP) and fauxqs.
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, "../../..");
+const WRANGLER = join(ROOT, "node_modules/.bin/wrangler");
+const CONFIG = join(ROOT, "infra/wrangler.toml");
+const SECRET = "worker-test-secret-0123456789abcdef";
+const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1" };
+
+let scratch: string;
+let database: TestDatabase;
+let queueUrl: string;
+let worker: ServerProcess;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), "workcell-wrangler-"));
+  database = await freshDatabase();
+  queueUrl = await freshQueue(sqsClient(), "worker");
+  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
+  const vars = {
+    DATABASE_URL: database.url,
+    RUN_QUEUE_URL: queueUrl,
+    ATTACHMENTS_BUCKET: await freshBucket(),
+    AWS_ENDPOINT_URL: awsConfig().endpoint,
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: "test",
+    AWS_SECRET_ACCESS_KEY: "test",
+    AUTH_MODE: "dev",
+    DEV_JWT_SECRET: SECRET,
+    CAPABILITY_PRIVATE_KEY: JSON.stringify(await exportJWK(privateKey)),
+    DATA_PLANE_URL: "https://dp.example.test",
+    LOG_LEVEL: "warn",
+  };
+  const envFile = join(scratch, "worker.env");
+  await writeFile(
+    envFile,
+    Object.entries(vars)
+      .map(([k, v]) => `${k}='${v}'`)
+      .join("\n"),
+  );
+  const port = await freePort();
+  worker = await startServerProcess({
+    command: WRANGLER,
+    args: [
+      "dev",
+      "--config",
+      CONFIG,
+      "--local",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(await freePort()),
+      "--env-file",
+      envFile,
+      "--persist-to",
+      join(scratch, "state"),
+      "--test-scheduled",
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      "warn",
+    ],
+    env: quietEnv,
+    cwd: scratch,
+    url: `http://127.0.0.1:${port}`,
+    readyPath: "/openapi.json",
+    readyTimeoutMs: 90_000,
+  });
+}, 120_000);
+afterAll(async () => {
+  await worker?.stop();
+  await database?.drop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+describe("Cloudflare Workers", () => {
+  test("wrangler deploy --dry-run bundles the Worker without node:fs", async () => {
+    const outdir = join(scratch, "bundle");
+    await run(WRANGLER, ["deploy", "--config", CONFIG, "--dry-run", "--outdir", outdir], {
+      env: quietEnv,
+      cwd: scratch,
+    });
+    const bundle = await readFile(join(outdir, "worker.js"), "utf8");
+    expect(bundle.length).toBeGreaterThan(0);
+    expect(bundle).not.toMatch(/["']node:fs(\/promises)?["']/);
+  });
+
+  test("under wrangler dev: health, then a thread and a run driven end to end", async () => {
+    const health = await fetch(`${worker.url}/v1/healthz`);
+    expect(await health.json(), worker.output()).toEqual({
+      status: "ok",
+      components: { db: "ok", queue: "ok", storage: "ok" },
+    });
+    await driveThreadAndRun({
+      url: worker.url,
+      token: await mintDevToken(SECRET, "alice"),
+      database,
+      sqs: sqsClient(),
+      queueUrl,
+    });
+  });
+
+  test("the Cron Trigger runs the dispatch sweeper", async () => {
+    const token = await mintDevToken(SECRET, "alice");
+    const res = await fetch(`${worker.url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ input: "lost" }),
+    });
+    const { run: created } = (await res.json()) as { run: Run };
+    await receiveRunIds(sqsClient(), queueUrl, 1);
+    await database.sql`update agent_runs set dispatched_at = null where run_id = ${created.run_id}`;
+    const scheduled = await fetch(`${worker.url}/__scheduled?cron=*+*+*+*+*`);
+    expect(scheduled.status).toBe(200);
+    expect(await receiveRunIds(sqsClient(), queueUrl, 1)).toEqual([created.run_id]);
+  });
+});

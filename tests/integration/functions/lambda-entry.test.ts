@@ -1,0 +1,148 @@
+import { exportJWK, generateKeyPair } from "jose";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { mintDevToken } from "../../../infra/local/dev-token.ts";
+import type { Project } from "../../../shared/contracts/project.ts";
+import type { Run } from "../../../shared/contracts/run.ts";
+import type { Thread } from "../../../shared/contracts/thread.ts";
+import { awsConfig, freshBucket, freshQueue, sqsClient } from "../../support/aws.ts";
+import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
+import {
+  apiGatewayV2Event,
+  functionUrlEvent,
+  type LambdaHttpEvent,
+} from "./support/lambda-events.ts";
+
+// The real Lambda entries (functions/entry/lambda.ts, sweeper.ts), configured by their
+// environment exactly as in AWS, answering API Gateway v2 and Function URL events, against
+// the test Postgres and fauxqs.
+
+type LambdaResult = {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
+  isBase64Encoded: boolean;
+};
+
+const SECRET = "lambda-test-secret-0123456789abcdef";
+let database: TestDatabase;
+let queueUrl: string;
+let handler: (event: LambdaHttpEvent) => Promise<LambdaResult>;
+let sweep: () => Promise<{ ran: boolean; sent: number; failed: number }>;
+let token: string;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  database = await freshDatabase();
+  queueUrl = await freshQueue(sqsClient(), "lambda");
+  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
+  Object.assign(process.env, {
+    DATABASE_URL: database.url,
+    RUN_QUEUE_URL: queueUrl,
+    ATTACHMENTS_BUCKET: await freshBucket(),
+    AWS_ENDPOINT_URL: awsConfig().endpoint,
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: "test",
+    AWS_SECRET_ACCESS_KEY: "test",
+    AUTH_MODE: "dev",
+    DEV_JWT_SECRET: SECRET,
+    CAPABILITY_PRIVATE_KEY: JSON.stringify(await exportJWK(privateKey)),
+    DATA_PLANE_URL: "https://dp.example.test",
+    LOG_LEVEL: "silent",
+  });
+  ({ handler } = (await import("../../../functions/entry/lambda.ts")) as unknown as {
+    handler: typeof handler;
+  });
+  ({ handler: sweep } = await import("../../../functions/entry/sweeper.ts"));
+  token = await mintDevToken(SECRET, "alice");
+});
+afterAll(async () => {
+  process.env = saved;
+  await database?.drop();
+});
+
+const auth = () => ({ authorization: `Bearer ${token}` });
+
+describe.each([
+  ["API Gateway v2", apiGatewayV2Event],
+  ["Function URL", functionUrlEvent],
+])("Lambda handler behind %s", (_name, event) => {
+  test("health, OpenAPI and the 401 of a missing token", async () => {
+    const health = await handler(event({ method: "GET", path: "/v1/healthz" }));
+    expect(health.statusCode).toBe(200);
+    expect(JSON.parse(health.body)).toEqual({
+      status: "ok",
+      components: { db: "ok", queue: "ok", storage: "ok" },
+    });
+    const doc = await handler(event({ method: "GET", path: "/openapi.json" }));
+    expect(JSON.parse(doc.body).paths).toHaveProperty("/v1/runs");
+    const refused = await handler(event({ method: "GET", path: "/v1/projects" }));
+    expect(refused.statusCode).toBe(401);
+    expect(refused.headers["x-request-id"]).toBeTruthy();
+  });
+
+  test("a thread and a run, with query strings and a base64 body", async () => {
+    const created = await handler(
+      event({
+        method: "POST",
+        path: "/v1/threads",
+        headers: { ...auth(), "content-type": "application/json" },
+        body: JSON.stringify({ title: "from lambda" }),
+        base64: true,
+      }),
+    );
+    expect(created.statusCode).toBe(201);
+    const thread = JSON.parse(created.body) as Thread;
+    const submitted = await handler(
+      event({
+        method: "POST",
+        path: `/v1/threads/${thread.thread_id}/runs`,
+        headers: {
+          ...auth(),
+          "content-type": "application/json",
+          "idempotency-key": crypto.randomUUID(),
+        },
+        body: JSON.stringify({ input: "echo hi" }),
+      }),
+    );
+    expect(submitted.statusCode).toBe(202);
+    const run = JSON.parse(submitted.body) as Run;
+    const page = await handler(
+      event({ method: "GET", path: "/v1/threads", query: "limit=1", headers: auth() }),
+    );
+    expect(JSON.parse(page.body).items).toHaveLength(1);
+    const project = await handler(
+      event({ method: "GET", path: `/v1/projects/${thread.project_id}`, headers: auth() }),
+    );
+    expect((JSON.parse(project.body) as Project).implicit).toBe(true);
+
+    // A finished run's event stream comes back whole in one (buffered) response.
+    await handler(
+      event({ method: "POST", path: `/v1/runs/${run.run_id}/cancel`, headers: auth() }),
+    );
+    const events = await handler(
+      event({ method: "GET", path: `/v1/runs/${run.run_id}/events`, headers: auth() }),
+    );
+    expect(events.statusCode).toBe(200);
+    expect(events.headers["content-type"]).toMatch(/^text\/event-stream/);
+    const text = events.isBase64Encoded
+      ? Buffer.from(events.body, "base64").toString()
+      : events.body;
+    expect(text).toContain("event: run.completed");
+  });
+});
+
+test("the scheduled sweeper entry re-dispatches a pending run whose dispatch was lost", async () => {
+  await sweep(); // whatever is already due
+  const created = await handler(
+    apiGatewayV2Event({
+      method: "POST",
+      path: "/v1/runs",
+      headers: { ...auth(), "content-type": "application/json" },
+      body: JSON.stringify({ input: "lost" }),
+    }),
+  );
+  const { run } = JSON.parse(created.body) as { run: Run };
+  await database.sql`update agent_runs set dispatched_at = null where run_id = ${run.run_id}`;
+  expect(await sweep()).toEqual({ ran: true, sent: 1, failed: 0 });
+  expect(await sweep()).toEqual({ ran: true, sent: 0, failed: 0 });
+});

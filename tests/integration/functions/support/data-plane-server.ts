@@ -1,0 +1,64 @@
+import { decodeJwt, type JWK } from "jose";
+import pino from "pino";
+import {
+  createDataPlaneApp,
+  startDataPlaneServer,
+} from "../../../../agent-host/data-plane/index.ts";
+import {
+  createLibcSyscalls,
+  createPathResolver,
+  createUserWorkspaces,
+} from "../../../../agent-host/workspace/index.ts";
+import { importCapabilityPublicKey } from "../../../../shared/capability/capability-keys.ts";
+import { ed25519PublicJwkVar } from "../../../../shared/env/env-vars.ts";
+
+export type SeenCapability = { path: string; uid: unknown; workdirPath: unknown; ops: unknown };
+
+export type TestDataPlane = {
+  url: string;
+  /** Capabilities the data plane received, decoded (to assert their scope). */
+  seen: SeenCapability[];
+  close(): Promise<void>;
+};
+
+/**
+ * The real agent-host data plane (agent-host/data-plane) over a real data root, on a free
+ * port. Requests are only observed on the way in, never altered.
+ */
+export async function startTestDataPlane(p: {
+  dataRoot: string;
+  publicJwk: JWK;
+}): Promise<TestDataPlane> {
+  const sys = createLibcSyscalls();
+  const app = createDataPlaneApp({
+    userWorkspaces: createUserWorkspaces({
+      dataRoot: p.dataRoot,
+      sys,
+      resolver: createPathResolver(sys, { kind: "openat2" }),
+    }),
+    publicKeys: [
+      await importCapabilityPublicKey(ed25519PublicJwkVar().parse(JSON.stringify(p.publicJwk))),
+    ],
+    logger: pino({ level: "silent" }),
+  });
+  const seen: SeenCapability[] = [];
+  const server = await startDataPlaneServer({
+    port: 0,
+    app: {
+      fetch: (request: Request) => {
+        const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1];
+        if (token !== undefined) {
+          const claims = decodeJwt(token);
+          seen.push({
+            path: new URL(request.url).pathname,
+            uid: claims.uid,
+            workdirPath: claims.workdir_path,
+            ops: claims.ops,
+          });
+        }
+        return app.fetch(request);
+      },
+    },
+  });
+  return { url: server.url, seen, close: () => server.close() };
+}

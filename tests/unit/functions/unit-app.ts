@@ -1,0 +1,74 @@
+import { randomBytes } from "node:crypto";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { exportJWK, generateKeyPair } from "jose";
+import pino from "pino";
+import postgres from "postgres";
+import { createApp } from "../../../functions/app.ts";
+import type { AppDeps } from "../../../functions/app-deps.ts";
+import type { AppEnv } from "../../../functions/app-env.ts";
+import { createDevTokenVerifier } from "../../../functions/auth/dev-token-verifier.ts";
+import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
+import { createHttpDataPlaneClient } from "../../../functions/data-plane/http-data-plane-client.ts";
+import { createSqsRunQueue } from "../../../functions/queue/sqs-run-queue.ts";
+import { createPollingRunEventWaiter } from "../../../functions/run-events/run-event-waiter.ts";
+import {
+  DEV_TOKEN_AUDIENCE,
+  DEV_TOKEN_ISSUER,
+  mintDevToken,
+} from "../../../infra/local/dev-token.ts";
+import { createDb } from "../../../shared/db/client.ts";
+import { ed25519PrivateJwkVar } from "../../../shared/env/env-vars.ts";
+
+/** Nothing listens here: a unit test that reached a dependency would fail loudly. */
+const UNREACHABLE = "http://127.0.0.1:9";
+
+export type UnitApp = {
+  app: OpenAPIHono<AppEnv>;
+  token(uid: string): Promise<string>;
+  close(): Promise<void>;
+};
+
+/**
+ * The whole app wired to dependencies that are never reached: for what the app decides
+ * before any I/O (routing, auth, validation, limits, error mapping, the OpenAPI document).
+ * postgres.js connects lazily, so no database is needed until a handler queries one.
+ */
+export async function unitApp(overrides: Partial<AppDeps> = {}): Promise<UnitApp> {
+  const secret = randomBytes(32).toString("base64url");
+  const sql = postgres("postgres://nobody@127.0.0.1:9/none", { max: 1, connect_timeout: 1 });
+  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
+  const capabilities = createCapabilityMinter({
+    privateJwk: ed25519PrivateJwkVar().parse(JSON.stringify(await exportJWK(privateKey))),
+  });
+  const sqs = new SQSClient({
+    endpoint: UNREACHABLE,
+    region: "us-east-1",
+    credentials: { accessKeyId: "x", secretAccessKey: "x" },
+    maxAttempts: 1,
+  });
+  const down = async () => {
+    throw new Error("dependency not available in unit tests");
+  };
+  const deps: AppDeps = {
+    logger: pino({ level: "silent" }),
+    health: { db: down, queue: down, storage: down },
+    db: createDb(sql),
+    auth: createDevTokenVerifier({
+      secret,
+      issuer: DEV_TOKEN_ISSUER,
+      audience: DEV_TOKEN_AUDIENCE,
+    }),
+    runQueue: createSqsRunQueue({ sqs, queueUrl: `${UNREACHABLE}/queue/runs` }),
+    dataPlane: createHttpDataPlaneClient({ baseUrl: UNREACHABLE, capabilities }),
+    capabilities,
+    dataPlaneUrl: UNREACHABLE,
+    runEvents: createPollingRunEventWaiter(),
+    ...overrides,
+  };
+  return {
+    app: createApp(deps),
+    token: (uid) => mintDevToken(secret, uid),
+    close: () => sql.end({ timeout: 1 }),
+  };
+}

@@ -1,0 +1,393 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { asc, eq, inArray, sql } from "drizzle-orm";
+import type { Logger } from "pino";
+import type { Db, DbTransaction } from "../../shared/db/client.ts";
+import { skillGrants, skills } from "../../shared/db/schema/skills.ts";
+import { uidDirname } from "../../shared/paths/uid-dirname.ts";
+import type { FsSyscalls } from "../workspace/syscalls.ts";
+import { type ApplyResult, applyProjection, type DesiredSkill } from "./projection-apply.ts";
+import { lockProjection } from "./projection-lock.ts";
+import { openSkillsSubdir, PROJECTIONS_DIR, SOURCES_DIR } from "./skill-fs.ts";
+import {
+  DEFAULT_REFRESH_TIMEOUTS,
+  DEFAULT_SKILL_LIMITS,
+  type RefreshTimeouts,
+  type SkillLimits,
+} from "./skill-limits.ts";
+import {
+  grantLockKey,
+  lockTimeoutSql,
+  PG_LOCK_NOT_AVAILABLE,
+  pgErrorCode,
+  sourceLockKey,
+} from "./skill-locks.ts";
+
+export type RefreshFailureReason =
+  /** A symlink, FIFO, socket or device in the source: the slug's projection was removed. */
+  | "source_refused"
+  /** Granted, but there is no source directory: nothing is projected for it. */
+  | "source_missing"
+  /** The copied bytes do not hash to the catalogue's content hash: removed. */
+  | "source_mismatch"
+  /** Over a limit, changed during the copy, or a slug that is not valid: removed. */
+  | "source_invalid"
+  /** An I/O error while projecting the slug: removed. */
+  | "copy_failed"
+  /** The grants could not be read (or the database was lost mid-refresh): emptied. */
+  | "grants_unavailable"
+  /** A lock wait timed out: nothing changed. */
+  | "busy";
+
+export interface RefreshFailure {
+  /** The slug concerned; null for a failure of the whole refresh. */
+  readonly slug: string | null;
+  readonly reason: RefreshFailureReason;
+  readonly message: string;
+}
+
+/**
+ * The result of a refresh, always a value. `ok` means the projection now equals the
+ * grants exactly. Whatever failed, a revoked slug is gone whenever `projected` is not null:
+ * removal of ungranted slugs happens before anything can fail per slug.
+ */
+export interface RefreshOutcome {
+  readonly ok: boolean;
+  /** Slugs in the projection after the refresh, sorted; null when it was not touched. */
+  readonly projected: readonly string[] | null;
+  /** Copied and swapped in. */
+  readonly copied: readonly string[];
+  /** Already up to date (the directory, and its inode, were kept). */
+  readonly unchanged: readonly string[];
+  /** Removed because no longer granted (or not a skill at all). */
+  readonly removed: readonly string[];
+  readonly failures: readonly RefreshFailure[];
+}
+
+/** Test seams and tracing hooks; none of them may throw in production wiring. */
+export interface RefreshHooks {
+  /** Right after the flock is taken. */
+  readonly onLocked?: (uid: string) => void | Promise<void>;
+  /** Right before the flock is released. */
+  readonly onUnlocking?: (uid: string) => void | Promise<void>;
+  /** Before each source entry is opened during a copy. */
+  readonly onCopyEntry?: (slug: string, path: string) => void | Promise<void>;
+}
+
+export interface ProjectionRefresherDeps {
+  readonly db: Db;
+  readonly sys: FsSyscalls;
+  /** The agent-host's data root (operator configuration, trusted). */
+  readonly dataRoot: string;
+  readonly logger: Logger;
+  readonly limits?: Partial<SkillLimits>;
+  readonly timeouts?: Partial<RefreshTimeouts>;
+  readonly hooks?: RefreshHooks;
+}
+
+export interface ProjectionRefresher {
+  /** Makes `<data-root>/skills/projections/<uid dirname>/` equal the uid's grants. */
+  refresh(uid: string, signal: AbortSignal): Promise<RefreshOutcome>;
+}
+
+/**
+ * Projection refresh, exactly in the order of ARCHITECTURE.md §6:
+ *
+ * 1. A READ COMMITTED transaction takes `pg_advisory_xact_lock` on the uid. The control
+ *    plane takes the same lock to change a grant, so a refresh that waited here while a
+ *    revoke committed reads the grants after the revoke. (READ COMMITTED matters: under
+ *    REPEATABLE READ the snapshot would date from the lock statement, before the revoke.)
+ * 2. Inside it, the grants are re-read (never taken from the caller), then each granted
+ *    slug's source lock is taken shared and its catalogue row read, so an import cannot
+ *    swap a source while we copy it.
+ * 3. Holding the projection's exclusive flock (projection-lock.ts): ungranted slugs are
+ *    removed, then each granted slug is safely copied into a temp directory beside it and
+ *    swapped in if its content differs (projection-apply.ts).
+ * 4. Still under both locks, one more query proves the transaction (and so the advisory
+ *    lock) survived the copy. If the connection dropped, or stays silent for
+ *    `livenessTimeoutMs`, a revoke may have slipped in: the projection is emptied (fail
+ *    closed) before the flock is released.
+ *
+ * The advisory lock is held until the end, not just for the read: otherwise a slow refresh
+ * holding stale grants could take the flock after the revoke's own refresh and copy a
+ * revoked skill back. Grants that cannot be read at all fail closed too: the projection is
+ * emptied, never left as it was.
+ */
+export function createProjectionRefresher(deps: ProjectionRefresherDeps): ProjectionRefresher {
+  const limits: SkillLimits = { ...DEFAULT_SKILL_LIMITS, ...deps.limits };
+  const timeouts: RefreshTimeouts = { ...DEFAULT_REFRESH_TIMEOUTS, ...deps.timeouts };
+  const { sys, hooks } = deps;
+
+  /** Runs `fn` holding the uid's flock; "timeout" when it could not be had in time. */
+  async function underFlock<T>(
+    uid: string,
+    dirname: string,
+    signal: AbortSignal,
+    fn: (projectionsFd: number, sourcesFd: number) => Promise<T>,
+  ): Promise<T | "timeout"> {
+    const projectionsFd = openSkillsSubdir(sys, deps.dataRoot, PROJECTIONS_DIR);
+    try {
+      const lock = await lockProjection(sys, projectionsFd, dirname, {
+        timeoutMs: timeouts.flockTimeoutMs,
+        pollMs: timeouts.flockPollMs,
+        signal,
+      });
+      if (lock === "timeout") return "timeout";
+      try {
+        await hooks?.onLocked?.(uid);
+        const sourcesFd = openSkillsSubdir(sys, deps.dataRoot, SOURCES_DIR);
+        try {
+          return await fn(projectionsFd, sourcesFd);
+        } finally {
+          sys.close(sourcesFd);
+        }
+      } finally {
+        try {
+          await hooks?.onUnlocking?.(uid);
+        } finally {
+          lock.release();
+        }
+      }
+    } finally {
+      sys.close(projectionsFd);
+    }
+  }
+
+  function apply(
+    uid: string,
+    dirname: string,
+    projectionsFd: number,
+    sourcesFd: number,
+    desired: readonly DesiredSkill[],
+    signal: AbortSignal,
+  ): Promise<ApplyResult> {
+    return applyProjection(
+      {
+        sys,
+        limits,
+        logger: deps.logger,
+        ...(hooks?.onCopyEntry ? { onCopyEntry: hooks.onCopyEntry } : {}),
+      },
+      { projectionsFd, sourcesFd, dirname, uid },
+      desired,
+      signal,
+    );
+  }
+
+  /** Empties the projection: what a refresh does when it cannot know the grants. */
+  async function failClosed(
+    uid: string,
+    dirname: string,
+    signal: AbortSignal,
+    message: string,
+  ): Promise<RefreshOutcome> {
+    const failure: RefreshFailure = { slug: null, reason: "grants_unavailable", message };
+    const emptied = await underFlock(uid, dirname, signal, (projectionsFd, sourcesFd) =>
+      apply(uid, dirname, projectionsFd, sourcesFd, [], signal),
+    );
+    if (emptied === "timeout") return busy(failure);
+    return { ...outcomeOf(emptied), ok: false, failures: [failure] };
+  }
+
+  return {
+    async refresh(uid, signal) {
+      signal.throwIfAborted();
+      const dirname = uidDirname(uid);
+      const log = deps.logger.child({ uid, component: "skills-projection" });
+      // Widened on purpose: the callback below moves it on, which TypeScript cannot see.
+      let phase = "grants" as "grants" | "projecting";
+      let outcome: RefreshOutcome | undefined;
+      let lost = false;
+      // Set as soon as the transaction fails: postgres.js rejects a transaction the moment
+      // its connection closes, while our callback may still be copying under the flock.
+      let transactionFailed = false;
+      let transactionError: unknown;
+      let body: { error?: unknown } | undefined;
+      let bodyEnded!: () => void;
+      const bodyEnd = new Promise<void>((resolve) => {
+        bodyEnded = resolve;
+      });
+
+      /** Whether the transaction, and with it the uid's advisory lock, is still ours. */
+      async function stillLocked(tx: DbTransaction): Promise<boolean> {
+        if (transactionFailed) return false;
+        const probe = tx.execute(sql`select 1`).then(() => "ok" as const);
+        // A silent connection (a network partition) never answers: bounded, and the
+        // promises left behind settle quietly.
+        probe.catch(() => {});
+        const timer = new AbortController();
+        const timedOut = sleep(timeouts.livenessTimeoutMs, "timeout" as const, {
+          signal: timer.signal,
+        });
+        timedOut.catch(() => {});
+        try {
+          return (await Promise.race([probe, timedOut])) === "ok" && !transactionFailed;
+        } catch {
+          return false;
+        } finally {
+          timer.abort();
+        }
+      }
+
+      const transaction = deps.db.transaction(
+        async (tx) => {
+          try {
+            await tx.execute(lockTimeoutSql(timeouts.advisoryLockTimeoutMs));
+            await tx.execute(sql`select pg_advisory_xact_lock(${grantLockKey(uid)})`);
+            const desired = await readDesiredSkills(tx, uid);
+            signal.throwIfAborted();
+            phase = "projecting";
+            const applied = await underFlock(
+              uid,
+              dirname,
+              signal,
+              async (projectionsFd, sourcesFd) => {
+                const result = await apply(uid, dirname, projectionsFd, sourcesFd, desired, signal);
+                if (await stillLocked(tx)) return outcomeOf(result);
+                // A revoke may have committed unseen since the lock went: fail closed
+                // before the flock is released.
+                log.error("database lost during the refresh: emptying the projection");
+                lost = true;
+                const emptied = await apply(uid, dirname, projectionsFd, sourcesFd, [], signal);
+                return {
+                  ...outcomeOf(emptied),
+                  ok: false,
+                  failures: [
+                    {
+                      slug: null,
+                      reason: "grants_unavailable" as const,
+                      message:
+                        "The database connection was lost during the refresh: the projection was emptied.",
+                    },
+                  ],
+                };
+              },
+            );
+            outcome =
+              applied === "timeout"
+                ? busy({
+                    slug: null,
+                    reason: "busy",
+                    message: "Another refresh of this projection held its lock too long: retry.",
+                  })
+                : applied;
+            body = {};
+            bodyEnded();
+          } catch (error) {
+            body = { error };
+            bodyEnded();
+            throw error;
+          }
+          // Never commit on a connection we know is gone.
+          if (lost) throw new Error("database connection lost during the refresh");
+        },
+        { isolationLevel: "read committed" },
+      );
+      const transactionEnd = transaction.then(
+        () => {},
+        (error: unknown) => {
+          transactionFailed = true;
+          transactionError = error;
+        },
+      );
+
+      await Promise.race([transactionEnd, bodyEnd]);
+      // The transaction may end first (its connection closed). A callback that got as far
+      // as the flock is waited for: it holds the flock, and its one query from there on
+      // (the liveness probe) is bounded. One still in the grants phase is not: it may
+      // wait forever on the dead connection, and if it ever goes on, its liveness probe
+      // fails and it empties the projection.
+      if (body === undefined && phase === "projecting") await bodyEnd;
+      // The commit (or rollback), except on a connection known to be lost.
+      if (body !== undefined && !lost && !transactionFailed) await transactionEnd;
+      const error = body?.error ?? transactionError;
+      // Projected and verified under the lock (or emptied): only the commit could fail.
+      if (outcome !== undefined) return logged(log, outcome);
+      if (signal.aborted) throw error;
+      if (phase === "grants") {
+        if (pgErrorCode(error) === PG_LOCK_NOT_AVAILABLE) {
+          return logged(
+            log,
+            busy({
+              slug: null,
+              reason: "busy",
+              message: "The user's grants are locked by another operation: retry.",
+            }),
+          );
+        }
+        log.error({ err: error }, "grants unavailable: emptying the projection (fail closed)");
+        return logged(
+          log,
+          await failClosed(
+            uid,
+            dirname,
+            signal,
+            "The grants could not be read: the projection was emptied.",
+          ),
+        );
+      }
+      throw error;
+    },
+  };
+}
+
+/**
+ * The uid's granted skills with their catalogue rows, read under the uid's advisory lock.
+ * Each slug's source lock is taken shared before its row is read, in slug order.
+ */
+async function readDesiredSkills(tx: DbTransaction, uid: string): Promise<DesiredSkill[]> {
+  const grants = await tx
+    .select({ slug: skillGrants.slug })
+    .from(skillGrants)
+    .where(eq(skillGrants.uid, uid))
+    .orderBy(asc(skillGrants.slug));
+  if (grants.length === 0) return [];
+  for (const { slug } of grants) {
+    await tx.execute(sql`select pg_advisory_xact_lock_shared(${sourceLockKey(slug)})`);
+  }
+  const rows = await tx
+    .select({ slug: skills.slug, contentHash: skills.contentHash })
+    .from(skills)
+    .where(
+      inArray(
+        skills.slug,
+        grants.map((g) => g.slug),
+      ),
+    )
+    .orderBy(asc(skills.slug));
+  return rows;
+}
+
+function outcomeOf(result: ApplyResult): RefreshOutcome {
+  return {
+    ok: result.failures.length === 0,
+    projected: result.projected,
+    copied: result.copied,
+    unchanged: result.unchanged,
+    removed: result.removed,
+    failures: result.failures,
+  };
+}
+
+function busy(failure: RefreshFailure): RefreshOutcome {
+  return {
+    ok: false,
+    projected: null,
+    copied: [],
+    unchanged: [],
+    removed: [],
+    failures: [failure],
+  };
+}
+
+function logged(log: Logger, outcome: RefreshOutcome | undefined): RefreshOutcome {
+  if (outcome === undefined) throw new Error("refresh finished without an outcome");
+  const summary = {
+    projected: outcome.projected,
+    copied: outcome.copied,
+    removed: outcome.removed,
+    failures: outcome.failures,
+  };
+  if (outcome.ok) log.info(summary, "skills projection refreshed");
+  else log.warn(summary, "skills projection refresh failed");
+  return outcome;
+}

@@ -11,6 +11,7 @@ import { registerBatchRoute } from "./routes/batch-route.ts";
 import { registerContentRoutes } from "./routes/content-routes.ts";
 import { registerDeleteRoute } from "./routes/delete-route.ts";
 import { registerDirsRoute } from "./routes/dirs-route.ts";
+import { registerImportRoute } from "./routes/import-route.ts";
 import { registerInternalRoutes } from "./routes/internal-routes.ts";
 import { registerListRoute } from "./routes/list-route.ts";
 
@@ -70,5 +71,6 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   registerBatchRoute(app, routeDeps);
   registerDirsRoute(app, routeDeps);
   registerInternalRoutes(app, routeDeps);
+  registerImportRoute(app, { ...routeDeps, attachments: deps.attachments });
   return app;
 }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
+import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
 import type { DataPlaneLimits } from "./data-plane-limits.ts";
 
@@ -25,4 +26,10 @@ export interface DataPlaneDeps {
    * cannot act with credentials it was not handed.
    */
   readonly allowedOrigins?: readonly string[] | "*";
+  /**
+   * The attachments bucket for `POST /internal/v1/attachments/import` (the confirm flow):
+   * `{ objects: createS3AttachmentObjectStore({ s3, bucket: ATTACHMENTS_BUCKET }) }`.
+   * Without it that endpoint answers 503; everything else works.
+   */
+  readonly attachments?: AttachmentImportConfig;
 }

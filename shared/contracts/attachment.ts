@@ -6,9 +6,17 @@ import { MAX_PATH_COMPONENT_BYTES } from "../paths/workdir-path-limits.ts";
 import { listOf, timestampSchema, uuidSchema } from "./common.ts";
 
 /** Largest single attachment; a bigger announced size answers 413. */
-export const MAX_ATTACHMENT_BYTES = 100 * 1024 * 1024;
+export const MAX_ATTACHMENT_BYTES = 512 * 1024 * 1024;
+/** Most bytes one upload group may announce, all files together; more answers 413. */
+export const MAX_UPLOAD_GROUP_BYTES = 1024 * 1024 * 1024;
 /** Most files in one upload group (one uploads request, one confirm). */
 export const MAX_FILES_PER_UPLOAD_GROUP = 20;
+/**
+ * Longest file name an uploads request may send, in UTF-16 code units, before the server
+ * turns it into a Workdir name (last path component, control characters replaced, at most
+ * MAX_PATH_COMPONENT_BYTES). Generous on purpose: a browser may send a full client path.
+ */
+export const MAX_UPLOAD_NAME_CHARS = 1024;
 export const MAX_CONTENT_TYPE_CHARS = 255;
 /** Unconfirmed upload groups older than this are deleted by the next uploads request. */
 export const UPLOAD_GROUP_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -43,7 +51,12 @@ export const attachmentFileNameSchema = z
 
 const uploadFileSchema = z
   .object({
-    name: attachmentFileNameSchema,
+    name: z
+      .string()
+      .max(MAX_UPLOAD_NAME_CHARS)
+      .describe(
+        "File name as the client has it. The server keeps only its last path component (after `/` or `\\`), replaces control and bidirectional-override characters with `_`, strips leading and trailing dots and spaces, shortens it to fit a file name, and falls back to `attachment` when nothing is left.",
+      ),
     size: z
       .number()
       .int()
@@ -89,6 +102,19 @@ export function oversizedUploadError(
   });
 }
 
+/** The 413 for an uploads request announcing more than `maxGroupBytes` in total, or undefined. */
+export function oversizedGroupError(
+  request: UploadsRequest,
+  maxGroupBytes: number = MAX_UPLOAD_GROUP_BYTES,
+): WorkcellError | undefined {
+  const total = request.files.reduce((sum, file) => sum + file.size, 0);
+  if (total <= maxGroupBytes) return undefined;
+  return domainError("attachment_too_large", {
+    message: `The files announce ${total} bytes together; one upload group takes at most ${maxGroupBytes}: upload them in several groups.`,
+    details: { total_bytes: total, max_group_bytes: maxGroupBytes },
+  });
+}
+
 export const uploadsResponseSchema = z
   .object({
     group_id: uuidSchema.describe("Upload group; pass it to confirm."),
@@ -96,7 +122,11 @@ export const uploadsResponseSchema = z
       .array(
         z.object({
           file_id: uuidSchema.describe("Id of this file within the group."),
-          name: z.string().describe("The name that was requested."),
+          name: z
+            .string()
+            .describe(
+              "The file name the upload will get in `uploads/` (the requested one, sanitized); a name already taken there gets a suffix like ` (1)` at confirm.",
+            ),
           upload_url: z.url().describe("Presigned URL to PUT the bytes to."),
           method: z.literal("PUT").describe("HTTP method for upload_url."),
           headers: z

@@ -9,6 +9,7 @@ import {
   filesAccessResponseSchema,
   MAX_ATTACHMENT_BYTES,
   MAX_FILES_PER_UPLOAD_GROUP,
+  MAX_UPLOAD_NAME_CHARS,
   oversizedUploadError,
   skillListSchema,
   skillSlugSchema,
@@ -42,8 +43,16 @@ describe("uploads request", () => {
     ["a\u0000b"],
     ["a\nb"],
     ["x".repeat(256)],
-  ])("rejects file name %j", (name) => {
-    expect(attachmentFileNameProblem(name)).toBeDefined();
+  ])(
+    "rejects file name %j as a Workdir name; the uploads request takes it (sanitized by the server)",
+    (name) => {
+      expect(attachmentFileNameProblem(name)).toBeDefined();
+      expect(uploadsRequestSchema.safeParse({ files: [{ ...file, name }] }).success).toBe(true);
+    },
+  );
+
+  test("the uploads request refuses a raw name over MAX_UPLOAD_NAME_CHARS", () => {
+    const name = "x".repeat(MAX_UPLOAD_NAME_CHARS + 1);
     expect(uploadsRequestSchema.safeParse({ files: [{ ...file, name }] }).success).toBe(false);
   });
 

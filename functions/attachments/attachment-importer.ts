@@ -1,0 +1,38 @@
+import type {
+  AttachmentImportItem,
+  ImportedAttachment,
+} from "../../shared/contracts/attachment-import.ts";
+import type { WorkcellError } from "../../shared/errors/workcell-error.ts";
+
+/** Whose Workdir: the capability is minted for exactly this uid and Workdir. */
+export type ImportTarget = { readonly uid: string; readonly workdirPath: string };
+
+/**
+ * `ok`: every file landed. Otherwise the data plane refused the batch (not uploaded, size
+ * differs, unsupported or unparseable type, a symlinked `uploads/`…) and wrote nothing:
+ * `error` is what the client gets.
+ */
+export type ImportResult =
+  | { readonly ok: true; readonly items: readonly ImportedAttachment[] }
+  | { readonly ok: false; readonly error: WorkcellError };
+
+/**
+ * The seam to the data plane for attachments: functions/ decides, the agent-host touches
+ * the bytes (ARCHITECTURE.md §1). A data plane that cannot be reached throws `unavailable`.
+ */
+export interface AttachmentImporter {
+  importFiles(
+    target: ImportTarget,
+    items: readonly AttachmentImportItem[],
+    signal: AbortSignal,
+  ): Promise<ImportResult>;
+  /**
+   * Removes Workdir files (Workdir-relative paths); a file already gone counts as removed.
+   * Returns the paths that could not be removed, for the caller to log.
+   */
+  removeFiles(
+    target: ImportTarget,
+    paths: readonly string[],
+    signal: AbortSignal,
+  ): Promise<readonly string[]>;
+}

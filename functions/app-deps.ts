@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Db } from "../shared/db/client.ts";
 import type { AppLimits } from "./app-limits.ts";
+import type { AttachmentDeps } from "./attachments/attachment-deps.ts";
 import type { TokenVerifier } from "./auth/token-verifier.ts";
 import type { CapabilityMinter } from "./capability/capability-minter.ts";
 import type { DataPlaneClient } from "./data-plane/data-plane-client.ts";
@@ -28,6 +29,8 @@ export type AppDeps = {
   dataPlaneUrl: string;
   /** LISTEN/NOTIFY where the runtime keeps a connection, bounded polling elsewhere. */
   runEvents: RunEventWaiter;
+  /** Presigned uploads to the attachments bucket and imports through the data plane. */
+  attachments: AttachmentDeps;
   /** Defaults to `noRecordedChanges()`. */
   runChanges?: RunChangesSource;
   limits?: Partial<AppLimits>;

@@ -8,6 +8,7 @@ import { limitBody } from "./middleware/body-limit.ts";
 import { errorHandler } from "./middleware/error-handler.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { validationHook } from "./middleware/validation-hook.ts";
+import { registerAttachmentRoutes } from "./routes/attachment-routes.ts";
 import { registerFilesAccessRoute } from "./routes/files-access-route.ts";
 import { registerHealthRoute } from "./routes/health-route.ts";
 import { BEARER_SCHEME } from "./routes/openapi-common.ts";
@@ -40,6 +41,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerRunRoutes(app, { ...deps, runChanges: deps.runChanges ?? noRecordedChanges(), limits });
   registerRunEventsRoute(app, { db: deps.db, waiter: deps.runEvents, limits });
   registerFilesAccessRoute(app, deps);
+  registerAttachmentRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
     type: "http",

@@ -4,6 +4,7 @@ import { createDb } from "../../shared/db/client.ts";
 import type { FunctionsEnv } from "../../shared/env/functions-env.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppLimits } from "../app-limits.ts";
+import { createAttachmentDeps } from "../attachments/create-attachment-deps.ts";
 import type { TokenVerifier } from "../auth/token-verifier.ts";
 import { createCapabilityMinter } from "../capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../data-plane/http-data-plane-client.ts";
@@ -45,6 +46,12 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     capabilities,
     dataPlaneUrl: o.env.DATA_PLANE_URL,
     runEvents: o.runEvents,
+    attachments: createAttachmentDeps({
+      s3,
+      bucket: o.env.ATTACHMENTS_BUCKET,
+      dataPlaneUrl: o.env.DATA_PLANE_URL,
+      capabilities,
+    }),
     ...(o.limits === undefined ? {} : { limits: o.limits }),
   };
 }

@@ -7,6 +7,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import Docker from "dockerode";
 import { startFauxqs } from "fauxqs";
 import type { Logger } from "pino";
+import { createS3AttachmentObjectStore } from "../../agent-host/attachments/s3-attachment-object-store.ts";
 import { createDataPlaneApp, startDataPlaneServer } from "../../agent-host/data-plane/index.ts";
 import {
   createLibcSyscalls,
@@ -15,6 +16,7 @@ import {
 } from "../../agent-host/workspace/index.ts";
 import { createApp } from "../../functions/app.ts";
 import type { AppEnv } from "../../functions/app-env.ts";
+import { createAttachmentDeps } from "../../functions/attachments/create-attachment-deps.ts";
 import { createDevTokenVerifier } from "../../functions/auth/dev-token-verifier.ts";
 import { createCapabilityMinter } from "../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-plane-client.ts";
@@ -115,6 +117,7 @@ export async function startLocalStack(p: {
           ),
         ],
         logger: p.logger,
+        attachments: { objects: createS3AttachmentObjectStore({ s3, bucket: attachmentsBucket }) },
       }),
     });
     stops.push(() => dataPlane.close());
@@ -139,6 +142,12 @@ export async function startLocalStack(p: {
       capabilities,
       dataPlaneUrl,
       runEvents,
+      attachments: createAttachmentDeps({
+        s3,
+        bucket: attachmentsBucket,
+        dataPlaneUrl,
+        capabilities,
+      }),
     });
 
     const sweeping = new AbortController();

@@ -9,12 +9,14 @@
 import { spawn } from "node:child_process";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
+import { S3Client } from "@aws-sdk/client-s3";
 import { CreateQueueCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import pino from "pino";
 import postgres from "postgres";
 import { createApp } from "../../functions/app.ts";
+import { createAttachmentDeps } from "../../functions/attachments/create-attachment-deps.ts";
 import { createDevTokenVerifier } from "../../functions/auth/dev-token-verifier.ts";
 import { createCapabilityMinter } from "../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-plane-client.ts";
@@ -46,11 +48,12 @@ try {
   const url = new URL(cluster.adminUrl);
   url.pathname = "/bench";
 
-  const sqs = new SQSClient({
+  const aws = {
     endpoint: fauxqs.address,
     region: "us-east-1",
     credentials: { accessKeyId: "bench", secretAccessKey: "bench" },
-  });
+  };
+  const sqs = new SQSClient(aws);
   const queueUrl =
     (await sqs.send(new CreateQueueCommand({ QueueName: "bench-runs" }))).QueueUrl ?? "";
   const secret = "bench-secret-0123456789abcdef0123456789";
@@ -79,6 +82,12 @@ try {
     capabilities,
     dataPlaneUrl: "http://127.0.0.1:9",
     runEvents: createPollingRunEventWaiter(),
+    attachments: createAttachmentDeps({
+      s3: new S3Client({ ...aws, forcePathStyle: true }),
+      bucket: "bench-attachments",
+      dataPlaneUrl: "http://127.0.0.1:9",
+      capabilities,
+    }),
   });
   const oursUrl = await listen(app.fetch, stops);
 

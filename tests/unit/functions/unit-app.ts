@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { S3Client } from "@aws-sdk/client-s3";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { exportJWK, generateKeyPair } from "jose";
@@ -7,6 +8,7 @@ import postgres from "postgres";
 import { createApp } from "../../../functions/app.ts";
 import type { AppDeps } from "../../../functions/app-deps.ts";
 import type { AppEnv } from "../../../functions/app-env.ts";
+import { createAttachmentDeps } from "../../../functions/attachments/create-attachment-deps.ts";
 import { createDevTokenVerifier } from "../../../functions/auth/dev-token-verifier.ts";
 import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../../functions/data-plane/http-data-plane-client.ts";
@@ -64,6 +66,18 @@ export async function unitApp(overrides: Partial<AppDeps> = {}): Promise<UnitApp
     capabilities,
     dataPlaneUrl: UNREACHABLE,
     runEvents: createPollingRunEventWaiter(),
+    attachments: createAttachmentDeps({
+      s3: new S3Client({
+        endpoint: UNREACHABLE,
+        region: "us-east-1",
+        credentials: { accessKeyId: "x", secretAccessKey: "x" },
+        forcePathStyle: true,
+        maxAttempts: 1,
+      }),
+      bucket: "unreachable",
+      dataPlaneUrl: UNREACHABLE,
+      capabilities,
+    }),
     ...overrides,
   };
   return {

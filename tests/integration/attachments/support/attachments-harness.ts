@@ -28,7 +28,6 @@ import { createCapabilityMinter } from "../../../../functions/capability/create-
 import { createHttpDataPlaneClient } from "../../../../functions/data-plane/http-data-plane-client.ts";
 import { createHealthProbes } from "../../../../functions/health/health-probes.ts";
 import { createSqsRunQueue } from "../../../../functions/queue/sqs-run-queue.ts";
-import { registerAttachmentRoutes } from "../../../../functions/routes/attachment-routes.ts";
 import { createPollingRunEventWaiter } from "../../../../functions/run-events/run-event-waiter.ts";
 import {
   DEV_TOKEN_AUDIENCE,
@@ -128,11 +127,6 @@ export async function startAttachmentsHarness(
     capabilities,
     dataPlaneUrl: dataPlane.url,
     runEvents: createPollingRunEventWaiter(),
-  };
-  const app = createApp(deps);
-  registerAttachmentRoutes(app, {
-    db,
-    logger,
     attachments: createAttachmentDeps({
       s3,
       bucket,
@@ -140,7 +134,8 @@ export async function startAttachmentsHarness(
       capabilities,
       ...(options.limits === undefined ? {} : { limits: options.limits }),
     }),
-  });
+  };
+  const app = createApp(deps);
 
   const tokens = new Map<string, string>();
   const token = async (uid: string) => {

@@ -11,6 +11,7 @@ import { createApp } from "../../../../functions/app.ts";
 import type { AppDeps } from "../../../../functions/app-deps.ts";
 import type { AppEnv } from "../../../../functions/app-env.ts";
 import type { AppLimits } from "../../../../functions/app-limits.ts";
+import { createAttachmentDeps } from "../../../../functions/attachments/create-attachment-deps.ts";
 import { createDevTokenVerifier } from "../../../../functions/auth/dev-token-verifier.ts";
 import type { TokenVerifier } from "../../../../functions/auth/token-verifier.ts";
 import { createCapabilityMinter } from "../../../../functions/capability/create-capability-minter.ts";
@@ -120,6 +121,7 @@ export async function startFunctionsHarness(
     capabilities,
     dataPlaneUrl: dataPlane.url,
     runEvents,
+    attachments: createAttachmentDeps({ s3, bucket, dataPlaneUrl: dataPlane.url, capabilities }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
   };
   const app = createApp(deps);

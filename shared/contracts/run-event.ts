@@ -65,6 +65,31 @@ const toolCompletedEvent = z.object({
     .describe("A tool call finished."),
 });
 
+const subagentStartedEvent = z.object({
+  ...envelope,
+  type: z.literal("subagent.started").describe("Event type."),
+  data: z
+    .object({
+      tool_call_id: z.string().describe("The `spawn_subagent` tool call that created the child."),
+      run_id: uuidSchema.describe("The child run; its own events are at its own stream."),
+      thread_id: uuidSchema.describe("The child's thread (a child of this run's thread)."),
+    })
+    .describe("A sub-agent run was created and started."),
+});
+
+const subagentCompletedEvent = z.object({
+  ...envelope,
+  type: z.literal("subagent.completed").describe("Event type."),
+  data: z
+    .object({
+      tool_call_id: z.string().describe("The `spawn_subagent` tool call that created the child."),
+      run_id: uuidSchema.describe("The child run."),
+      status: z.enum(TERMINAL_RUN_STATUSES).describe("How the child ended."),
+      error: runErrorSchema.optional().describe("Present when the child failed."),
+    })
+    .describe("A sub-agent run ended."),
+});
+
 const runCompletedEvent = z.object({
   ...envelope,
   type: z.literal("run.completed").describe("Event type."),
@@ -82,6 +107,8 @@ export const RUN_EVENT_TYPES = [
   "message.completed",
   "tool.started",
   "tool.completed",
+  "subagent.started",
+  "subagent.completed",
   "run.completed",
 ] as const;
 
@@ -92,6 +119,8 @@ export const runEventSchema = z
     messageCompletedEvent,
     toolStartedEvent,
     toolCompletedEvent,
+    subagentStartedEvent,
+    subagentCompletedEvent,
     runCompletedEvent,
   ])
   .openapi("RunEvent")

@@ -33,6 +33,8 @@ export const MAX_SANDBOX_IDLE_TIMEOUT_SECONDS = 86_400;
 export const DEFAULT_WORKER_CONCURRENCY = 4;
 export const MAX_WORKER_CONCURRENCY = 256;
 export const MAX_NODE_ID_CHARS = 63;
+/** Longest model id accepted (the API's per-run override has the same bound). */
+export const MAX_MODEL_NAME_CHARS = 200;
 
 /** Environment of agent-host/ (one daemon per compute node). */
 export const agentHostEnvSchema = z.object({
@@ -94,6 +96,24 @@ export const agentHostEnvSchema = z.object({
   WORKER_CONCURRENCY: intVar(1, MAX_WORKER_CONCURRENCY)
     .default(DEFAULT_WORKER_CONCURRENCY)
     .describe(`Runs this node executes at once (default ${DEFAULT_WORKER_CONCURRENCY}).`),
+  MODEL_BASE_URL: httpUrlVar()
+    .optional()
+    .describe(
+      "Base URL of an OpenAI-compatible Chat Completions server up to the API version, e.g. http://127.0.0.1:11434/v1; unset = the `shell` model (each message runs as a command, no LLM).",
+    ),
+  MODEL_API_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("Bearer token for MODEL_BASE_URL; leave unset for servers without auth."),
+  MODEL_NAME: z
+    .string()
+    .min(1)
+    .max(MAX_MODEL_NAME_CHARS)
+    .optional()
+    .describe(
+      "Model id sent to MODEL_BASE_URL, e.g. gpt-4o-mini or llama3.1; required with it (checked by modelConfigFromEnv).",
+    ),
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",
   ),

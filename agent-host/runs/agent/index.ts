@@ -55,7 +55,7 @@ export {
   type ScriptedStep,
   type ScriptedToolCall,
 } from "./scripted-model-client.ts";
-export { createShellModelClient } from "./shell-model-client.ts";
+export { createShellModelClient, SHELL_MODEL_NAME } from "./shell-model-client.ts";
 export type { SubagentOutcome, SubagentRequest, SubagentSpawner } from "./subagent-spawner.ts";
 export { buildSystemPrompt, type SystemPromptInput } from "./system-prompt.ts";
 export type { Tool, ToolContext, ToolEnvironment, ToolResult } from "./tool.ts";

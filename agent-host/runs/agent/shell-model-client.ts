@@ -1,6 +1,9 @@
 import type { ModelClient } from "./model-client.ts";
 import { BASH_TOOL_NAME } from "./tools/bash-tool.ts";
 
+/** The shell client's `name`: the worker gives it the user's original text (it is executed). */
+export const SHELL_MODEL_NAME = "shell";
+
 /**
  * The model of the local Workcell when no LLM is configured: the user's latest message is
  * run as one `bash` call in the sandbox, and that call's output becomes the reply. It goes
@@ -13,7 +16,7 @@ import { BASH_TOOL_NAME } from "./tools/bash-tool.ts";
  */
 export function createShellModelClient(): ModelClient {
   return {
-    name: "shell",
+    name: SHELL_MODEL_NAME,
     async complete(request, signal) {
       signal.throwIfAborted();
       if (!request.tools.some((tool) => tool.name === BASH_TOOL_NAME)) {

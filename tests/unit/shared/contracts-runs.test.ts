@@ -138,6 +138,16 @@ describe("run events", () => {
         type: "tool.completed",
         data: { tool_call_id: "c1", is_error: false, output: "a" },
       },
+      {
+        ...base,
+        type: "subagent.started",
+        data: { tool_call_id: "c2", run_id: ID, thread_id: ID },
+      },
+      {
+        ...base,
+        type: "subagent.completed",
+        data: { tool_call_id: "c2", run_id: ID, status: "cancelled" },
+      },
       { ...base, type: "run.completed", data: { status: "succeeded" } },
     ];
     expect(events.map((e) => e.type).sort()).toEqual([...RUN_EVENT_TYPES].sort());

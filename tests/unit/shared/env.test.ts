@@ -176,6 +176,26 @@ describe("agentHostEnvSchema", () => {
     expect(err.problems[0]?.message).toContain("private key");
   });
 
+  test("model settings are optional; a bad base URL is refused without quoting the key", () => {
+    expect(parseEnv(agentHostEnvSchema, agentHostBase).MODEL_BASE_URL).toBeUndefined();
+    const llm = parseEnv(agentHostEnvSchema, {
+      ...agentHostBase,
+      MODEL_BASE_URL: "http://127.0.0.1:11434/v1",
+      MODEL_NAME: "llama3.1",
+      MODEL_API_KEY: "sk-secret-model-key",
+    });
+    expect(llm).toMatchObject({ MODEL_NAME: "llama3.1", MODEL_API_KEY: "sk-secret-model-key" });
+    const badUrl = envError(() =>
+      parseEnv(agentHostEnvSchema, {
+        ...agentHostBase,
+        MODEL_BASE_URL: "ftp://m",
+        MODEL_API_KEY: "sk-secret-model-key",
+      }),
+    );
+    expect(badUrl.problems.map((p) => p.variable)).toEqual(["MODEL_BASE_URL"]);
+    expect(badUrl.message).not.toContain("sk-secret-model-key");
+  });
+
   test.each([
     ["DATA_ROOT", "relative/dir"],
     ["NODE_ID", "node 1"],

@@ -1,0 +1,37 @@
+// The run worker (issue 6): consumes the run queue, claims runs in Postgres, prepares
+// Workdir, skills and sandbox, runs the agent loop (./agent/) with its events fenced by
+// the claim, runs sub-agents in-process, honours cancels and cleans execution trees up.
+// main.ts constructs a RunWorker; the control plane's sweeper calls failExpiredLeases.
+// See docs/decisions/0008-run-worker.md.
+
+export type { CancelWatcher } from "./cancel-watcher.ts";
+export { type ClaimOutcome, claimRun, releaseClaim } from "./claim-run.ts";
+export {
+  type ExpiredScope,
+  failExpiredLeases,
+  MAX_EXPIRED_RUNS_PER_SWEEP,
+  NODE_LOST_ERROR,
+} from "./fail-expired-leases.ts";
+export { type ListenFn, postgresListen } from "./listen.ts";
+export {
+  type ModelClientFactory,
+  type ModelClientRequest,
+  modelClientFactoryFor,
+  modelConfigFromEnv,
+} from "./model-client-factory.ts";
+export { RUN_CANCEL_CHANNEL, RUN_EVENTS_CHANNEL } from "./run-channels.ts";
+export { NODE_SHUTDOWN_ERROR } from "./run-ending.ts";
+export type { RootRunResult } from "./run-executor.ts";
+export {
+  DEFAULT_RUN_WORKER_LIMITS,
+  type RunWorkerLimits,
+  resolveRunWorkerLimits,
+} from "./run-limits.ts";
+export { RunWorker, type RunWorkerDeps } from "./run-worker.ts";
+export { createSandboxExec, type RunSandboxes } from "./sandbox-exec-adapter.ts";
+export {
+  createEmptySkillProjection,
+  type SkillProjection,
+  type SkillProjectionOutcome,
+} from "./skill-projection.ts";
+export { cleanupExecutionTree, type TreeCleanupOutcome } from "./tree-cleanup.ts";

@@ -1,0 +1,154 @@
+import type { Logger } from "pino";
+import type { RunError } from "../../shared/db/schema.ts";
+import { domainReasonOf } from "../../shared/errors/domain-errors.ts";
+import { isWorkcellError } from "../../shared/errors/workcell-error.ts";
+import { acquireRefusalError } from "../sandbox/acquire-sandbox.ts";
+import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
+import type { UserWorkspaces, WorkspaceFs } from "../workspace/index.ts";
+import { WORKDIR_OUTPUTS_DIR } from "../workspace/index.ts";
+import type { RunContext } from "./run-context.ts";
+import type { RunSandboxes } from "./sandbox-exec-adapter.ts";
+import type { SkillProjection } from "./skill-projection.ts";
+
+export interface PrepareRunDeps {
+  readonly userWorkspaces: UserWorkspaces;
+  readonly skillProjection: SkillProjection;
+  readonly sandboxes: RunSandboxes;
+  readonly logger: Logger;
+}
+
+export type Preparation =
+  | {
+      readonly kind: "ready";
+      readonly handle: SandboxHandle;
+      readonly created: boolean;
+      /** Projected skill slugs, for the system prompt. */
+      readonly skills: readonly string[];
+    }
+  /** The run cannot start here or anywhere: it ends `failed` with this error. */
+  | { readonly kind: "failed"; readonly error: RunError }
+  /**
+   * Nothing has executed and another try may work (this node is quiesced, the scope's
+   * sandbox lives on another node, its create is busy elsewhere): give the run back.
+   */
+  | { readonly kind: "hand_back"; readonly reason: string };
+
+/**
+ * Everything before a root run executes, in the order ARCHITECTURE.md §4.7 requires:
+ *
+ * 1. the Workdir: created for a managed project (`projects/<uuid>`, idempotent), only
+ *    checked for a linked one (a missing directory fails the run `workdir_missing`:
+ *    a linked Workdir is the user's, and inventing it would hide a mistake);
+ * 2. `outputs/` in the Workdir: the run is its first use (docs/decisions/0008);
+ * 3. the uid's skill projection, refreshed against the grants;
+ * 4. the sandbox of the run's scope, acquired last, so it only ever starts on an
+ *    existing Workdir and a current projection.
+ *
+ * Expected failures are values; an abort of `signal` rejects with its reason.
+ */
+export async function prepareRun(
+  deps: PrepareRunDeps,
+  context: RunContext,
+  signal: AbortSignal,
+): Promise<Preparation> {
+  const { run } = context;
+  const log = deps.logger;
+
+  let workdir: WorkspaceFs;
+  try {
+    workdir =
+      context.directoryMode === "managed"
+        ? await deps.userWorkspaces.ensureManagedWorkdir(run.uid, context.workdirPath, { signal })
+        : await deps.userWorkspaces.openExistingWorkdir(run.uid, context.workdirPath, { signal });
+  } catch (error) {
+    signal.throwIfAborted();
+    log.warn({ err: error, workdir_path: context.workdirPath }, "workdir not usable");
+    return failed(error, "workdir_unavailable", "The Workdir could not be opened");
+  }
+  try {
+    await workdir.ensureDir(WORKDIR_OUTPUTS_DIR, { signal });
+  } catch (error) {
+    signal.throwIfAborted();
+    log.warn({ err: error }, "outputs/ could not be created");
+    return failed(error, "workdir_unavailable", "outputs/ could not be created in the Workdir");
+  } finally {
+    workdir.close();
+  }
+
+  let skills: readonly string[];
+  try {
+    const outcome = await deps.skillProjection.refresh(run.uid, signal);
+    if (outcome.projected === null) {
+      return {
+        kind: "failed",
+        error: {
+          code: "skills_refresh_failed",
+          message:
+            "Your skills could not be prepared for this run (the projection is busy or unreadable): retry the run.",
+        },
+      };
+    }
+    // A partial refresh removed what failed (fail closed); the run goes on without it.
+    if (!outcome.ok) log.warn({ projected: outcome.projected }, "skill projection is partial");
+    skills = outcome.projected;
+  } catch (error) {
+    signal.throwIfAborted();
+    log.error({ err: error }, "skill projection refresh failed");
+    return {
+      kind: "failed",
+      error: {
+        code: "skills_refresh_failed",
+        message: "Your skills could not be prepared for this run: retry the run.",
+      },
+    };
+  }
+
+  let acquired: Awaited<ReturnType<RunSandboxes["acquire"]>>;
+  try {
+    acquired = await deps.sandboxes.acquire(
+      { uid: run.uid, runtimeScopeId: run.runtimeScopeId, workdirPath: context.workdirPath },
+      signal,
+    );
+  } catch (error) {
+    signal.throwIfAborted();
+    // A bare `unavailable` is the manager saying "busy elsewhere (lock wait), retry";
+    // nothing ran yet. One with a reason (no_isolation_available) will not get better by
+    // retrying here and fails the run below.
+    if (isWorkcellError(error) && error.code === "unavailable" && !domainReasonOf(error)) {
+      log.warn({ err: error }, "sandbox acquire busy; handing the run back");
+      return { kind: "hand_back", reason: "sandbox_busy" };
+    }
+    log.error({ err: error }, "sandbox acquire failed");
+    return failed(error, "sandbox_unavailable", "The sandbox could not be started");
+  }
+  if (!acquired.ok) {
+    if (acquired.reason === "node_quiesced" || acquired.reason === "sandbox_on_other_node") {
+      return { kind: "hand_back", reason: acquired.reason };
+    }
+    const error = acquireRefusalError(acquired);
+    log.warn({ reason: acquired.reason }, "sandbox acquire refused");
+    return { kind: "failed", error: { code: acquired.reason, message: error.message } };
+  }
+  return { kind: "ready", handle: acquired.handle, created: acquired.created, skills };
+}
+
+/**
+ * A WorkcellError keeps its domain reason (or catalogue code) and its message, which are
+ * written for users; anything else gets `fallbackCode` and a generic message, since a raw
+ * error can carry host paths.
+ */
+function failed(error: unknown, fallbackCode: string, what: string): Preparation {
+  if (isWorkcellError(error) && error.code !== "internal") {
+    return {
+      kind: "failed",
+      error: { code: domainReasonOf(error) ?? error.code, message: error.message },
+    };
+  }
+  return {
+    kind: "failed",
+    error: {
+      code: fallbackCode,
+      message: `${what}: retry the run; if it persists, report it to the operator.`,
+    },
+  };
+}

@@ -1,0 +1,230 @@
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
+import type { Logger } from "pino";
+import { parseQueueMessage, type QueueMessage } from "../../shared/contracts/queue-message.ts";
+import type { ErrorCode } from "../../shared/errors/error-catalogue.ts";
+import { queueDisposition } from "../../shared/errors/queue-disposition.ts";
+import { isWorkcellError } from "../../shared/errors/workcell-error.ts";
+import { receiveBackoffMs } from "./receive-backoff.ts";
+import { MAX_MESSAGES_PER_RECEIVE, type RunWorkerLimits } from "./run-limits.ts";
+import { sleep } from "./sleep.ts";
+
+/** What a handler can do with its message besides finishing. */
+export interface MessageContext {
+  /**
+   * Deletes the message now (idempotent). For work whose fate moves elsewhere before it
+   * ends: a claimed run lives in Postgres, so its message goes right after the claim.
+   */
+  ack(): Promise<void>;
+  /** Makes the message visible again at once (visibility 0), for another consumer. */
+  release(): Promise<void>;
+  /** Aborts when the consumer stops: work not yet started should `release()`. */
+  readonly stopping: AbortSignal;
+}
+
+/**
+ * Handles one valid message. Resolving deletes it (if not acked already). Rejecting
+ * decides by `queueDisposition` of the error's catalogue code (non-Workcell errors count
+ * as `internal`): `retry` leaves it to reappear after its visibility timeout (the queue's
+ * redrive policy dead-letters it after its maximum receive count), `dead_letter` moves it
+ * aside at once.
+ */
+export type MessageHandler = (message: QueueMessage, context: MessageContext) => Promise<void>;
+
+export interface RunConsumerDeps {
+  readonly sqs: SQSClient;
+  readonly queueUrl: string;
+  /**
+   * Where messages that can never succeed go (the queue's DLQ). Without it they are
+   * deleted after being logged: SQS has no "dead-letter now" call.
+   */
+  readonly deadLetterQueueUrl?: string;
+  readonly handle: MessageHandler;
+  readonly logger: Logger;
+  readonly limits: Pick<
+    RunWorkerLimits,
+    | "concurrency"
+    | "receiveWaitSeconds"
+    | "visibilityTimeoutSeconds"
+    | "queueCallTimeoutMs"
+    | "receiveBackoffMinMs"
+    | "receiveBackoffMaxMs"
+  >;
+}
+
+/**
+ * Long-polls the queue with at most `concurrency` messages in hand: it asks only for as
+ * many messages as it has free slots, so nothing waits unclaimed behind a busy slot. A
+ * failing receive backs off (exponential, jitter) instead of spinning. `stop()` ends the
+ * polling at once (an in-flight long poll is aborted) and lets handlers finish; a message
+ * received after stop began is released (visibility 0) for another node.
+ */
+export class RunConsumer {
+  readonly #deps: RunConsumerDeps;
+  readonly #stopping = new AbortController();
+  readonly #inflight = new Set<Promise<void>>();
+  #loop: Promise<void> | undefined;
+  #slotFreed: (() => void) | undefined;
+
+  constructor(deps: RunConsumerDeps) {
+    this.#deps = deps;
+  }
+
+  start(): void {
+    this.#loop ??= this.#poll();
+  }
+
+  /** Stops receiving; resolves when the poll loop has exited (handlers may still run). */
+  async stopReceiving(): Promise<void> {
+    this.#stopping.abort();
+    this.#slotFreed?.();
+    await this.#loop;
+  }
+
+  /** Handlers still running. */
+  inflight(): Promise<void>[] {
+    return [...this.#inflight];
+  }
+
+  async #poll(): Promise<void> {
+    const { limits, logger } = this.#deps;
+    const stopping = this.#stopping.signal;
+    let failures = 0;
+    while (!stopping.aborted) {
+      const free = limits.concurrency - this.#inflight.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => {
+          this.#slotFreed = resolve;
+        });
+        continue;
+      }
+      let messages: Message[];
+      try {
+        const out = await this.#deps.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: this.#deps.queueUrl,
+            MaxNumberOfMessages: Math.min(free, MAX_MESSAGES_PER_RECEIVE),
+            WaitTimeSeconds: limits.receiveWaitSeconds,
+            VisibilityTimeout: limits.visibilityTimeoutSeconds,
+          }),
+          { abortSignal: stopping },
+        );
+        messages = out.Messages ?? [];
+        failures = 0;
+      } catch (error) {
+        if (stopping.aborted) break;
+        failures++;
+        const delayMs = receiveBackoffMs(
+          failures,
+          limits.receiveBackoffMinMs,
+          limits.receiveBackoffMaxMs,
+        );
+        logger.warn({ err: error, failures, delay_ms: delayMs }, "queue receive failed");
+        await sleep(delayMs, stopping).catch(() => {});
+        continue;
+      }
+      for (const message of messages) this.#track(this.#process(message));
+    }
+  }
+
+  #track(work: Promise<void>): void {
+    this.#inflight.add(work);
+    void work.finally(() => {
+      this.#inflight.delete(work);
+      const wake = this.#slotFreed;
+      this.#slotFreed = undefined;
+      wake?.();
+    });
+  }
+
+  async #process(message: Message): Promise<void> {
+    const log = this.#deps.logger.child({ message_id: message.MessageId });
+    const receipt = message.ReceiptHandle;
+    if (receipt === undefined) return;
+    let acked = false;
+    const context: MessageContext = {
+      ack: async () => {
+        if (acked) return;
+        acked = true;
+        await this.#delete(receipt);
+      },
+      release: async () => {
+        if (acked) return;
+        acked = true;
+        await this.#changeVisibility(receipt, 0);
+      },
+      stopping: this.#stopping.signal,
+    };
+    const parsed = parseQueueMessage(message.Body ?? "");
+    try {
+      if (!parsed.ok) {
+        log.warn({ err: parsed.error }, "queue message is not one of ours");
+        await this.#dispose(message, receipt, parsed.error.code, log);
+        return;
+      }
+      try {
+        await this.#deps.handle(parsed.value, context);
+      } catch (error) {
+        if (acked) {
+          log.error({ err: error }, "message handler failed after its message was deleted");
+          return;
+        }
+        const code: ErrorCode = isWorkcellError(error) ? error.code : "internal";
+        log.warn({ err: error, code }, "message handler failed");
+        acked = true;
+        await this.#dispose(message, receipt, code, log);
+        return;
+      }
+      await context.ack();
+    } catch (error) {
+      // Deleting or moving failed: the message reappears and is handled again, which is
+      // harmless (claims are conditional, refreshes idempotent).
+      log.warn({ err: error }, "queue bookkeeping failed");
+    }
+  }
+
+  async #dispose(message: Message, receipt: string, code: ErrorCode, log: Logger): Promise<void> {
+    if (queueDisposition(code) === "retry") return; // reappears after its visibility timeout
+    if (this.#deps.deadLetterQueueUrl !== undefined) {
+      await this.#deps.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: this.#deps.deadLetterQueueUrl,
+          MessageBody: message.Body ?? "",
+          MessageAttributes: { error_code: { DataType: "String", StringValue: code } },
+        }),
+        { abortSignal: this.#callSignal() },
+      );
+    } else {
+      log.error({ code }, "dropping a message that can never succeed (no dead-letter queue set)");
+    }
+    await this.#delete(receipt);
+  }
+
+  async #delete(receipt: string): Promise<void> {
+    await this.#deps.sqs.send(
+      new DeleteMessageCommand({ QueueUrl: this.#deps.queueUrl, ReceiptHandle: receipt }),
+      { abortSignal: this.#callSignal() },
+    );
+  }
+
+  async #changeVisibility(receipt: string, seconds: number): Promise<void> {
+    await this.#deps.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: this.#deps.queueUrl,
+        ReceiptHandle: receipt,
+        VisibilityTimeout: seconds,
+      }),
+      { abortSignal: this.#callSignal() },
+    );
+  }
+
+  #callSignal(): AbortSignal {
+    return AbortSignal.timeout(this.#deps.limits.queueCallTimeoutMs);
+  }
+}

@@ -1,0 +1,129 @@
+import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
+import { type AgentOptions, agentOptionsSchema } from "../../shared/contracts/run.ts";
+import type { DbOrTransaction } from "../../shared/db/client.ts";
+import {
+  type AgentRun,
+  attachments,
+  conversations,
+  type DirectoryMode,
+  messages,
+  projects,
+} from "../../shared/db/schema.ts";
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { ChatMessage } from "./agent/index.ts";
+
+/** Attachments named in one run's model-visible message; the rest are summarised. */
+export const MAX_ATTACHMENTS_LISTED = 100;
+
+/** Everything about a claimed run the worker reads once, before it prepares it. */
+export interface RunContext {
+  readonly run: AgentRun;
+  readonly projectId: string;
+  /** Canonical Workdir path of the run's project. */
+  readonly workdirPath: string;
+  readonly directoryMode: DirectoryMode;
+  /** The run's agent options; unreadable ones are ignored (the API validated them). */
+  readonly agent: AgentOptions;
+  /** The thread before this run: user and assistant messages, oldest first. */
+  readonly history: readonly ChatMessage[];
+  /** The thread's attachments (Workdir-relative paths), oldest first. */
+  readonly attachments: readonly ThreadAttachment[];
+}
+
+export interface ThreadAttachment {
+  readonly fileName: string;
+  /** The file itself, e.g. uploads/report.pdf. */
+  readonly originalPath: string;
+  /** Its text extraction when there is one, else the same as originalPath. */
+  readonly path: string;
+}
+
+export async function loadRunContext(
+  db: DbOrTransaction,
+  run: AgentRun,
+  limits: { readonly maxHistoryMessages: number },
+): Promise<RunContext> {
+  const [place] = await db
+    .select({
+      projectId: projects.id,
+      workdirPath: projects.workdirPath,
+      directoryMode: projects.directoryMode,
+    })
+    .from(conversations)
+    .innerJoin(
+      projects,
+      and(eq(projects.id, conversations.projectId), eq(projects.uid, conversations.uid)),
+    )
+    .where(and(eq(conversations.threadId, run.threadId), eq(conversations.uid, run.uid)));
+  if (place === undefined) {
+    // The composite foreign keys make this impossible short of a manual delete.
+    throw new WorkcellError("internal", "The run's thread or project is missing.", {
+      details: { reason: "thread_missing" },
+    });
+  }
+
+  // Strictly before the run: the run's own user message was inserted in the run's
+  // transaction (same now()), and it is passed separately as the run's input.
+  const newestFirst = await db
+    .select({ role: messages.role, content: messages.content })
+    .from(messages)
+    .where(
+      and(
+        eq(messages.threadId, run.threadId),
+        eq(messages.uid, run.uid),
+        lt(messages.createdAt, run.createdAt),
+        inArray(messages.role, ["user", "assistant"]),
+      ),
+    )
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(limits.maxHistoryMessages);
+  const history: ChatMessage[] = newestFirst
+    .reverse()
+    .map((m) =>
+      m.role === "assistant"
+        ? { role: "assistant", content: m.content, toolCalls: [] }
+        : { role: "user", content: m.content },
+    );
+
+  const files = await db
+    .select({
+      fileName: attachments.fileName,
+      originalPath: attachments.originalPath,
+      path: attachments.path,
+    })
+    .from(attachments)
+    .where(and(eq(attachments.threadId, run.threadId), eq(attachments.uid, run.uid)))
+    .orderBy(asc(attachments.uploadedAt), asc(attachments.fileId));
+
+  const agent = agentOptionsSchema.safeParse(run.agent);
+  return {
+    run,
+    projectId: place.projectId,
+    workdirPath: place.workdirPath,
+    directoryMode: place.directoryMode,
+    agent: agent.success ? agent.data : {},
+    history,
+    attachments: files,
+  };
+}
+
+/**
+ * The run's user message as the model sees it: the thread's attachments listed first
+ * (ARCHITECTURE.md §7), then the user's text. The stored message keeps the original text.
+ */
+export function modelVisibleInput(input: string, files: readonly ThreadAttachment[]): string {
+  if (files.length === 0) return input;
+  const listed = files.slice(0, MAX_ATTACHMENTS_LISTED).map((f) => {
+    const text = f.path === f.originalPath ? "" : ` (text: ${f.path})`;
+    return `- ${f.fileName}: ${f.originalPath}${text}`;
+  });
+  if (files.length > MAX_ATTACHMENTS_LISTED) {
+    listed.push(`- … and ${files.length - MAX_ATTACHMENTS_LISTED} more under uploads/`);
+  }
+  return [
+    "Files attached to this conversation (paths relative to your Workdir):",
+    ...listed,
+    "",
+    input,
+  ].join("\n");
+}

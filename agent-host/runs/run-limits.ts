@@ -1,0 +1,99 @@
+const SECOND_MS = 1000;
+const MINUTE_MS = 60 * SECOND_MS;
+
+/**
+ * Bounds and timings of the run worker. main.ts passes the defaults (concurrency from
+ * WORKER_CONCURRENCY); tests shrink them so leases expire and cleanups give up quickly.
+ */
+export interface RunWorkerLimits {
+  /** Root runs this node executes at once; their sub-agents run inside their slot. */
+  readonly concurrency: number;
+  /** SQS long poll (1 to 20 s); an empty queue costs one request per this. */
+  readonly receiveWaitSeconds: number;
+  /**
+   * How long a received message stays hidden. The message is deleted right after the
+   * claim (the run's fate then lives in Postgres), so this only has to cover the claim.
+   */
+  readonly visibilityTimeoutSeconds: number;
+  /** Bound on one queue call other than the long poll (delete, send, change visibility). */
+  readonly queueCallTimeoutMs: number;
+  /** First and largest delay between failed receives (exponential, full jitter). */
+  readonly receiveBackoffMinMs: number;
+  readonly receiveBackoffMaxMs: number;
+  /** A claimed run belongs to this node for this long after each heartbeat. */
+  readonly leaseTtlMs: number;
+  /**
+   * Between heartbeats: each extends the lease and reads `cancel_requested`, so it is
+   * also the fallback bound on noticing a cancel when LISTEN is down.
+   */
+  readonly heartbeatIntervalMs: number;
+  /** stop(): how long runs in flight may take to finish before they are stopped. */
+  readonly stopGraceMs: number;
+  /** A run handed back before it executed (node quiesced, sandbox on another node) is dispatched again after this. */
+  readonly handBackDelaySeconds: number;
+  /** Nesting of sub-agents: a root run is depth 0; a run at this depth may not spawn. */
+  readonly maxSubagentDepth: number;
+  /** Sub-agents one run may spawn over its whole life. */
+  readonly maxSubagentsPerRun: number;
+  /** Tree cleanup: how long to wait for cancelled stragglers before destroying anyway. */
+  readonly treeCleanupWaitMs: number;
+  readonly treeCleanupPollMs: number;
+  /** Destroying the sandbox at tree cleanup (drain + container removal). */
+  readonly sandboxDestroyTimeoutMs: number;
+  /** Thread history loaded into a run's model context, newest kept. */
+  readonly maxHistoryMessages: number;
+}
+
+export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
+  concurrency: 4,
+  receiveWaitSeconds: 20,
+  visibilityTimeoutSeconds: 60,
+  queueCallTimeoutMs: 10 * SECOND_MS,
+  receiveBackoffMinMs: 500,
+  receiveBackoffMaxMs: 30 * SECOND_MS,
+  leaseTtlMs: 30 * SECOND_MS,
+  heartbeatIntervalMs: 3 * SECOND_MS,
+  stopGraceMs: 2 * MINUTE_MS,
+  handBackDelaySeconds: 5,
+  maxSubagentDepth: 2,
+  maxSubagentsPerRun: 16,
+  treeCleanupWaitMs: 15 * SECOND_MS,
+  treeCleanupPollMs: 200,
+  sandboxDestroyTimeoutMs: 2 * MINUTE_MS,
+  maxHistoryMessages: 200,
+});
+
+/** SQS's own bounds on long polling and on a message's delay. */
+export const MAX_RECEIVE_WAIT_SECONDS = 20;
+export const MAX_SQS_DELAY_SECONDS = 900;
+/** SQS returns at most this many messages per receive. */
+export const MAX_MESSAGES_PER_RECEIVE = 10;
+
+/**
+ * The defaults with `overrides`, checked: a heartbeat that is not well inside the lease
+ * would let a healthy run's lease expire (and the sweeper fail it as node_lost).
+ */
+export function resolveRunWorkerLimits(overrides: Partial<RunWorkerLimits> = {}): RunWorkerLimits {
+  const limits = { ...DEFAULT_RUN_WORKER_LIMITS, ...overrides };
+  const problems: string[] = [];
+  if (!Number.isInteger(limits.concurrency) || limits.concurrency < 1) {
+    problems.push("concurrency must be a positive integer");
+  }
+  if (limits.receiveWaitSeconds < 0 || limits.receiveWaitSeconds > MAX_RECEIVE_WAIT_SECONDS) {
+    problems.push(`receiveWaitSeconds must be 0 to ${MAX_RECEIVE_WAIT_SECONDS}`);
+  }
+  if (limits.heartbeatIntervalMs * 3 > limits.leaseTtlMs) {
+    problems.push(
+      "heartbeatIntervalMs must be at most a third of leaseTtlMs, so two missed heartbeats do not lose the lease: lower heartbeatIntervalMs or raise leaseTtlMs",
+    );
+  }
+  if (limits.handBackDelaySeconds < 0 || limits.handBackDelaySeconds > MAX_SQS_DELAY_SECONDS) {
+    problems.push(`handBackDelaySeconds must be 0 to ${MAX_SQS_DELAY_SECONDS}`);
+  }
+  if (limits.maxSubagentDepth < 0 || limits.maxSubagentsPerRun < 0) {
+    problems.push("maxSubagentDepth and maxSubagentsPerRun must not be negative");
+  }
+  if (problems.length > 0)
+    throw new RangeError(`Invalid run worker limits: ${problems.join("; ")}`);
+  return limits;
+}

@@ -1,0 +1,295 @@
+import { randomUUID } from "node:crypto";
+import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { and, asc, eq, sql } from "drizzle-orm";
+import {
+  createEmptySkillProjection,
+  type ModelClientFactory,
+  modelClientFactoryFor,
+  postgresListen,
+  RUN_CANCEL_CHANNEL,
+  RunWorker,
+  type RunWorkerDeps,
+  type RunWorkerLimits,
+} from "../../../agent-host/runs/index.ts";
+import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import {
+  createLibcSyscalls,
+  createPathResolver,
+  createUserWorkspaces,
+  type UserWorkspaces,
+} from "../../../agent-host/workspace/index.ts";
+import { serializeQueueMessage } from "../../../shared/contracts/queue-message.ts";
+import {
+  type AgentRun,
+  agentRuns,
+  conversations,
+  messages,
+  projects,
+  requests,
+  runEvents,
+} from "../../../shared/db/schema.ts";
+import { freshQueue, sqsClient } from "../../support/aws.ts";
+import { type ManagerWorld, managerWorld } from "../sandbox/manager-fixture.ts";
+import { containersOfNode, GEM, silentLogger } from "../sandbox/sandbox-fixture.ts";
+
+/** Small enough that lease and cleanup tests finish in seconds, big enough for a busy CI. */
+export const TEST_LIMITS: Partial<RunWorkerLimits> = {
+  concurrency: 4,
+  receiveWaitSeconds: 1,
+  leaseTtlMs: 6_000,
+  heartbeatIntervalMs: 500,
+  stopGraceMs: 20_000,
+  handBackDelaySeconds: 0,
+  treeCleanupWaitMs: 5_000,
+  treeCleanupPollMs: 100,
+};
+
+export type RunWorld = ManagerWorld & {
+  sqs: SQSClient;
+  queueUrl: string;
+  dlqUrl: string;
+  userWorkspaces: UserWorkspaces;
+  /** The node's sandbox manager the in-process workers share. */
+  sandboxManager: SandboxManager;
+  /** A started worker of this node; stopped by cleanup(). */
+  worker(options?: WorkerOptions): Promise<RunWorker>;
+  project(options?: { linkedPath?: string; uid?: string }): Promise<Project>;
+  /** A root thread of the project. */
+  thread(project: Project): Promise<string>;
+  /** What the control plane's submission commits (message, request, run); no dispatch. */
+  commitRun(threadId: string, input: string, agent?: Record<string, unknown>): Promise<string>;
+  dispatch(runId: string): Promise<void>;
+  /** commitRun + dispatch. */
+  submit(threadId: string, input: string, agent?: Record<string, unknown>): Promise<string>;
+  run(runId: string): Promise<AgentRun>;
+  waitForRun(
+    runId: string,
+    until?: (run: AgentRun) => boolean,
+    timeoutMs?: number,
+  ): Promise<AgentRun>;
+  events(runId: string): Promise<{ seq: number; type: string; data: unknown }[]>;
+  waitForEvent(runId: string, type: string, timeoutMs?: number): Promise<void>;
+  /** What the control plane's cancel of a running run does: flag + NOTIFY, one transaction. */
+  requestCancel(runId: string): Promise<void>;
+  childRuns(parentRunId: string): Promise<AgentRun[]>;
+  /** Tree cleanup runs after the ending is recorded: wait until the node has no sandbox left. */
+  waitForNoContainers(timeoutMs?: number): Promise<void>;
+  assistantMessages(threadId: string): Promise<string[]>;
+};
+
+export type Project = { id: string; uid: string; workdirPath: string };
+
+export type WorkerOptions = {
+  model?: ModelClientFactory;
+  limits?: Partial<RunWorkerLimits>;
+  listen?: boolean;
+  extra?: Partial<RunWorkerDeps>;
+};
+
+export const UID = "runner";
+
+const isTerminal = (run: AgentRun) => ["succeeded", "failed", "cancelled"].includes(run.status);
+
+export async function runWorld(): Promise<RunWorld> {
+  const base = await managerWorld();
+  const sqs = sqsClient();
+  const queueUrl = await freshQueue(sqs, "runs");
+  const dlqUrl = await freshQueue(sqs, "runs-dlq");
+  const sys = createLibcSyscalls();
+  const userWorkspaces = createUserWorkspaces({
+    dataRoot: base.dataRoot.path,
+    sys,
+    resolver: createPathResolver(sys),
+    owner: { uid: GEM, gid: GEM },
+  });
+  const sandboxManager = base.manager();
+  const workers: RunWorker[] = [];
+  const { db } = base;
+
+  const world: RunWorld = {
+    ...base,
+    sqs,
+    queueUrl,
+    dlqUrl,
+    userWorkspaces,
+    sandboxManager,
+    async worker(options = {}) {
+      const worker = new RunWorker({
+        db,
+        sqs,
+        queueUrl,
+        deadLetterQueueUrl: dlqUrl,
+        sandboxManager,
+        userWorkspaces,
+        skillProjection: createEmptySkillProjection({ dataRoot: base.dataRoot.path }),
+        modelClientFactory: options.model ?? modelClientFactoryFor({ kind: "shell" }),
+        nodeId: base.nodeId,
+        logger: silentLogger,
+        limits: { ...TEST_LIMITS, ...options.limits },
+        ...(options.listen === false ? {} : { listen: postgresListen(base.database.sql) }),
+        ...options.extra,
+      });
+      workers.push(worker);
+      await worker.start();
+      return worker;
+    },
+    async project(options = {}) {
+      const uid = options.uid ?? UID;
+      const linked = options.linkedPath !== undefined;
+      const workdirPath = options.linkedPath ?? `projects/${randomUUID()}`;
+      const [row] = await db
+        .insert(projects)
+        .values({
+          uid,
+          name: `p-${randomUUID().slice(0, 8)}`,
+          workdirPath,
+          directoryMode: linked ? "linked" : "managed",
+        })
+        .returning({ id: projects.id });
+      if (!row) throw new Error("no project");
+      return { id: row.id, uid, workdirPath };
+    },
+    async thread(project) {
+      const threadId = randomUUID();
+      await db.insert(conversations).values({
+        threadId,
+        uid: project.uid,
+        projectId: project.id,
+        rootThreadId: threadId,
+      });
+      return threadId;
+    },
+    async commitRun(threadId, input, agent = {}) {
+      return db.transaction(async (tx) => {
+        const [thread] = await tx
+          .select()
+          .from(conversations)
+          .where(eq(conversations.threadId, threadId));
+        if (!thread) throw new Error("no thread");
+        const [message] = await tx
+          .insert(messages)
+          .values({ uid: thread.uid, threadId, role: "user", content: input })
+          .returning({ id: messages.id });
+        if (!message) throw new Error("no message");
+        const [request] = await tx
+          .insert(requests)
+          .values({ uid: thread.uid, threadId, messageId: message.id, requestHash: randomUUID() })
+          .returning({ id: requests.id });
+        if (!request) throw new Error("no request");
+        const [run] = await tx
+          .insert(agentRuns)
+          .values({
+            uid: thread.uid,
+            threadId,
+            requestId: request.id,
+            runtimeScopeId: thread.rootThreadId,
+            input,
+            agent,
+            dispatchedAt: sql`now()`,
+          })
+          .returning({ runId: agentRuns.runId });
+        if (!run) throw new Error("no run");
+        return run.runId;
+      });
+    },
+    async dispatch(runId) {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
+        }),
+      );
+    },
+    async submit(threadId, input, agent) {
+      const runId = await world.commitRun(threadId, input, agent);
+      await world.dispatch(runId);
+      return runId;
+    },
+    async run(runId) {
+      const [row] = await db.select().from(agentRuns).where(eq(agentRuns.runId, runId));
+      if (!row) throw new Error(`no run ${runId}`);
+      return row;
+    },
+    async waitForRun(runId, until = isTerminal, timeoutMs = 45_000) {
+      const deadline = performance.now() + timeoutMs;
+      for (;;) {
+        const row = await world.run(runId);
+        if (until(row)) return row;
+        if (performance.now() > deadline) {
+          throw new Error(`run ${runId} still ${row.status} after ${timeoutMs} ms`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    async events(runId) {
+      return db
+        .select({ seq: runEvents.seq, type: runEvents.type, data: runEvents.data })
+        .from(runEvents)
+        .where(eq(runEvents.runId, runId))
+        .orderBy(asc(runEvents.seq));
+    },
+    async waitForEvent(runId, type, timeoutMs = 30_000) {
+      const deadline = performance.now() + timeoutMs;
+      for (;;) {
+        const found = (await world.events(runId)).some((e) => e.type === type);
+        if (found) return;
+        if (performance.now() > deadline) throw new Error(`no ${type} event for run ${runId}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    async requestCancel(runId) {
+      await db.transaction(async (tx) => {
+        await tx
+          .update(agentRuns)
+          .set({ cancelRequested: true })
+          .where(and(eq(agentRuns.runId, runId), eq(agentRuns.status, "running")));
+        await tx.execute(sql`select pg_notify(${RUN_CANCEL_CHANNEL}::text, ${runId}::text)`);
+      });
+    },
+    async childRuns(parentRunId) {
+      return db
+        .select()
+        .from(agentRuns)
+        .where(eq(agentRuns.parentRunId, parentRunId))
+        .orderBy(asc(agentRuns.createdAt));
+    },
+    async waitForNoContainers(timeoutMs = 30_000) {
+      const deadline = performance.now() + timeoutMs;
+      for (;;) {
+        const left = await containersOfNode(base.docker, base.nodeId);
+        if (left.length === 0) return;
+        if (performance.now() > deadline) {
+          throw new Error(`${left.length} sandbox container(s) left: ${left.map((c) => c.Names)}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    async assistantMessages(threadId) {
+      const rows = await db
+        .select({ content: messages.content })
+        .from(messages)
+        .where(and(eq(messages.threadId, threadId), eq(messages.role, "assistant")))
+        .orderBy(asc(messages.createdAt));
+      return rows.map((r) => r.content);
+    },
+    async cleanup() {
+      await Promise.all(workers.map((w) => w.stop()));
+      sqs.destroy();
+      await base.cleanup();
+    },
+  };
+  return world;
+}
+
+/** Events of a run are 1..n without gaps and end with exactly one run.completed. */
+export function expectGapFree(events: { seq: number; type: string }[]): void {
+  const seqs = events.map((e) => e.seq);
+  const expected = events.map((_, i) => i + 1);
+  if (JSON.stringify(seqs) !== JSON.stringify(expected)) {
+    throw new Error(`seq not gap-free: ${JSON.stringify(seqs)}`);
+  }
+  const completed = events.filter((e) => e.type === "run.completed");
+  if (completed.length !== 1 || events.at(-1)?.type !== "run.completed") {
+    throw new Error(`run.completed is not the single last event: ${events.map((e) => e.type)}`);
+  }
+}

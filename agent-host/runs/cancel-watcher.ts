@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
+import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
 import type { ListenFn } from "./listen.ts";
-import { RUN_CANCEL_CHANNEL } from "./run-channels.ts";
 
 /**
  * One LISTEN per worker on the cancel channel, fanned out to the runs executing here by

@@ -1,8 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../../shared/db/client.ts";
 import { type AgentRun, agentRuns, type RunStatus } from "../../shared/db/schema.ts";
+import { lockTree } from "../../shared/runs/tree-lock.ts";
 import { fencedRun, type RunFence } from "./run-fence.ts";
-import { lockTree } from "./tree-lock.ts";
 
 export type ClaimOutcome =
   | { readonly ok: true; readonly run: AgentRun; readonly fence: RunFence }

@@ -1,15 +1,14 @@
 import { sql } from "drizzle-orm";
-import type { TerminalRunStatus } from "../../shared/contracts/run.ts";
-import type { Db, DbTransaction } from "../../shared/db/client.ts";
-import { agentRuns, messages, type RunError, runEvents } from "../../shared/db/schema.ts";
-import { RUN_EVENTS_CHANNEL } from "./run-channels.ts";
+import type { Db } from "../../shared/db/client.ts";
+import { agentRuns, messages } from "../../shared/db/schema.ts";
+import {
+  insertTerminalEvent,
+  type TerminalEnding,
+} from "../../shared/runs/insert-terminal-event.ts";
 import { fencedRun, type RunFence } from "./run-fence.ts";
 
 /** How a run ended, as the worker records it. */
-export interface RunEnding {
-  readonly status: TerminalRunStatus;
-  /** Required when `failed`. */
-  readonly error?: RunError;
+export interface RunEnding extends TerminalEnding {
   /** The final answer, stored as the assistant message of the run's thread. */
   readonly finalText?: string;
 }
@@ -51,28 +50,4 @@ export async function finishRun(
     await insertTerminalEvent(tx, fence.runId, fence.uid, seq, ending);
     return true;
   });
-}
-
-/**
- * The `run.completed` event of an ending decided in `tx` (which holds the run row):
- * `seq` is the writer's next seq, or undefined to take max + 1 (the sweeper, which has
- * no event counter of its own; the row lock makes that safe).
- */
-export async function insertTerminalEvent(
-  tx: DbTransaction,
-  runId: string,
-  uid: string,
-  seq: number | undefined,
-  ending: Pick<RunEnding, "status" | "error">,
-): Promise<void> {
-  await tx.insert(runEvents).values({
-    runId,
-    uid,
-    seq:
-      seq ??
-      sql`(select coalesce(max(${runEvents.seq}), 0) + 1 from ${runEvents} where ${runEvents.runId} = ${runId})`,
-    type: "run.completed",
-    data: { status: ending.status, ...(ending.error ? { error: ending.error } : {}) },
-  });
-  await tx.execute(sql`select pg_notify(${RUN_EVENTS_CHANNEL}::text, ${runId}::text)`);
 }

@@ -1,13 +1,13 @@
 import { sql } from "drizzle-orm";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
+import { RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
 import {
   executeRows,
   PG_FOREIGN_KEY_VIOLATION,
   PG_UNIQUE_VIOLATION,
   postgresCodeOf,
 } from "./execute-rows.ts";
-import { RUN_EVENTS_CHANNEL } from "./run-channels.ts";
 import type { RunFence } from "./run-fence.ts";
 
 /** An event as the worker stores it: `type` + `data`; seq, run_id and created_at are added here. */

@@ -1,12 +1,12 @@
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
+import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
+import { lockTree } from "../../shared/runs/tree-lock.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { executeRows } from "./execute-rows.ts";
-import { RUN_CANCEL_CHANNEL } from "./run-channels.ts";
 import type { RunSandboxes } from "./sandbox-exec-adapter.ts";
 import { sleep } from "./sleep.ts";
-import { lockTree } from "./tree-lock.ts";
 
 export interface TreeCleanupDeps {
   readonly db: Db;

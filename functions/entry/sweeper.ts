@@ -1,12 +1,13 @@
-// Scheduled Lambda (EventBridge rule, e.g. every minute): re-dispatches pending runs whose
-// queue message was lost (functions/runs/dispatch-sweeper.ts).
+// Scheduled Lambda (EventBridge rule, e.g. every minute): ends runs whose lease expired
+// (node lost), then re-dispatches pending runs whose queue message was lost
+// (functions/runs/sweep-runs.ts).
 import pino from "pino";
 import postgres from "postgres";
 import { createDb } from "../../shared/db/client.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
-import { sweepPendingRuns } from "../runs/dispatch-sweeper.ts";
+import { sweepRuns } from "../runs/sweep-runs.ts";
 import { createAwsClients } from "../wiring/aws-clients.ts";
 
 /** One sweep must finish well inside the function's timeout. */
@@ -17,12 +18,17 @@ const logger = pino({ level: env.LOG_LEVEL });
 const db = createDb(postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} }));
 const runQueue = createSqsRunQueue({ sqs: createAwsClients(env).sqs, queueUrl: env.RUN_QUEUE_URL });
 
-export async function handler(): Promise<{ ran: boolean; sent: number; failed: number }> {
-  const result = await sweepPendingRuns(
+/** Counts only: what one invocation did, for the function's logs and metrics. */
+export type SweepSummary = { ran: boolean; sent: number; failed: number; nodeLost: number };
+
+export async function handler(): Promise<SweepSummary> {
+  const { nodeLost, dispatch } = await sweepRuns(
     { db, runQueue, logger },
     AbortSignal.timeout(SWEEP_BUDGET_MS),
   );
-  return result.ran
-    ? { ran: true, sent: result.sent.length, failed: result.failed.length }
-    : { ran: false, sent: 0, failed: 0 };
+  // `ran` is the dispatch step's (another sweeper held its lock); leases are always swept.
+  const lost = nodeLost.reduce((n, scope) => n + scope.runIds.length, 0);
+  return dispatch.ran
+    ? { ran: true, sent: dispatch.sent.length, failed: dispatch.failed.length, nodeLost: lost }
+    : { ran: false, sent: 0, failed: 0, nodeLost: lost };
 }

@@ -1,6 +1,6 @@
 // Cloudflare Workers (infra/wrangler.toml): `fetch` serves the API, `scheduled` (a Cron
-// Trigger) runs the dispatch sweeper. Needs `nodejs_compat` (postgres.js over TCP, the
-// AWS SDK); no node:fs anywhere in the bundle.
+// Trigger) runs the run sweep (expired leases, then lost dispatches). Needs
+// `nodejs_compat` (postgres.js over TCP, the AWS SDK); no node:fs anywhere in the bundle.
 import pino from "pino";
 import postgres from "postgres";
 import { z } from "zod";
@@ -12,7 +12,7 @@ import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import type { TokenVerifier } from "../auth/token-verifier.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import { createPollingRunEventWaiter } from "../run-events/run-event-waiter.ts";
-import { sweepPendingRuns } from "../runs/dispatch-sweeper.ts";
+import { sweepRuns } from "../runs/sweep-runs.ts";
 import { createAwsClients } from "../wiring/aws-clients.ts";
 import { createRuntimeDeps } from "../wiring/runtime-deps.ts";
 import { whenResponseDone } from "./worker-stream.ts";
@@ -89,10 +89,7 @@ async function sweep(
       sqs: createAwsClients(env, credentials).sqs,
       queueUrl: env.RUN_QUEUE_URL,
     });
-    await sweepPendingRuns(
-      { db: createDb(sql), runQueue, logger },
-      AbortSignal.timeout(SWEEP_BUDGET_MS),
-    );
+    await sweepRuns({ db: createDb(sql), runQueue, logger }, AbortSignal.timeout(SWEEP_BUDGET_MS));
   } finally {
     await sql.end({ timeout: 5 });
   }

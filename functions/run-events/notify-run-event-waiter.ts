@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { RUN_EVENTS_CHANNEL } from "../runs/run-channels.ts";
+import { RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
 import type { RunEventWaiter } from "./run-event-waiter.ts";
 
 /** Starts a LISTEN; the returned function ends it. postgres.js and PGlite both fit. */

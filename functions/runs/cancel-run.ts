@@ -1,9 +1,10 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db, DbTransaction } from "../../shared/db/client.ts";
-import { type AgentRun, agentRuns, runEvents } from "../../shared/db/schema.ts";
+import { type AgentRun, agentRuns } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
-import { RUN_CANCEL_CHANNEL, RUN_EVENTS_CHANNEL } from "./run-channels.ts";
+import { insertTerminalEvent } from "../../shared/runs/insert-terminal-event.ts";
+import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
 
 /**
  * Requests cancellation of the caller's run (202, idempotent; a run that finished
@@ -47,15 +48,9 @@ async function cancelPending(tx: DbTransaction, run: AgentRun): Promise<AgentRun
     .set({ status: "cancelled", cancelRequested: true, finishedAt: sql`now()` })
     .where(eq(agentRuns.runId, run.runId))
     .returning();
-  // Gap-free sequence: the next seq after whatever exists (normally none for a pending run).
-  await tx.insert(runEvents).values({
-    runId: run.runId,
-    uid: run.uid,
-    seq: sql`(select coalesce(max(${runEvents.seq}), 0) + 1 from ${runEvents} where ${runEvents.runId} = ${run.runId})`,
-    type: "run.completed",
-    data: { status: "cancelled" },
-  });
-  await tx.execute(sql`select pg_notify(${RUN_EVENTS_CHANNEL}, ${run.runId})`);
+  // Gap-free sequence: the next seq after whatever exists (normally none for a pending
+  // run); the same event and NOTIFY the run worker and the expired-lease sweep write.
+  await insertTerminalEvent(tx, run.runId, run.uid, undefined, { status: "cancelled" });
   if (updated === undefined) throw new Error("update of agent_runs returned no row");
   return updated;
 }

@@ -43,8 +43,8 @@ export type SweeperDeps = {
 
 /**
  * Re-dispatches pending root runs whose dispatch failed (`dispatched_at` cleared by the
- * submitter) or is older than `redispatchAfterMs`. A plain function: the cloud calls it
- * from a scheduled Lambda (functions/entry/sweeper.ts), the local Workcell from a loop.
+ * submitter) or is older than `redispatchAfterMs`. A plain function, the second step of
+ * `sweepRuns` (sweep-runs.ts), which every scheduler calls.
  *
  * One transaction holds `pg_try_advisory_xact_lock` (a second sweeper returns at once),
  * claims the due runs FOR UPDATE, sends them, and stamps `dispatched_at` only on those

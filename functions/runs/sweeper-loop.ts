@@ -1,12 +1,14 @@
 import { sleep } from "../run-events/sleep.ts";
-import { type SweeperDeps, sweepPendingRuns } from "./dispatch-sweeper.ts";
+import type { SweeperDeps } from "./dispatch-sweeper.ts";
+import { sweepRuns } from "./sweep-runs.ts";
 
 /** Between sweeps in a long-lived process (the local Workcell, an agent-host loop). */
 export const DEFAULT_SWEEP_INTERVAL_MS = 15_000;
 
 /**
- * Sweeps every `intervalMs` until `signal` aborts. A failed sweep (database or queue
- * down) is logged and retried on the next tick: the loop itself never dies of it.
+ * Sweeps (expired leases, then pending runs: sweep-runs.ts) every `intervalMs` until
+ * `signal` aborts. A failed sweep (database or queue down) is logged and retried on the
+ * next tick: the loop itself never dies of it.
  */
 export async function runSweeperLoop(
   deps: SweeperDeps,
@@ -15,10 +17,9 @@ export async function runSweeperLoop(
 ): Promise<void> {
   while (!signal.aborted) {
     try {
-      await sweepPendingRuns(deps, signal);
+      await sweepRuns(deps, signal);
     } catch (error) {
-      if (!signal.aborted)
-        deps.logger.warn({ err: error }, "dispatch sweep failed; retrying next tick");
+      if (!signal.aborted) deps.logger.warn({ err: error }, "run sweep failed; retrying next tick");
     }
     await sleep(intervalMs, signal);
   }

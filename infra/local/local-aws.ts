@@ -14,9 +14,11 @@ export async function ensureLocalAwsResources(
   s3: S3Client,
 ): Promise<{
   runQueueUrl: string;
+  deadLetterQueueUrl: string;
   attachmentsBucket: string;
 }> {
   const dlq = await sqs.send(new CreateQueueCommand({ QueueName: LOCAL_RUN_DLQ }));
+  if (!dlq.QueueUrl) throw new Error("the SQS emulator returned no dead-letter queue URL");
   const dlqArn = (
     await sqs.send(
       new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ["QueueArn"] }),
@@ -39,5 +41,9 @@ export async function ensureLocalAwsResources(
   } catch (error) {
     if (!(error instanceof BucketAlreadyOwnedByYou)) throw error;
   }
-  return { runQueueUrl: queue.QueueUrl, attachmentsBucket: LOCAL_ATTACHMENTS_BUCKET };
+  return {
+    runQueueUrl: queue.QueueUrl,
+    deadLetterQueueUrl: dlq.QueueUrl,
+    attachmentsBucket: LOCAL_ATTACHMENTS_BUCKET,
+  };
 }

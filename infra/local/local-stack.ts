@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
@@ -7,13 +8,9 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import Docker from "dockerode";
 import { startFauxqs } from "fauxqs";
 import type { Logger } from "pino";
-import { createS3AttachmentObjectStore } from "../../agent-host/attachments/s3-attachment-object-store.ts";
-import { createDataPlaneApp, startDataPlaneServer } from "../../agent-host/data-plane/index.ts";
-import {
-  createLibcSyscalls,
-  createPathResolver,
-  createUserWorkspaces,
-} from "../../agent-host/workspace/index.ts";
+import { type SandboxDriverStatus, startAgentHost } from "../../agent-host/agent-host.ts";
+import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
+import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import { createApp } from "../../functions/app.ts";
 import type { AppEnv } from "../../functions/app-env.ts";
 import { createAttachmentDeps } from "../../functions/attachments/create-attachment-deps.ts";
@@ -25,7 +22,6 @@ import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
 import { createNotifyRunEventWaiter } from "../../functions/run-events/notify-run-event-waiter.ts";
 import { runSweeperLoop } from "../../functions/runs/sweeper-loop.ts";
 import { importCapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
-import { DEFAULT_DATA_PLANE_PORT } from "../../shared/env/agent-host-env.ts";
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
 import type { LocalEnv } from "../../shared/env/local-env.ts";
 import { createPgliteDb } from "../db/create-pglite-db.ts";
@@ -34,18 +30,21 @@ import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER } from "./dev-token.ts";
 import { ensureLocalAwsResources } from "./local-aws.ts";
 import { type LocalSecrets, loadOrCreateLocalSecrets } from "./local-secrets.ts";
 
-/** How long start-up waits for the Docker engine to answer before running without it. */
-export const DOCKER_PING_TIMEOUT_MS = 3_000;
 /** Dev tokens minted with `--admin` carry this boolean claim. */
 export const LOCAL_ADMIN_CLAIM = "admin";
 /** Locally the dispatch sweeper runs in-process (the cloud runs it from a cron). */
 export const LOCAL_SWEEP_INTERVAL_MS = 5_000;
 /** Under DATA_DIR: the agent-host data root (users/<uid dirname>/workspace, skills/). */
 export const LOCAL_DATA_ROOT_DIR = "data-root";
-/** The sandbox user (agent-host/sandbox/container-spec.ts); files it must write belong to it. */
-const SANDBOX_OWNER = { uid: 1000, gid: 1000 };
-
-export type SandboxDriverStatus = { kind: "docker" | "none"; detail: string };
+/**
+ * The one node of a local Workcell; it labels its sandboxes. Derived from the data
+ * directory because each node's reconciler removes containers of its node id that its
+ * database does not know: two local Workcells (a dev instance and a test run) on one
+ * Docker engine must not share an id, or each would destroy the other's sandboxes.
+ */
+export function localNodeId(dataDir: string): string {
+  return `local-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`;
+}
 
 export type LocalStack = {
   app: OpenAPIHono<AppEnv>;
@@ -58,16 +57,16 @@ export type LocalStack = {
 };
 
 /**
- * Boots the embedded infrastructure and wires the apps to it. Each part is the real
- * engine used the way the cloud uses its managed twin: PGlite speaks PostgreSQL (same
- * migrations), fauxqs speaks the SQS and S3 wire protocols to the real AWS SDK.
+ * Boots the embedded infrastructure and wires both planes to it in one process: the
+ * functions app and one agent-host (data plane, skills, sandboxes, run worker). Each part
+ * is the real engine used the way the cloud uses its managed twin: PGlite speaks
+ * PostgreSQL (same migrations), fauxqs speaks the SQS and S3 wire protocols to the real
+ * AWS SDK, Docker runs the sandboxes.
  */
 export async function startLocalStack(p: {
   env: LocalEnv;
   dataDir: string;
   logger: Logger;
-  /** Default DEFAULT_DATA_PLANE_PORT. */
-  dataPlanePort?: number;
 }): Promise<LocalStack> {
   const stops: Array<() => Promise<void>> = [];
   try {
@@ -77,6 +76,8 @@ export async function startLocalStack(p: {
     stops.push(() => pglite.close());
     await migrate(pglite);
     const db = createPgliteDb(pglite);
+    const listen = (channel: string, onPayload: (payload: string) => void) =>
+      pglite.listen(channel, onPayload);
 
     const fauxqs = await startFauxqs({
       port: p.env.AWS_EMULATOR_PORT,
@@ -92,40 +93,42 @@ export async function startLocalStack(p: {
     };
     const sqs = new SQSClient(aws);
     const s3 = new S3Client({ ...aws, forcePathStyle: true });
-    const { runQueueUrl, attachmentsBucket } = await ensureLocalAwsResources(sqs, s3);
+    const { runQueueUrl, deadLetterQueueUrl, attachmentsBucket } = await ensureLocalAwsResources(
+      sqs,
+      s3,
+    );
+
+    const dataRoot = join(p.dataDir, LOCAL_DATA_ROOT_DIR);
+    await mkdir(dataRoot, { recursive: true, mode: 0o700 });
+    const agentHost = await startAgentHost({
+      db,
+      listen,
+      sqs,
+      runQueueUrl,
+      deadLetterQueueUrl,
+      s3,
+      attachmentsBucket,
+      dataRoot,
+      nodeId: localNodeId(p.dataDir),
+      capabilityPublicKeys: [
+        await importCapabilityPublicKey(
+          ed25519PublicJwkVar().parse(JSON.stringify(secrets.capabilityPublicJwk)),
+        ),
+      ],
+      docker: new Docker(),
+      sandboxConfig: sandboxConfigSchema.parse({ image: p.env.SANDBOX_IMAGE }),
+      modelConfig: modelConfigFromEnv(p.env),
+      dataPlane: { port: p.env.DATA_PLANE_PORT, hostname: "127.0.0.1" },
+      logger: p.logger,
+    });
+    stops.push(() => agentHost.stop());
+    const dataPlaneUrl = agentHost.dataPlaneUrl;
 
     const runQueue = createSqsRunQueue({ sqs, queueUrl: runQueueUrl });
     const capabilities = createCapabilityMinter({
       privateJwk: ed25519PrivateJwkVar().parse(JSON.stringify(secrets.capabilityPrivateJwk)),
     });
-    const dataRoot = join(p.dataDir, LOCAL_DATA_ROOT_DIR);
-    await mkdir(dataRoot, { recursive: true, mode: 0o700 });
-    const sys = createLibcSyscalls();
-    const dataPlane = await startDataPlaneServer({
-      port: p.dataPlanePort ?? DEFAULT_DATA_PLANE_PORT,
-      app: createDataPlaneApp({
-        userWorkspaces: createUserWorkspaces({
-          dataRoot,
-          sys,
-          resolver: createPathResolver(sys),
-          // Only root can hand files to the sandbox user; otherwise they stay ours.
-          ...(process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {}),
-        }),
-        publicKeys: [
-          await importCapabilityPublicKey(
-            ed25519PublicJwkVar().parse(JSON.stringify(secrets.capabilityPublicJwk)),
-          ),
-        ],
-        logger: p.logger,
-        attachments: { objects: createS3AttachmentObjectStore({ s3, bucket: attachmentsBucket }) },
-      }),
-    });
-    stops.push(() => dataPlane.close());
-    const dataPlaneUrl = dataPlane.url;
-    const runEvents = createNotifyRunEventWaiter({
-      listen: (channel, onPayload) => pglite.listen(channel, onPayload),
-      logger: p.logger,
-    });
+    const runEvents = createNotifyRunEventWaiter({ listen, logger: p.logger });
     stops.push(() => runEvents.close());
     const app = createApp({
       logger: p.logger,
@@ -166,7 +169,7 @@ export async function startLocalStack(p: {
       awsEndpoint: fauxqs.address,
       dataPlaneUrl,
       secrets,
-      sandboxDriver: await detectSandboxDriver(),
+      sandboxDriver: agentHost.sandboxDriver,
       async stop() {
         for (const stop of stops.reverse()) await stop();
       },
@@ -174,19 +177,5 @@ export async function startLocalStack(p: {
   } catch (error) {
     for (const stop of stops.reverse()) await stop().catch(() => {});
     throw error;
-  }
-}
-
-async function detectSandboxDriver(): Promise<SandboxDriverStatus> {
-  const docker = new Docker({ timeout: DOCKER_PING_TIMEOUT_MS });
-  try {
-    await docker.ping();
-    const version = await docker.version();
-    return { kind: "docker", detail: `engine ${version.Version}` };
-  } catch (error) {
-    return {
-      kind: "none",
-      detail: `the Docker engine does not answer (${(error as Error).message}); scripts/ensure-system.sh starts it`,
-    };
   }
 }

@@ -6,27 +6,17 @@ import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { serve } from "@hono/node-server";
 import pino from "pino";
-import { z } from "zod";
-import { DEFAULT_DATA_PLANE_PORT } from "../../shared/env/agent-host-env.ts";
-import { portVar } from "../../shared/env/env-vars.ts";
 import { localEnvSchema } from "../../shared/env/local-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { printBanner } from "./banner.ts";
 import { startLocalStack } from "./local-stack.ts";
 
-// DATA_PLANE_PORT is parsed here until localEnvSchema (shared/) carries it.
-const localExtraEnvSchema = z.object({
-  DATA_PLANE_PORT: portVar()
-    .default(DEFAULT_DATA_PLANE_PORT)
-    .describe(`TCP port of the local data plane (default ${DEFAULT_DATA_PLANE_PORT}).`),
-});
 const env = parseEnv(localEnvSchema, process.env);
-const { DATA_PLANE_PORT } = parseEnv(localExtraEnvSchema, process.env);
 const logger = pino({ level: env.LOG_LEVEL });
 const dataDir = resolve(env.DATA_DIR);
 await mkdir(dataDir, { recursive: true, mode: 0o700 });
 
-const stack = await startLocalStack({ env, dataDir, logger, dataPlanePort: DATA_PLANE_PORT });
+const stack = await startLocalStack({ env, dataDir, logger });
 const server = serve({ fetch: stack.app.fetch, port: env.PORT, hostname: "127.0.0.1" });
 printBanner({ url: `http://127.0.0.1:${env.PORT}`, dataDir, stack });
 

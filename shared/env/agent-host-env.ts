@@ -54,6 +54,11 @@ export const agentHostEnvSchema = z.object({
   RUN_QUEUE_URL: httpUrlVar().describe(
     "URL of the SQS queue for run dispatch and maintenance messages.",
   ),
+  RUN_DLQ_URL: httpUrlVar()
+    .optional()
+    .describe(
+      "URL of the run queue's dead-letter queue; messages that can never succeed go there at once (unset: dropped and logged).",
+    ),
   ATTACHMENTS_BUCKET: bucketNameVar().describe("S3 bucket attachments are imported from."),
   AWS_REGION: z
     .string()
@@ -69,6 +74,16 @@ export const agentHostEnvSchema = z.object({
   DATA_PLANE_PORT: portVar()
     .default(DEFAULT_DATA_PLANE_PORT)
     .describe(`TCP port of the data-plane HTTP API (default ${DEFAULT_DATA_PLANE_PORT}).`),
+  DATA_PLANE_HOST: z
+    .string()
+    .min(1)
+    .default("0.0.0.0")
+    .describe("Address the data plane binds (default 0.0.0.0: functions/ and browsers reach it)."),
+  DATA_PLANE_PUBLIC_URL: httpUrlVar()
+    .optional()
+    .describe(
+      "URL under which functions/ and browsers reach this node's data plane (recorded in `nodes`); default http://<DATA_PLANE_HOST>:<DATA_PLANE_PORT>.",
+    ),
   SANDBOX_IMAGE: z
     .string()
     .min(1)

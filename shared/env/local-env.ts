@@ -1,5 +1,9 @@
 import { z } from "zod";
-import { DEFAULT_SANDBOX_IMAGE } from "./agent-host-env.ts";
+import {
+  agentHostEnvSchema,
+  DEFAULT_DATA_PLANE_PORT,
+  DEFAULT_SANDBOX_IMAGE,
+} from "./agent-host-env.ts";
 import { logLevelVar, portVar } from "./env-vars.ts";
 
 export const DEFAULT_LOCAL_PORT = 8080;
@@ -27,6 +31,13 @@ export const localEnvSchema = z.object({
     .describe(
       `TCP port of the embedded SQS + S3 emulator (fauxqs); presigned upload URLs point at it (default ${DEFAULT_AWS_EMULATOR_PORT}).`,
     ),
+  DATA_PLANE_PORT: portVar()
+    .default(DEFAULT_DATA_PLANE_PORT)
+    .describe(`TCP port of the local data plane (default ${DEFAULT_DATA_PLANE_PORT}).`),
+  // The same model settings as an agent-host: unset MODEL_BASE_URL = the `shell` model.
+  MODEL_BASE_URL: agentHostEnvSchema.shape.MODEL_BASE_URL,
+  MODEL_API_KEY: agentHostEnvSchema.shape.MODEL_API_KEY,
+  MODEL_NAME: agentHostEnvSchema.shape.MODEL_NAME,
   SANDBOX_IMAGE: z
     .string()
     .min(1)

@@ -2,12 +2,17 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  CreateQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import { jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LOCAL_RUN_QUEUE } from "../../../infra/local/local-aws.ts";
 import { freePort } from "../../setup/free-port.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { requireDocker } from "../../support/docker.ts";
 
 const repo = join(import.meta.dirname, "../../..");
 const STARTUP_TIMEOUT_MS = 60_000;
@@ -56,7 +61,12 @@ describe("the local Workcell (one command, one process)", () => {
     dataRoot = await freshDataRoot();
     const [port, awsPort] = [await freePort(), await freePort()];
     url = `http://127.0.0.1:${port}`;
-    env = { DATA_DIR: dataRoot.path, PORT: String(port), AWS_EMULATOR_PORT: String(awsPort) };
+    env = {
+      DATA_DIR: dataRoot.path,
+      PORT: String(port),
+      AWS_EMULATOR_PORT: String(awsPort),
+      DATA_PLANE_PORT: String(await freePort()),
+    };
   });
   afterAll(() => dataRoot.remove());
 
@@ -88,13 +98,51 @@ describe("the local Workcell (one command, one process)", () => {
       );
       expect(payload.sub).toBe("alice");
 
-      // Something durable in the emulated queue before the restart.
+      // A run end to end (issue 6 §9): thread, command, SSE to the terminal event, and
+      // the file it wrote read back through the data plane with a capability.
+      requireDocker();
+      const token = stdout.trim();
+      const auth = { Authorization: `Bearer ${token}`, "content-type": "application/json" };
+      const submitted = await fetch(`${url}/v1/runs`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ input: "echo hello > outputs/hello.txt && cat outputs/hello.txt" }),
+      });
+      expect(submitted.status).toBe(202);
+      const { run, thread } = (await submitted.json()) as {
+        run: { run_id: string };
+        thread: { thread_id: string };
+      };
+      const events = await (
+        await fetch(`${url}/v1/runs/${run.run_id}/events`, { headers: auth })
+      ).text();
+      const types = [...events.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
+      expect(types[0]).toBe("run.status");
+      expect(types.at(-1)).toBe("run.completed");
+      expect(events).toContain('"status":"succeeded"');
+      const access = (await (
+        await fetch(`${url}/v1/threads/${thread.thread_id}/files/access`, {
+          method: "POST",
+          headers: auth,
+          body: JSON.stringify({ ops: ["read"] }),
+        })
+      ).json()) as { base_url: string; token: string };
+      const file = await fetch(`${access.base_url}/dp/v1/files/content?path=/outputs/hello.txt`, {
+        headers: { Authorization: `Bearer ${access.token}` },
+      });
+      expect(file.status).toBe(200);
+      expect(await file.text()).toBe("hello\n");
+
+      // Something durable in the emulated queue before the restart (its own queue: the
+      // run queue has a consumer now).
       const sqs = new SQSClient({
         endpoint: `http://127.0.0.1:${env.AWS_EMULATOR_PORT}`,
         region: "us-east-1",
         credentials: { accessKeyId: "local", secretAccessKey: "local" },
       });
-      const queueUrl = `http://127.0.0.1:${env.AWS_EMULATOR_PORT}/000000000000/${LOCAL_RUN_QUEUE}`;
+      const { QueueUrl: queueUrl } = await sqs.send(
+        new CreateQueueCommand({ QueueName: "e2e-kept" }),
+      );
       await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: "kept" }));
 
       first.child.kill("SIGINT");
@@ -109,6 +157,9 @@ describe("the local Workcell (one command, one process)", () => {
           new ReceiveMessageCommand({ QueueUrl: queueUrl, WaitTimeSeconds: 1 }),
         );
         expect(received.Messages?.map((m) => m.Body)).toEqual(["kept"]);
+        // The run survived the restart too.
+        const runAfterRestart = await fetch(`${url}/v1/runs/${run.run_id}`, { headers: auth });
+        expect(((await runAfterRestart.json()) as { status: string }).status).toBe("succeeded");
       } finally {
         second.child.kill("SIGINT");
         expect(await second.exited).toBe(0);

@@ -27,7 +27,7 @@ const SECRET = "lambda-test-secret-0123456789abcdef";
 let database: TestDatabase;
 let queueUrl: string;
 let handler: (event: LambdaHttpEvent) => Promise<LambdaResult>;
-let sweep: () => Promise<{ ran: boolean; sent: number; failed: number }>;
+let sweep: () => Promise<{ ran: boolean; sent: number; failed: number; nodeLost: number }>;
 let token: string;
 const saved = { ...process.env };
 
@@ -131,7 +131,7 @@ describe.each([
   });
 });
 
-test("the scheduled sweeper entry re-dispatches a pending run whose dispatch was lost", async () => {
+test("the scheduled sweeper entry ends an expired lease and re-dispatches a pending run whose dispatch was lost", async () => {
   await sweep(); // whatever is already due
   const created = await handler(
     apiGatewayV2Event({
@@ -143,6 +143,21 @@ test("the scheduled sweeper entry re-dispatches a pending run whose dispatch was
   );
   const { run } = JSON.parse(created.body) as { run: Run };
   await database.sql`update agent_runs set dispatched_at = null where run_id = ${run.run_id}`;
-  expect(await sweep()).toEqual({ ran: true, sent: 1, failed: 0 });
-  expect(await sweep()).toEqual({ ran: true, sent: 0, failed: 0 });
+  const dead = await handler(
+    apiGatewayV2Event({
+      method: "POST",
+      path: "/v1/runs",
+      headers: { ...auth(), "content-type": "application/json" },
+      body: JSON.stringify({ input: "node died" }),
+    }),
+  );
+  const { run: deadRun } = JSON.parse(dead.body) as { run: Run };
+  await database.sql`update agent_runs set status = 'running', attempt = 1,
+    owner_node = 'gone', lease_expires_at = now() - interval '1 second', started_at = now()
+    where run_id = ${deadRun.run_id}`;
+  expect(await sweep()).toEqual({ ran: true, sent: 1, failed: 0, nodeLost: 1 });
+  expect(await sweep()).toEqual({ ran: true, sent: 0, failed: 0, nodeLost: 0 });
+  const [ended] = await database.sql<{ status: string; code: string }[]>`
+    select status, error ->> 'code' as code from agent_runs where run_id = ${deadRun.run_id}`;
+  expect(ended).toEqual({ status: "failed", code: "node_lost" });
 });

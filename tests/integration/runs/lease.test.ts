@@ -2,10 +2,11 @@ import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { finishRun } from "../../../agent-host/runs/finish-run.ts";
-import { claimRun, failExpiredLeases, releaseClaim } from "../../../agent-host/runs/index.ts";
+import { claimRun, releaseClaim } from "../../../agent-host/runs/index.ts";
 import { appendFencedEvent } from "../../../agent-host/runs/run-event-log.ts";
 import { agentRuns, sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
+import { failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
 import { expectGapFree, type RunWorld, runWorld, UID } from "./run-harness.ts";
 
 let world: RunWorld;
@@ -138,6 +139,16 @@ describe("failExpiredLeases", () => {
     ]);
     expect((await world.run(stillRunningId)).status).toBe("running");
     expect((await world.run(live.runId)).status).toBe("running");
+  });
+});
+
+describe("failExpiredLeases with an aborted signal", () => {
+  it("stops before the next scope and leaves it to the next call", async () => {
+    const { runId } = await claimed();
+    expect(await failExpiredLeases(world.db, FAR_FUTURE, AbortSignal.abort())).toEqual([]);
+    expect((await world.run(runId)).status).toBe("running");
+    const swept = await failExpiredLeases(world.db, FAR_FUTURE, AbortSignal.timeout(10_000));
+    expect(swept.map((s) => s.runIds)).toEqual([[runId]]);
   });
 });
 

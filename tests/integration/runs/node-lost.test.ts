@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { type ExpiredScope, failExpiredLeases } from "../../../agent-host/runs/index.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
+import { type ExpiredScope, failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
 import { awsConfig } from "../../support/aws.ts";
 import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
 import { expectGapFree, type RunWorld, runWorld, TEST_LIMITS, UID } from "./run-harness.ts";

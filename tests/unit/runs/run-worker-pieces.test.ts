@@ -11,13 +11,17 @@ import { receiveBackoffMs } from "../../../agent-host/runs/receive-backoff.ts";
 import { modelVisibleInput } from "../../../agent-host/runs/run-context.ts";
 import { RunControl, RunStopped } from "../../../agent-host/runs/run-control.ts";
 import { runEndingOf, stoppedBeforeStart } from "../../../agent-host/runs/run-ending.ts";
-import { treeLockKey } from "../../../agent-host/runs/tree-lock.ts";
-import * as controlPlane from "../../../functions/runs/run-channels.ts";
+import * as sharedRuns from "../../../shared/runs/index.ts";
+import { treeLockKey } from "../../../shared/runs/tree-lock.ts";
 
 describe("NOTIFY channels", () => {
-  test("are the control plane's", () => {
-    expect(RUN_CANCEL_CHANNEL).toBe(controlPlane.RUN_CANCEL_CHANNEL);
-    expect(RUN_EVENTS_CHANNEL).toBe(controlPlane.RUN_EVENTS_CHANNEL);
+  test("are the names of the NOTIFY contract (0004), defined once in shared/runs", () => {
+    // Other writers (tests, operators' scripts) NOTIFY these literal names.
+    expect(sharedRuns.RUN_EVENTS_CHANNEL).toBe("workcell_run_events");
+    expect(sharedRuns.RUN_CANCEL_CHANNEL).toBe("workcell_run_cancel");
+    // agent-host/runs re-exports them for its existing importers.
+    expect(RUN_CANCEL_CHANNEL).toBe(sharedRuns.RUN_CANCEL_CHANNEL);
+    expect(RUN_EVENTS_CHANNEL).toBe(sharedRuns.RUN_EVENTS_CHANNEL);
   });
 });
 

@@ -1,11 +1,11 @@
 import { and, eq, inArray, lt, type SQL, sql } from "drizzle-orm";
-import type { Db } from "../../shared/db/client.ts";
-import { agentRuns, type RunError, sandboxes } from "../../shared/db/schema.ts";
-import { sandboxId as sandboxIdOf } from "../../shared/identity/sandbox-id.ts";
-import { insertTerminalEvent } from "./finish-run.ts";
+import type { Db } from "../db/client.ts";
+import { agentRuns, type RunError, sandboxes } from "../db/schema.ts";
+import { sandboxId as sandboxIdOf } from "../identity/sandbox-id.ts";
+import { insertTerminalEvent } from "./insert-terminal-event.ts";
 import { lockTree } from "./tree-lock.ts";
 
-/** Runs examined per call; the next call takes the rest. */
+/** Scopes (uid, runtime scope) with expired runs examined per call; the next call takes the rest. */
 export const MAX_EXPIRED_RUNS_PER_SWEEP = 500;
 
 export const NODE_LOST_ERROR: RunError = Object.freeze({
@@ -31,9 +31,11 @@ export interface ExpiredScope {
 /**
  * Ends every running run whose lease expired before `now` (its worker died or lost the
  * database for a whole lease): status `failed` with `{code: "node_lost"}` and its terminal
- * `run.completed` event. The control plane's sweeper calls it (it uses only shared/ and
- * drizzle, so it runs wherever functions/ runs); `now` defaults to the database clock,
- * which is also what leases are written with.
+ * `run.completed` event. The control plane's sweep calls it (functions/runs/sweep-runs.ts;
+ * it uses only shared/ and drizzle, so it runs wherever functions/ runs); `now` defaults to
+ * the database clock, which is also what leases are written with. An aborted `signal`
+ * stops between scopes: each scope is its own transaction, so what is left is simply the
+ * next call's.
  *
  * Why not retry the run instead: its tools have side effects. A dead worker may have
  * written files, started processes or half-finished a sub-agent; running the task again
@@ -51,7 +53,11 @@ export interface ExpiredScope {
  * lease meanwhile wins), and the worker's own writes are conditional on `running`, so a
  * worker that was only slow writes nothing more once this committed.
  */
-export async function failExpiredLeases(db: Db, now?: Date): Promise<ExpiredScope[]> {
+export async function failExpiredLeases(
+  db: Db,
+  now?: Date,
+  signal?: AbortSignal,
+): Promise<ExpiredScope[]> {
   const cutoff: SQL = now === undefined ? sql`now()` : sql`${now.toISOString()}::timestamptz`;
   const expired = await db
     .selectDistinct({ uid: agentRuns.uid, runtimeScopeId: agentRuns.runtimeScopeId })
@@ -61,6 +67,7 @@ export async function failExpiredLeases(db: Db, now?: Date): Promise<ExpiredScop
 
   const scopes: ExpiredScope[] = [];
   for (const scope of expired) {
+    if (signal?.aborted) break;
     const ended = await db.transaction(async (tx) => {
       await lockTree(tx, scope.uid, scope.runtimeScopeId);
       const runs = await tx

@@ -1,0 +1,195 @@
+import type { S3Client } from "@aws-sdk/client-s3";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type Docker from "dockerode";
+import type { Logger } from "pino";
+import type { CapabilityPublicKey } from "../shared/capability/capability-keys.ts";
+import type { Db } from "../shared/db/client.ts";
+import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
+import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
+import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
+import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
+import { registerNode } from "./register-node.ts";
+import type { ModelConfig } from "./runs/agent/model-config.ts";
+import type { ListenFn } from "./runs/listen.ts";
+import { modelClientFactoryFor } from "./runs/model-client-factory.ts";
+import { RunWorker } from "./runs/run-worker.ts";
+import type { RunSandboxes } from "./runs/sandbox-exec-adapter.ts";
+import { DockerDriver } from "./sandbox/docker-driver.ts";
+import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
+import { SandboxManager } from "./sandbox/sandbox-manager.ts";
+import { type AgentHostSkills, createAgentHostSkills } from "./skills/agent-host-skills.ts";
+import { refreshFailureError } from "./skills/refresh-handler.ts";
+import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
+import { createPathResolver } from "./workspace/path-resolver.ts";
+import { createUserWorkspaces } from "./workspace/user-workspaces.ts";
+
+/** How long start-up waits for the Docker engine before running without isolation. */
+export const DOCKER_PING_TIMEOUT_MS = 3_000;
+/** The sandbox user (agent-host/sandbox/container-spec.ts): it must own what it writes. */
+export const SANDBOX_OWNER = { uid: 1000, gid: 1000 } as const;
+
+/** Everything one agent-host needs, parsed and connected by its entry (main.ts or the local stack). */
+export type AgentHostDeps = {
+  /** postgres.js on a node, PGlite in the one-process local mode. */
+  db: Db;
+  /** LISTEN for cancels (postgres.js or PGlite); without it the heartbeat notices them. */
+  listen?: ListenFn;
+  sqs: SQSClient;
+  runQueueUrl: string;
+  deadLetterQueueUrl?: string;
+  s3: S3Client;
+  attachmentsBucket: string;
+  /** users/<uid dirname>/workspace and skills/ live below it (shared by all nodes). */
+  dataRoot: string;
+  nodeId: string;
+  capabilityPublicKeys: readonly CapabilityPublicKey[];
+  docker: Docker;
+  sandboxConfig: SandboxConfig;
+  modelConfig: ModelConfig;
+  dataPlane: {
+    port: number;
+    hostname: string /** Advertised in `nodes`; default from hostname:port. */;
+    publicUrl?: string;
+  };
+  workerConcurrency?: number;
+  logger: Logger;
+};
+
+export type SandboxDriverStatus = { kind: "docker" | "none"; detail: string };
+
+export type AgentHost = {
+  dataPlaneUrl: string;
+  skills: AgentHostSkills;
+  sandboxDriver: SandboxDriverStatus;
+  stop(): Promise<void>;
+};
+
+/**
+ * Starts one agent-host (ARCHITECTURE.md §1): the owner of workspace bytes (data plane),
+ * skill projections, sandboxes and the run worker on this node. Order matters: the node
+ * row exists before the sandbox manager reconciles, builtin skills are registered before
+ * anything refreshes a projection, and the worker consumes only once all it needs is up.
+ * Stopping runs the other way round: the worker hands back or finishes its runs first.
+ */
+export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
+  const logger = deps.logger.child({ node_id: deps.nodeId });
+  const stops: Array<() => Promise<void>> = [];
+  const starting = new AbortController();
+  try {
+    const sys = createLibcSyscalls();
+    const userWorkspaces = createUserWorkspaces({
+      dataRoot: deps.dataRoot,
+      sys,
+      resolver: createPathResolver(sys),
+      // Only root can give files to the sandbox user; a non-root host keeps them its own
+      // (and then the sandbox user cannot write them: run agent-hosts as root).
+      ...(process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {}),
+    });
+    const skills = createAgentHostSkills({
+      db: deps.db,
+      sys,
+      dataRoot: deps.dataRoot,
+      logger,
+      s3: deps.s3,
+      uploadsBucket: deps.attachmentsBucket,
+      workspaces: userWorkspaces,
+    });
+    await skills.registerBuiltins(starting.signal);
+
+    const server = await startDataPlaneServer({
+      port: deps.dataPlane.port,
+      hostname: deps.dataPlane.hostname,
+      app: createDataPlaneApp({
+        userWorkspaces,
+        publicKeys: deps.capabilityPublicKeys,
+        logger,
+        attachments: {
+          objects: createS3AttachmentObjectStore({ s3: deps.s3, bucket: deps.attachmentsBucket }),
+        },
+      }),
+    });
+    stops.push(() => server.close());
+    const dataPlaneUrl = deps.dataPlane.publicUrl ?? server.url;
+    await registerNode(deps.db, { nodeId: deps.nodeId, dataPlaneUrl });
+
+    const sandboxDriver = await detectDocker(deps.docker);
+    let sandboxes: RunSandboxes;
+    if (sandboxDriver.kind === "docker") {
+      const manager = new SandboxManager({
+        db: deps.db,
+        driver: new DockerDriver({
+          docker: deps.docker,
+          logger,
+          dataRoot: deps.dataRoot,
+          config: deps.sandboxConfig,
+        }),
+        logger,
+        nodeId: deps.nodeId,
+        config: deps.sandboxConfig,
+      });
+      await manager.start(starting.signal);
+      stops.push(() => manager.stop());
+      sandboxes = manager;
+    } else {
+      logger.warn({ detail: sandboxDriver.detail }, "no sandbox driver: runs will be refused");
+      sandboxes = noIsolationSandboxes(sandboxDriver.detail);
+    }
+
+    const worker = new RunWorker({
+      db: deps.db,
+      sqs: deps.sqs,
+      queueUrl: deps.runQueueUrl,
+      ...(deps.deadLetterQueueUrl === undefined
+        ? {}
+        : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
+      sandboxManager: sandboxes,
+      userWorkspaces,
+      skillProjection: skills.refresher,
+      modelClientFactory: modelClientFactoryFor(deps.modelConfig),
+      nodeId: deps.nodeId,
+      logger,
+      ...(deps.listen === undefined ? {} : { listen: deps.listen }),
+      ...(deps.workerConcurrency === undefined
+        ? {}
+        : { limits: { concurrency: deps.workerConcurrency } }),
+      // A refresh that could not finish goes back to the queue (or its DLQ) as an error.
+      skillsRefresh: async (message, signal) => {
+        const failure = refreshFailureError(await skills.refreshHandler.handle(message, signal));
+        if (failure) throw failure;
+      },
+    });
+    await worker.start();
+    stops.push(() => worker.stop());
+
+    return {
+      dataPlaneUrl,
+      skills,
+      sandboxDriver,
+      async stop() {
+        for (const stop of stops.reverse()) await stop();
+      },
+    };
+  } catch (error) {
+    starting.abort();
+    for (const stop of stops.reverse()) await stop().catch(() => {});
+    throw error;
+  }
+}
+
+async function detectDocker(docker: Docker): Promise<SandboxDriverStatus> {
+  try {
+    await Promise.race([
+      docker.ping(),
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error("no answer")), DOCKER_PING_TIMEOUT_MS).unref(),
+      ),
+    ]);
+    const version = await docker.version();
+    return { kind: "docker", detail: `engine ${version.Version}` };
+  } catch (error) {
+    return {
+      kind: "none",
+      detail: `the Docker engine does not answer (${(error as Error).message}); scripts/ensure-system.sh starts it`,
+    };
+  }
+}

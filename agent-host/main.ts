@@ -1,0 +1,76 @@
+// The agent-host daemon of one compute node (ARCHITECTURE.md §1): parses its environment,
+// connects Postgres, SQS, S3 and Docker, and starts the data plane, skills, the sandbox
+// manager and the run worker (agent-host.ts). infra/agent-host/ installs it as a service.
+// SIGTERM stops it cleanly: runs finish or are handed back, sandboxes stay for the next
+// start's reconciler to adopt.
+import Docker from "dockerode";
+import pino from "pino";
+import postgres from "postgres";
+import { createAwsClients } from "../functions/wiring/aws-clients.ts";
+import { importCapabilityPublicKey } from "../shared/capability/capability-keys.ts";
+import { createDb } from "../shared/db/client.ts";
+import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";
+import { parseEnv } from "../shared/env/parse-env.ts";
+import { startAgentHost } from "./agent-host.ts";
+import { postgresListen } from "./runs/listen.ts";
+import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
+import { sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
+
+const MIB = 1024 * 1024;
+const NANO_CPUS_PER_CPU = 1_000_000_000;
+/** The run worker wants 2 × concurrency + 4 connections (agent-host/runs/README.md). */
+const poolSize = (concurrency: number) => 2 * concurrency + 8;
+
+const env = parseEnv(agentHostEnvSchema, process.env);
+const logger = pino({ level: env.LOG_LEVEL });
+const sql = postgres(env.DATABASE_URL, {
+  max: poolSize(env.WORKER_CONCURRENCY),
+  onnotice: () => {},
+});
+const { sqs, s3 } = createAwsClients(env);
+
+const host = await startAgentHost({
+  db: createDb(sql),
+  listen: postgresListen(sql),
+  sqs,
+  runQueueUrl: env.RUN_QUEUE_URL,
+  ...(env.RUN_DLQ_URL === undefined ? {} : { deadLetterQueueUrl: env.RUN_DLQ_URL }),
+  s3,
+  attachmentsBucket: env.ATTACHMENTS_BUCKET,
+  dataRoot: env.DATA_ROOT,
+  nodeId: env.NODE_ID,
+  capabilityPublicKeys: [await importCapabilityPublicKey(env.CAPABILITY_PUBLIC_KEY)],
+  docker: new Docker(),
+  sandboxConfig: sandboxConfigSchema.parse({
+    image: env.SANDBOX_IMAGE,
+    networkMode: env.SANDBOX_NETWORK,
+    memoryBytes: env.SANDBOX_MEMORY_MB * MIB,
+    nanoCpus: Math.round(env.SANDBOX_CPUS * NANO_CPUS_PER_CPU),
+    pidsLimit: env.SANDBOX_PIDS_LIMIT,
+    idleTimeoutMs: env.SANDBOX_IDLE_TIMEOUT_SECONDS * 1000,
+  }),
+  modelConfig: modelConfigFromEnv(env),
+  dataPlane: {
+    port: env.DATA_PLANE_PORT,
+    hostname: env.DATA_PLANE_HOST,
+    ...(env.DATA_PLANE_PUBLIC_URL === undefined ? {} : { publicUrl: env.DATA_PLANE_PUBLIC_URL }),
+  },
+  workerConcurrency: env.WORKER_CONCURRENCY,
+  logger,
+});
+logger.info(
+  { data_plane: host.dataPlaneUrl, sandbox: host.sandboxDriver },
+  "workcell agent-host started",
+);
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, "agent-host stopping");
+  await host.stop();
+  await sql.end({ timeout: 5 });
+  process.exit(0);
+}
+process.on("SIGINT", () => void shutdown("SIGINT"));
+process.on("SIGTERM", () => void shutdown("SIGTERM"));

@@ -1,0 +1,68 @@
+import { type ExpiredScope, failExpiredLeases } from "../../shared/runs/fail-expired-leases.ts";
+import { type SweeperDeps, type SweepResult, sweepPendingRuns } from "./dispatch-sweeper.ts";
+
+/** What one sweep did, step by step. */
+export type RunSweepResult = {
+  /** Step 1: scopes whose expired runs were ended `failed/node_lost` (none: empty). */
+  readonly nodeLost: readonly ExpiredScope[];
+  /** Step 2: the re-dispatch of pending root runs. */
+  readonly dispatch: SweepResult;
+};
+
+type Settled<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: unknown };
+
+/**
+ * The control plane's periodic pass over run state (ARCHITECTURE.md §4.7, §4.8): (1) runs
+ * whose lease expired (their node died or lost the database for a whole lease) end
+ * `failed/node_lost` with their `run.completed` event, and their scope's sandbox row is
+ * handed to its node's reconciler (shared/runs/fail-expired-leases.ts); (2) pending runs
+ * whose queue message was lost are sent again (dispatch-sweeper.ts). Every scheduler calls
+ * this: the Lambda cron entry, the Workers Cron Trigger, the Node entry's and the local
+ * Workcell's loop (sweeper-loop.ts).
+ *
+ * Leases first: ending a dead run releases its scope's sandbox row, so a run of the same
+ * scope re-dispatched in step 2 is not handed back for a sandbox owned by a dead node.
+ *
+ * The steps run one after the other, never concurrently: the Lambda and Workers entries
+ * have one connection and PGlite has one, and each step runs its own transactions. Step 1
+ * takes no sweeper lock: each scope is decided under its tree lock with the runs re-read
+ * FOR UPDATE, so two sweeps at once end each run once (the second finds it not running).
+ *
+ * A step that throws (database down, a bug) does not stop the other; the error is
+ * rethrown after both ran, so schedulers still see and log the failure.
+ */
+export async function sweepRuns(deps: SweeperDeps, signal: AbortSignal): Promise<RunSweepResult> {
+  const leases = await settle(() => failExpiredLeases(deps.db, undefined, signal));
+  if (leases.ok) logNodeLost(deps, leases.value);
+  const dispatch = await settle(() => sweepPendingRuns(deps, signal));
+  if (!leases.ok && !dispatch.ok)
+    throw new AggregateError([leases.error, dispatch.error], "both sweep steps failed");
+  if (!leases.ok) throw leases.error;
+  if (!dispatch.ok) throw dispatch.error;
+  return { nodeLost: leases.value, dispatch: dispatch.value };
+}
+
+function logNodeLost(deps: SweeperDeps, scopes: readonly ExpiredScope[]): void {
+  for (const scope of scopes) {
+    deps.logger.warn(
+      {
+        uid: scope.uid,
+        run_ids: scope.runIds,
+        sandbox_id: scope.sandboxId,
+        generation: scope.releasedSandbox?.generation,
+        node_id: scope.releasedSandbox?.nodeId,
+      },
+      "sweeper ended runs whose lease expired (node lost)",
+    );
+  }
+}
+
+async function settle<T>(step: () => Promise<T>): Promise<Settled<T>> {
+  try {
+    return { ok: true, value: await step() };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}

@@ -106,6 +106,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         attachments: {
           objects: createS3AttachmentObjectStore({ s3: deps.s3, bucket: deps.attachmentsBucket }),
         },
+        skills,
       }),
     });
     stops.push(() => server.close());

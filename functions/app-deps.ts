@@ -9,12 +9,13 @@ import type { HealthProbes } from "./health/health-probes.ts";
 import type { RunQueue } from "./queue/run-queue.ts";
 import type { RunEventWaiter } from "./run-events/run-event-waiter.ts";
 import type { RunChangesSource } from "./runs/run-changes.ts";
+import type { SkillsDeps } from "./skills/create-skills-deps.ts";
 
 /**
  * Everything the stateless app needs, passed in once by an entry (node, lambda, worker,
  * or the local one-process Workcell). No route reaches for a global or for env vars.
  */
-export type AppDeps = {
+export type AppDeps = SkillsDeps & {
   logger: Logger;
   health: HealthProbes;
   /** postgres.js in the cloud, PGlite locally. */

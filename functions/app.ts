@@ -15,6 +15,7 @@ import { BEARER_SCHEME } from "./routes/openapi-common.ts";
 import { registerProjectRoutes } from "./routes/project-routes.ts";
 import { registerRunEventsRoute } from "./routes/run-events-route.ts";
 import { registerRunRoutes } from "./routes/run-routes.ts";
+import { registerSkillRoutes } from "./routes/skills-routes.ts";
 import { registerThreadRoutes } from "./routes/thread-routes.ts";
 import { noRecordedChanges } from "./runs/run-changes.ts";
 
@@ -42,6 +43,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerRunEventsRoute(app, { db: deps.db, waiter: deps.runEvents, limits });
   registerFilesAccessRoute(app, deps);
   registerAttachmentRoutes(app, deps);
+  registerSkillRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
     type: "http",

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { except } from "hono/combine";
 import { cors } from "hono/cors";
 import { WorkcellError } from "../../shared/errors/index.ts";
 import { requireCapability } from "./capability-auth.ts";
@@ -14,6 +15,11 @@ import { registerDirsRoute } from "./routes/dirs-route.ts";
 import { registerImportRoute } from "./routes/import-route.ts";
 import { registerInternalRoutes } from "./routes/internal-routes.ts";
 import { registerListRoute } from "./routes/list-route.ts";
+import {
+  refuseServiceCapability,
+  registerSkillsInternalRoutes,
+  SKILLS_INTERNAL_ROUTES,
+} from "./routes/skills-internal-routes.ts";
 
 /** How long a browser may cache a CORS preflight answer. */
 const CORS_MAX_AGE_SECONDS = 600;
@@ -61,8 +67,12 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
     }),
   );
   const authenticate = requireCapability(deps, limits.clockToleranceSec);
-  app.use("/dp/v1/*", authenticate);
-  app.use("/internal/v1/*", authenticate);
+  // A service capability (skills) is genuine but names no Workdir: 403 before the Workdir
+  // check. The skills routes authenticate service capabilities themselves (and refuse
+  // Workdir ones): docs/decisions/0011-skills-over-the-data-plane.md.
+  const refuseService = refuseServiceCapability(deps, limits.clockToleranceSec);
+  app.use("/dp/v1/*", refuseService, authenticate);
+  app.use("/internal/v1/*", except(SKILLS_INTERNAL_ROUTES, refuseService, authenticate));
 
   const routeDeps = { userWorkspaces: deps.userWorkspaces, limits };
   registerListRoute(app, routeDeps);
@@ -72,5 +82,6 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   registerDirsRoute(app, routeDeps);
   registerInternalRoutes(app, routeDeps);
   registerImportRoute(app, { ...routeDeps, attachments: deps.attachments });
+  registerSkillsInternalRoutes(app, { ...deps, skills: deps.skills, limits });
   return app;
 }

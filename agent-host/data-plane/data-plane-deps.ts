@@ -3,6 +3,7 @@ import type { CapabilityPublicKey } from "../../shared/capability/capability-key
 import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
 import type { DataPlaneLimits } from "./data-plane-limits.ts";
+import type { SkillsInternalHandlers } from "./routes/skills-internal-routes.ts";
 
 /** Everything the data-plane app needs, passed in once by the agent-host's wiring. */
 export interface DataPlaneDeps {
@@ -32,4 +33,10 @@ export interface DataPlaneDeps {
    * Without it that endpoint answers 503; everything else works.
    */
   readonly attachments?: AttachmentImportConfig;
+  /**
+   * The skill handlers for `/internal/v1/skills/*` (refresh, import, personal listing), called
+   * by functions/'s HTTP SkillsDataPlane with service capabilities: pass the AgentHostSkills
+   * of `createAgentHostSkills`. Without it those endpoints answer 503; everything else works.
+   */
+  readonly skills?: SkillsInternalHandlers;
 }

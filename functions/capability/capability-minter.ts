@@ -1,4 +1,5 @@
 import type { CapabilityOp } from "../../shared/capability/capability-ops.ts";
+import type { ServiceCapabilityOp } from "../../shared/capability/service-capability-ops.ts";
 
 export type CapabilityRequest = {
   readonly uid: string;
@@ -17,4 +18,27 @@ export type MintedCapability = { readonly token: string; readonly expiresAt: Dat
  */
 export interface CapabilityMinter {
   mint(request: CapabilityRequest, signal: AbortSignal): Promise<MintedCapability>;
+}
+
+/**
+ * A service capability (docs/decisions/0011-skills-over-the-data-plane.md): for the
+ * control plane's own calls to the data plane that are not about a Workdir. Per-user ops
+ * name the uid; an import names exactly one slug and one uploaded archive.
+ */
+export type ServiceCapabilityRequest = {
+  readonly ops: readonly ServiceCapabilityOp[];
+  /** Required with skills.refresh / skills.personal, refused otherwise. */
+  readonly uid?: string;
+  /** Required with skills.import, refused otherwise. */
+  readonly skill?: { readonly slug: string; readonly uploadKey: string };
+  /** Default: the minter's TTL (DEFAULT_CAPABILITY_TTL_SECONDS). */
+  readonly ttlSeconds?: number;
+};
+
+/**
+ * Signs service capabilities. Separate from CapabilityMinter so that code (and test doubles)
+ * needing only Workdir capabilities stay as they are; `createCapabilityMinter` returns both.
+ */
+export interface ServiceCapabilityMinter {
+  mintService(request: ServiceCapabilityRequest, signal: AbortSignal): Promise<MintedCapability>;
 }

@@ -11,6 +11,8 @@ import { createHttpDataPlaneClient } from "../data-plane/http-data-plane-client.
 import { createHealthProbes } from "../health/health-probes.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import type { RunEventWaiter } from "../run-events/run-event-waiter.ts";
+import { createSkillsDeps } from "../skills/create-skills-deps.ts";
+import { createHttpSkillsDataPlane } from "../skills/http-skills-data-plane.ts";
 import { type AwsCredentials, createAwsClients } from "./aws-clients.ts";
 
 export type RuntimeDepsOptions = {
@@ -46,6 +48,13 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     capabilities,
     dataPlaneUrl: o.env.DATA_PLANE_URL,
     runEvents: o.runEvents,
+    ...createSkillsDeps({
+      s3,
+      bucket: o.env.ATTACHMENTS_BUCKET,
+      sqs,
+      queueUrl: o.env.RUN_QUEUE_URL,
+      skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: o.env.DATA_PLANE_URL, capabilities }),
+    }),
     attachments: createAttachmentDeps({
       s3,
       bucket: o.env.ATTACHMENTS_BUCKET,

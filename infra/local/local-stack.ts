@@ -21,6 +21,7 @@ import { createHealthProbes } from "../../functions/health/health-probes.ts";
 import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
 import { createNotifyRunEventWaiter } from "../../functions/run-events/notify-run-event-waiter.ts";
 import { runSweeperLoop } from "../../functions/runs/sweeper-loop.ts";
+import { createSkillsDeps } from "../../functions/skills/create-skills-deps.ts";
 import { importCapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
 import type { LocalEnv } from "../../shared/env/local-env.ts";
@@ -150,6 +151,14 @@ export async function startLocalStack(p: {
         bucket: attachmentsBucket,
         dataPlaneUrl,
         capabilities,
+      }),
+      // One process: the control plane calls the agent-host's skill handlers directly.
+      ...createSkillsDeps({
+        s3,
+        bucket: attachmentsBucket,
+        sqs,
+        queueUrl: runQueueUrl,
+        skillsDataPlane: agentHost.skills.dataPlane,
       }),
     });
 

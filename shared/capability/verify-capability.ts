@@ -120,7 +120,8 @@ function refused(reason: CapabilityFailureReason): CapabilityVerification {
   return { ok: false, reason };
 }
 
-function failureReasonOf(err: unknown): CapabilityFailureReason {
+/** Maps a jose verification error to a refusal reason (shared with verifyServiceCapability). */
+export function failureReasonOf(err: unknown): CapabilityFailureReason {
   if (err instanceof errors.JWTExpired) return "expired";
   if (err instanceof errors.JWTClaimValidationFailed) {
     switch (err.claim) {

@@ -22,6 +22,8 @@ import { createCapabilityMinter } from "../../functions/capability/create-capabi
 import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-plane-client.ts";
 import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
 import { createPollingRunEventWaiter } from "../../functions/run-events/run-event-waiter.ts";
+import { createSkillsDeps } from "../../functions/skills/create-skills-deps.ts";
+import { createHttpSkillsDataPlane } from "../../functions/skills/http-skills-data-plane.ts";
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER, mintDevToken } from "../../infra/local/dev-token.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { ed25519PrivateJwkVar } from "../../shared/env/env-vars.ts";
@@ -87,6 +89,13 @@ try {
       bucket: "bench-attachments",
       dataPlaneUrl: "http://127.0.0.1:9",
       capabilities,
+    }),
+    ...createSkillsDeps({
+      s3: new S3Client({ ...aws, forcePathStyle: true }),
+      bucket: "bench-attachments",
+      sqs,
+      queueUrl,
+      skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: "http://127.0.0.1:9", capabilities }),
     }),
   });
   const oursUrl = await listen(app.fetch, stops);

@@ -14,6 +14,8 @@ import { createCapabilityMinter } from "../../../functions/capability/create-cap
 import { createHttpDataPlaneClient } from "../../../functions/data-plane/http-data-plane-client.ts";
 import { createSqsRunQueue } from "../../../functions/queue/sqs-run-queue.ts";
 import { createPollingRunEventWaiter } from "../../../functions/run-events/run-event-waiter.ts";
+import { createSkillsDeps } from "../../../functions/skills/create-skills-deps.ts";
+import { createHttpSkillsDataPlane } from "../../../functions/skills/http-skills-data-plane.ts";
 import {
   DEV_TOKEN_AUDIENCE,
   DEV_TOKEN_ISSUER,
@@ -49,6 +51,13 @@ export async function unitApp(overrides: Partial<AppDeps> = {}): Promise<UnitApp
     credentials: { accessKeyId: "x", secretAccessKey: "x" },
     maxAttempts: 1,
   });
+  const s3 = new S3Client({
+    endpoint: UNREACHABLE,
+    region: "us-east-1",
+    credentials: { accessKeyId: "x", secretAccessKey: "x" },
+    forcePathStyle: true,
+    maxAttempts: 1,
+  });
   const down = async () => {
     throw new Error("dependency not available in unit tests");
   };
@@ -67,16 +76,17 @@ export async function unitApp(overrides: Partial<AppDeps> = {}): Promise<UnitApp
     dataPlaneUrl: UNREACHABLE,
     runEvents: createPollingRunEventWaiter(),
     attachments: createAttachmentDeps({
-      s3: new S3Client({
-        endpoint: UNREACHABLE,
-        region: "us-east-1",
-        credentials: { accessKeyId: "x", secretAccessKey: "x" },
-        forcePathStyle: true,
-        maxAttempts: 1,
-      }),
+      s3,
       bucket: "unreachable",
       dataPlaneUrl: UNREACHABLE,
       capabilities,
+    }),
+    ...createSkillsDeps({
+      s3,
+      bucket: "unreachable",
+      sqs,
+      queueUrl: `${UNREACHABLE}/queue/runs`,
+      skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: UNREACHABLE, capabilities }),
     }),
     ...overrides,
   };

@@ -29,6 +29,8 @@ import { createHttpDataPlaneClient } from "../../../../functions/data-plane/http
 import { createHealthProbes } from "../../../../functions/health/health-probes.ts";
 import { createSqsRunQueue } from "../../../../functions/queue/sqs-run-queue.ts";
 import { createPollingRunEventWaiter } from "../../../../functions/run-events/run-event-waiter.ts";
+import { createSkillsDeps } from "../../../../functions/skills/create-skills-deps.ts";
+import { createHttpSkillsDataPlane } from "../../../../functions/skills/http-skills-data-plane.ts";
 import {
   DEV_TOKEN_AUDIENCE,
   DEV_TOKEN_ISSUER,
@@ -127,6 +129,13 @@ export async function startAttachmentsHarness(
     capabilities,
     dataPlaneUrl: dataPlane.url,
     runEvents: createPollingRunEventWaiter(),
+    ...createSkillsDeps({
+      s3,
+      bucket,
+      sqs,
+      queueUrl,
+      skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: dataPlane.url, capabilities }),
+    }),
     attachments: createAttachmentDeps({
       s3,
       bucket,

@@ -24,6 +24,8 @@ import {
   createPollingRunEventWaiter,
   type RunEventWaiter,
 } from "../../../../functions/run-events/run-event-waiter.ts";
+import { createSkillsDeps } from "../../../../functions/skills/create-skills-deps.ts";
+import { createHttpSkillsDataPlane } from "../../../../functions/skills/http-skills-data-plane.ts";
 import { postgresListen } from "../../../../functions/wiring/postgres-listen.ts";
 import {
   DEV_TOKEN_AUDIENCE,
@@ -122,6 +124,13 @@ export async function startFunctionsHarness(
     dataPlaneUrl: dataPlane.url,
     runEvents,
     attachments: createAttachmentDeps({ s3, bucket, dataPlaneUrl: dataPlane.url, capabilities }),
+    ...createSkillsDeps({
+      s3,
+      bucket,
+      sqs,
+      queueUrl,
+      skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: dataPlane.url, capabilities }),
+    }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
   };
   const app = createApp(deps);

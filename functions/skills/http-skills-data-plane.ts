@@ -1,0 +1,302 @@
+import { z } from "zod";
+import { ERROR_CODES, type ErrorCode } from "../../shared/errors/error-catalogue.ts";
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type {
+  ServiceCapabilityMinter,
+  ServiceCapabilityRequest,
+} from "../capability/capability-minter.ts";
+import type {
+  PersonalSkillInfo,
+  ProjectionRefreshResult,
+  SkillImportResult,
+  SkillsDataPlane,
+} from "./skills-data-plane.ts";
+
+/**
+ * The data plane's skills routes (agent-host/data-plane/routes/skills-internal-routes.ts).
+ * Spelled out rather than imported: functions/ must not bundle agent-host code (it runs on
+ * Workers), and tests/integration/skills-http calls the real data plane, so drift fails it.
+ */
+export const SKILLS_REFRESH_PATH = "/internal/v1/skills/refresh";
+export const SKILLS_IMPORT_PATH = "/internal/v1/skills/import";
+export const SKILLS_PERSONAL_PATH = "/internal/v1/skills/personal";
+
+/**
+ * Longest wait per call when the caller's own signal allows more. The skills service bounds
+ * refreshes (refreshWaitMs, 30 s) and imports (importWaitMs, 120 s) itself; the listing is on
+ * `GET /v1/skills`, where an agent-host slower than this counts as down.
+ */
+export const DEFAULT_SKILLS_REFRESH_TIMEOUT_MS = 30_000;
+export const DEFAULT_SKILLS_IMPORT_TIMEOUT_MS = 120_000;
+export const DEFAULT_SKILLS_PERSONAL_TIMEOUT_MS = 10_000;
+/** Each capability is minted for one call and presented at once: seconds are enough. */
+export const SKILLS_CAPABILITY_TTL_SECONDS = 30;
+/**
+ * Largest answer read from the data plane. The biggest is a personal listing (200 skills of
+ * up to 1,024-character descriptions, well under 1 MiB); anything far larger is not ours.
+ */
+export const MAX_SKILLS_RESPONSE_BYTES = 4 * 1024 * 1024;
+
+export type HttpSkillsDataPlaneOptions = {
+  /** DATA_PLANE_URL: the base URL of any agent-host's data plane (they share the data root). */
+  baseUrl: string;
+  /** Mints the service capabilities (createCapabilityMinter returns one). */
+  capabilities: ServiceCapabilityMinter;
+  fetch?: typeof fetch;
+  /** Overrides every per-call default (DEFAULT_SKILLS_*_TIMEOUT_MS). */
+  timeoutMs?: number;
+  maxResponseBytes?: number;
+};
+
+const refreshResponseSchema = z.object({
+  ok: z.boolean(),
+  projected: z.array(z.string()).nullable(),
+  failures: z.array(
+    z.object({ slug: z.string().nullable(), reason: z.string(), message: z.string() }),
+  ),
+});
+
+const importResponseSchema = z.discriminatedUnion("ok", [
+  z.object({
+    ok: z.literal(true),
+    status: z.enum(["installed", "updated", "unchanged"]),
+    skill: z.object({
+      slug: z.string(),
+      kind: z.enum(["builtin", "shared"]),
+      description: z.string(),
+      content_hash: z.string(),
+    }),
+  }),
+  z.object({
+    ok: z.literal(false),
+    reason: z.enum([
+      "archive_rejected",
+      "invalid_slug",
+      "kind_conflict",
+      "busy",
+      "archive_missing",
+      "archive_too_large",
+    ]),
+    message: z.string(),
+    problem: z.string().optional(),
+    entry: z.string().nullable().optional(),
+  }),
+]);
+
+const personalResponseSchema = z.object({
+  items: z.array(z.object({ slug: z.string(), description: z.string() })),
+});
+
+/**
+ * The control plane's SkillsDataPlane over the data plane's HTTP API, for the split
+ * deployment (docs/decisions/0011-skills-over-the-data-plane.md). Each call mints its own
+ * service capability for exactly that call (the uid for a refresh or a listing; the slug and
+ * the upload key for an import), used at once by us and never handed to a client.
+ *
+ * Outcomes are the ones the in-process implementation returns: the data plane answers every
+ * handler value with 200, and its errors are rethrown with their code, message and details.
+ * A data plane that cannot be reached, or answers with something that is not ours (a proxy's
+ * 502), is `unavailable`; a refused capability is `internal` (the key pair or the scope is
+ * wrong: an operator's or our bug, not the caller's).
+ */
+export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): SkillsDataPlane {
+  const fetchImpl = options.fetch ?? fetch;
+  const base = options.baseUrl.endsWith("/") ? options.baseUrl : `${options.baseUrl}/`;
+  // Relative to the base so a base URL with a path prefix (a proxy route) keeps it.
+  const urlOf = (path: string) => new URL(path.slice(1), base).toString();
+  const maxResponseBytes = options.maxResponseBytes ?? MAX_SKILLS_RESPONSE_BYTES;
+
+  async function call<S extends z.ZodType>(
+    path: string,
+    capability: ServiceCapabilityRequest,
+    body: unknown,
+    schema: S,
+    defaultTimeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<z.output<S>> {
+    const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+    const timed = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    const { token } = await options.capabilities.mintService(
+      { ...capability, ttlSeconds: SKILLS_CAPABILITY_TTL_SECONDS },
+      timed,
+    );
+    let status: number;
+    let text: string;
+    try {
+      const response = await fetchImpl(urlOf(path), {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+        signal: timed,
+      });
+      status = response.status;
+      text = await readBounded(response, maxResponseBytes);
+    } catch (cause) {
+      // The caller gave up: its reason, not ours. Otherwise the agent-host is down, slow
+      // (our own timeout), cut the connection, or sent more than any answer of ours.
+      signal.throwIfAborted();
+      if (cause instanceof WorkcellError) throw cause;
+      throw new WorkcellError(
+        "unavailable",
+        timed.aborted
+          ? `The agent-host did not answer ${path} within ${timeoutMs} ms: retry later.`
+          : "The agent-host cannot be reached for skills: retry later.",
+        { cause },
+      );
+    }
+    if (status !== 200) throw refusalOf(path, status, text);
+    const parsed = schema.safeParse(parseJson(text));
+    if (!parsed.success) {
+      throw new WorkcellError(
+        "internal",
+        `The agent-host answered ${path} with an unexpected body: its version does not match functions/.`,
+      );
+    }
+    return parsed.data;
+  }
+
+  return {
+    async refreshProjection(uid, signal): Promise<ProjectionRefreshResult> {
+      const out = await call(
+        SKILLS_REFRESH_PATH,
+        { ops: ["skills.refresh"], uid },
+        { uid },
+        refreshResponseSchema,
+        DEFAULT_SKILLS_REFRESH_TIMEOUT_MS,
+        signal,
+      );
+      return { ok: out.ok, projected: out.projected, failures: out.failures };
+    },
+
+    async importSkill(request, signal): Promise<SkillImportResult> {
+      const out = await call(
+        SKILLS_IMPORT_PATH,
+        { ops: ["skills.import"], skill: { slug: request.slug, uploadKey: request.key } },
+        { slug: request.slug, key: request.key, source_version: request.sourceVersion },
+        importResponseSchema,
+        DEFAULT_SKILLS_IMPORT_TIMEOUT_MS,
+        signal,
+      );
+      if (out.ok) {
+        const { slug, kind, description, content_hash } = out.skill;
+        return {
+          ok: true,
+          status: out.status,
+          skill: { slug, kind, description, contentHash: content_hash },
+        };
+      }
+      if (out.reason === "archive_rejected") {
+        return {
+          ok: false,
+          reason: out.reason,
+          problem: out.problem ?? "",
+          message: out.message,
+          entry: out.entry ?? undefined,
+        };
+      }
+      return { ok: false, reason: out.reason, message: out.message };
+    },
+
+    async listPersonalSkills(uid, signal): Promise<PersonalSkillInfo[]> {
+      const out = await call(
+        SKILLS_PERSONAL_PATH,
+        { ops: ["skills.personal"], uid },
+        { uid },
+        personalResponseSchema,
+        DEFAULT_SKILLS_PERSONAL_TIMEOUT_MS,
+        signal,
+      );
+      return out.items;
+    },
+  };
+}
+
+/** The body as text, refusing more than `maxBytes` (by Content-Length, then as it comes). */
+async function readBounded(response: Response, maxBytes: number): Promise<string> {
+  const tooLarge = () =>
+    new WorkcellError(
+      "unavailable",
+      `The agent-host's answer is larger than ${maxBytes} bytes: it is not a skills answer.`,
+    );
+  if (Number(response.headers.get("Content-Length") ?? 0) > maxBytes) {
+    await response.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  if (response.body === null) return "";
+  const decoder = new TextDecoder();
+  let text = "";
+  let total = 0;
+  for await (const chunk of response.body) {
+    total += chunk.byteLength;
+    if (total > maxBytes) {
+      await response.body.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    text += decoder.decode(chunk, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+type ErrorBody = { code: ErrorCode; message: string; details?: Record<string, unknown> };
+
+/** A non-200 answer: the agent-host's error rethrown as it was, or ours (internal/unavailable). */
+function refusalOf(path: string, status: number, text: string): WorkcellError {
+  const body = errorBodyOf(text);
+  const reason = typeof body?.details?.reason === "string" ? body.details.reason : undefined;
+  if (status === 401) {
+    return new WorkcellError(
+      "internal",
+      reason === "capability_expired"
+        ? "The agent-host found the control plane's service capability expired: the clocks of functions/ and the agent-host disagree."
+        : "The agent-host refused the control plane's service capability: CAPABILITY_PRIVATE_KEY and the data plane's CAPABILITY_PUBLIC_KEY are not a pair.",
+    );
+  }
+  if (status === 403) {
+    // Every 403 of these routes is about the capability (its op, its uid, its import): the
+    // handlers themselves never answer 403.
+    return new WorkcellError(
+      "internal",
+      `The agent-host refused the service capability for ${path} (${reason ?? "forbidden"}): functions/ minted the wrong scope.`,
+    );
+  }
+  if (status === 404 && body?.code === "not_found") {
+    // No such route: an agent-host of an older release, during a rolling deploy.
+    return new WorkcellError(
+      "unavailable",
+      `The agent-host does not serve ${path}: upgrade it to this release.`,
+    );
+  }
+  if (body === undefined || status === 404) {
+    return new WorkcellError(
+      "unavailable",
+      `The agent-host could not serve ${path} (HTTP ${status}): retry later.`,
+    );
+  }
+  return new WorkcellError(body.code, body.message, {
+    ...(body.details === undefined ? {} : { details: body.details }),
+  });
+}
+
+/** The API-shaped error of a data-plane answer, if it is one. */
+function errorBodyOf(text: string): ErrorBody | undefined {
+  const error = (parseJson(text) as { error?: Partial<ErrorBody> } | undefined)?.error;
+  if (
+    error === undefined ||
+    error === null ||
+    typeof error.message !== "string" ||
+    !(ERROR_CODES as readonly unknown[]).includes(error.code)
+  ) {
+    return undefined;
+  }
+  const details =
+    typeof error.details === "object" && error.details !== null ? error.details : undefined;
+  return { code: error.code as ErrorCode, message: error.message, ...(details ? { details } : {}) };
+}

@@ -43,6 +43,10 @@ export default $config({
 
     const vpc = new sst.aws.Vpc("Vpc", { nat: "ec2" });
     const database = new sst.aws.Postgres("Database", { vpc });
+    const databaseUrl = $interpolate`postgres://${database.username}:${database.password}@${database.host}:${database.port}/${database.database}`;
+    // Signs data-plane capabilities (Ed25519 private JWK); agent-hosts get the public half
+    // in their CAPABILITY_PUBLIC_KEY. `npx sst secret set CapabilityPrivateKey '<jwk>'`.
+    const capabilityKey = new sst.Secret("CapabilityPrivateKey");
 
     const api = new sst.aws.Function("Api", {
       handler: "functions/entry/lambda.handler",
@@ -51,6 +55,8 @@ export default $config({
       vpc,
       link: [runs, attachments, database],
       environment: {
+        DATABASE_URL: databaseUrl,
+        CAPABILITY_PRIVATE_KEY: capabilityKey.value,
         AUTH_MODE: "oidc",
         RUN_QUEUE_URL: runs.url,
         ATTACHMENTS_BUCKET: attachments.name,
@@ -61,7 +67,8 @@ export default $config({
       },
     });
 
-    // The dispatch sweeper re-sends runs left pending (lost message, crashed publisher).
+    // The sweeper ends runs whose node died (node_lost) and re-sends runs left pending
+    // (lost message, crashed publisher); functions/runs/sweep-runs.ts.
     new sst.aws.Cron("DispatchSweeper", {
       schedule: "rate(1 minute)",
       function: {
@@ -69,10 +76,25 @@ export default $config({
         runtime: "nodejs24.x",
         vpc,
         link: [runs, database],
-        environment: { RUN_QUEUE_URL: runs.url },
+        environment: {
+          DATABASE_URL: databaseUrl,
+          CAPABILITY_PRIVATE_KEY: capabilityKey.value,
+          RUN_QUEUE_URL: runs.url,
+          ATTACHMENTS_BUCKET: attachments.name,
+          AUTH_MODE: "oidc",
+          OIDC_ISSUER: process.env.WORKCELL_OIDC_ISSUER ?? "",
+          OIDC_AUDIENCE: process.env.WORKCELL_OIDC_AUDIENCE ?? "",
+          OIDC_JWKS_URL: process.env.WORKCELL_OIDC_JWKS_URL ?? "",
+          DATA_PLANE_URL: process.env.WORKCELL_DATA_PLANE_URL ?? "",
+        },
       },
     });
 
-    return { api: api.url, runQueue: runs.url, attachmentsBucket: attachments.name };
+    return {
+      api: api.url,
+      runQueue: runs.url,
+      runDlq: deadLetters.url,
+      attachmentsBucket: attachments.name,
+    };
   },
 });

@@ -11,8 +11,8 @@ import { importCapabilityPublicKey } from "../shared/capability/capability-keys.
 import { createDb } from "../shared/db/client.ts";
 import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";
 import { parseEnv } from "../shared/env/parse-env.ts";
+import { postgresListen } from "../shared/listen/postgres-listen.ts";
 import { startAgentHost } from "./agent-host.ts";
-import { postgresListen } from "./runs/listen.ts";
 import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
 import { sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
 

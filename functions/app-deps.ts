@@ -32,7 +32,7 @@ export type AppDeps = SkillsDeps & {
   runEvents: RunEventWaiter;
   /** Presigned uploads to the attachments bucket and imports through the data plane. */
   attachments: AttachmentDeps;
-  /** Defaults to `noRecordedChanges()`. */
+  /** Defaults to `recordedRunChanges(db)` (the run worker's `run_changes` table). */
   runChanges?: RunChangesSource;
   limits?: Partial<AppLimits>;
 };

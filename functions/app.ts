@@ -17,7 +17,7 @@ import { registerRunEventsRoute } from "./routes/run-events-route.ts";
 import { registerRunRoutes } from "./routes/run-routes.ts";
 import { registerSkillRoutes } from "./routes/skills-routes.ts";
 import { registerThreadRoutes } from "./routes/thread-routes.ts";
-import { noRecordedChanges } from "./runs/run-changes.ts";
+import { recordedRunChanges } from "./runs/recorded-run-changes.ts";
 
 /**
  * The control plane as a web-standard app: only Request/Response inside, so the same
@@ -39,7 +39,11 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   registerProjectRoutes(app, deps);
   registerThreadRoutes(app, deps);
-  registerRunRoutes(app, { ...deps, runChanges: deps.runChanges ?? noRecordedChanges(), limits });
+  registerRunRoutes(app, {
+    ...deps,
+    runChanges: deps.runChanges ?? recordedRunChanges(deps.db),
+    limits,
+  });
   registerRunEventsRoute(app, { db: deps.db, waiter: deps.runEvents, limits });
   registerFilesAccessRoute(app, deps);
   registerAttachmentRoutes(app, deps);

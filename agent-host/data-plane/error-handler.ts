@@ -1,9 +1,8 @@
-import type { ErrorHandler } from "hono";
+import type { Context, ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { httpStatusOfError, toErrorBody, WorkcellError } from "../../shared/errors/index.ts";
+import { WorkcellError } from "../../shared/errors/index.ts";
+import { errorHandler as sharedErrorHandler } from "../../shared/http/error-handler.ts";
 import type { DataPlaneEnv } from "./data-plane-env.ts";
-import { REQUEST_ID_HEADER } from "./request-context.ts";
 
 /** `WWW-Authenticate` of every 401 (RFC 6750); it never says why the token was refused. */
 export const WWW_AUTHENTICATE = 'Bearer realm="workcell-data-plane", error="invalid_token"';
@@ -15,46 +14,22 @@ export const WWW_AUTHENTICATE = 'Bearer realm="workcell-data-plane", error="inva
  * 400, too large → 413); anything else is logged in full and answered as a bare `internal`.
  */
 export function errorHandler(): ErrorHandler<DataPlaneEnv> {
-  return function onError(err, c) {
-    const error = normalize(err, c.req.raw.signal.aborted);
-    const status = httpStatusOfError(error) as ContentfulStatusCode;
-    const log = c.var.logger;
-    if (status >= 500) log?.error({ err }, "request failed");
-    else log?.info({ code: toErrorBody(error).error.code, reason: reasonOf(error) }, "refused");
-    if (c.var.requestId) c.header(REQUEST_ID_HEADER, c.var.requestId);
-    if (status === 401) c.header("WWW-Authenticate", WWW_AUTHENTICATE);
-    c.header("Cache-Control", "no-store");
-    return c.json(toErrorBody(error), status);
-  };
+  return sharedErrorHandler({
+    wwwAuthenticate: WWW_AUTHENTICATE,
+    mapError: clientAborted,
+    headers: { "Cache-Control": "no-store" },
+    refusedLogMessage: "refused",
+    logRefusalReason: true,
+  });
 }
 
-function normalize(err: unknown, clientGone: boolean): unknown {
-  if (err instanceof HTTPException) return fromHttpException(err);
+function clientAborted(err: unknown, c: Context): WorkcellError | undefined {
   // The client went away mid-request (upload cancelled, tab closed): nobody reads this
   // answer, and it is not a server fault worth an error log.
-  if (clientGone && !(err instanceof WorkcellError)) {
-    return new WorkcellError("invalid_request", "The request was aborted by the client.", {
-      details: { reason: "client_aborted" },
-    });
+  if (!c.req.raw.signal.aborted || err instanceof WorkcellError || err instanceof HTTPException) {
+    return undefined;
   }
-  return err;
-}
-
-function fromHttpException(err: HTTPException): unknown {
-  switch (err.status) {
-    case 400:
-      return new WorkcellError("invalid_request", err.message || undefined);
-    case 401:
-      return new WorkcellError("unauthenticated");
-    case 404:
-      return new WorkcellError("not_found");
-    case 413:
-      return new WorkcellError("payload_too_large");
-    default:
-      return err;
-  }
-}
-
-function reasonOf(err: unknown): unknown {
-  return err instanceof WorkcellError ? err.details?.reason : undefined;
+  return new WorkcellError("invalid_request", "The request was aborted by the client.", {
+    details: { reason: "client_aborted" },
+  });
 }

@@ -1,19 +1,4 @@
-import type { Sql } from "postgres";
-
-/**
- * Starts a LISTEN on `channel`; the returned function ends it. postgres.js (one dedicated
- * connection, re-listened after a reconnect) and PGlite (`pg.listen`) both fit; main.ts
- * picks one. The same shape as functions/run-events' ListenFn.
- */
-export type ListenFn = (
-  channel: string,
-  onPayload: (payload: string) => void,
-) => Promise<() => Promise<void>>;
-
-/** LISTEN through postgres.js. */
-export function postgresListen(sql: Sql): ListenFn {
-  return async (channel, onPayload) => {
-    const { unlisten } = await sql.listen(channel, onPayload);
-    return unlisten;
-  };
-}
+// One definition for both planes lives in shared/listen/; re-exported here for the
+// worker's existing importers.
+export type { ListenFn } from "../../shared/listen/listen-fn.ts";
+export { postgresListen } from "../../shared/listen/postgres-listen.ts";

@@ -1,19 +1,17 @@
-import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
+import { and, desc, eq, inArray, lt } from "drizzle-orm";
 import { type AgentOptions, agentOptionsSchema } from "../../shared/contracts/run.ts";
 import type { DbOrTransaction } from "../../shared/db/client.ts";
 import {
   type AgentRun,
-  attachments,
   conversations,
   type DirectoryMode,
   messages,
   projects,
 } from "../../shared/db/schema.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { ContextAttachment } from "../attachments/attachment-context.ts";
+import { listThreadAttachments } from "../attachments/list-thread-attachments.ts";
 import type { ChatMessage } from "./agent/index.ts";
-
-/** Attachments named in one run's model-visible message; the rest are summarised. */
-export const MAX_ATTACHMENTS_LISTED = 100;
 
 /** Everything about a claimed run the worker reads once, before it prepares it. */
 export interface RunContext {
@@ -26,16 +24,12 @@ export interface RunContext {
   readonly agent: AgentOptions;
   /** The thread before this run: user and assistant messages, oldest first. */
   readonly history: readonly ChatMessage[];
-  /** The thread's attachments (Workdir-relative paths), oldest first. */
-  readonly attachments: readonly ThreadAttachment[];
-}
-
-export interface ThreadAttachment {
-  readonly fileName: string;
-  /** The file itself, e.g. uploads/report.pdf. */
-  readonly originalPath: string;
-  /** Its text extraction when there is one, else the same as originalPath. */
-  readonly path: string;
+  /**
+   * The thread's attachments as the run starts (Workdir-relative paths), oldest first, the
+   * newest MAX_CONTEXT_ATTACHMENT_ROWS at most; withAttachmentContext lists them for the
+   * model (docs/decisions/0009-attachments.md §6).
+   */
+  readonly attachments: readonly ContextAttachment[];
 }
 
 export async function loadRunContext(
@@ -85,15 +79,7 @@ export async function loadRunContext(
         : { role: "user", content: m.content },
     );
 
-  const files = await db
-    .select({
-      fileName: attachments.fileName,
-      originalPath: attachments.originalPath,
-      path: attachments.path,
-    })
-    .from(attachments)
-    .where(and(eq(attachments.threadId, run.threadId), eq(attachments.uid, run.uid)))
-    .orderBy(asc(attachments.uploadedAt), asc(attachments.fileId));
+  const files = await listThreadAttachments(db, run.uid, run.threadId);
 
   const agent = agentOptionsSchema.safeParse(run.agent);
   return {
@@ -105,25 +91,4 @@ export async function loadRunContext(
     history,
     attachments: files,
   };
-}
-
-/**
- * The run's user message as the model sees it: the thread's attachments listed first
- * (ARCHITECTURE.md §7), then the user's text. The stored message keeps the original text.
- */
-export function modelVisibleInput(input: string, files: readonly ThreadAttachment[]): string {
-  if (files.length === 0) return input;
-  const listed = files.slice(0, MAX_ATTACHMENTS_LISTED).map((f) => {
-    const text = f.path === f.originalPath ? "" : ` (text: ${f.path})`;
-    return `- ${f.fileName}: ${f.originalPath}${text}`;
-  });
-  if (files.length > MAX_ATTACHMENTS_LISTED) {
-    listed.push(`- … and ${files.length - MAX_ATTACHMENTS_LISTED} more under uploads/`);
-  }
-  return [
-    "Files attached to this conversation (paths relative to your Workdir):",
-    ...listed,
-    "",
-    input,
-  ].join("\n");
 }

@@ -4,6 +4,7 @@ import type { TerminalRunStatus } from "../../shared/contracts/run.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { type AgentRun, agentRuns, type RunError } from "../../shared/db/schema.ts";
 import { domainReasonOf } from "../../shared/errors/domain-errors.ts";
+import { withAttachmentContext } from "../attachments/attachment-context.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import {
@@ -22,7 +23,7 @@ import type { ChildRun } from "./create-child-run.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
 import type { ModelClientFactory } from "./model-client-factory.ts";
 import { type Preparation, prepareRun } from "./prepare-run.ts";
-import { loadRunContext, modelVisibleInput } from "./run-context.ts";
+import { loadRunContext } from "./run-context.ts";
 import { RunControl, type StopReason } from "./run-control.ts";
 import { runEndingOf, stoppedBeforeStart } from "./run-ending.ts";
 import { nextEventSeq, RunEventLog } from "./run-event-log.ts";
@@ -30,9 +31,11 @@ import type { RunFence } from "./run-fence.ts";
 import { RunLease } from "./run-lease.ts";
 import type { RunWorkerLimits } from "./run-limits.ts";
 import { createRunSubagentSpawner } from "./run-subagent-spawner.ts";
+import { runWorkdirChanges } from "./run-workdir-changes.ts";
 import { createSandboxExec, type RunSandboxes } from "./sandbox-exec-adapter.ts";
 import type { SkillProjection } from "./skill-projection.ts";
 import { cleanupExecutionTree } from "./tree-cleanup.ts";
+import type { WorkdirChanges } from "./workdir-changes.ts";
 
 export interface RunExecutorDeps {
   readonly db: Db;
@@ -177,10 +180,22 @@ export class RunExecutor {
       maxTurns: context.agent.max_steps,
       history: context.history,
       input: run.input,
-      visibleInput: modelVisibleInput(run.input, context.attachments),
+      // Built from the stored input on every execution, never from an earlier model copy,
+      // so a run handed back and claimed again lists the attachments once; and
+      // withAttachmentContext leaves a text that already ends with the block alone.
+      visibleInput: withAttachmentContext(run.input, context.attachments, context.workdirPath),
       logger: log,
     });
-    return this.#record(run, fence, events, detach, ending, log);
+    // Taken while the lease still heartbeats; a lost lease records nothing anyway.
+    const changes =
+      ending === undefined
+        ? undefined
+        : await runWorkdirChanges(
+            { ...this.#deps, logger: log },
+            { uid: run.uid, workdirPath: context.workdirPath },
+            prepared.before,
+          );
+    return this.#record(run, fence, events, detach, ending, log, changes);
   }
 
   /** A sub-agent: committed and claimed by the spawner, run here in the parent's sandbox. */
@@ -332,8 +347,9 @@ export class RunExecutor {
   }
 
   /**
-   * Records an ending (undefined = lease lost: nothing to record). The heartbeat stops
-   * first, so it cannot mistake the run's own ending for a lost lease.
+   * Records an ending (undefined = lease lost: nothing to record), with a root run's
+   * Workdir changes in the same fenced transaction. The heartbeat stops first, so it
+   * cannot mistake the run's own ending for a lost lease.
    */
   async #record(
     run: AgentRun,
@@ -342,17 +358,24 @@ export class RunExecutor {
     detach: Attachment,
     ending: RunEnding | undefined,
     log: Logger,
+    changes?: WorkdirChanges,
   ): Promise<RootRunResult> {
     await detach.stop();
     if (ending === undefined || events.lost) return { kind: "lease_lost" };
     await events.settled();
-    const ok = await finishRun(this.#deps.db, fence, run.threadId, events.nextSeq, ending);
+    const ok = await finishRun(this.#deps.db, fence, run.threadId, events.nextSeq, ending, changes);
     if (!ok) {
       log.warn("run ended but its lease was lost; nothing recorded");
       return { kind: "lease_lost" };
     }
     log.info(
-      { status: ending.status, ...(ending.error ? { error_code: ending.error.code } : {}) },
+      {
+        status: ending.status,
+        ...(ending.error ? { error_code: ending.error.code } : {}),
+        ...(changes === undefined
+          ? {}
+          : { changed_files: changes.items.length, changes_truncated: changes.truncated }),
+      },
       "run ended",
     );
     return {

@@ -1,3 +1,5 @@
+import { MAX_RUN_CHANGES_PER_RUN } from "../../shared/db/schema.ts";
+
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
 
@@ -42,6 +44,18 @@ export interface RunWorkerLimits {
   readonly sandboxDestroyTimeoutMs: number;
   /** Thread history loaded into a run's model context, newest kept. */
   readonly maxHistoryMessages: number;
+  /**
+   * Workdir snapshots for a root run's file changes (before it executes, after it ends):
+   * files and directories recorded per snapshot. Each entry is one lstat, and the walk
+   * runs on the worker's thread, so this also bounds the time it takes.
+   */
+  readonly changesMaxEntries: number;
+  /** Deepest directory a snapshot lists (the Workdir is depth 0). */
+  readonly changesMaxDepth: number;
+  /** Wall-clock budget of one snapshot; past it the rest is unlisted (truncated). */
+  readonly changesSnapshotTimeoutMs: number;
+  /** Changes stored per run, at most MAX_RUN_CHANGES_PER_RUN (the API's answer is unpaged). */
+  readonly changesMaxRecorded: number;
 }
 
 export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
@@ -61,6 +75,10 @@ export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
   treeCleanupPollMs: 200,
   sandboxDestroyTimeoutMs: 2 * MINUTE_MS,
   maxHistoryMessages: 200,
+  changesMaxEntries: 20_000,
+  changesMaxDepth: 16,
+  changesSnapshotTimeoutMs: 10 * SECOND_MS,
+  changesMaxRecorded: MAX_RUN_CHANGES_PER_RUN,
 });
 
 /** SQS's own bounds on long polling and on a message's delay. */
@@ -92,6 +110,12 @@ export function resolveRunWorkerLimits(overrides: Partial<RunWorkerLimits> = {})
   }
   if (limits.maxSubagentDepth < 0 || limits.maxSubagentsPerRun < 0) {
     problems.push("maxSubagentDepth and maxSubagentsPerRun must not be negative");
+  }
+  if (limits.changesMaxEntries < 0 || limits.changesMaxDepth < 0) {
+    problems.push("changesMaxEntries and changesMaxDepth must not be negative");
+  }
+  if (limits.changesMaxRecorded < 0 || limits.changesMaxRecorded > MAX_RUN_CHANGES_PER_RUN) {
+    problems.push(`changesMaxRecorded must be 0 to ${MAX_RUN_CHANGES_PER_RUN}`);
   }
   if (problems.length > 0)
     throw new RangeError(`Invalid run worker limits: ${problems.join("; ")}`);

@@ -8,12 +8,8 @@ import type {
 import type { Db } from "../../shared/db/client.ts";
 import type { TmpUpload } from "../../shared/db/schema.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
-import {
-  type IdempotencyScope,
-  runIdempotent,
-  storedResponse,
-} from "../idempotency/idempotent-transaction.ts";
-import { requestHash } from "../idempotency/request-hash.ts";
+import { idempotencyScope } from "../idempotency/idempotency-scope.ts";
+import { runIdempotent, storedResponse } from "../idempotency/idempotent-transaction.ts";
 import { findActiveThread } from "../threads/thread-store.ts";
 import { attachmentBody } from "./attachment-body.ts";
 import type { AttachmentDeps } from "./attachment-deps.ts";
@@ -61,16 +57,13 @@ export async function confirmAttachments(
   signal: AbortSignal,
 ): Promise<ConfirmResponse> {
   const { uid, threadId, request } = input;
-  const scope: IdempotencyScope | undefined =
-    input.idempotencyKey === undefined
-      ? undefined
-      : {
-          uid,
-          key: input.idempotencyKey,
-          method: "POST",
-          path: `/v1/threads/${threadId}/attachments/confirm`,
-          requestHash: await requestHash(request),
-        };
+  const scope = await idempotencyScope({
+    uid,
+    key: input.idempotencyKey,
+    method: "POST",
+    path: `/v1/threads/${threadId}/attachments/confirm`,
+    body: request,
+  });
   const replayed = await storedResponse(deps.db, scope);
   if (replayed !== undefined) return replayed.body as ConfirmResponse;
 

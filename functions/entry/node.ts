@@ -8,11 +8,11 @@ import { z } from "zod";
 import { intVar, portVar } from "../../shared/env/env-vars.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
+import { postgresListen } from "../../shared/listen/postgres-listen.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import { createNotifyRunEventWaiter } from "../run-events/notify-run-event-waiter.ts";
 import { runSweeperLoop } from "../runs/sweeper-loop.ts";
-import { postgresListen } from "../wiring/postgres-listen.ts";
 import { createRuntimeDeps } from "../wiring/runtime-deps.ts";
 
 /** Connections per process; Postgres' max_connections is shared by every replica. */

@@ -1,9 +1,8 @@
 import type { ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { httpStatusOfError, toErrorBody, WorkcellError } from "../../shared/errors/index.ts";
+import { WorkcellError } from "../../shared/errors/index.ts";
+import { errorHandler as sharedErrorHandler } from "../../shared/http/error-handler.ts";
 import type { AppEnv } from "../app-env.ts";
-import { REQUEST_ID_HEADER } from "./request-context.ts";
 
 /**
  * The one place where errors become HTTP responses (API.md error shape). Hono's own
@@ -12,38 +11,18 @@ import { REQUEST_ID_HEADER } from "./request-context.ts";
  * `internal` without internals.
  */
 export function errorHandler(): ErrorHandler<AppEnv> {
-  return function onError(err, c) {
-    const error = err instanceof HTTPException ? fromHttpException(err) : err;
-    const status = httpStatusOfError(error) as ContentfulStatusCode;
-    const log = c.var.logger;
-    if (status >= 500) log?.error({ err }, "request failed");
-    else log?.info({ code: toErrorBody(error).error.code }, "request refused");
-    const requestId = c.var.requestId;
-    if (requestId) c.header(REQUEST_ID_HEADER, requestId);
+  return sharedErrorHandler({
     // RFC 6750: a 401 names the scheme, and nothing about why the token was refused.
-    if (status === 401) c.header("WWW-Authenticate", 'Bearer realm="workcell"');
-    return c.json(toErrorBody(error), status);
-  };
+    wwwAuthenticate: 'Bearer realm="workcell"',
+    mapError: unsupportedMediaType,
+  });
 }
 
-function fromHttpException(err: HTTPException): unknown {
-  switch (err.status) {
-    case 400:
-      // Hono's message here is about the body's syntax ("Malformed JSON in request body").
-      return new WorkcellError("invalid_request", err.message || undefined);
-    case 401:
-      return new WorkcellError("unauthenticated");
-    case 404:
-      return new WorkcellError("not_found");
-    case 413:
-      return new WorkcellError("payload_too_large");
-    case 415:
-      return new WorkcellError(
-        "invalid_request",
-        "Send the request body as JSON with 'Content-Type: application/json'.",
-        { details: { field: "Content-Type" } },
-      );
-    default:
-      return err;
-  }
+function unsupportedMediaType(err: unknown): WorkcellError | undefined {
+  if (!(err instanceof HTTPException) || err.status !== 415) return undefined;
+  return new WorkcellError(
+    "invalid_request",
+    "Send the request body as JSON with 'Content-Type: application/json'.",
+    { details: { field: "Content-Type" } },
+  );
 }

@@ -9,8 +9,8 @@ import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppEnv } from "../app-env.ts";
 import { idempotencyHeadersSchema } from "../idempotency/idempotency-key.ts";
+import { idempotencyScope } from "../idempotency/idempotency-scope.ts";
 import { runIdempotent, storedResponse } from "../idempotency/idempotent-transaction.ts";
-import { requestHash } from "../idempotency/request-hash.ts";
 import { linkedWorkdir } from "../projects/linked-workdir.ts";
 import { projectBody } from "../projects/project-body.ts";
 import { findProject, insertProject, listProjects } from "../projects/project-store.ts";
@@ -69,11 +69,13 @@ export function registerProjectRoutes(
   app.openapi(createProject, async (c) => {
     const { uid } = c.var.principal;
     const body = c.req.valid("json");
-    const key = c.req.valid("header")["idempotency-key"];
-    const scope =
-      key === undefined
-        ? undefined
-        : { uid, key, method: "POST", path: "/v1/projects", requestHash: await requestHash(body) };
+    const scope = await idempotencyScope({
+      uid,
+      key: c.req.valid("header")["idempotency-key"],
+      method: "POST",
+      path: "/v1/projects",
+      body,
+    });
     const replayed = await storedResponse(deps.db, scope);
     if (replayed !== undefined) return c.json(replayed.body as Project, 201);
 

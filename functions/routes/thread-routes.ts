@@ -10,8 +10,8 @@ import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppEnv } from "../app-env.ts";
 import { idempotencyHeadersSchema } from "../idempotency/idempotency-key.ts";
+import { idempotencyScope } from "../idempotency/idempotency-scope.ts";
 import { runIdempotent } from "../idempotency/idempotent-transaction.ts";
-import { requestHash } from "../idempotency/request-hash.ts";
 import { threadCreatingBodyHook } from "../middleware/validation-hook.ts";
 import { createThreadIn } from "../threads/create-thread.ts";
 import { deleteThread } from "../threads/delete-thread.ts";
@@ -86,11 +86,13 @@ export function registerThreadRoutes(app: OpenAPIHono<AppEnv>, deps: Pick<AppDep
     async (c) => {
       const { uid } = c.var.principal;
       const body = c.req.valid("json");
-      const key = c.req.valid("header")["idempotency-key"];
-      const scope =
-        key === undefined
-          ? undefined
-          : { uid, key, method: "POST", path: "/v1/threads", requestHash: await requestHash(body) };
+      const scope = await idempotencyScope({
+        uid,
+        key: c.req.valid("header")["idempotency-key"],
+        method: "POST",
+        path: "/v1/threads",
+        body,
+      });
       const response = await runIdempotent(deps.db, scope, async (tx) => ({
         status: 201,
         body: threadBody(await createThreadIn(tx, uid, body)),

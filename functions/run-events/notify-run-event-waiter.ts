@@ -1,12 +1,7 @@
 import type { Logger } from "pino";
+import type { ListenFn } from "../../shared/listen/listen-fn.ts";
 import { RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
 import type { RunEventWaiter } from "./run-event-waiter.ts";
-
-/** Starts a LISTEN; the returned function ends it. postgres.js and PGlite both fit. */
-export type ListenFn = (
-  channel: string,
-  onPayload: (payload: string) => void,
-) => Promise<() => Promise<void>>;
 
 export type NotifyRunEventWaiter = RunEventWaiter & { close(): Promise<void> };
 

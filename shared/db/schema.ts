@@ -8,6 +8,7 @@ export * from "./schema/messages.ts";
 export * from "./schema/nodes.ts";
 export * from "./schema/projects.ts";
 export * from "./schema/requests.ts";
+export * from "./schema/run-changes.ts";
 export * from "./schema/run-events.ts";
 export * from "./schema/sandboxes.ts";
 export * from "./schema/skills.ts";

@@ -1,11 +1,11 @@
 import { join } from "node:path";
-import { exportJWK, generateKeyPair } from "jose";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { freePort } from "../../setup/free-port.ts";
-import { awsConfig, freshBucket, freshQueue, sqsClient } from "../../support/aws.ts";
-import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
+import { sqsClient } from "../../support/aws.ts";
+import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
+import type { TestDatabase } from "../../support/postgres.ts";
 import { driveThreadAndRun, receiveRunIds } from "./support/drive.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
@@ -20,27 +20,19 @@ let queueUrl: string;
 let server: ServerProcess;
 
 beforeAll(async () => {
-  database = await freshDatabase();
-  queueUrl = await freshQueue(sqsClient(), "node");
-  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
+  let vars: Record<string, string>;
+  ({ database, queueUrl, vars } = await functionsEntryEnv({
+    devJwtSecret: SECRET,
+    queuePrefix: "node",
+    logLevel: "warn",
+  }));
   const port = await freePort();
   server = await startServerProcess({
     command: process.execPath,
     args: [join(ROOT, "functions/entry/node.ts")],
     env: {
       PATH: process.env.PATH,
-      DATABASE_URL: database.url,
-      RUN_QUEUE_URL: queueUrl,
-      ATTACHMENTS_BUCKET: await freshBucket(),
-      AWS_ENDPOINT_URL: awsConfig().endpoint,
-      AWS_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: "test",
-      AWS_SECRET_ACCESS_KEY: "test",
-      AUTH_MODE: "dev",
-      DEV_JWT_SECRET: SECRET,
-      CAPABILITY_PRIVATE_KEY: JSON.stringify(await exportJWK(privateKey)),
-      DATA_PLANE_URL: "https://dp.example.test",
-      LOG_LEVEL: "warn",
+      ...vars,
       HOST: "127.0.0.1",
       PORT: String(port),
       SWEEP_INTERVAL_MS: "1000",

@@ -3,13 +3,13 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { exportJWK, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { freePort } from "../../setup/free-port.ts";
-import { awsConfig, freshBucket, freshQueue, sqsClient } from "../../support/aws.ts";
-import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
+import { sqsClient } from "../../support/aws.ts";
+import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
+import type { TestDatabase } from "../../support/postgres.ts";
 import { driveThreadAndRun, receiveRunIds } from "./support/drive.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
@@ -31,23 +31,12 @@ let worker: ServerProcess;
 
 beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), "workcell-wrangler-"));
-  database = await freshDatabase();
-  queueUrl = await freshQueue(sqsClient(), "worker");
-  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
-  const vars = {
-    DATABASE_URL: database.url,
-    RUN_QUEUE_URL: queueUrl,
-    ATTACHMENTS_BUCKET: await freshBucket(),
-    AWS_ENDPOINT_URL: awsConfig().endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "test",
-    AWS_SECRET_ACCESS_KEY: "test",
-    AUTH_MODE: "dev",
-    DEV_JWT_SECRET: SECRET,
-    CAPABILITY_PRIVATE_KEY: JSON.stringify(await exportJWK(privateKey)),
-    DATA_PLANE_URL: "https://dp.example.test",
-    LOG_LEVEL: "warn",
-  };
+  let vars: Record<string, string>;
+  ({ database, queueUrl, vars } = await functionsEntryEnv({
+    devJwtSecret: SECRET,
+    queuePrefix: "worker",
+    logLevel: "warn",
+  }));
   const envFile = join(scratch, "worker.env");
   await writeFile(
     envFile,

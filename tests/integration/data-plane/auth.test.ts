@@ -25,13 +25,7 @@ beforeEach(async () => {
   env = await setupDataPlane();
   writeFileSync(env.at("existing.txt"), SECRET);
 });
-afterEach(async () => {
-  try {
-    env.assertOutsideUntouched();
-  } finally {
-    await env.cleanup();
-  }
-});
+afterEach(() => env.finish());
 
 interface Call {
   readonly name: string;

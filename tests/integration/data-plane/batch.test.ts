@@ -18,13 +18,7 @@ let env: DataPlaneEnv;
 beforeEach(async () => {
   env = await setupDataPlane();
 });
-afterEach(async () => {
-  try {
-    env.assertOutsideUntouched();
-  } finally {
-    await env.cleanup();
-  }
-});
+afterEach(() => env.finish());
 
 function post(dir: string, parts: Parameters<typeof multipart>[0]): Promise<Response> {
   const { body, contentType } = multipart(parts);

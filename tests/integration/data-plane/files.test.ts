@@ -17,13 +17,7 @@ let env: DataPlaneEnv;
 beforeEach(async () => {
   env = await setupDataPlane();
 });
-afterEach(async () => {
-  try {
-    env.assertOutsideUntouched();
-  } finally {
-    await env.cleanup();
-  }
-});
+afterEach(() => env.finish());
 
 describe("GET /dp/v1/files (list)", () => {
   it("lists regular files and real directories, sorted, dirs with size 0", async () => {

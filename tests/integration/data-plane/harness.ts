@@ -20,6 +20,7 @@ import {
   type MintCapabilityOptions,
   mintCapability,
 } from "../../../shared/capability/index.ts";
+import { checkThenCleanup } from "../../support/check-then-cleanup.ts";
 import { freshDataRoot } from "../../support/data-root.ts";
 import { newKeyPair, type TestKeyPair } from "../../unit/capability/capability-keys.ts";
 import { snapshot } from "../workspace/harness.ts";
@@ -55,6 +56,8 @@ export interface DataPlaneEnv {
   /** Fails if anything outside Alice's Workdir's reach (her outside/, Bob's files) changed. */
   assertOutsideUntouched(): void;
   cleanup(): Promise<void>;
+  /** assertOutsideUntouched, then cleanup whether or not it failed: each test's afterEach. */
+  finish(): Promise<void>;
 }
 
 /** What `fetch` takes as a body (the DOM lib's BodyInit is not in this project's libs). */
@@ -129,6 +132,19 @@ export async function setupDataPlane(options: SetupOptions = {}): Promise<DataPl
     return minted.token;
   };
 
+  const assertOutsideUntouched = () => {
+    const after = { outside: snapshot(outside), bob: snapshot(bobUserDir) };
+    if (JSON.stringify(after) !== JSON.stringify(before)) {
+      throw new Error(
+        `files outside Alice's Workdir changed:\nbefore ${JSON.stringify(before)}\nafter  ${JSON.stringify(after)}`,
+      );
+    }
+  };
+  const cleanup = async () => {
+    await server.close();
+    await root.remove();
+  };
+
   return {
     dataRoot: root.path,
     keys,
@@ -152,18 +168,9 @@ export async function setupDataPlane(options: SetupOptions = {}): Promise<DataPl
         ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
       } as RequestInit);
     },
-    assertOutsideUntouched() {
-      const after = { outside: snapshot(outside), bob: snapshot(bobUserDir) };
-      if (JSON.stringify(after) !== JSON.stringify(before)) {
-        throw new Error(
-          `files outside Alice's Workdir changed:\nbefore ${JSON.stringify(before)}\nafter  ${JSON.stringify(after)}`,
-        );
-      }
-    },
-    async cleanup() {
-      await server.close();
-      await root.remove();
-    },
+    assertOutsideUntouched,
+    cleanup,
+    finish: () => checkThenCleanup(assertOutsideUntouched, cleanup),
   };
 }
 

@@ -26,13 +26,7 @@ beforeEach(async () => {
   env = await setupDataPlane();
   mkdirSync(join(env.aliceWorkspace, LINKED), { recursive: true });
 });
-afterEach(async () => {
-  try {
-    env.assertOutsideUntouched();
-  } finally {
-    await env.cleanup();
-  }
-});
+afterEach(() => env.finish());
 
 async function post(
   endpoint: "check" | "materialize",

@@ -25,11 +25,7 @@ afterEach(async () => {
     await exited;
     swapper = undefined;
   }
-  try {
-    env.assertOutsideUntouched();
-  } finally {
-    await env.cleanup();
-  }
+  await env.finish();
 });
 
 it(`${ROUNDS} rounds of PUT / GET / list through a directory swapped for a symlink`, async () => {

@@ -23,11 +23,7 @@ describe.each(RESOLVER_KINDS)("special files (%s resolver)", (kind) => {
   });
   afterEach(async () => {
     await new Promise((resolve) => socketServer?.close(resolve));
-    try {
-      env.assertOutsideUntouched();
-    } finally {
-      await env.cleanup();
-    }
+    await env.finish();
   });
 
   it("listing hides the FIFO, the device and the socket", async () => {
@@ -89,13 +85,7 @@ describe("descriptors and aborted transfers", () => {
   beforeEach(async () => {
     env = await setupDataPlane();
   });
-  afterEach(async () => {
-    try {
-      env.assertOutsideUntouched();
-    } finally {
-      await env.cleanup();
-    }
-  });
+  afterEach(() => env.finish());
 
   const openFds = () => readdirSync("/proc/self/fd").length;
 

@@ -75,6 +75,8 @@ const expectedTables = [
   "nodes",
   "projects",
   "requests",
+  "run_change_sets",
+  "run_changes",
   "run_events",
   "sandboxes",
   "skill_grants",

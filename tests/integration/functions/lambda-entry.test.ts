@@ -1,11 +1,10 @@
-import { exportJWK, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import type { Project } from "../../../shared/contracts/project.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import type { Thread } from "../../../shared/contracts/thread.ts";
-import { awsConfig, freshBucket, freshQueue, sqsClient } from "../../support/aws.ts";
-import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
+import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
+import type { TestDatabase } from "../../support/postgres.ts";
 import {
   apiGatewayV2Event,
   functionUrlEvent,
@@ -25,30 +24,19 @@ type LambdaResult = {
 
 const SECRET = "lambda-test-secret-0123456789abcdef";
 let database: TestDatabase;
-let queueUrl: string;
 let handler: (event: LambdaHttpEvent) => Promise<LambdaResult>;
 let sweep: () => Promise<{ ran: boolean; sent: number; failed: number; nodeLost: number }>;
 let token: string;
 const saved = { ...process.env };
 
 beforeAll(async () => {
-  database = await freshDatabase();
-  queueUrl = await freshQueue(sqsClient(), "lambda");
-  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
-  Object.assign(process.env, {
-    DATABASE_URL: database.url,
-    RUN_QUEUE_URL: queueUrl,
-    ATTACHMENTS_BUCKET: await freshBucket(),
-    AWS_ENDPOINT_URL: awsConfig().endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "test",
-    AWS_SECRET_ACCESS_KEY: "test",
-    AUTH_MODE: "dev",
-    DEV_JWT_SECRET: SECRET,
-    CAPABILITY_PRIVATE_KEY: JSON.stringify(await exportJWK(privateKey)),
-    DATA_PLANE_URL: "https://dp.example.test",
-    LOG_LEVEL: "silent",
-  });
+  let vars: Record<string, string>;
+  ({ database, vars } = await functionsEntryEnv({
+    devJwtSecret: SECRET,
+    queuePrefix: "lambda",
+    logLevel: "silent",
+  }));
+  Object.assign(process.env, vars);
   ({ handler } = (await import("../../../functions/entry/lambda.ts")) as unknown as {
     handler: typeof handler;
   });

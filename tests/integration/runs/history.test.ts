@@ -44,11 +44,14 @@ it("a run's model sees the thread so far, the Workdir, and the thread's attachme
     { role: "assistant", content: "answer to first question", toolCalls: [] },
     {
       role: "user",
-      content: expect.stringMatching(
-        /report\.pdf: uploads\/report\.pdf \(text: uploads\/attachments\/report\.pdf\.md\)[\s\S]*second question$/,
-      ),
+      // The user's text, then the attachments by their paths inside the sandbox (0009 §6).
+      content: expect.stringMatching(/^second question\n\n<workcell-attachments>\n/),
     },
   ]);
+  const root = `/home/gem/user-data/${project.workdirPath}`;
+  expect(conversation[2]?.content).toContain(
+    `- report.pdf: ${root}/uploads/report.pdf (extracted text: ${root}/uploads/attachments/report.pdf.md)`,
+  );
   // Stored messages keep the user's own words and the answers.
   expect(await world.assistantMessages(thread)).toEqual([
     "answer to first question",

@@ -34,13 +34,7 @@ describe.each(RESOLVER_KINDS)("containment (%s resolver)", (kind) => {
   beforeEach(async () => {
     env = await setupWorkspace(kind);
   });
-  afterEach(async () => {
-    try {
-      env.assertOutsideUntouched();
-    } finally {
-      await env.cleanup();
-    }
-  });
+  afterEach(() => env.finish());
 
   it("resolves with the requested resolver", () => {
     expect(env.fs.resolverKind).toBe(kind);

@@ -19,6 +19,7 @@ import {
   type WorkspaceLimits,
 } from "../../../agent-host/workspace/index.ts";
 import { WorkcellError } from "../../../shared/errors/index.ts";
+import { checkThenCleanup } from "../../support/check-then-cleanup.ts";
 import { freshDataRoot } from "../../support/data-root.ts";
 
 /** Every test of the suite runs once per resolver (ARCHITECTURE.md §5: both are covered). */
@@ -48,6 +49,8 @@ export interface WorkspaceEnv {
   /** Fails the test if anything outside the workspace changed since setup. */
   assertOutsideUntouched(): void;
   cleanup(): Promise<void>;
+  /** assertOutsideUntouched, then cleanup whether or not it failed: each test's afterEach. */
+  finish(): Promise<void>;
 }
 
 export async function setupWorkspace(
@@ -67,6 +70,18 @@ export async function setupWorkspace(
   writeFileSync(join(outside, "dir", "inner.txt"), SECRET);
   const before = snapshot(outside);
   const workdir = join(workspace, WORKDIR);
+  const assertOutsideUntouched = () => {
+    const after = snapshot(outside);
+    if (JSON.stringify(after) !== JSON.stringify(before)) {
+      throw new Error(
+        `outside/ changed:\nbefore ${JSON.stringify(before)}\nafter  ${JSON.stringify(after)}`,
+      );
+    }
+  };
+  const cleanup = async () => {
+    fs.close();
+    await root.remove();
+  };
   return {
     kind,
     dataRoot: root.path,
@@ -78,18 +93,9 @@ export async function setupWorkspace(
     users,
     fs,
     at: (relative) => join(workdir, relative),
-    assertOutsideUntouched() {
-      const after = snapshot(outside);
-      if (JSON.stringify(after) !== JSON.stringify(before)) {
-        throw new Error(
-          `outside/ changed:\nbefore ${JSON.stringify(before)}\nafter  ${JSON.stringify(after)}`,
-        );
-      }
-    },
-    async cleanup() {
-      fs.close();
-      await root.remove();
-    },
+    assertOutsideUntouched,
+    cleanup,
+    finish: () => checkThenCleanup(assertOutsideUntouched, cleanup),
   };
 }
 

@@ -62,11 +62,7 @@ describe.each(RESOLVER_KINDS)("race: directory swapped for a symlink (%s resolve
   afterEach(async () => {
     if (swapper) await swapper.stop();
     swapper = undefined;
-    try {
-      env.assertOutsideUntouched();
-    } finally {
-      await env.cleanup();
-    }
+    await env.finish();
   });
 
   it(`${ITERATIONS} rounds of write / read / list / stat / mkdir / copy: nothing outside is touched or read`, async () => {

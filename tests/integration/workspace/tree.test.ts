@@ -18,13 +18,7 @@ describe.each(RESOLVER_KINDS)("directories and trees (%s resolver)", (kind) => {
       maxTreeDepth: 6,
     });
   });
-  afterEach(async () => {
-    try {
-      env.assertOutsideUntouched();
-    } finally {
-      await env.cleanup();
-    }
-  });
+  afterEach(() => env.finish());
 
   describe("list", () => {
     it("shows regular files and real directories, sorted, with sizes", async () => {

@@ -18,13 +18,7 @@ describe.each(RESOLVER_KINDS)("workdirs (%s resolver)", (kind) => {
   beforeEach(async () => {
     env = await setupWorkspace(kind);
   });
-  afterEach(async () => {
-    try {
-      env.assertOutsideUntouched();
-    } finally {
-      await env.cleanup();
-    }
-  });
+  afterEach(() => env.finish());
 
   describe("ensureManagedWorkdir", () => {
     it("creates the UserWorkspace and the Workdir 0700, and nothing else", async () => {

@@ -33,13 +33,7 @@ describe.each(RESOLVER_KINDS)("writes (%s resolver)", (kind) => {
   beforeEach(async () => {
     env = await setupWorkspace(kind);
   });
-  afterEach(async () => {
-    try {
-      env.assertOutsideUntouched();
-    } finally {
-      await env.cleanup();
-    }
-  });
+  afterEach(() => env.finish());
 
   describe("no-clobber", () => {
     it("writes a new file 0600 and leaves no temp file", async () => {

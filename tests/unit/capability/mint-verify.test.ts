@@ -2,7 +2,6 @@ import { decodeJwt, decodeProtectedHeader, SignJWT } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   CAPABILITY_TOKEN_TYPE,
-  type CapabilityFailureReason,
   DEFAULT_CAPABILITY_AUDIENCE,
   DEFAULT_CAPABILITY_ISSUER,
   DEFAULT_CAPABILITY_TTL_SECONDS,
@@ -15,12 +14,16 @@ import {
   verifyCapability,
 } from "../../../shared/capability/index.ts";
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../../shared/env/env-vars.ts";
+import {
+  at,
+  expectRefused,
+  registeredClaims,
+  signRawCapability,
+  T0,
+  UID,
+  WORKDIR,
+} from "./capability-fixtures.ts";
 import { newKeyPair, type TestKeyPair } from "./capability-keys.ts";
-
-const UID = "alice";
-const WORKDIR = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
-const T0 = new Date("2030-01-01T00:00:00Z");
-const at = (secondsAfterT0: number) => () => new Date(T0.getTime() + secondsAfterT0 * 1000);
 
 let keys: TestKeyPair;
 let otherKeys: TestKeyPair;
@@ -52,34 +55,16 @@ function verify(
   });
 }
 
-async function expectRefused(
-  result: ReturnType<typeof verifyCapability>,
-  reason: CapabilityFailureReason,
-): Promise<void> {
-  expect(await result).toEqual({ ok: false, reason });
-}
-
 /** Signs arbitrary claims with the right key, as a misbehaving minter would. */
-async function signRaw(
+function signRaw(
   payload: Record<string, unknown>,
   header: Record<string, unknown> = { alg: "EdDSA", typ: CAPABILITY_TOKEN_TYPE },
 ): Promise<string> {
-  const key = await importCapabilityPrivateKey(keys.privateJwk);
-  return new SignJWT(payload).setProtectedHeader({ alg: "EdDSA", ...header }).sign(key);
+  return signRawCapability(keys.privateJwk, payload, header);
 }
 
 function validPayload(): Record<string, unknown> {
-  const iat = Math.floor(T0.getTime() / 1000);
-  return {
-    uid: UID,
-    workdir_path: WORKDIR,
-    ops: ["read"],
-    aud: DEFAULT_CAPABILITY_AUDIENCE,
-    iss: DEFAULT_CAPABILITY_ISSUER,
-    iat,
-    exp: iat + 60,
-    jti: "0b0c4e5e-7a55-4c4e-9a34-0d6c1f7e7f00",
-  };
+  return { uid: UID, workdir_path: WORKDIR, ops: ["read"], ...registeredClaims() };
 }
 
 describe("mintCapability", () => {

@@ -1,15 +1,13 @@
-import { decodeJwt, decodeProtectedHeader, SignJWT } from "jose";
+import { decodeJwt, decodeProtectedHeader } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
 import {
   CAPABILITY_TOKEN_TYPE,
-  type CapabilityFailureReason,
   capabilityTokenType,
   DEFAULT_CAPABILITY_AUDIENCE,
   DEFAULT_CAPABILITY_ISSUER,
   DEFAULT_CAPABILITY_TTL_SECONDS,
   grantsServiceOp,
-  importCapabilityPrivateKey,
   MAX_CAPABILITY_TOKEN_CHARS,
   MAX_CAPABILITY_TTL_SECONDS,
   mintCapability,
@@ -18,6 +16,15 @@ import {
   verifyCapability,
   verifyServiceCapability,
 } from "../../../shared/capability/index.ts";
+import {
+  at,
+  expectRefused,
+  registeredClaims,
+  signRawCapability,
+  T0,
+  UID,
+  WORKDIR,
+} from "./capability-fixtures.ts";
 import { newKeyPair, type TestKeyPair } from "./capability-keys.ts";
 
 // Service capabilities (docs/decisions/0011-skills-over-the-data-plane.md): the skills
@@ -25,11 +32,7 @@ import { newKeyPair, type TestKeyPair } from "./capability-keys.ts";
 // (mint-verify.test.ts) are unchanged; here: the new type, its scope rules, and that the
 // two types never pass for each other.
 
-const UID = "alice";
-const WORKDIR = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
 const UPLOAD_KEY = "skill-uploads/6f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b";
-const T0 = new Date("2030-01-01T00:00:00Z");
-const at = (secondsAfterT0: number) => () => new Date(T0.getTime() + secondsAfterT0 * 1000);
 
 let keys: TestKeyPair;
 let otherKeys: TestKeyPair;
@@ -62,31 +65,12 @@ function verify(
   });
 }
 
-async function expectRefused(
-  result: ReturnType<typeof verifyServiceCapability>,
-  reason: CapabilityFailureReason,
-): Promise<void> {
-  expect(await result).toEqual({ ok: false, reason });
-}
-
 /** Signs arbitrary claims with the right key and the service type, as a buggy minter would. */
-async function signRaw(
+function signRaw(
   payload: Record<string, unknown>,
   typ: string = SERVICE_CAPABILITY_TOKEN_TYPE,
 ): Promise<string> {
-  const key = await importCapabilityPrivateKey(keys.privateJwk);
-  return new SignJWT(payload).setProtectedHeader({ alg: "EdDSA", typ }).sign(key);
-}
-
-function basePayload(): Record<string, unknown> {
-  const iat = Math.floor(T0.getTime() / 1000);
-  return {
-    aud: DEFAULT_CAPABILITY_AUDIENCE,
-    iss: DEFAULT_CAPABILITY_ISSUER,
-    iat,
-    exp: iat + 60,
-    jti: "0b0c4e5e-7a55-4c4e-9a34-0d6c1f7e7f00",
-  };
+  return signRawCapability(keys.privateJwk, payload, { typ });
 }
 
 describe("mintServiceCapability", () => {
@@ -193,21 +177,21 @@ describe("verifyServiceCapability", () => {
 
   it("refuses a Workdir-shaped payload signed with the service type", async () => {
     const token = await signRaw({
-      ...basePayload(),
+      ...registeredClaims(),
       uid: UID,
       workdir_path: WORKDIR,
       ops: ["skills.refresh"],
     });
     await expectRefused(verify(token), "bad_claims");
-    const withWorkdirOps = await signRaw({ ...basePayload(), uid: UID, ops: ["read"] });
+    const withWorkdirOps = await signRaw({ ...registeredClaims(), uid: UID, ops: ["read"] });
     await expectRefused(verify(withWorkdirOps), "bad_claims");
   });
 
   it("refuses claims that break the scope rules even when correctly signed", async () => {
-    const noUid = await signRaw({ ...basePayload(), ops: ["skills.refresh"] });
+    const noUid = await signRaw({ ...registeredClaims(), ops: ["skills.refresh"] });
     await expectRefused(verify(noUid), "bad_claims");
     const importWithUid = await signRaw({
-      ...basePayload(),
+      ...registeredClaims(),
       uid: UID,
       ops: ["skills.import"],
       skill_slug: "a",
@@ -215,12 +199,12 @@ describe("verifyServiceCapability", () => {
     });
     await expectRefused(verify(importWithUid), "bad_claims");
     const importWithoutKey = await signRaw({
-      ...basePayload(),
+      ...registeredClaims(),
       ops: ["skills.import"],
       skill_slug: "a",
     });
     await expectRefused(verify(importWithoutKey), "bad_claims");
-    const good = await signRaw({ ...basePayload(), uid: UID, ops: ["skills.personal"] });
+    const good = await signRaw({ ...registeredClaims(), uid: UID, ops: ["skills.personal"] });
     expect((await verify(good)).ok).toBe(true);
   });
 
@@ -244,7 +228,7 @@ describe("verifyServiceCapability", () => {
     await expectRefused(verify((await mint({ issuer: "someone" })).token), "wrong_issuer");
     const iat = Math.floor(T0.getTime() / 1000);
     const longLived = await signRaw({
-      ...basePayload(),
+      ...registeredClaims(),
       uid: UID,
       ops: ["skills.refresh"],
       exp: iat + MAX_CAPABILITY_TTL_SECONDS + 1,
@@ -254,7 +238,7 @@ describe("verifyServiceCapability", () => {
 
   it("refuses an unsigned token and a changed payload", async () => {
     const payload = Buffer.from(
-      JSON.stringify({ ...basePayload(), uid: UID, ops: ["skills.refresh"] }),
+      JSON.stringify({ ...registeredClaims(), uid: UID, ops: ["skills.refresh"] }),
     ).toString("base64url");
     const none = Buffer.from(
       JSON.stringify({ alg: "none", typ: SERVICE_CAPABILITY_TOKEN_TYPE }),
@@ -286,7 +270,10 @@ describe("capabilityTokenType", () => {
       ops: ["read"],
     });
     expect(capabilityTokenType(workdir.token)).toBe(CAPABILITY_TOKEN_TYPE);
-    const prefixed = await signRaw(basePayload(), `application/${SERVICE_CAPABILITY_TOKEN_TYPE}`);
+    const prefixed = await signRaw(
+      registeredClaims(),
+      `application/${SERVICE_CAPABILITY_TOKEN_TYPE}`,
+    );
     expect(capabilityTokenType(prefixed)).toBe(SERVICE_CAPABILITY_TOKEN_TYPE);
   });
 

@@ -8,7 +8,6 @@ import {
   resolveRunWorkerLimits,
 } from "../../../agent-host/runs/index.ts";
 import { receiveBackoffMs } from "../../../agent-host/runs/receive-backoff.ts";
-import { modelVisibleInput } from "../../../agent-host/runs/run-context.ts";
 import { RunControl, RunStopped } from "../../../agent-host/runs/run-control.ts";
 import { runEndingOf, stoppedBeforeStart } from "../../../agent-host/runs/run-ending.ts";
 import * as sharedRuns from "../../../shared/runs/index.ts";
@@ -95,21 +94,6 @@ describe("RunControl", () => {
   });
 });
 
-describe("modelVisibleInput", () => {
-  test("lists attachments before the text, bounded, and leaves plain input alone", () => {
-    expect(modelVisibleInput("hi", [])).toBe("hi");
-    const one = { fileName: "a.csv", originalPath: "uploads/a.csv", path: "uploads/a.csv" };
-    expect(modelVisibleInput("hi", [one])).toBe(
-      "Files attached to this conversation (paths relative to your Workdir):\n- a.csv: uploads/a.csv\n\nhi",
-    );
-    const many = Array.from({ length: 105 }, (_, i) => ({ ...one, fileName: `f${i}` }));
-    const text = modelVisibleInput("hi", many);
-    expect(text).toContain("- f99:");
-    expect(text).not.toContain("- f100:");
-    expect(text).toContain("… and 5 more under uploads/");
-  });
-});
-
 describe("resolveRunWorkerLimits", () => {
   test("defaults are consistent", () => {
     expect(resolveRunWorkerLimits()).toEqual(DEFAULT_RUN_WORKER_LIMITS);
@@ -121,6 +105,10 @@ describe("resolveRunWorkerLimits", () => {
     );
     expect(() => resolveRunWorkerLimits({ concurrency: 0 })).toThrow(/concurrency/);
     expect(() => resolveRunWorkerLimits({ receiveWaitSeconds: 21 })).toThrow(/receiveWaitSeconds/);
+    // The API's answer is unpaged: no worker may store more than the table's bound.
+    expect(() => resolveRunWorkerLimits({ changesMaxRecorded: 10_001 })).toThrow(
+      /changesMaxRecorded/,
+    );
   });
 });
 

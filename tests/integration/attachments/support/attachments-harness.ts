@@ -1,11 +1,9 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { type Dirent, readdirSync } from "node:fs";
 import { join, relative } from "node:path";
 import { createInterface } from "node:readline";
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import pino from "pino";
 import type { AttachmentImportLimits } from "../../../../agent-host/attachments/attachment-import-limits.ts";
 import { createS3AttachmentObjectStore } from "../../../../agent-host/attachments/s3-attachment-object-store.ts";
 import {
@@ -17,36 +15,27 @@ import {
   createPathResolver,
   createUserWorkspaces,
 } from "../../../../agent-host/workspace/index.ts";
-import { createApp } from "../../../../functions/app.ts";
-import type { AppDeps } from "../../../../functions/app-deps.ts";
 import type { AppEnv } from "../../../../functions/app-env.ts";
 import type { AttachmentLimits } from "../../../../functions/attachments/attachment-limits.ts";
-import { createAttachmentDeps } from "../../../../functions/attachments/create-attachment-deps.ts";
-import { createDevTokenVerifier } from "../../../../functions/auth/dev-token-verifier.ts";
 import type { CapabilityMinter } from "../../../../functions/capability/capability-minter.ts";
 import { createCapabilityMinter } from "../../../../functions/capability/create-capability-minter.ts";
-import { createHttpDataPlaneClient } from "../../../../functions/data-plane/http-data-plane-client.ts";
-import { createHealthProbes } from "../../../../functions/health/health-probes.ts";
-import { createSqsRunQueue } from "../../../../functions/queue/sqs-run-queue.ts";
 import { createPollingRunEventWaiter } from "../../../../functions/run-events/run-event-waiter.ts";
-import { createSkillsDeps } from "../../../../functions/skills/create-skills-deps.ts";
-import { createHttpSkillsDataPlane } from "../../../../functions/skills/http-skills-data-plane.ts";
-import {
-  DEV_TOKEN_AUDIENCE,
-  DEV_TOKEN_ISSUER,
-  mintDevToken,
-} from "../../../../infra/local/dev-token.ts";
 import { importCapabilityPublicKey } from "../../../../shared/capability/capability-keys.ts";
 import type { UploadsResponse } from "../../../../shared/contracts/attachment.ts";
 import { createDb, type PostgresDb } from "../../../../shared/db/client.ts";
 import { uidDirname } from "../../../../shared/paths/uid-dirname.ts";
 import { awsConfig, freshBucket, freshQueue, s3Client, sqsClient } from "../../../support/aws.ts";
 import { freshDataRoot } from "../../../support/data-root.ts";
+import {
+  ALICE,
+  type CallOptions,
+  createTestFunctionsApp,
+  testLogger,
+} from "../../../support/functions-app.ts";
 import { freshDatabase, type TestDatabase } from "../../../support/postgres.ts";
 import { newKeyPair } from "../../../unit/capability/capability-keys.ts";
 
-export const ALICE = "alice";
-export const BOB = "bob";
+export { ALICE, BOB, type CallOptions } from "../../../support/functions-app.ts";
 
 export type HarnessOptions = {
   /** `child`: the data plane runs in its own process (memory measurements). */
@@ -54,8 +43,6 @@ export type HarnessOptions = {
   importLimits?: Partial<AttachmentImportLimits>;
   limits?: Partial<AttachmentLimits>;
 };
-
-export type CallOptions = { uid?: string | null; body?: unknown; headers?: Record<string, string> };
 
 export type ThreadJson = { thread_id: string; workdir_path: string };
 export type UploadItem = UploadsResponse["items"][number];
@@ -111,61 +98,19 @@ export async function startAttachmentsHarness(
       ? await startChildDataPlane(root.path, keys.publicJwk, bucket)
       : await startInProcessDataPlane(root.path, keys.publicJwk, s3, bucket, options.importLimits);
 
-  const secret = randomBytes(32).toString("base64url");
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
   const capabilities = createCapabilityMinter({ privateJwk: keys.privateJwk });
-  const deps: AppDeps = {
-    logger,
-    health: createHealthProbes({ db, sqs, runQueueUrl: queueUrl, s3, attachmentsBucket: bucket }),
+  const { app, call } = createTestFunctionsApp({
     db,
-    auth: createDevTokenVerifier({
-      secret,
-      issuer: DEV_TOKEN_ISSUER,
-      audience: DEV_TOKEN_AUDIENCE,
-      adminClaim: "admin",
-    }),
-    runQueue: createSqsRunQueue({ sqs, queueUrl }),
-    dataPlane: createHttpDataPlaneClient({ baseUrl: dataPlane.url, capabilities }),
-    capabilities,
+    sqs,
+    queueUrl,
+    s3,
+    bucket,
     dataPlaneUrl: dataPlane.url,
+    capabilities,
     runEvents: createPollingRunEventWaiter(),
-    ...createSkillsDeps({
-      s3,
-      bucket,
-      sqs,
-      queueUrl,
-      skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: dataPlane.url, capabilities }),
-    }),
-    attachments: createAttachmentDeps({
-      s3,
-      bucket,
-      dataPlaneUrl: dataPlane.url,
-      capabilities,
-      ...(options.limits === undefined ? {} : { limits: options.limits }),
-    }),
-  };
-  const app = createApp(deps);
-
-  const tokens = new Map<string, string>();
-  const token = async (uid: string) => {
-    let t = tokens.get(uid);
-    if (t === undefined) {
-      t = await mintDevToken(secret, uid);
-      tokens.set(uid, t);
-    }
-    return t;
-  };
-  const call: AttachmentsHarness["call"] = async (method, path, o = {}) => {
-    const uid = o.uid === undefined ? ALICE : o.uid;
-    const headers: Record<string, string> = { ...o.headers };
-    if (uid !== null) headers.authorization ??= `Bearer ${await token(uid)}`;
-    if (o.body !== undefined) headers["content-type"] ??= "application/json";
-    return app.request(path, {
-      method,
-      headers,
-      ...(o.body === undefined ? {} : { body: JSON.stringify(o.body) }),
-    });
-  };
+    logger: testLogger(),
+    ...(options.limits === undefined ? {} : { attachmentLimits: options.limits }),
+  });
   const workdirOnDisk = (thread: ThreadJson, uid = ALICE) =>
     join(root.path, "users", uidDirname(uid), "workspace", thread.workdir_path);
 
@@ -262,7 +207,7 @@ async function startInProcessDataPlane(
   const app = createDataPlaneApp({
     userWorkspaces: createUserWorkspaces({ dataRoot, sys, resolver: createPathResolver(sys) }),
     publicKeys: [await importCapabilityPublicKey(publicJwk)],
-    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
+    logger: testLogger(),
     attachments: {
       objects: createS3AttachmentObjectStore({ s3, bucket }),
       ...(limits === undefined ? {} : { limits }),

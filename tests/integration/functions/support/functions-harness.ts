@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import {
   DeleteMessageBatchCommand,
   ReceiveMessageCommand,
@@ -6,48 +5,32 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { exportJWK, generateKeyPair } from "jose";
-import pino from "pino";
-import { createApp } from "../../../../functions/app.ts";
 import type { AppDeps } from "../../../../functions/app-deps.ts";
 import type { AppEnv } from "../../../../functions/app-env.ts";
 import type { AppLimits } from "../../../../functions/app-limits.ts";
-import { createAttachmentDeps } from "../../../../functions/attachments/create-attachment-deps.ts";
-import { createDevTokenVerifier } from "../../../../functions/auth/dev-token-verifier.ts";
 import type { TokenVerifier } from "../../../../functions/auth/token-verifier.ts";
 import { createCapabilityMinter } from "../../../../functions/capability/create-capability-minter.ts";
-import { createHttpDataPlaneClient } from "../../../../functions/data-plane/http-data-plane-client.ts";
-import { createHealthProbes } from "../../../../functions/health/health-probes.ts";
 import type { RunQueue } from "../../../../functions/queue/run-queue.ts";
-import { createSqsRunQueue } from "../../../../functions/queue/sqs-run-queue.ts";
 import { createNotifyRunEventWaiter } from "../../../../functions/run-events/notify-run-event-waiter.ts";
 import {
   createPollingRunEventWaiter,
   type RunEventWaiter,
 } from "../../../../functions/run-events/run-event-waiter.ts";
-import { createSkillsDeps } from "../../../../functions/skills/create-skills-deps.ts";
-import { createHttpSkillsDataPlane } from "../../../../functions/skills/http-skills-data-plane.ts";
-import { postgresListen } from "../../../../functions/wiring/postgres-listen.ts";
-import {
-  DEV_TOKEN_AUDIENCE,
-  DEV_TOKEN_ISSUER,
-  mintDevToken,
-} from "../../../../infra/local/dev-token.ts";
 import { parseQueueMessage } from "../../../../shared/contracts/queue-message.ts";
 import { createDb, type PostgresDb } from "../../../../shared/db/client.ts";
 import { ed25519PrivateJwkVar } from "../../../../shared/env/env-vars.ts";
+import { postgresListen } from "../../../../shared/listen/postgres-listen.ts";
 import { freshBucket, freshQueue, s3Client, sqsClient } from "../../../support/aws.ts";
 import { freshDataRoot } from "../../../support/data-root.ts";
+import {
+  type CallOptions,
+  createTestFunctionsApp,
+  testLogger,
+} from "../../../support/functions-app.ts";
 import { freshDatabase, type TestDatabase } from "../../../support/postgres.ts";
 import { startTestDataPlane, type TestDataPlane } from "./data-plane-server.ts";
 
-export const ALICE = "alice";
-export const BOB = "bob";
-
-export type CallOptions = {
-  uid?: string | null;
-  body?: unknown;
-  headers?: Record<string, string>;
-};
+export { ALICE, BOB, type CallOptions } from "../../../support/functions-app.ts";
 
 export type FunctionsHarness = {
   app: OpenAPIHono<AppEnv>;
@@ -98,51 +81,25 @@ export async function startFunctionsHarness(
     dataRoot: root.path,
     publicJwk: await exportJWK(publicKey),
   });
-  const secret = randomBytes(32).toString("base64url");
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
-  const capabilities = createCapabilityMinter({ privateJwk });
-  const realQueue = createSqsRunQueue({ sqs, queueUrl });
+  const logger = testLogger();
   const runEvents: RunEventWaiter & { close?: () => Promise<void> } =
     options.runEvents === "poll"
       ? createPollingRunEventWaiter()
       : createNotifyRunEventWaiter({ listen: postgresListen(database.sql), logger });
-  const deps: AppDeps = {
-    logger,
-    health: createHealthProbes({ db, sqs, runQueueUrl: queueUrl, s3, attachmentsBucket: bucket }),
+  const { app, deps, token, call } = createTestFunctionsApp({
     db,
-    auth:
-      options.auth ??
-      createDevTokenVerifier({
-        secret,
-        issuer: DEV_TOKEN_ISSUER,
-        audience: DEV_TOKEN_AUDIENCE,
-        adminClaim: "admin",
-      }),
-    runQueue: options.runQueue ? options.runQueue(realQueue) : realQueue,
-    dataPlane: createHttpDataPlaneClient({ baseUrl: dataPlane.url, capabilities }),
-    capabilities,
+    sqs,
+    queueUrl,
+    s3,
+    bucket,
     dataPlaneUrl: dataPlane.url,
+    capabilities: createCapabilityMinter({ privateJwk }),
     runEvents,
-    attachments: createAttachmentDeps({ s3, bucket, dataPlaneUrl: dataPlane.url, capabilities }),
-    ...createSkillsDeps({
-      s3,
-      bucket,
-      sqs,
-      queueUrl,
-      skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: dataPlane.url, capabilities }),
-    }),
+    logger,
+    ...(options.runQueue === undefined ? {} : { runQueue: options.runQueue }),
+    ...(options.auth === undefined ? {} : { auth: options.auth }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
-  };
-  const app = createApp(deps);
-  const tokens = new Map<string, string>();
-  const token = async (uid: string) => {
-    let t = tokens.get(uid);
-    if (t === undefined) {
-      t = await mintDevToken(secret, uid);
-      tokens.set(uid, t);
-    }
-    return t;
-  };
+  });
 
   return {
     app,
@@ -154,19 +111,7 @@ export async function startFunctionsHarness(
     dataRoot: root.path,
     dataPlane,
     token,
-    async call(method, path, o = {}) {
-      const uid = o.uid === undefined ? ALICE : o.uid;
-      const headers: Record<string, string> = { ...o.headers };
-      if (uid !== null) headers.authorization ??= `Bearer ${await token(uid)}`;
-      if (o.body !== undefined) headers["content-type"] ??= "application/json";
-      return app.request(path, {
-        method,
-        headers,
-        ...(o.body === undefined
-          ? {}
-          : { body: typeof o.body === "string" ? o.body : JSON.stringify(o.body) }),
-      });
-    },
+    call,
     async drainDispatches() {
       const ids: string[] = [];
       for (;;) {

@@ -1,0 +1,77 @@
+import type { Context, ErrorHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { httpStatusOfError, toErrorBody, WorkcellError } from "../errors/index.ts";
+import { REQUEST_ID_HEADER, type RequestContextEnv } from "./request-context.ts";
+
+export interface ErrorHandlerOptions {
+  /** `WWW-Authenticate` of every 401 (RFC 6750): the scheme, never why a token was refused. */
+  readonly wwwAuthenticate: string;
+  /**
+   * What this app answers for an error the shared mapping leaves alone (anything but a
+   * Hono HTTPException of status 400, 401, 404 or 413); undefined answers it as thrown.
+   */
+  readonly mapError?: (err: unknown, c: Context) => unknown;
+  /** Headers of every error answer (e.g. `Cache-Control: no-store`); default none. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Message of the info line logged for a refusal (a 4xx); default "request refused". */
+  readonly refusedLogMessage?: string;
+  /** Whether that line carries the error's `details.reason`; default false. */
+  readonly logRefusalReason?: boolean;
+}
+
+/**
+ * The one place where an app's errors become HTTP responses (API.md error shape via
+ * toErrorBody): Hono's own HTTPExceptions are mapped to the catalogue code of their status,
+ * WorkcellErrors carry their status, and anything unknown is logged in full and answered as
+ * a bare `internal` without internals.
+ */
+export function errorHandler<E extends RequestContextEnv = RequestContextEnv>(
+  options: ErrorHandlerOptions,
+): ErrorHandler<E> {
+  const {
+    wwwAuthenticate,
+    mapError,
+    headers = {},
+    refusedLogMessage = "request refused",
+    logRefusalReason = false,
+  } = options;
+  return function onError(err, c) {
+    const error =
+      (err instanceof HTTPException ? fromHttpException(err) : undefined) ??
+      mapError?.(err, c) ??
+      err;
+    const status = httpStatusOfError(error) as ContentfulStatusCode;
+    const log = c.var.logger;
+    if (status >= 500) log?.error({ err }, "request failed");
+    else {
+      const code = toErrorBody(error).error.code;
+      log?.info(logRefusalReason ? { code, reason: reasonOf(error) } : { code }, refusedLogMessage);
+    }
+    const requestId = c.var.requestId;
+    if (requestId) c.header(REQUEST_ID_HEADER, requestId);
+    if (status === 401) c.header("WWW-Authenticate", wwwAuthenticate);
+    for (const [name, value] of Object.entries(headers)) c.header(name, value);
+    return c.json(toErrorBody(error), status);
+  };
+}
+
+function fromHttpException(err: HTTPException): WorkcellError | undefined {
+  switch (err.status) {
+    case 400:
+      // Hono's message here is about the body's syntax ("Malformed JSON in request body").
+      return new WorkcellError("invalid_request", err.message || undefined);
+    case 401:
+      return new WorkcellError("unauthenticated");
+    case 404:
+      return new WorkcellError("not_found");
+    case 413:
+      return new WorkcellError("payload_too_large");
+    default:
+      return undefined;
+  }
+}
+
+function reasonOf(err: unknown): unknown {
+  return err instanceof WorkcellError ? err.details?.reason : undefined;
+}

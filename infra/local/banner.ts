@@ -13,6 +13,7 @@ export function printBanner(p: { url: string; dataDir: string; stack: LocalStack
       `  API            ${p.url}   (try: curl ${p.url}/v1/healthz)`,
       `  OpenAPI        ${p.url}/openapi.json`,
       `  Dev token      npm run token -- <uid>   then: curl -H "Authorization: Bearer $TOKEN" ${p.url}/v1/projects`,
+      `  Data plane     ${p.stack.dataPlaneUrl}   (Workdir files, with a capability from POST /v1/threads/{id}/files/access)`,
       `  SQS + S3       ${p.stack.awsEndpoint}   (fauxqs)`,
       `  Sandbox        ${sandbox}`,
       `  Data           ${p.dataDir}`,

@@ -1,246 +1,219 @@
-// A run end to end through the run worker, against the real parts in one process: a
-// throw-away Postgres, fauxqs (SQS), dockerd. "Submit" is what the control plane does
-// (commit message + request + run, then send the dispatch); times are taken to the first
-// event and to the terminal event of a run whose command is `true` (shell model):
-//  - cold: a new thread each time, so a new sandbox (and its removal at the end);
-//  - warm: a thread whose sandbox is kept up by another run of the same thread;
-//  - baseline: the raw sandbox exec of `true` through the manager, measured in this run.
-// Not the HTTP path of the local stack: the API's own overhead is a separate benchmark.
+// A run end to end on the local Workcell (issue 6): the real local stack started in this
+// process (PGlite, fauxqs, the agent-host with its run worker and Docker sandboxes) and
+// served over HTTP on a loopback port, driven with fetch exactly as a client drives it:
+// `POST /v1/threads/{id}/runs {input:"true"}` (shell model: the input is the command),
+// then `GET /v1/runs/{id}/events` (SSE). Each run is timed from just before the POST to
+// the first SSE event and to `run.completed`.
+//
+// What "warm" can mean. When a root run ends, its execution tree's sandbox is destroyed
+// unless another run of the same scope (a root run of the same thread) is still running
+// (docs/decisions/0008-run-worker.md, "Tree cleanup"). So runs of one thread submitted
+// one after another are each cold by design: the "same thread, back to back" series
+// measures that, and the number of sandbox containers Docker created during it (counted
+// from Docker's events) is the evidence. The honest warm case is a run submitted while
+// another run of the same thread keeps the sandbox up: a keeper run (`sleep 3600`) is
+// started in the thread first, then the timed `true` runs go to the same thread, and no
+// container may be created during them (checked). A sub-agent also runs in its parent's
+// sandbox, but the shell model cannot spawn one.
+//  - cold: a new thread (same project, so its Workdir exists) for each run;
+//  - baseline: a raw dockerode exec of `/bin/sh -c true` as the sandbox user in a container
+//    of the same image and hardening, created by this benchmark; for cold runs also the
+//    raw lifecycle of such a container (create + start + exec + remove).
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CreateQueueCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import Docker from "dockerode";
-import { sql as dsql } from "drizzle-orm";
-import { startFauxqs } from "fauxqs";
-import { pino } from "pino";
-import postgres from "postgres";
-import {
-  createEmptySkillProjection,
-  modelClientFactoryFor,
-  postgresListen,
-  RUN_CANCEL_CHANNEL,
-  RUN_EVENTS_CHANNEL,
-  RunWorker,
-} from "../../agent-host/runs/index.ts";
-import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
-import { DockerDriver } from "../../agent-host/sandbox/docker-driver.ts";
+import { containerCreateOptions, SANDBOX_USER } from "../../agent-host/sandbox/container-spec.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
-import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
-import {
-  createLibcSyscalls,
-  createPathResolver,
-  createUserWorkspaces,
-} from "../../agent-host/workspace/index.ts";
-import { serializeQueueMessage } from "../../shared/contracts/queue-message.ts";
-import { createDb } from "../../shared/db/client.ts";
-import {
-  agentRuns,
-  conversations,
-  messages,
-  nodes,
-  projects,
-  requests,
-} from "../../shared/db/schema.ts";
-import { startPostgresCluster } from "../setup/postgres-cluster.ts";
-import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
+import { countContainers, type RunTimes, startBenchStack } from "./local-stack-bench.ts";
 import { measure, report, type Sample } from "./measure.ts";
 
+const WARM_RUNS = 30;
 const COLD_RUNS = 15;
-const WARM_RUNS = 40;
+const SAME_THREAD_RUNS = 10;
 const EXEC_RUNS = 100;
+const RAW_COLD_RUNS = 10;
 const UID = "bench";
-const RUN_TIMEOUT_MS = 60_000;
+const WORKDIR = "work";
+/** Docker events arrive a little after the API call that caused them. */
+const EVENTS_SETTLE_MS = 300;
 
-const image = (
-  JSON.parse(
-    await readFile(new URL("../../infra/sandbox-image/test-image.json", import.meta.url), "utf8"),
-  ) as { name: string }
-).name;
 const docker = new Docker();
-const nodeId = `bench-${randomUUID().slice(0, 8)}`;
-const logger = pino({ level: "silent" });
-const cluster = await startPostgresCluster();
-const fauxqs = await startFauxqs({ port: 0, logger: false });
-const dataRoot = await mkdtemp(join(tmpdir(), "workcell-bench-"));
-let sql: postgres.Sql | undefined;
-let worker: RunWorker | undefined;
+const bench = await startBenchStack(docker, UID);
+const containers = await countContainers(docker, bench.nodeId);
+const scratch = await mkdtemp(join(tmpdir(), "workcell-bench-raw-"));
+const rawContainers = new Set<string>();
 
 try {
-  await prepareTemplateDatabase(cluster.adminUrl);
-  const url = new URL(cluster.adminUrl);
-  url.pathname = `/${templateDatabaseName}`;
-  sql = postgres(url.toString(), { max: 20, onnotice: () => {} });
-  const db = createDb(sql);
-  await db.insert(nodes).values({ nodeId, dataPlaneUrl: "http://127.0.0.1:1" });
+  const { api } = bench;
 
-  const sqs = new SQSClient({
-    endpoint: fauxqs.address,
-    region: "us-east-1",
-    credentials: { accessKeyId: "bench", secretAccessKey: "bench" },
-  });
-  const created = await sqs.send(new CreateQueueCommand({ QueueName: `bench-${nodeId}` }));
-  const queueUrl = created.QueueUrl ?? "";
-
-  const config = sandboxConfigSchema.parse({ image });
-  const manager = new SandboxManager({
-    db,
-    driver: new DockerDriver({ docker, logger, dataRoot, config }),
-    logger,
-    nodeId,
-    config,
-  });
-  const sys = createLibcSyscalls();
-  worker = new RunWorker({
-    db,
-    sqs,
-    queueUrl,
-    sandboxManager: manager,
-    userWorkspaces: createUserWorkspaces({
-      dataRoot,
-      sys,
-      resolver: createPathResolver(sys),
-      owner: { uid: 1000, gid: 1000 },
-    }),
-    skillProjection: createEmptySkillProjection({ dataRoot }),
-    modelClientFactory: modelClientFactoryFor({ kind: "shell" }),
-    nodeId,
-    logger,
-    listen: postgresListen(sql),
-  });
-  await worker.start();
-
-  // Event waits ride the same NOTIFY an SSE stream would, not polling.
-  const waiting = new Map<string, () => void>();
-  await sql.listen(RUN_EVENTS_CHANNEL, (runId) => waiting.get(runId)?.());
-  const until = async (runId: string, done: (types: string[]) => boolean) => {
-    const deadline = performance.now() + RUN_TIMEOUT_MS;
-    for (;;) {
-      const woken = new Promise<void>((resolve) => {
-        waiting.set(runId, resolve);
-        setTimeout(resolve, 200);
-      });
-      const rows = await db.execute<{ type: string }>(
-        dsql`select type from run_events where run_id = ${runId} order by seq`,
-      );
-      if (done([...rows].map((r) => r.type))) return;
-      if (performance.now() > deadline) throw new Error(`run ${runId} did not get there`);
-      await woken;
-    }
-  };
-
-  const [project] = await db
-    .insert(projects)
-    .values({
-      uid: UID,
-      name: "bench",
-      workdirPath: `projects/${randomUUID()}`,
-      directoryMode: "managed",
-    })
-    .returning({ id: projects.id });
-  const newThread = async () => {
-    const threadId = randomUUID();
-    await db.insert(conversations).values({
-      threadId,
-      uid: UID,
-      projectId: project?.id ?? "",
-      rootThreadId: threadId,
-    });
-    return threadId;
-  };
-  const submit = async (threadId: string, input: string) => {
-    const runId = await db.transaction(async (tx) => {
-      const [m] = await tx
-        .insert(messages)
-        .values({ uid: UID, threadId, role: "user", content: input })
-        .returning({ id: messages.id });
-      const [r] = await tx
-        .insert(requests)
-        .values({ uid: UID, threadId, messageId: m?.id ?? "", requestHash: randomUUID() })
-        .returning({ id: requests.id });
-      const [run] = await tx
-        .insert(agentRuns)
-        .values({ uid: UID, threadId, requestId: r?.id ?? "", runtimeScopeId: threadId, input })
-        .returning({ runId: agentRuns.runId });
-      return run?.runId ?? "";
-    });
-    await sqs.send(
-      new SendMessageCommand({
-        QueueUrl: queueUrl,
-        MessageBody: serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
-      }),
+  // Baselines: containers of the same image and hardening as a sandbox (their mounts point
+  // into a scratch directory), labelled so that no Workcell reconciler ever touches them.
+  await mkdir(join(scratch, "workspace", WORKDIR), { recursive: true });
+  await mkdir(join(scratch, "skills"), { recursive: true });
+  const config = sandboxConfigSchema.parse({ image: bench.image });
+  const createRaw = async () => {
+    const spec = containerCreateOptions(
+      {
+        sandboxId: `bench-e2e-${randomUUID().slice(0, 8)}`,
+        generation: 1,
+        uidDirname: "bench",
+        runtimeScopeId: randomUUID(),
+        workdirPath: WORKDIR,
+        nodeId: "bench-e2e-raw",
+        workspaceHostPath: join(scratch, "workspace"),
+        skillsHostPath: join(scratch, "skills"),
+      },
+      config,
     );
-    return runId;
+    const container = await docker.createContainer({
+      ...spec,
+      Labels: { "workcell.bench": "run-e2e" },
+    });
+    rawContainers.add(container.id);
+    await container.start();
+    return { container, workingDir: spec.WorkingDir };
   };
-  const terminal = (types: string[]) => types.includes("run.completed");
-  /** Submits `true` runs one after another; times to the first and the terminal event. */
-  const series = async (label: string, thread: () => Promise<string>, runs: number) => {
+  const rawExec = async (raw: Awaited<ReturnType<typeof createRaw>>) => {
+    const exec = await raw.container.exec({
+      Cmd: ["/bin/sh", "-c", "true"],
+      User: SANDBOX_USER,
+      ...(raw.workingDir === undefined ? {} : { WorkingDir: raw.workingDir }),
+      AttachStdout: true,
+      AttachStderr: true,
+    });
+    const stream = await exec.start({});
+    stream.resume();
+    await new Promise((resolve) => stream.once("end", resolve));
+    const info = await exec.inspect();
+    if (info.ExitCode !== 0) throw new Error(`raw exec exited ${info.ExitCode}`);
+  };
+  const removeRaw = async (raw: Awaited<ReturnType<typeof createRaw>>) => {
+    await raw.container.remove({ force: true });
+    rawContainers.delete(raw.container.id);
+  };
+
+  const live = await createRaw();
+  const exec = await measure("raw sandbox exec `true` (baseline)", () => rawExec(live), {
+    runs: EXEC_RUNS,
+  });
+  await removeRaw(live);
+
+  const { threadId: firstThread, projectId } = await api.newThread();
+  const newThread = async () => (await api.newThread(projectId)).threadId;
+
+  /** Runs `true` one after another (the first one untimed); counts sandboxes created. */
+  const series = async (label: string, runs: number, next: () => Promise<RunTimes>) => {
     const first: number[] = [];
     const last: number[] = [];
+    const createdBefore = containers.created();
     for (let i = -1; i < runs; i++) {
-      const threadId = await thread();
-      const started = performance.now();
-      const runId = await submit(threadId, "true");
-      await until(runId, (types) => types.length > 0);
-      const firstAt = performance.now();
-      await until(runId, terminal);
-      // The first round warms up (JIT, connections) and is not counted.
+      const times = await next();
+      if (times.status !== "succeeded") throw new Error(`a ${label} run ended ${times.status}`);
+      // The first round warms up (JIT, connections, the project's Workdir): not counted.
       if (i >= 0) {
-        first.push(firstAt - started);
-        last.push(performance.now() - started);
+        first.push(times.firstEventMs);
+        last.push(times.terminalMs);
       }
     }
-    return [
-      sample(`${label}: submit → first event`, first),
-      sample(`${label}: submit → terminal`, last),
-    ];
+    await new Promise((resolve) => setTimeout(resolve, EVENTS_SETTLE_MS));
+    return {
+      first: sample(`${label}: submit → first event`, first),
+      last: sample(`${label}: submit → terminal`, last),
+      created: containers.created() - createdBefore,
+      runs: runs + 1,
+    };
   };
 
-  // Baseline: the raw exec of `true` in a live sandbox, through the manager.
-  const baseScope = { uid: UID, runtimeScopeId: randomUUID(), workdirPath: "bench-exec" };
-  await createUserWorkspaces({
-    dataRoot,
-    sys,
-    resolver: createPathResolver(sys),
-    owner: { uid: 1000, gid: 1000 },
-  })
-    .openUserWorkspace(UID, { create: true })
-    .then(async (ws) => {
-      await ws.ensureDir("bench-exec");
-      ws.close();
-    });
-  const acquired = await manager.acquire(baseScope, AbortSignal.timeout(120_000));
-  if (!acquired.ok) throw new Error(`acquire refused: ${acquired.reason}`);
-  const handle = acquired.handle;
-  const exec = await measure(
-    "raw sandbox exec `true` (manager)",
-    () => manager.exec(handle, { cmd: ["/bin/sh", "-c", "true"] }, AbortSignal.timeout(30_000)),
-    { runs: EXEC_RUNS },
+  // Runs of one thread back to back: is the sandbox still up for the next one?
+  const sameThread = await series("same thread, back to back", SAME_THREAD_RUNS, () =>
+    api.run(firstThread, "true"),
   );
 
   // Warm: a keeper run of the same thread holds the sandbox up between the timed runs.
   const warmThread = await newThread();
-  const keeper = await submit(warmThread, "sleep 3600");
-  await until(keeper, (types) => types.includes("tool.started"));
-  const warm = await series("warm", async () => warmThread, WARM_RUNS);
-  await sql`update agent_runs set cancel_requested = true where run_id = ${keeper}`;
-  await sql`select pg_notify(${RUN_CANCEL_CHANNEL}, ${keeper})`;
-  await until(keeper, terminal);
-  const cold = await series("cold", newThread, COLD_RUNS);
+  let keeperStarted: () => void = () => {};
+  const keeperRunning = new Promise<void>((resolve) => {
+    keeperStarted = resolve;
+  });
+  const keeper = await api.start(warmThread, "sleep 3600", (type) => {
+    if (type === "tool.started") keeperStarted();
+  });
+  const keeperEnded = await Promise.race([keeperRunning.then(() => undefined), keeper.events]);
+  if (keeperEnded !== undefined) throw new Error(`keeper ended ${keeperEnded.status} at once`);
+  const warm = await series("warm", WARM_RUNS, () => api.run(warmThread, "true"));
+  await api.cancel(keeper.runId);
+  const keeperEnd = await keeper.events;
+  if (keeperEnd.status !== "cancelled") throw new Error(`keeper ended ${keeperEnd.status}`);
+  if (warm.created !== 0) {
+    throw new Error(`warm runs created ${warm.created} sandbox containers; they were not warm`);
+  }
 
-  report("run end to end (`true`, shell model) vs raw sandbox exec", exec, [...warm, ...cold]);
+  const cold = await series("cold (new thread)", COLD_RUNS, async () =>
+    api.run(await newThread(), "true"),
+  );
+
+  const rawColdExec = await measure(
+    "raw create + start + exec `true` + remove",
+    async () => {
+      const raw = await createRaw();
+      await rawExec(raw);
+      await removeRaw(raw);
+    },
+    { runs: RAW_COLD_RUNS, warmupRuns: 1 },
+  );
+
+  const title = "run `true` end to end over the local stack's HTTP API vs raw sandbox exec";
+  report(title, exec, [
+    warm.first,
+    warm.last,
+    sameThread.first,
+    sameThread.last,
+    cold.first,
+    cold.last,
+  ]);
+  report("cold runs vs a raw container lifecycle", rawColdExec, [cold.first, cold.last]);
+
+  const ratio = (s: Sample, base: Sample) =>
+    `median ${(s.medianMs / base.medianMs).toFixed(1)}x, p99 ${(s.p99Ms / base.p99Ms).toFixed(1)}x`;
+  console.log("\nend to end / raw sandbox exec (same run):");
+  for (const s of [warm.last, sameThread.last, cold.last]) {
+    console.log(`  ${s.name.padEnd(46)} ${ratio(s, exec)}`);
+  }
+  console.log(
+    `  ${cold.last.name.padEnd(46)} ${ratio(cold.last, rawColdExec)} of a raw container lifecycle`,
+  );
+  console.log("\nsandbox containers Docker created (runs include the untimed first one):");
+  for (const [name, s] of [
+    ["same thread, back to back", sameThread],
+    ["warm (keeper run up)", warm],
+    ["cold (new thread)", cold],
+  ] as const) {
+    console.log(`  ${name.padEnd(28)} ${String(s.created).padStart(3)} for ${s.runs} runs`);
+  }
+  console.log(
+    sameThread.created >= sameThread.runs
+      ? "\nA root run's end destroys its thread's sandbox (ADR 0008), so runs of one thread one\n" +
+          "after another are each cold; warm = a run submitted while another run of the same\n" +
+          "thread (a `sleep 3600` keeper) keeps the sandbox up."
+      : `\nThe same thread's sandbox outlived some root runs (${sameThread.created} created for\n` +
+          `${sameThread.runs} runs: a next run claimed before the previous one's tree cleanup\n` +
+          "decided keeps it); warm = a run submitted while a `sleep 3600` keeper run of the\n" +
+          "same thread keeps the sandbox up.",
+  );
 } finally {
-  await worker?.stop();
-  await docker
-    .listContainers({ all: true, filters: { label: [`${LABEL.nodeId}=${nodeId}`] } })
-    .then((found) =>
-      Promise.all(found.map((c) => docker.getContainer(c.Id).remove({ force: true }))),
-    );
-  await sql?.end();
-  await fauxqs.stop();
-  await cluster.stop();
-  await rm(dataRoot, { recursive: true, force: true });
+  containers.close();
+  await bench.stop();
+  await Promise.all(
+    [...rawContainers].map((id) =>
+      docker
+        .getContainer(id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
+  await rm(scratch, { recursive: true, force: true });
 }
 
 function sample(name: string, times: number[]): Sample {

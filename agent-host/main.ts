@@ -6,7 +6,7 @@
 import Docker from "dockerode";
 import pino from "pino";
 import postgres from "postgres";
-import { createAwsClients } from "../functions/wiring/aws-clients.ts";
+import { createAwsClients } from "../shared/aws/create-aws-clients.ts";
 import { importCapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import { createDb } from "../shared/db/client.ts";
 import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";

@@ -3,12 +3,12 @@
 // (functions/runs/sweep-runs.ts).
 import pino from "pino";
 import postgres from "postgres";
+import { createAwsClients } from "../../shared/aws/create-aws-clients.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import { sweepRuns } from "../runs/sweep-runs.ts";
-import { createAwsClients } from "../wiring/aws-clients.ts";
 
 /** One sweep must finish well inside the function's timeout. */
 export const SWEEP_BUDGET_MS = 50_000;

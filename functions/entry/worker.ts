@@ -4,6 +4,7 @@
 import pino from "pino";
 import postgres from "postgres";
 import { z } from "zod";
+import { createAwsClients } from "../../shared/aws/create-aws-clients.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { type FunctionsEnv, functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { type EnvRecord, parseEnv } from "../../shared/env/parse-env.ts";
@@ -13,7 +14,6 @@ import type { TokenVerifier } from "../auth/token-verifier.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import { createPollingRunEventWaiter } from "../run-events/run-event-waiter.ts";
 import { sweepRuns } from "../runs/sweep-runs.ts";
-import { createAwsClients } from "../wiring/aws-clients.ts";
 import { createRuntimeDeps } from "../wiring/runtime-deps.ts";
 import { whenResponseDone } from "./worker-stream.ts";
 

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Sql } from "postgres";
+import { type AwsCredentials, createAwsClients } from "../../shared/aws/create-aws-clients.ts";
 import { createDb } from "../../shared/db/client.ts";
 import type { FunctionsEnv } from "../../shared/env/functions-env.ts";
 import type { AppDeps } from "../app-deps.ts";
@@ -13,7 +14,6 @@ import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import type { RunEventWaiter } from "../run-events/run-event-waiter.ts";
 import { createSkillsDeps } from "../skills/create-skills-deps.ts";
 import { createHttpSkillsDataPlane } from "../skills/http-skills-data-plane.ts";
-import { type AwsCredentials, createAwsClients } from "./aws-clients.ts";
 
 export type RuntimeDepsOptions = {
   env: FunctionsEnv;

@@ -1,6 +1,5 @@
 import { S3Client } from "@aws-sdk/client-s3";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import type { FunctionsEnv } from "../../shared/env/functions-env.ts";
 
 /** Region when none is configured (fauxqs ignores it; AWS runtimes always set one). */
 export const FALLBACK_AWS_REGION = "us-east-1";
@@ -11,13 +10,16 @@ export type AwsCredentials = {
   sessionToken?: string;
 };
 
+/** The AWS settings every deployable's env shares (functions/, agent-host/). */
+export type AwsEnv = { AWS_REGION?: string | undefined; AWS_ENDPOINT_URL?: string | undefined };
+
 /**
  * The SQS and S3 clients of one deployable. Credentials come from the runtime's default
  * chain (Lambda role, env) unless given: Workers have no such chain, so their entry
  * passes them from its bindings.
  */
 export function createAwsClients(
-  env: Pick<FunctionsEnv, "AWS_REGION" | "AWS_ENDPOINT_URL">,
+  env: AwsEnv,
   credentials?: AwsCredentials,
 ): { sqs: SQSClient; s3: S3Client } {
   const common = {

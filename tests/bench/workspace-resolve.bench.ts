@@ -2,35 +2,19 @@
 // walk beneath the Workdir, fstat, close) against fs.stat of the absolute path. Target: ≤ 3×
 // against fs.stat (the promise API, as the layer's stat is a promise too); fs.statSync is
 // shown as a stricter reference.
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  createLibcSyscalls,
-  createPathResolver,
-  createUserWorkspaces,
-  type ResolverKind,
-} from "../../agent-host/workspace/index.ts";
+import { benchWorkdirs } from "./bench-workdirs.ts";
 import { measure, report } from "./measure.ts";
 
 const RUNS = 200;
 const BATCH = 200;
-const root = mkdtempSync(join(tmpdir(), "workcell-bench-"));
-const workdirPath = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
 const relative = "level1/level2/level3/level4/level5/file.txt";
 
+const { root, absoluteWorkdir, fsOpenat2, fsWalk } = await benchWorkdirs();
 try {
-  const sys = createLibcSyscalls();
-  const open = async (kind: ResolverKind) =>
-    createUserWorkspaces({
-      dataRoot: root,
-      sys,
-      resolver: createPathResolver(sys, { kind }),
-    }).ensureManagedWorkdir("bench", workdirPath);
-  const fsOpenat2 = await open("openat2");
-  const fsWalk = await open("walk");
-  const absolute = join(root, "users", "bench", "workspace", workdirPath, relative);
+  const absolute = join(absoluteWorkdir, relative);
   mkdirSync(join(absolute, ".."), { recursive: true });
   writeFileSync(absolute, "x");
 

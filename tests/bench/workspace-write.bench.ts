@@ -1,35 +1,19 @@
 // (a) A no-clobber write through the safe layer (temp file O_EXCL, fchmod, publish with
 // RENAME_NOREPLACE, all descriptor-relative) against a plain fs.writeFile into the same
 // directory: 1,000 small files per repetition, fresh names each time. Target: ≤ 1.5×.
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  createLibcSyscalls,
-  createPathResolver,
-  createUserWorkspaces,
-  type ResolverKind,
-} from "../../agent-host/workspace/index.ts";
+import { benchWorkdirs } from "./bench-workdirs.ts";
 import { measure, report } from "./measure.ts";
 
 const FILES = 1000;
 const RUNS = 15;
 const data = Buffer.alloc(512, 97);
-const root = mkdtempSync(join(tmpdir(), "workcell-bench-"));
-const workdirPath = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
 
+const { root, absoluteWorkdir, fsOpenat2, fsWalk } = await benchWorkdirs();
 try {
-  const sys = createLibcSyscalls();
-  const open = async (kind: ResolverKind) =>
-    createUserWorkspaces({
-      dataRoot: root,
-      sys,
-      resolver: createPathResolver(sys, { kind }),
-    }).ensureManagedWorkdir("bench", workdirPath);
-  const fsOpenat2 = await open("openat2");
-  const fsWalk = await open("walk");
-  const absolute = join(root, "users", "bench", "workspace", workdirPath);
+  const absolute = absoluteWorkdir;
   let round = 0;
 
   const baseline = await measure(

@@ -1,5 +1,5 @@
 import { domainError } from "../shared/errors/domain-errors.ts";
-import type { RunSandboxes } from "./runs/sandbox-exec-adapter.ts";
+import type { RunSandboxes } from "./runs/run-sandboxes.ts";
 
 /**
  * The sandbox seam when no isolation is available (no Docker engine answers). Every

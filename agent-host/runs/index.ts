@@ -28,8 +28,9 @@ export {
   type RunWorkerLimits,
   resolveRunWorkerLimits,
 } from "./run-limits.ts";
+export type { RunSandboxes } from "./run-sandboxes.ts";
 export { RunWorker, type RunWorkerDeps } from "./run-worker.ts";
-export { createSandboxExec, type RunSandboxes } from "./sandbox-exec-adapter.ts";
+export { createSandboxExec } from "./sandbox-exec-adapter.ts";
 export {
   createEmptySkillProjection,
   type SkillProjection,

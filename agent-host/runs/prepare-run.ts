@@ -8,8 +8,8 @@ import type { UserWorkspaces, WorkspaceFs } from "../workspace/index.ts";
 import { WORKDIR_OUTPUTS_DIR } from "../workspace/index.ts";
 import type { RunContext } from "./run-context.ts";
 import type { RunWorkerLimits } from "./run-limits.ts";
+import type { RunSandboxes } from "./run-sandboxes.ts";
 import { snapshotLimitsOf } from "./run-workdir-changes.ts";
-import type { RunSandboxes } from "./sandbox-exec-adapter.ts";
 import type { SkillProjection } from "./skill-projection.ts";
 import { takeWorkdirSnapshot, type WorkdirSnapshot } from "./workdir-snapshot.ts";
 

@@ -17,7 +17,7 @@ import type { ModelClientFactory } from "./model-client-factory.ts";
 import { type MessageContext, RunConsumer } from "./run-consumer.ts";
 import { type RootRunResult, RunExecutor } from "./run-executor.ts";
 import { type RunWorkerLimits, resolveRunWorkerLimits } from "./run-limits.ts";
-import type { RunSandboxes } from "./sandbox-exec-adapter.ts";
+import type { RunSandboxes } from "./run-sandboxes.ts";
 import type { SkillProjection } from "./skill-projection.ts";
 
 /** Everything the run worker needs, wired once in agent-host's main.ts. */

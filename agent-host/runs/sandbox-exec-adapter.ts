@@ -1,10 +1,7 @@
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
-import type { SandboxManager } from "../sandbox/sandbox-manager.ts";
 import type { SandboxExec } from "./agent/index.ts";
-
-/** The sandbox operations the run worker uses; SandboxManager is the implementation. */
-export type RunSandboxes = Pick<SandboxManager, "acquire" | "exec" | "destroy">;
+import type { RunSandboxes } from "./run-sandboxes.ts";
 
 /**
  * The agent's SandboxExec over the execution tree's sandbox generation. Every call is

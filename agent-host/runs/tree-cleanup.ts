@@ -5,7 +5,7 @@ import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
 import { lockTree } from "../../shared/runs/tree-lock.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { executeRows } from "./execute-rows.ts";
-import type { RunSandboxes } from "./sandbox-exec-adapter.ts";
+import type { RunSandboxes } from "./run-sandboxes.ts";
 import { sleep } from "./sleep.ts";
 
 export interface TreeCleanupDeps {

@@ -1,0 +1,122 @@
+import type { Logger } from "pino";
+import type { AgentRun } from "../../shared/db/schema.ts";
+import { domainReasonOf } from "../../shared/errors/domain-errors.ts";
+import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
+import {
+  buildSystemPrompt,
+  type ChatMessage,
+  createAgentTools,
+  runAgentLoop,
+  SHELL_MODEL_NAME,
+  type SubagentOutcome,
+} from "./agent/index.ts";
+import type { ChildRun } from "./create-child-run.ts";
+import type { RunEnding } from "./finish-run.ts";
+import type { RunControl } from "./run-control.ts";
+import { runEndingOf } from "./run-ending.ts";
+import type { RunEventLog } from "./run-event-log.ts";
+import type { RunExecutorDeps } from "./run-executor-deps.ts";
+import type { RunFence } from "./run-fence.ts";
+import { createRunSubagentSpawner } from "./run-subagent-spawner.ts";
+import { createSandboxExec } from "./sandbox-exec-adapter.ts";
+
+/** What a run executes with once prepared; a sub-agent inherits most of its parent's. */
+export interface Execution {
+  readonly run: AgentRun;
+  readonly fence: RunFence;
+  readonly control: RunControl;
+  readonly events: RunEventLog;
+  readonly depth: number;
+  readonly projectId: string;
+  readonly workdirPath: string;
+  readonly handle: SandboxHandle;
+  readonly skills: readonly string[];
+  readonly model: string | undefined;
+  readonly maxTurns: number | undefined;
+  readonly history: readonly ChatMessage[];
+  /** The original user text (what is stored) and the model-visible variant. */
+  readonly input: string;
+  readonly visibleInput: string;
+  readonly logger: Logger;
+}
+
+/** Executes a sub-agent of `parent` (child-run-execution.ts); passed in to break the cycle. */
+export type RunChild = (
+  child: ChildRun,
+  parent: Execution,
+  parentSignal: AbortSignal,
+) => Promise<SubagentOutcome>;
+
+/** Runs the agent loop of a prepared run; undefined when the lease was lost. */
+export async function driveRun(
+  deps: RunExecutorDeps,
+  x: Execution,
+  runChild: RunChild,
+): Promise<RunEnding | undefined> {
+  const { limits } = deps;
+  const workspace = await deps.userWorkspaces.openUserWorkspace(x.run.uid, {
+    signal: x.control.signal,
+  });
+  try {
+    const model = deps.modelClientFactory({
+      runId: x.run.runId,
+      uid: x.run.uid,
+      input: x.input,
+      depth: x.depth,
+      ...(x.model === undefined ? {} : { model: x.model }),
+      logger: x.logger,
+    });
+    const subagents =
+      x.depth < limits.maxSubagentDepth
+        ? createRunSubagentSpawner({
+            db: deps.db,
+            nodeId: deps.nodeId,
+            leaseTtlMs: limits.leaseTtlMs,
+            maxSubagentsPerRun: limits.maxSubagentsPerRun,
+            parent: x.run,
+            parentFence: x.fence,
+            projectId: x.projectId,
+            ...(x.model === undefined ? {} : { model: x.model }),
+            runChild: (child, signal) => runChild(child, x, signal),
+          })
+        : undefined;
+    // The shell model executes the message text: it gets the user's own words, never
+    // the variant with the attachment list in front.
+    const userText = model.name === SHELL_MODEL_NAME ? x.input : x.visibleInput;
+    const result = await runAgentLoop({
+      model,
+      tools: createAgentTools({ ...deps.agentTools, subagents: subagents !== undefined }),
+      toolEnv: {
+        sandbox: createSandboxExec(deps.sandboxes, x.handle),
+        workspace,
+        workdirPath: x.workdirPath,
+        ...(subagents === undefined ? {} : { subagents }),
+      },
+      systemPrompt: buildSystemPrompt({
+        workdirPath: x.workdirPath,
+        skills: x.skills,
+        subagent: x.depth > 0,
+        ...(deps.systemPromptExtra === undefined ? {} : { extra: deps.systemPromptExtra }),
+      }),
+      messages: [...x.history, { role: "user", content: userText }],
+      limits: {
+        ...deps.agentLimits,
+        ...(x.maxTurns === undefined ? {} : { maxTurns: x.maxTurns }),
+      },
+      signal: x.control.signal,
+      // The terminal event is written by finishRun, in the transaction that sets the
+      // status, so it is held back here (the loop emits it last).
+      emit: (event) => (event.type === "run.completed" ? undefined : x.events.append(event)),
+      logger: x.logger,
+    });
+    return runEndingOf(result, x.control);
+  } catch (error) {
+    if (domainReasonOf(error) === "lease_lost" || x.control.leaseLost) {
+      x.control.stop("lease_lost");
+      return undefined;
+    }
+    throw error;
+  } finally {
+    workspace.close();
+  }
+}

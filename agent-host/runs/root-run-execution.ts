@@ -1,0 +1,161 @@
+import type { Logger } from "pino";
+import type { AgentRun } from "../../shared/db/schema.ts";
+import { withAttachmentContext } from "../attachments/attachment-context.ts";
+import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
+import { executeChildRun } from "./child-run-execution.ts";
+import { driveRun } from "./drive-run.ts";
+import { type Preparation, prepareRun } from "./prepare-run.ts";
+import { loadRunContext } from "./run-context.ts";
+import { RunControl, type StopReason } from "./run-control.ts";
+import { stoppedBeforeStart } from "./run-ending.ts";
+import { nextEventSeq, RunEventLog } from "./run-event-log.ts";
+import type { RunExecutorDeps } from "./run-executor-deps.ts";
+import type { RunFence } from "./run-fence.ts";
+import { type RecordedRun, type RunOutcome, recordOutcome } from "./run-recorder.ts";
+import { withRunWiring } from "./run-wiring.ts";
+import { runWorkdirChanges } from "./run-workdir-changes.ts";
+import { cleanupExecutionTree } from "./tree-cleanup.ts";
+
+/** A claimed root run (claim-run.ts). */
+export interface ClaimedRun {
+  readonly run: AgentRun;
+  readonly fence: RunFence;
+}
+
+/** A root run's outcome plus the sandbox it used, which the tree cleanup destroys. */
+interface RootOutcome {
+  readonly outcome: RunOutcome;
+  readonly handle?: SandboxHandle;
+}
+
+/**
+ * Runs a claimed root run to its end: prepares it (Workdir, outputs/, skills, sandbox),
+ * drives the agent loop, records the outcome, then cleans the execution tree up.
+ * `shutdown` aborting means this node stops: a run still preparing is handed back
+ * (nothing ran), one already executing ends `failed/node_shutdown`.
+ */
+export async function executeRootRun(
+  deps: RunExecutorDeps,
+  { run, fence }: ClaimedRun,
+  shutdown: AbortSignal,
+): Promise<RecordedRun> {
+  const logger = deps.logger.child({ uid: run.uid, run_id: run.runId });
+  const control = new RunControl();
+  let root: RootOutcome;
+  try {
+    root = await withRunWiring(deps, { runId: run.runId, fence, control, logger, shutdown }, () =>
+      prepareAndDrive(deps, { run, fence, control, logger }),
+    );
+  } catch (error) {
+    logger.error({ err: error }, "run failed unexpectedly");
+    root = { outcome: { kind: "crashed" } };
+  }
+  const recorded = await recordOutcome(deps.db, { run, fence, logger }, root.outcome);
+  // A handed-back run is pending again and may be claimed anew: its scope is not ours.
+  if (recorded.kind !== "handed_back") await cleanupTree(deps, { run, logger }, root.handle);
+  return recorded;
+}
+
+interface RootExecution extends ClaimedRun {
+  readonly control: RunControl;
+  readonly logger: Logger;
+}
+
+async function prepareAndDrive(
+  deps: RunExecutorDeps,
+  { run, fence, control, logger: rootLog }: RootExecution,
+): Promise<RootOutcome> {
+  const { db, limits } = deps;
+  const events = new RunEventLog({ db, fence, nextSeq: await nextEventSeq(db, run.runId) });
+  const context = await loadRunContext(db, run, limits);
+  let prepared: Preparation | undefined;
+  try {
+    control.signal.throwIfAborted();
+    prepared = await prepareRun({ ...deps, logger: rootLog }, context, control.signal);
+  } catch (error) {
+    if (control.reason === undefined) throw error;
+  }
+  const handle = prepared?.kind === "ready" ? prepared.handle : undefined;
+  if (prepared === undefined || control.reason !== undefined) {
+    const reason = control.reason as StopReason;
+    // Preparing did nothing the run asked for: a stopping node gives it back for
+    // another node instead of failing it.
+    if (reason === "shutdown" && !control.leaseLost) {
+      return { outcome: { kind: "hand_back", reason: "node_shutdown" }, handle };
+    }
+    return { outcome: { kind: "ended", ending: stoppedBeforeStart(reason), events }, handle };
+  }
+  if (prepared.kind === "hand_back") return { outcome: prepared };
+  if (prepared.kind === "failed") {
+    return {
+      outcome: { kind: "ended", ending: { status: "failed", error: prepared.error }, events },
+    };
+  }
+  const ready = prepared;
+  const log = rootLog.child({
+    sandbox_id: ready.handle.sandboxId,
+    generation: ready.handle.generation,
+  });
+  log.info({ created: ready.created }, "run started");
+  try {
+    const ending = await driveRun(
+      deps,
+      {
+        run,
+        fence,
+        control,
+        events,
+        depth: 0,
+        projectId: context.projectId,
+        workdirPath: context.workdirPath,
+        handle: ready.handle,
+        skills: ready.skills,
+        model: context.agent.model,
+        maxTurns: context.agent.max_steps,
+        history: context.history,
+        input: run.input,
+        // Built from the stored input on every execution, never from an earlier model
+        // copy, so a run handed back and claimed again lists the attachments once; and
+        // withAttachmentContext leaves a text that already ends with the block alone.
+        visibleInput: withAttachmentContext(run.input, context.attachments, context.workdirPath),
+        logger: log,
+      },
+      (child, parent, signal) => executeChildRun(deps, child, parent, signal),
+    );
+    // Taken while the lease still heartbeats; a lost lease records nothing anyway.
+    const changes =
+      ending === undefined
+        ? undefined
+        : await runWorkdirChanges(
+            { ...deps, logger: log },
+            { uid: run.uid, workdirPath: context.workdirPath },
+            ready.before,
+          );
+    return {
+      outcome: { kind: "ended", ending, events, ...(changes === undefined ? {} : { changes }) },
+      handle: ready.handle,
+    };
+  } catch (error) {
+    log.error({ err: error }, "run failed unexpectedly");
+    return { outcome: { kind: "crashed" }, handle: ready.handle };
+  }
+}
+
+async function cleanupTree(
+  deps: RunExecutorDeps,
+  { run, logger }: { readonly run: AgentRun; readonly logger: Logger },
+  handle: SandboxHandle | undefined,
+): Promise<void> {
+  const { limits } = deps;
+  try {
+    await cleanupExecutionTree(
+      deps,
+      { runId: run.runId, uid: run.uid, runtimeScopeId: run.runtimeScopeId },
+      handle,
+      AbortSignal.timeout(limits.treeCleanupWaitMs + limits.sandboxDestroyTimeoutMs),
+    );
+  } catch (error) {
+    // The idle reaper and the reconciler remove what this could not.
+    logger.error({ err: error }, "execution-tree cleanup failed");
+  }
+}

@@ -1,0 +1,28 @@
+import type { Logger } from "pino";
+import type { Db } from "../../shared/db/client.ts";
+import type { UserWorkspaces } from "../workspace/index.ts";
+import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
+import type { CancelWatcher } from "./cancel-watcher.ts";
+import type { ModelClientFactory } from "./model-client-factory.ts";
+import type { RunWorkerLimits } from "./run-limits.ts";
+import type { RunSandboxes } from "./run-sandboxes.ts";
+import type { SkillProjection } from "./skill-projection.ts";
+
+/** Everything root and child executions need, wired once by the run worker. */
+export interface RunExecutorDeps {
+  readonly db: Db;
+  readonly sandboxes: RunSandboxes;
+  readonly userWorkspaces: UserWorkspaces;
+  readonly skillProjection: SkillProjection;
+  readonly modelClientFactory: ModelClientFactory;
+  readonly cancelWatcher: CancelWatcher;
+  readonly nodeId: string;
+  readonly logger: Logger;
+  readonly limits: RunWorkerLimits;
+  /** Tool options (bash timeouts, output caps) for every run. */
+  readonly agentTools?: Omit<AgentToolsOptions, "subagents">;
+  /** Agent loop bounds; a run's `agent.max_steps` overrides `maxTurns`. */
+  readonly agentLimits?: Partial<AgentLimits>;
+  /** Deployment text appended to every system prompt. */
+  readonly systemPromptExtra?: string;
+}

@@ -1,0 +1,108 @@
+import type { Logger } from "pino";
+import type { Db } from "../../shared/db/client.ts";
+import type { AgentRun, RunError } from "../../shared/db/schema.ts";
+import { releaseClaim } from "./claim-run.ts";
+import { finishRun, type RunEnding } from "./finish-run.ts";
+import { nextEventSeq, type RunEventLog } from "./run-event-log.ts";
+import type { RunFence } from "./run-fence.ts";
+import type { WorkdirChanges } from "./workdir-changes.ts";
+
+/** What an execution (root or child) came to, before it is recorded. */
+export type RunOutcome =
+  /** The run ran (or was stopped); `ending` undefined means the lease was lost. */
+  | {
+      readonly kind: "ended";
+      readonly ending: RunEnding | undefined;
+      readonly events: RunEventLog;
+      /** A root run's Workdir changes, committed with the ending. */
+      readonly changes?: WorkdirChanges;
+    }
+  /** Nothing executed and another try may work: give the claim back. */
+  | { readonly kind: "hand_back"; readonly reason: string }
+  /** A bug or a lost database: end the run `failed/internal` if it is still ours. */
+  | { readonly kind: "crashed" };
+
+export type RecordedRun =
+  | { readonly kind: "ended"; readonly ending: RunEnding }
+  /** Nothing executed; the run is pending again and must be dispatched again. */
+  | { readonly kind: "handed_back"; readonly reason: string }
+  /** The run stopped being ours; nothing was written after that. */
+  | { readonly kind: "lease_lost" };
+
+export interface RecordedTarget {
+  readonly run: AgentRun;
+  readonly fence: RunFence;
+  readonly logger: Logger;
+}
+
+export const INTERNAL_ERROR: RunError = Object.freeze({
+  code: "internal",
+  message:
+    "The run failed unexpectedly on the agent-host: retry it; if it persists, report it to the operator.",
+});
+
+/**
+ * Records an outcome under the claim's fence. Called once the run's wiring has stopped
+ * (withRunWiring), so no heartbeat races the ending. A failure to record an ending or a
+ * hand-back is itself a crash: the run is then ended `failed/internal` if still ours.
+ */
+export async function recordOutcome(
+  db: Db,
+  target: RecordedTarget,
+  outcome: RunOutcome,
+): Promise<RecordedRun> {
+  if (outcome.kind === "crashed") return recordCrash(db, target);
+  try {
+    return outcome.kind === "ended"
+      ? await recordEnding(db, target, outcome)
+      : await handBack(db, target, outcome.reason);
+  } catch (error) {
+    target.logger.error({ err: error }, "run failed unexpectedly while being recorded");
+    return recordCrash(db, target);
+  }
+}
+
+async function recordEnding(
+  db: Db,
+  { run, fence, logger }: RecordedTarget,
+  { ending, events, changes }: RunOutcome & { kind: "ended" },
+): Promise<RecordedRun> {
+  if (ending === undefined || events.lost) return { kind: "lease_lost" };
+  await events.settled();
+  const ok = await finishRun(db, fence, run.threadId, events.nextSeq, ending, changes);
+  if (!ok) {
+    logger.warn("run ended but its lease was lost; nothing recorded");
+    return { kind: "lease_lost" };
+  }
+  logger.info(
+    {
+      status: ending.status,
+      ...(ending.error ? { error_code: ending.error.code } : {}),
+      ...(changes === undefined
+        ? {}
+        : { changed_files: changes.items.length, changes_truncated: changes.truncated }),
+    },
+    "run ended",
+  );
+  return { kind: "ended", ending };
+}
+
+async function recordCrash(db: Db, { run, fence, logger }: RecordedTarget): Promise<RecordedRun> {
+  const ending: RunEnding = { status: "failed", error: INTERNAL_ERROR };
+  try {
+    const seq = await nextEventSeq(db, run.runId);
+    const ok = await finishRun(db, fence, run.threadId, seq, ending);
+    return ok ? { kind: "ended", ending } : { kind: "lease_lost" };
+  } catch (error) {
+    // The database is gone too: the lease will expire and the sweeper ends the run.
+    logger.error({ err: error }, "could not record the run's failure");
+    return { kind: "lease_lost" };
+  }
+}
+
+async function handBack(db: Db, { fence, logger }: RecordedTarget, reason: string) {
+  const released = await releaseClaim(db, fence);
+  if (!released) return { kind: "lease_lost" } as const;
+  logger.info({ reason }, "run handed back before it executed");
+  return { kind: "handed_back", reason } as const;
+}

@@ -4,6 +4,7 @@ import type Docker from "dockerode";
 import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import type { Db } from "../shared/db/client.ts";
+import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
@@ -48,8 +49,11 @@ export type AgentHostDeps = {
   modelConfig: ModelConfig;
   dataPlane: {
     port: number;
-    hostname: string /** Advertised in `nodes`; default from hostname:port. */;
+    hostname: string;
+    /** Advertised in `nodes`; default from hostname:port. */
     publicUrl?: string;
+    /** Browser origins allowed on /dp/v1 (CORS); default none. */
+    corsOrigins?: CorsOrigins;
   };
   workerConcurrency?: number;
   logger: Logger;
@@ -107,6 +111,9 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
           objects: createS3AttachmentObjectStore({ s3: deps.s3, bucket: deps.attachmentsBucket }),
         },
         skills,
+        ...(deps.dataPlane.corsOrigins === undefined
+          ? {}
+          : { allowedOrigins: deps.dataPlane.corsOrigins }),
       }),
     });
     stops.push(() => server.close());

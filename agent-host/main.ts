@@ -54,6 +54,9 @@ const host = await startAgentHost({
     port: env.DATA_PLANE_PORT,
     hostname: env.DATA_PLANE_HOST,
     ...(env.DATA_PLANE_PUBLIC_URL === undefined ? {} : { publicUrl: env.DATA_PLANE_PUBLIC_URL }),
+    ...(env.DATA_PLANE_CORS_ORIGINS === undefined
+      ? {}
+      : { corsOrigins: env.DATA_PLANE_CORS_ORIGINS }),
   },
   workerConcurrency: env.WORKER_CONCURRENCY,
   logger,

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../shared/db/client.ts";
+import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
 import type { AppLimits } from "./app-limits.ts";
 import type { AttachmentDeps } from "./attachments/attachment-deps.ts";
 import type { TokenVerifier } from "./auth/token-verifier.ts";
@@ -7,6 +8,7 @@ import type { CapabilityMinter } from "./capability/capability-minter.ts";
 import type { DataPlaneClient } from "./data-plane/data-plane-client.ts";
 import type { HealthProbes } from "./health/health-probes.ts";
 import type { RunQueue } from "./queue/run-queue.ts";
+import type { EventTickets } from "./run-events/event-tickets.ts";
 import type { RunEventWaiter } from "./run-events/run-event-waiter.ts";
 import type { RunChangesSource } from "./runs/run-changes.ts";
 import type { SkillsDeps } from "./skills/create-skills-deps.ts";
@@ -32,6 +34,16 @@ export type AppDeps = SkillsDeps & {
   runEvents: RunEventWaiter;
   /** Presigned uploads to the attachments bucket and imports through the data plane. */
   attachments: AttachmentDeps;
+  /**
+   * Signs and checks the tickets of `POST /v1/runs/{id}/events/ticket`; entries pass
+   * `createEventTickets({ privateJwk: CAPABILITY_PRIVATE_KEY })` so every instance accepts
+   * every instance's tickets. Default: a key of this app only (tests, one process).
+   */
+  eventTickets?: EventTickets;
+  /**
+   * Browser origins answered with CORS headers (WORKCELL_CORS_ORIGINS); default none.
+   */
+  corsOrigins?: CorsOrigins;
   /** Defaults to `recordedRunChanges(db)` (the run worker's `run_changes` table). */
   runChanges?: RunChangesSource;
   limits?: Partial<AppLimits>;

@@ -23,6 +23,8 @@ export type AppLimits = {
   eventStreamMaxMs: number;
   /** Events read per query. */
   eventBatchSize: number;
+  /** Lifetime of an event-stream ticket; at most MAX_EVENT_TICKET_TTL_SECONDS (1 h). */
+  eventTicketTtlSeconds: number;
 };
 
 export const DEFAULT_APP_LIMITS: AppLimits = {
@@ -33,4 +35,5 @@ export const DEFAULT_APP_LIMITS: AppLimits = {
   eventKeepAliveMs: 15_000,
   eventStreamMaxMs: 10 * 60_000,
   eventBatchSize: 200,
+  eventTicketTtlSeconds: 3_600,
 };

@@ -3,6 +3,7 @@ import { WorkcellError } from "../shared/errors/index.ts";
 import type { AppDeps } from "./app-deps.ts";
 import type { AppEnv } from "./app-env.ts";
 import { DEFAULT_APP_LIMITS } from "./app-limits.ts";
+import { apiCors } from "./middleware/api-cors.ts";
 import { authenticate } from "./middleware/authenticate.ts";
 import { limitBody } from "./middleware/body-limit.ts";
 import { errorHandler } from "./middleware/error-handler.ts";
@@ -13,10 +14,12 @@ import { registerFilesAccessRoute } from "./routes/files-access-route.ts";
 import { registerHealthRoute } from "./routes/health-route.ts";
 import { BEARER_SCHEME } from "./routes/openapi-common.ts";
 import { registerProjectRoutes } from "./routes/project-routes.ts";
+import { registerRunEventTicketRoute } from "./routes/run-event-ticket-route.ts";
 import { registerRunEventsRoute } from "./routes/run-events-route.ts";
 import { registerRunRoutes } from "./routes/run-routes.ts";
 import { registerSkillRoutes } from "./routes/skills-routes.ts";
 import { registerThreadRoutes } from "./routes/thread-routes.ts";
+import { createEventTickets } from "./run-events/event-tickets.ts";
 import { recordedRunChanges } from "./runs/recorded-run-changes.ts";
 
 /**
@@ -26,6 +29,9 @@ import { recordedRunChanges } from "./runs/recorded-run-changes.ts";
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const limits = { ...DEFAULT_APP_LIMITS, ...deps.limits };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  // First: a preflight is answered before authentication (it never carries a token),
+  // and every answer, errors included, carries the CORS headers of an allowed origin.
+  app.use(apiCors(deps.corsOrigins ?? []));
   app.use(requestContext(deps.logger));
   app.onError(errorHandler());
   app.notFound(() => {
@@ -35,7 +41,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   // Public. Registered before the authenticate middleware: Hono runs handlers in
   // registration order, and this one answers without calling next().
   registerHealthRoute(app, deps.health);
-  app.use("/v1/*", authenticate(deps.auth), limitBody(limits.maxBodyBytes));
+  const eventTickets = deps.eventTickets ?? createEventTickets();
+  app.use("/v1/*", authenticate(deps.auth, eventTickets), limitBody(limits.maxBodyBytes));
 
   registerProjectRoutes(app, deps);
   registerThreadRoutes(app, deps);
@@ -45,6 +52,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     limits,
   });
   registerRunEventsRoute(app, { db: deps.db, waiter: deps.runEvents, limits });
+  registerRunEventTicketRoute(app, { db: deps.db, tickets: eventTickets, limits });
   registerFilesAccessRoute(app, deps);
   registerAttachmentRoutes(app, deps);
   registerSkillRoutes(app, deps);

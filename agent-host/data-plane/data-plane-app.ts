@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { except } from "hono/combine";
-import { cors } from "hono/cors";
 import { WorkcellError } from "../../shared/errors/index.ts";
+import { corsForOrigins } from "../../shared/http/cors-for-origins.ts";
 import { requireCapability } from "./capability-auth.ts";
 import type { DataPlaneDeps } from "./data-plane-deps.ts";
 import type { DataPlaneEnv } from "./data-plane-env.ts";
@@ -48,11 +48,10 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   app.use(requestContext(deps.logger));
   // Browsers call /dp/v1 from the SPA's origin; preflights carry no token, so CORS answers
   // them before authentication. The internal endpoints are for functions/ only: no CORS.
-  const origins = deps.allowedOrigins ?? "*";
   app.use(
     "/dp/v1/*",
-    cors({
-      origin: origins === "*" ? "*" : [...origins],
+    corsForOrigins({
+      origins: deps.allowedOrigins ?? [],
       allowMethods: ["GET", "HEAD", "PUT", "POST", "DELETE"],
       allowHeaders: ["Authorization", "Content-Type", "Range", "If-Range", REQUEST_ID_HEADER],
       exposeHeaders: [
@@ -63,7 +62,7 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
         "Last-Modified",
         REQUEST_ID_HEADER,
       ],
-      maxAge: CORS_MAX_AGE_SECONDS,
+      maxAgeSeconds: CORS_MAX_AGE_SECONDS,
     }),
   );
   const authenticate = requireCapability(deps, limits.clockToleranceSec);

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
+import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
 import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
 import type { DataPlaneLimits } from "./data-plane-limits.ts";
@@ -22,11 +23,12 @@ export interface DataPlaneDeps {
   readonly logger: Logger;
   readonly limits?: Partial<DataPlaneLimits>;
   /**
-   * Origins allowed to call `/dp/v1/*` from a browser (CORS); default `"*"`. Any origin is
-   * safe by construction: authorization is a bearer capability, never a cookie, so a page
-   * cannot act with credentials it was not handed.
+   * Origins allowed to call `/dp/v1/*` from a browser (CORS, DATA_PLANE_CORS_ORIGINS);
+   * default none. Even `"*"` would be safe: authorization is a bearer capability, never a
+   * cookie, so a page cannot act with credentials it was not handed; the list keeps other
+   * sites from using a leaked capability from a visitor's browser.
    */
-  readonly allowedOrigins?: readonly string[] | "*";
+  readonly allowedOrigins?: CorsOrigins;
   /**
    * The attachments bucket for `POST /internal/v1/attachments/import` (the confirm flow):
    * `{ objects: createS3AttachmentObjectStore({ s3, bucket: ATTACHMENTS_BUCKET }) }`.

@@ -4,10 +4,13 @@ import { skillListSchema } from "../../shared/contracts/skill.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { AppEnv } from "../app-env.ts";
+import { isoTime } from "../db/iso-time.ts";
+import { listSkillCatalogue } from "../skills/list-skill-catalogue.ts";
 import {
   adminSkillSchema,
   grantParamsSchema,
   grantResponseSchema,
+  skillCatalogueSchema,
   skillImportRequestSchema,
   skillUploadRequestSchema,
   skillUploadResponseSchema,
@@ -38,6 +41,21 @@ const listSkills = createRoute({
   security: bearerSecurity,
   responses: {
     200: { description: "Skills", content: { "application/json": { schema: skillListSchema } } },
+    ...commonErrors,
+  },
+});
+
+const listCatalogue = createRoute({
+  method: "get",
+  path: "/v1/admin/skills",
+  summary: "Admin: the whole catalogue (builtin and shared skills, versions, grant counts)",
+  security: bearerSecurity,
+  responses: {
+    200: {
+      description: "The catalogue",
+      content: { "application/json": { schema: skillCatalogueSchema } },
+    },
+    403: errorResponse("The caller is not an admin."),
     ...commonErrors,
   },
 });
@@ -141,6 +159,21 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesD
 
   app.openapi(listSkills, async (c) => {
     const items = await service.listVisible(c.var.principal.uid, c.req.raw.signal);
+    return c.json({ items }, 200);
+  });
+
+  app.openapi(listCatalogue, async (c) => {
+    requireAdmin(c.var.principal);
+    const items = (await listSkillCatalogue(deps.db)).map((skill) => ({
+      slug: skill.slug,
+      kind: skill.kind,
+      description: skill.description,
+      content_hash: skill.contentHash,
+      source_version: skill.sourceVersion,
+      grant_count: skill.grantCount,
+      created_at: isoTime(skill.createdAt),
+      updated_at: isoTime(skill.updatedAt),
+    }));
     return c.json({ items }, 200);
   });
 

@@ -77,6 +77,30 @@ export const adminSkillSchema = z
   .openapi("AdminSkill")
   .describe("A shared skill after an import.");
 
+export const catalogueSkillSchema = z
+  .object({
+    slug: z.string().describe("Skill slug."),
+    kind: z.enum(["builtin", "shared"]).describe("Where the skill comes from."),
+    description: z.string().describe("From SKILL.md's front matter; may be empty."),
+    content_hash: z
+      .string()
+      .describe("The content version: sha256 over paths, types, exec bits and bytes."),
+    source_version: z
+      .string()
+      .nullable()
+      .describe("Version the source declares (builtin skills), or null."),
+    grant_count: z.number().int().min(0).describe("Users holding a grant of this skill."),
+    created_at: timestampSchema.describe("When the skill was first registered."),
+    updated_at: timestampSchema.describe("When its content last changed."),
+  })
+  .openapi("CatalogueSkill")
+  .describe("A builtin or shared skill of the catalogue.");
+
+export const skillCatalogueSchema = z
+  .object({ items: z.array(catalogueSkillSchema).describe("Every skill, by slug.") })
+  .openapi("SkillCatalogue")
+  .describe("The whole skill catalogue.");
+
 export const grantParamsSchema = z.object({
   slug: sharedSkillSlugSchema.openapi({ param: { name: "slug", in: "path" } }),
   uid: uidSchema.openapi({ param: { name: "uid", in: "path" } }),

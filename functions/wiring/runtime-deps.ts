@@ -11,6 +11,7 @@ import { createCapabilityMinter } from "../capability/create-capability-minter.t
 import { createHttpDataPlaneClient } from "../data-plane/http-data-plane-client.ts";
 import { createHealthProbes } from "../health/health-probes.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
+import { createEventTickets } from "../run-events/event-tickets.ts";
 import type { RunEventWaiter } from "../run-events/run-event-waiter.ts";
 import { createSkillsDeps } from "../skills/create-skills-deps.ts";
 import { createHttpSkillsDataPlane } from "../skills/http-skills-data-plane.ts";
@@ -48,6 +49,10 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     capabilities,
     dataPlaneUrl: o.env.DATA_PLANE_URL,
     runEvents: o.runEvents,
+    eventTickets: createEventTickets({ privateJwk: o.env.CAPABILITY_PRIVATE_KEY }),
+    ...(o.env.WORKCELL_CORS_ORIGINS === undefined
+      ? {}
+      : { corsOrigins: o.env.WORKCELL_CORS_ORIGINS }),
     ...createSkillsDeps({
       s3,
       bucket: o.env.ATTACHMENTS_BUCKET,

@@ -19,12 +19,14 @@ import { createCapabilityMinter } from "../../functions/capability/create-capabi
 import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-plane-client.ts";
 import { createHealthProbes } from "../../functions/health/health-probes.ts";
 import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
+import { createEventTickets } from "../../functions/run-events/event-tickets.ts";
 import { createNotifyRunEventWaiter } from "../../functions/run-events/notify-run-event-waiter.ts";
 import { runSweeperLoop } from "../../functions/runs/sweeper-loop.ts";
 import { createSkillsDeps } from "../../functions/skills/create-skills-deps.ts";
 import { importCapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
 import type { LocalEnv } from "../../shared/env/local-env.ts";
+import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
 import { createPgliteDb } from "../db/create-pglite-db.ts";
 import { migrate } from "../db/migrate.ts";
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER } from "./dev-token.ts";
@@ -45,6 +47,17 @@ export const LOCAL_DATA_ROOT_DIR = "data-root";
  */
 export function localNodeId(dataDir: string): string {
   return `local-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`;
+}
+
+/**
+ * The local data plane is another origin (port) than the local API that serves the web
+ * console, so the console's own origin is always allowed there, plus WORKCELL_CORS_ORIGINS
+ * (e.g. a dev server of the console).
+ */
+export function localDataPlaneOrigins(env: LocalEnv): CorsOrigins {
+  const configured = env.WORKCELL_CORS_ORIGINS ?? [];
+  if (configured === "*") return "*";
+  return [`http://127.0.0.1:${env.PORT}`, `http://localhost:${env.PORT}`, ...configured];
 }
 
 export type LocalStack = {
@@ -119,16 +132,21 @@ export async function startLocalStack(p: {
       docker: new Docker(),
       sandboxConfig: sandboxConfigSchema.parse({ image: p.env.SANDBOX_IMAGE }),
       modelConfig: modelConfigFromEnv(p.env),
-      dataPlane: { port: p.env.DATA_PLANE_PORT, hostname: "127.0.0.1" },
+      dataPlane: {
+        port: p.env.DATA_PLANE_PORT,
+        hostname: "127.0.0.1",
+        corsOrigins: localDataPlaneOrigins(p.env),
+      },
       logger: p.logger,
     });
     stops.push(() => agentHost.stop());
     const dataPlaneUrl = agentHost.dataPlaneUrl;
 
     const runQueue = createSqsRunQueue({ sqs, queueUrl: runQueueUrl });
-    const capabilities = createCapabilityMinter({
-      privateJwk: ed25519PrivateJwkVar().parse(JSON.stringify(secrets.capabilityPrivateJwk)),
-    });
+    const capabilityPrivateJwk = ed25519PrivateJwkVar().parse(
+      JSON.stringify(secrets.capabilityPrivateJwk),
+    );
+    const capabilities = createCapabilityMinter({ privateJwk: capabilityPrivateJwk });
     const runEvents = createNotifyRunEventWaiter({ listen, logger: p.logger });
     stops.push(() => runEvents.close());
     const app = createApp({
@@ -146,6 +164,10 @@ export async function startLocalStack(p: {
       capabilities,
       dataPlaneUrl,
       runEvents,
+      eventTickets: createEventTickets({ privateJwk: capabilityPrivateJwk }),
+      ...(p.env.WORKCELL_CORS_ORIGINS === undefined
+        ? {}
+        : { corsOrigins: p.env.WORKCELL_CORS_ORIGINS }),
       attachments: createAttachmentDeps({
         s3,
         bucket: attachmentsBucket,

@@ -133,3 +133,18 @@ export type RunEventType = RunEvent["type"];
 export function isTerminalRunEvent(event: RunEvent): boolean {
   return event.type === "run.completed";
 }
+
+/** `POST /v1/runs/{run_id}/events/ticket` */
+export const eventTicketSchema = z
+  .object({
+    url: z
+      .url()
+      .describe(
+        "Opens this run's event stream without an Authorization header: `new EventSource(url)`. Reconnects (with Last-Event-ID) work with the same URL until `expires_at`.",
+      ),
+    expires_at: timestampSchema.describe("The ticket stops opening the stream at this time."),
+  })
+  .openapi("EventTicket")
+  .describe("A URL that reads this one run's events and nothing else, for at most an hour.");
+
+export type EventTicketResponse = z.infer<typeof eventTicketSchema>;

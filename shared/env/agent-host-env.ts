@@ -3,6 +3,7 @@ import offlineSandboxImage from "../../infra/sandbox-image/test-image.json" with
 import {
   absolutePathVar,
   bucketNameVar,
+  corsOriginsVar,
   decimalVar,
   ed25519PublicJwkVar,
   httpUrlVar,
@@ -83,6 +84,11 @@ export const agentHostEnvSchema = z.object({
     .optional()
     .describe(
       "URL under which functions/ and browsers reach this node's data plane (recorded in `nodes`); default http://<DATA_PLANE_HOST>:<DATA_PLANE_PORT>.",
+    ),
+  DATA_PLANE_CORS_ORIGINS: corsOriginsVar()
+    .optional()
+    .describe(
+      "Browser origins allowed to call the data plane's /dp/v1 files API (CORS), comma-separated, e.g. https://console.example.com; `*` for any; unset: none.",
     ),
   SANDBOX_IMAGE: z
     .string()

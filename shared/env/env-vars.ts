@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type CorsOrigins, parseCorsOrigins } from "../http/cors-for-origins.ts";
 
 // Building blocks shared by the per-deployable env schemas. Env values are strings, so
 // numbers are parsed from digits only ("1e3", "0x10" and " 8 " are refused rather than
@@ -98,4 +99,14 @@ export function ed25519PublicJwkVar() {
       message: "is a private key: remove the 'd' member and set only the public key",
     }),
   );
+}
+
+/** A comma-separated list of browser origins (or `*`), parsed by parseCorsOrigins. */
+export function corsOriginsVar() {
+  return z.string().transform((text, ctx): CorsOrigins => {
+    const parsed = parseCorsOrigins(text);
+    if (parsed.ok) return parsed.origins;
+    ctx.addIssue({ code: "custom", message: parsed.message });
+    return z.NEVER;
+  });
 }

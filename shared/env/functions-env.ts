@@ -1,6 +1,7 @@
 import { z } from "zod";
 import {
   bucketNameVar,
+  corsOriginsVar,
   ed25519PrivateJwkVar,
   httpUrlVar,
   logLevelVar,
@@ -69,6 +70,11 @@ const functionsEnvObject = z.object({
   DATA_PLANE_URL: httpUrlVar().describe(
     "Public base URL of the agent-host data plane, as browsers reach it.",
   ),
+  WORKCELL_CORS_ORIGINS: corsOriginsVar()
+    .optional()
+    .describe(
+      "Browser origins allowed to call the API (CORS), comma-separated, e.g. https://console.example.com,http://localhost:5173; `*` for any; unset: none.",
+    ),
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",
   ),

@@ -4,7 +4,7 @@ import {
   DEFAULT_DATA_PLANE_PORT,
   DEFAULT_SANDBOX_IMAGE,
 } from "./agent-host-env.ts";
-import { logLevelVar, portVar } from "./env-vars.ts";
+import { corsOriginsVar, logLevelVar, portVar } from "./env-vars.ts";
 
 export const DEFAULT_LOCAL_PORT = 8080;
 export const DEFAULT_LOCAL_DATA_DIR = "./.data";
@@ -43,6 +43,11 @@ export const localEnvSchema = z.object({
     .min(1)
     .default(DEFAULT_SANDBOX_IMAGE)
     .describe(`Container image of sandboxes (default ${DEFAULT_SANDBOX_IMAGE}).`),
+  WORKCELL_CORS_ORIGINS: corsOriginsVar()
+    .optional()
+    .describe(
+      "Other browser origins allowed to call the local API and data plane (CORS), comma-separated, e.g. http://localhost:5173; the local API's own origin is always allowed on the data plane.",
+    ),
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",
   ),

@@ -19,11 +19,13 @@ import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-
 import { createHealthProbes } from "../../functions/health/health-probes.ts";
 import type { RunQueue } from "../../functions/queue/run-queue.ts";
 import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
+import type { EventTickets } from "../../functions/run-events/event-tickets.ts";
 import type { RunEventWaiter } from "../../functions/run-events/run-event-waiter.ts";
 import { createSkillsDeps } from "../../functions/skills/create-skills-deps.ts";
 import { createHttpSkillsDataPlane } from "../../functions/skills/http-skills-data-plane.ts";
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER, mintDevToken } from "../../infra/local/dev-token.ts";
 import type { PostgresDb } from "../../shared/db/client.ts";
+import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
 
 /** The user every `call` acts as unless told otherwise. */
 export const ALICE = "alice";
@@ -54,6 +56,9 @@ export type TestFunctionsAppOptions = {
   /** Replace the dev-token verifier (e.g. an OIDC one against a test JWKS). */
   auth?: TokenVerifier;
   limits?: Partial<AppLimits>;
+  eventTickets?: EventTickets;
+  /** WORKCELL_CORS_ORIGINS. */
+  corsOrigins?: CorsOrigins;
   attachmentLimits?: Partial<AttachmentLimits>;
 };
 
@@ -111,6 +116,8 @@ export function createTestFunctionsApp(options: TestFunctionsAppOptions): TestFu
       skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: dataPlaneUrl, capabilities }),
     }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(options.eventTickets === undefined ? {} : { eventTickets: options.eventTickets }),
+    ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
   };
   const app = createApp(deps);
   const tokens = new Map<string, string>();

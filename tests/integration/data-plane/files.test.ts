@@ -8,7 +8,15 @@ import {
 } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { namesIn } from "../workspace/harness.ts";
-import { type DataPlaneEnv, errorOf, q, SANDBOX_OWNER, SECRET, setupDataPlane } from "./harness.ts";
+import {
+  ALLOWED_ORIGIN,
+  type DataPlaneEnv,
+  errorOf,
+  q,
+  SANDBOX_OWNER,
+  SECRET,
+  setupDataPlane,
+} from "./harness.ts";
 
 // Every endpoint of API.md "Workdir files", success and failure, through real HTTP against
 // real files. afterEach checks that nothing outside Alice's Workdir changed.
@@ -419,23 +427,37 @@ describe("the app", () => {
   });
 
   it("answers a CORS preflight without a token, and exposes the range headers", async () => {
-    const response = await fetch(`${env.server.url}/dp/v1/files/content?${q("/a")}`, {
-      method: "OPTIONS",
-      headers: {
-        Origin: "https://app.example",
-        "Access-Control-Request-Method": "PUT",
-        "Access-Control-Request-Headers": "authorization",
-      },
-    });
+    const preflight = (origin: string) =>
+      fetch(`${env.server.url}/dp/v1/files/content?${q("/a")}`, {
+        method: "OPTIONS",
+        headers: {
+          Origin: origin,
+          "Access-Control-Request-Method": "PUT",
+          "Access-Control-Request-Headers": "authorization",
+        },
+      });
+    const response = await preflight(ALLOWED_ORIGIN);
     expect(response.status).toBe(204);
-    expect(response.headers.get("access-control-allow-origin")).toBe("*");
+    expect(response.headers.get("access-control-allow-origin")).toBe(ALLOWED_ORIGIN);
     expect(response.headers.get("access-control-allow-headers")?.toLowerCase()).toContain(
       "authorization",
     );
     writeFileSync(env.at("a"), "x");
     const get = await env.request("GET", `/dp/v1/files/content?${q("/a")}`, {
-      headers: { Origin: "https://app.example" },
+      headers: { Origin: ALLOWED_ORIGIN },
     });
     expect(get.headers.get("access-control-expose-headers")).toContain("Content-Range");
+
+    // Any other origin: no CORS header at all, on the preflight and on the request.
+    const refused = await preflight("https://evil.example");
+    expect(refused.status).toBe(204);
+    const other = await env.request("GET", `/dp/v1/files/content?${q("/a")}`, {
+      headers: { Origin: "https://evil.example" },
+    });
+    expect(other.status).toBe(200);
+    for (const res of [refused, other]) {
+      const cors = [...res.headers.keys()].filter((k) => k.startsWith("access-control-"));
+      expect(cors).toEqual([]);
+    }
   });
 });

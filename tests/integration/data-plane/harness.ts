@@ -73,7 +73,12 @@ export interface SetupOptions {
   readonly kind?: ResolverKind;
   readonly limits?: Partial<DataPlaneLimits>;
   readonly workspaceLimits?: Partial<WorkspaceLimits>;
+  /** DATA_PLANE_CORS_ORIGINS; default [ALLOWED_ORIGIN]. */
+  readonly allowedOrigins?: readonly string[] | "*";
 }
+
+/** The browser origin the harness's data plane allows (CORS). */
+export const ALLOWED_ORIGIN = "https://app.example";
 
 /**
  * A fresh data root with two users, the real data-plane app served on a real loopback port,
@@ -117,6 +122,7 @@ export async function setupDataPlane(options: SetupOptions = {}): Promise<DataPl
     userWorkspaces: users,
     publicKeys: [keys.publicJwk],
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
+    allowedOrigins: options.allowedOrigins ?? [ALLOWED_ORIGIN],
     ...(options.limits === undefined ? {} : { limits: options.limits }),
   });
   const server = await startDataPlaneServer({ app, port: 0 });

@@ -174,6 +174,20 @@ describe("skills routes", () => {
     });
     expect(namesIn(env.projectionPath("alice"))).toEqual(["pdf-tools"]);
 
+    // The catalogue (admin only): every skill with its version and grant count.
+    expect((await call("GET", "/v1/admin/skills", alice)).status).toBe(403);
+    const catalogue = await call("GET", "/v1/admin/skills", ADMIN);
+    expect(catalogue.status).toBe(200);
+    const { items } = (await catalogue.json()) as { items: Array<Record<string, unknown>> };
+    expect(items.find((s) => s.slug === "pdf-tools")).toMatchObject({
+      kind: "shared",
+      description: "PDF tools",
+      content_hash: expect.stringMatching(/^sha256:/),
+      grant_count: 1,
+      created_at: expect.any(String),
+    });
+    expect(items.map((s) => s.slug)).toEqual([...items.map((s) => s.slug)].sort());
+
     // Alice's personal skill, in her workspace.
     const workspace = join(env.dataRoot, "users", "alice", "workspace");
     mkdirSync(join(workspace, "agents", "skills", "my-notes"), { recursive: true });

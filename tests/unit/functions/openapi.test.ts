@@ -18,6 +18,7 @@ const API_MD_ROUTES = [
   "POST /v1/runs",
   "GET /v1/runs/{run_id}",
   "GET /v1/runs/{run_id}/events",
+  "POST /v1/runs/{run_id}/events/ticket",
   "POST /v1/runs/{run_id}/cancel",
   "GET /v1/runs/{run_id}/changes",
   "POST /v1/threads/{thread_id}/files/access",
@@ -27,6 +28,7 @@ const API_MD_ROUTES = [
   "DELETE /v1/threads/{thread_id}/attachments/{file_id}",
   "GET /v1/skills",
   "POST /v1/admin/skills",
+  "GET /v1/admin/skills",
   "PUT /v1/admin/skills/{slug}/grants/{uid}",
   "DELETE /v1/admin/skills/{slug}/grants/{uid}",
 ];

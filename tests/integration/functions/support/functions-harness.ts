@@ -11,6 +11,7 @@ import type { AppLimits } from "../../../../functions/app-limits.ts";
 import type { TokenVerifier } from "../../../../functions/auth/token-verifier.ts";
 import { createCapabilityMinter } from "../../../../functions/capability/create-capability-minter.ts";
 import type { RunQueue } from "../../../../functions/queue/run-queue.ts";
+import { createEventTickets } from "../../../../functions/run-events/event-tickets.ts";
 import { createNotifyRunEventWaiter } from "../../../../functions/run-events/notify-run-event-waiter.ts";
 import {
   createPollingRunEventWaiter,
@@ -59,6 +60,8 @@ export type HarnessOptions = {
   dbMax?: number;
   /** Replace the dev-token verifier (e.g. an OIDC one against a test JWKS). */
   auth?: TokenVerifier;
+  /** The clock of event tickets (signed with the capability key, as the entries do). */
+  ticketClock?: () => Date;
 };
 
 /** The functions app on a fresh database, a fresh queue and the real data plane over a fresh data root. */
@@ -95,6 +98,10 @@ export async function startFunctionsHarness(
     dataPlaneUrl: dataPlane.url,
     capabilities: createCapabilityMinter({ privateJwk }),
     runEvents,
+    eventTickets: createEventTickets({
+      privateJwk,
+      ...(options.ticketClock === undefined ? {} : { now: options.ticketClock }),
+    }),
     logger,
     ...(options.runQueue === undefined ? {} : { runQueue: options.runQueue }),
     ...(options.auth === undefined ? {} : { auth: options.auth }),

@@ -2,7 +2,9 @@
 // entity under schema/; after changing any of them run `npm run db:generate`.
 export * from "./schema/agent-runs.ts";
 export * from "./schema/attachments.ts";
+export * from "./schema/change-batches.ts";
 export * from "./schema/conversations.ts";
+export * from "./schema/execution-leases.ts";
 export * from "./schema/idempotency-keys.ts";
 export * from "./schema/messages.ts";
 export * from "./schema/nodes.ts";

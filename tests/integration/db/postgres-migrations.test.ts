@@ -69,7 +69,10 @@ async function publicTables(sql: postgres.Sql): Promise<string[]> {
 const expectedTables = [
   "agent_runs",
   "attachments",
+  "change_batch_items",
+  "change_batches",
   "conversations",
+  "execution_leases",
   "idempotency_keys",
   "messages",
   "nodes",

@@ -1,23 +1,36 @@
-// AWS Lambda behind API Gateway (HTTP API, payload v2) or a Function URL: `handler`.
+// AWS Lambda: `handler`. Deployed (sst.config.ts) behind a Function URL whose invoke mode
+// is RESPONSE_STREAM, so an event stream reaches the client event by event, as it is
+// written, instead of all at once when the handler returns. WORKCELL_LAMBDA_RESPONSE_MODE=
+// buffered is for API Gateway and `sst dev`, which cannot stream: there a stream ends after
+// 20 s with what it has and the client resumes with Last-Event-ID.
 // One request at a time per instance, so one database connection; the client lives as
 // long as the instance (module scope is the instance's lifetime on Lambda).
-import { handle } from "hono/aws-lambda";
+import { handle, streamHandle } from "hono/aws-lambda";
 import pino from "pino";
 import postgres from "postgres";
+import { z } from "zod";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import { createPollingRunEventWaiter } from "../run-events/run-event-waiter.ts";
 import { createRuntimeDeps } from "../wiring/runtime-deps.ts";
+import {
+  LAMBDA_BUFFERED_EVENT_STREAM_MAX_MS,
+  LAMBDA_EVENT_STREAM_MAX_MS,
+} from "./lambda-timeouts.ts";
 
-/**
- * `handle` buffers the response, and API Gateway gives up after 29 s: an event stream on
- * Lambda ends before that with what it has, and the client resumes with Last-Event-ID.
- */
-export const LAMBDA_EVENT_STREAM_MAX_MS = 20_000;
+const lambdaEnvSchema = z.object({
+  WORKCELL_LAMBDA_RESPONSE_MODE: z
+    .enum(["stream", "buffered"])
+    .default("stream")
+    .describe(
+      "`stream` (default): a Function URL with invoke mode RESPONSE_STREAM; `buffered`: API Gateway or `sst dev`.",
+    ),
+});
 
 const env = parseEnv(functionsEnvSchema, process.env);
+const { WORKCELL_LAMBDA_RESPONSE_MODE: mode } = parseEnv(lambdaEnvSchema, process.env);
 const logger = pino({ level: env.LOG_LEVEL });
 const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
 const app = createApp(
@@ -28,8 +41,13 @@ const app = createApp(
     auth: createTokenVerifier(env),
     // A frozen instance cannot hold a LISTEN: poll.
     runEvents: createPollingRunEventWaiter(),
-    limits: { eventStreamMaxMs: LAMBDA_EVENT_STREAM_MAX_MS },
+    limits: {
+      eventStreamMaxMs:
+        mode === "stream" ? LAMBDA_EVENT_STREAM_MAX_MS : LAMBDA_BUFFERED_EVENT_STREAM_MAX_MS,
+    },
   }),
 );
 
-export const handler = handle(app);
+// streamHandle needs the `awslambda` global of Lambda's Node.js runtime; it exists only there
+// (and in the tests' runtime double), which is why the mode is chosen before touching it.
+export const handler = mode === "stream" ? streamHandle(app) : handle(app);

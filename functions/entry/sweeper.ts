@@ -9,9 +9,7 @@ import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import { sweepRuns } from "../runs/sweep-runs.ts";
-
-/** One sweep must finish well inside the function's timeout. */
-export const SWEEP_BUDGET_MS = 50_000;
+import { SWEEP_BUDGET_MS } from "./lambda-timeouts.ts";
 
 const env = parseEnv(functionsEnvSchema, process.env);
 const logger = pino({ level: env.LOG_LEVEL });

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { PGlite } from "@electric-sql/pglite";
 import type { Sql } from "postgres";
+import { type AppliedMigration, assertSchemaNotNewer, knownMigrations } from "./schema-version.ts";
 
 // Resolved from this file, not the cwd, so it works from any working directory.
 export const migrationsFolder = join(import.meta.dirname, "../../shared/db/migrations");
@@ -12,11 +13,35 @@ export const MIGRATION_LOCK_KEYS = [0x57434c4c, 1] as const;
 
 export type MigrationTarget = Sql | PGlite;
 
-// Applies every pending migration in shared/db/migrations. Idempotent.
-export async function migrate(target: MigrationTarget): Promise<void> {
+export type MigrateOptions = {
+  /** Where the SQL and meta/_journal.json are; a bundled Lambda passes its copy. */
+  migrationsFolder?: string;
+};
+
+/** What one migrate call did. */
+export type MigrationResult = {
+  /** Migrations applied by this call (0 when the database was already current). */
+  applied: number;
+  /** Migrations this code knows; after a successful call the database has all of them. */
+  total: number;
+};
+
+const APPLIED_SQL = `select hash, created_at::text as created_at from drizzle.__drizzle_migrations`;
+const HAS_TABLE_SQL = `select to_regclass('drizzle.__drizzle_migrations') is not null as present`;
+
+type AppliedRow = { hash: string; created_at: string };
+const toApplied = (rows: readonly AppliedRow[]): AppliedMigration[] =>
+  rows.map((r) => ({ hash: r.hash, createdAt: Number(r.created_at) }));
+
+// Applies every pending migration in shared/db/migrations. Idempotent. Refuses
+// (SchemaNewerThanCodeError, nothing applied) a database migrated by newer code.
+export async function migrate(
+  target: MigrationTarget,
+  options: MigrateOptions = {},
+): Promise<MigrationResult> {
   // A postgres.js client is a tagged-template function; a PGlite instance is an object.
-  if (typeof target === "function") await migratePostgres(target);
-  else await migratePglite(target);
+  if (typeof target === "function") return migratePostgres(target, options);
+  return migratePglite(target, options);
 }
 
 // drizzle's migrator alone is not safe against a concurrent migrator: it reads the last
@@ -27,7 +52,12 @@ export async function migrate(target: MigrationTarget): Promise<void> {
 // client a reserved connection holds it while the pool applies the migrations; a
 // single-connection client (max: 1) runs everything, lock included, on its one
 // connection (reserving it would leave nothing for the migration itself).
-export async function migratePostgres(sql: Sql): Promise<void> {
+export async function migratePostgres(
+  sql: Sql,
+  options: MigrateOptions = {},
+): Promise<MigrationResult> {
+  const folder = options.migrationsFolder ?? migrationsFolder;
+  const known = knownMigrations(folder);
   // Loaded lazily so a PGlite-only process never loads the postgres.js driver and vice versa.
   const [{ drizzle }, { migrate: drizzleMigrate }] = await Promise.all([
     import("drizzle-orm/postgres-js"),
@@ -43,7 +73,11 @@ export async function migratePostgres(sql: Sql): Promise<void> {
   try {
     await lock`select pg_advisory_lock(${classId}::int, ${objId}::int)`;
     try {
-      await drizzleMigrate(drizzle(sql), { migrationsFolder });
+      // Read under the lock, so no other migrator changes the answer before we act on it.
+      const before = await appliedPostgres(sql);
+      assertSchemaNotNewer(before, known);
+      await drizzleMigrate(drizzle(sql), { migrationsFolder: folder });
+      return { applied: known.length - before.length, total: known.length };
     } finally {
       await lock`select pg_advisory_unlock(${classId}::int, ${objId}::int)`;
     }
@@ -57,12 +91,29 @@ export async function migratePostgres(sql: Sql): Promise<void> {
 
 // PGlite is one in-process backend owned by one process: there is no second migrator to
 // exclude (and its advisory locks never contend anyway).
-export async function migratePglite(pglite: PGlite): Promise<void> {
+export async function migratePglite(
+  pglite: PGlite,
+  options: MigrateOptions = {},
+): Promise<MigrationResult> {
+  const folder = options.migrationsFolder ?? migrationsFolder;
+  const known = knownMigrations(folder);
   const [{ drizzle }, { migrate: drizzleMigrate }] = await Promise.all([
     import("drizzle-orm/pglite"),
     import("drizzle-orm/pglite/migrator"),
   ]);
-  await drizzleMigrate(drizzle(pglite), { migrationsFolder });
+  const present = await pglite.query<{ present: boolean }>(HAS_TABLE_SQL);
+  const before = present.rows[0]?.present
+    ? toApplied((await pglite.query<AppliedRow>(APPLIED_SQL)).rows)
+    : [];
+  assertSchemaNotNewer(before, known);
+  await drizzleMigrate(drizzle(pglite), { migrationsFolder: folder });
+  return { applied: known.length - before.length, total: known.length };
+}
+
+async function appliedPostgres(sql: Sql): Promise<AppliedMigration[]> {
+  const [row] = await sql.unsafe<{ present: boolean }[]>(HAS_TABLE_SQL);
+  if (!row?.present) return [];
+  return toApplied(await sql.unsafe<AppliedRow[]>(APPLIED_SQL));
 }
 
 function restore(target: Record<string, unknown>, saved: Record<string, unknown>): void {

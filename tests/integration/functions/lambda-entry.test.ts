@@ -11,9 +11,10 @@ import {
   type LambdaHttpEvent,
 } from "./support/lambda-events.ts";
 
-// The real Lambda entries (functions/entry/lambda.ts, sweeper.ts), configured by their
-// environment exactly as in AWS, answering API Gateway v2 and Function URL events, against
-// the test Postgres and fauxqs.
+// The real Lambda entries (functions/entry/lambda.ts in its buffered mode, sweeper.ts),
+// configured by their environment exactly as in AWS, answering API Gateway v2 and Function
+// URL events, against the test Postgres and fauxqs. The streaming mode that sst.config.ts
+// deploys is lambda-streaming.test.ts.
 
 type LambdaResult = {
   statusCode: number;
@@ -36,7 +37,7 @@ beforeAll(async () => {
     queuePrefix: "lambda",
     logLevel: "silent",
   }));
-  Object.assign(process.env, vars);
+  Object.assign(process.env, vars, { WORKCELL_LAMBDA_RESPONSE_MODE: "buffered" });
   ({ handler } = (await import("../../../functions/entry/lambda.ts")) as unknown as {
     handler: typeof handler;
   });

@@ -5,10 +5,14 @@ import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
+import { failRunsOfNode } from "../shared/runs/fail-node-runs.ts";
+import { DEFAULT_NODE_HEARTBEAT_INTERVAL_MS } from "../shared/runs/node-liveness.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
+import { NodeHeartbeat } from "./node-heartbeat.ts";
+import { probeSandboxTiers } from "./probe-sandbox-tiers.ts";
 import { registerNode } from "./register-node.ts";
 import type { ModelConfig } from "./runs/agent/model-config.ts";
 import type { ListenFn } from "./runs/listen.ts";
@@ -56,6 +60,8 @@ export type AgentHostDeps = {
     corsOrigins?: CorsOrigins;
   };
   workerConcurrency?: number;
+  /** Between node heartbeats (NODE_HEARTBEAT_SECONDS); the node TTL is sandboxConfig.nodeTtlMs. */
+  nodeHeartbeatIntervalMs?: number;
   logger: Logger;
 };
 
@@ -65,6 +71,8 @@ export type AgentHost = {
   dataPlaneUrl: string;
   skills: AgentHostSkills;
   sandboxDriver: SandboxDriverStatus;
+  /** This node's liveness as its heartbeat sees it (for /readyz). */
+  heartbeat: NodeHeartbeat;
   stop(): Promise<void>;
 };
 
@@ -119,11 +127,21 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     stops.push(() => server.close());
     const dataPlaneUrl = deps.dataPlane.publicUrl ?? server.url;
     await registerNode(deps.db, { nodeId: deps.nodeId, dataPlaneUrl });
+    // Runs a previous process of this node left running are over; ending them first
+    // releases their sandboxes, so the reconciler below removes rather than adopts them.
+    const ended = await failRunsOfNode(deps.db, deps.nodeId);
+    if (ended.length > 0) {
+      logger.warn(
+        { run_ids: ended.flatMap((s) => s.runIds) },
+        "ended runs a previous process of this node left running (node_lost)",
+      );
+    }
 
     const sandboxDriver = await detectDocker(deps.docker);
     let sandboxes: RunSandboxes;
+    let manager: SandboxManager | undefined;
     if (sandboxDriver.kind === "docker") {
-      const manager = new SandboxManager({
+      manager = new SandboxManager({
         db: deps.db,
         driver: new DockerDriver({
           docker: deps.docker,
@@ -136,11 +154,40 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         config: deps.sandboxConfig,
       });
       await manager.start(starting.signal);
-      stops.push(() => manager.stop());
+      const started = manager;
+      stops.push(() => started.stop());
       sandboxes = manager;
     } else {
       logger.warn({ detail: sandboxDriver.detail }, "no sandbox driver: runs will be refused");
       sandboxes = noIsolationSandboxes(sandboxDriver.detail);
+    }
+
+    const heartbeat = new NodeHeartbeat({
+      db: deps.db,
+      nodeId: deps.nodeId,
+      intervalMs: deps.nodeHeartbeatIntervalMs ?? DEFAULT_NODE_HEARTBEAT_INTERVAL_MS,
+      beatTimeoutMs: deps.nodeHeartbeatIntervalMs ?? DEFAULT_NODE_HEARTBEAT_INTERVAL_MS,
+      nodeTtlMs: deps.sandboxConfig.nodeTtlMs,
+      tiers: (signal) =>
+        probeSandboxTiers({ docker: deps.docker, container: manager !== undefined }, signal),
+      onState: (state) => followNodeState(manager, state, logger),
+      logger,
+    });
+    await heartbeat.start();
+    stops.push(() => heartbeat.stop({ markStopped: true }));
+    if (manager !== undefined) {
+      // Runs after the worker stopped (stops run in reverse): no live row is left
+      // pointing at a node that is going away.
+      const draining = manager;
+      stops.push(async () => {
+        const { destroyed } = await draining.releaseAll(
+          AbortSignal.timeout(
+            deps.sandboxConfig.drainTimeoutMs + deps.sandboxConfig.createTimeoutMs,
+          ),
+        );
+        if (destroyed.length > 0)
+          logger.info({ destroyed: destroyed.length }, "released sandboxes on stop");
+      });
     }
 
     const worker = new RunWorker({
@@ -173,6 +220,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       dataPlaneUrl,
       skills,
       sandboxDriver,
+      heartbeat,
       async stop() {
         for (const stop of stops.reverse()) await stop();
       },
@@ -181,6 +229,30 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     starting.abort();
     for (const stop of stops.reverse()) await stop().catch(() => {});
     throw error;
+  }
+}
+
+/**
+ * An operator's quiesce or resume (admin routes write the node row; a heartbeat reads it)
+ * carried out by this node's sandbox manager. A failure is logged and retried at the next
+ * state change the heartbeat sees; acquires already read the row and refuse meanwhile.
+ */
+async function followNodeState(
+  manager: SandboxManager | undefined,
+  state: "active" | "quiesced",
+  logger: Logger,
+): Promise<void> {
+  if (manager === undefined) return;
+  try {
+    if (state === "quiesced" && !manager.quiesced) {
+      const { destroyed } = await manager.quiesce(AbortSignal.timeout(5 * 60_000));
+      logger.info({ destroyed: destroyed.length }, "node quiesced by an operator");
+    } else if (state === "active" && manager.quiesced) {
+      await manager.resume(AbortSignal.timeout(30_000));
+      logger.info("node resumed by an operator");
+    }
+  } catch (error) {
+    logger.error({ err: error, state }, "could not follow the node's state");
   }
 }
 

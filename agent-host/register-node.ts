@@ -17,6 +17,11 @@ export async function registerNode(
     .values({ nodeId: node.nodeId, dataPlaneUrl: node.dataPlaneUrl })
     .onConflictDoUpdate({
       target: nodes.nodeId,
-      set: { dataPlaneUrl: node.dataPlaneUrl, startedAt: sql`now()`, heartbeatAt: sql`now()` },
+      set: {
+        dataPlaneUrl: node.dataPlaneUrl,
+        startedAt: sql`now()`,
+        heartbeatAt: sql`now()`,
+        stoppedAt: null,
+      },
     });
 }

@@ -87,7 +87,26 @@ export async function acquireUnderLock(
           });
         }
         if (row.nodeId !== ctx.nodeId) {
-          return decide({ ok: false, reason: "sandbox_on_other_node", nodeId: row.nodeId });
+          // A lost node serves nothing: its row no longer holds the scope (§10). Its
+          // container goes when that node's reconciler sees the row is not live.
+          if (!(await ctx.store.isNodeLost(tx, row.nodeId, ctx.config.nodeTtlMs))) {
+            return decide({ ok: false, reason: "sandbox_on_other_node", nodeId: row.nodeId });
+          }
+          log.warn(
+            { generation: row.generation, lost_node_id: row.nodeId },
+            "sandbox row of a lost node; replacing it here",
+          );
+          await ctx.store.markFailed(tx, sandboxId, row.generation, "running");
+          if (nodeState !== "active") return decide({ ok: false, reason: "node_quiesced" });
+          return createGeneration(
+            ctx,
+            tx,
+            sandboxId,
+            { ...row, state: "failed" },
+            request,
+            signal,
+            progress,
+          );
         }
         if (nodeState !== "active") return decide({ ok: false, reason: "node_quiesced" });
         const handle = await reusable(ctx, row, signal);

@@ -64,6 +64,11 @@ export const sandboxConfigSchema = z
     reconcileIntervalMs: positiveInt()
       .default(5 * MINUTE_MS)
       .describe("How often the reconciler compares this node's containers with Postgres."),
+    nodeTtlMs: positiveInt()
+      .default(30 * SECOND_MS)
+      .describe(
+        "A node silent this long is lost (NODE_TTL_SECONDS, the sweeper's too): its sandbox rows no longer hold their scope here.",
+      ),
     destroyingStaleMs: positiveInt()
       .default(10 * MINUTE_MS)
       .describe(

@@ -1,3 +1,4 @@
+import { abortable } from "../../shared/async/abortable.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { sandboxId as sandboxIdOf } from "../../shared/identity/sandbox-id.ts";
 import { isCanonicalUuid } from "../../shared/paths/canonical-uuid.ts";
@@ -213,11 +214,42 @@ export class SandboxManager {
     // Waits, through the node row lock, for every create in flight on this node.
     await this.#ctx.store.setNodeState(this.#ctx.nodeId, "quiesced");
     await Promise.allSettled([...this.#ctx.inflight.values()].map((p) => p.done));
+    return this.#destroyAllRunning(signal);
+  }
+
+  /** True between quiesce() and resume() in this process. */
+  get quiesced(): boolean {
+    return this.#quiesced;
+  }
+
+  /** Generations this process holds live (the node heartbeat reports it). */
+  get liveSandboxes(): number {
+    return this.#ctx.live.size;
+  }
+
+  /**
+   * A clean stop (SIGTERM): refuse new acquires here, wait for creates in flight, then
+   * destroy every running sandbox of this node, so no live row points at a node that is
+   * going away (ARCHITECTURE.md §10) and the scopes' next runs start fresh on a live
+   * node. The node row's state is left as the operator set it.
+   */
+  async releaseAll(signal: AbortSignal): Promise<{ destroyed: string[] }> {
+    this.#quiesced = true;
+    await Promise.allSettled([...this.#ctx.inflight.values()].map((p) => p.done));
+    return this.#destroyAllRunning(signal);
+  }
+
+  async #destroyAllRunning(signal: AbortSignal): Promise<{ destroyed: string[] }> {
     const rows = await this.#ctx.store.runningRows(this.#ctx.nodeId);
     const outcomes = await Promise.all(
       rows.map(async (row) => ({
         sandboxId: row.sandboxId,
-        out: await destroyGeneration(this.#ctx, row.sandboxId, row.generation, signal),
+        out: await destroyGeneration(this.#ctx, row.sandboxId, row.generation, signal).catch(
+          (error: unknown) => {
+            this.#ctx.logger.error({ err: error, sandbox_id: row.sandboxId }, "destroy failed");
+            return { ok: false } as const;
+          },
+        ),
       })),
     );
     return { destroyed: outcomes.filter((o) => o.out.ok).map((o) => o.sandboxId) };
@@ -287,22 +319,3 @@ export class SandboxManager {
 }
 
 const STALE = { ok: false, reason: "stale_generation" } as const;
-
-/** Stops waiting when the caller aborts; the shared work itself goes on. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
-}

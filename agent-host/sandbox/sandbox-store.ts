@@ -7,6 +7,7 @@ import {
   sandboxes,
 } from "../../shared/db/schema/sandboxes.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { nodeIsLost } from "../../shared/runs/node-liveness.ts";
 
 // The Postgres half of the lifecycle. Every write that changes a sandbox's fate is a
 // conditional update on (sandbox_id, generation, state): a caller acting on a
@@ -137,6 +138,15 @@ export class SandboxStore {
       await tx.update(nodes).set({ state }).where(eq(nodes.nodeId, nodeId));
       return true;
     });
+  }
+
+  /** True when `nodeId` is lost (no heartbeat for `nodeTtlMs`, or stopped) or has no row. */
+  async isNodeLost(db: DbOrTransaction, nodeId: string, nodeTtlMs: number): Promise<boolean> {
+    const [row] = await db
+      .select({ lost: sql<boolean>`${nodeIsLost(nodeTtlMs)}` })
+      .from(nodes)
+      .where(eq(nodes.nodeId, nodeId));
+    return row === undefined || row.lost;
   }
 
   async read(db: DbOrTransaction, sandboxId: string): Promise<SandboxRow | undefined> {

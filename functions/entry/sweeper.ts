@@ -20,12 +20,12 @@ const runQueue = createSqsRunQueue({ sqs: createAwsClients(env).sqs, queueUrl: e
 export type SweepSummary = { ran: boolean; sent: number; failed: number; nodeLost: number };
 
 export async function handler(): Promise<SweepSummary> {
-  const { nodeLost, dispatch } = await sweepRuns(
+  const { lostNodes, nodeLost, dispatch } = await sweepRuns(
     { db, runQueue, logger },
     AbortSignal.timeout(SWEEP_BUDGET_MS),
   );
   // `ran` is the dispatch step's (another sweeper held its lock); leases are always swept.
-  const lost = nodeLost.reduce((n, scope) => n + scope.runIds.length, 0);
+  const lost = [...lostNodes.scopes, ...nodeLost].reduce((n, s) => n + s.runIds.length, 0);
   return dispatch.ran
     ? { ran: true, sent: dispatch.sent.length, failed: dispatch.failed.length, nodeLost: lost }
     : { ran: false, sent: 0, failed: 0, nodeLost: lost };

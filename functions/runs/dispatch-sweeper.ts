@@ -39,6 +39,8 @@ export type SweeperDeps = {
   readonly runQueue: RunQueue;
   readonly logger: Logger;
   readonly limits?: Partial<SweeperLimits>;
+  /** A node silent for this long is lost (shared/runs/node-liveness.ts); default 30 s. */
+  readonly nodeTtlMs?: number;
 };
 
 /**

@@ -1,8 +1,12 @@
 import { type ExpiredScope, failExpiredLeases } from "../../shared/runs/fail-expired-leases.ts";
+import { failLostNodes, type LostNodesSweep } from "../../shared/runs/fail-lost-nodes.ts";
+import { DEFAULT_NODE_TTL_MS } from "../../shared/runs/node-liveness.ts";
 import { type SweeperDeps, type SweepResult, sweepPendingRuns } from "./dispatch-sweeper.ts";
 
 /** What one sweep did, step by step. */
 export type RunSweepResult = {
+  /** Step 0: runs and sandbox rows of nodes past the node TTL (empty when none). */
+  readonly lostNodes: LostNodesSweep;
   /** Step 1: scopes whose expired runs were ended `failed/node_lost` (none: empty). */
   readonly nodeLost: readonly ExpiredScope[];
   /** Step 2: the re-dispatch of pending root runs. */
@@ -14,7 +18,9 @@ type Settled<T> =
   | { readonly ok: false; readonly error: unknown };
 
 /**
- * The control plane's periodic pass over run state (ARCHITECTURE.md §4.7, §4.8): (1) runs
+ * The control plane's periodic pass over run state (ARCHITECTURE.md §4.7, §4.8, §10): (0)
+ * nodes past the node TTL have their running runs ended `failed/node_lost` and all their
+ * sandbox rows released (shared/runs/fail-lost-nodes.ts); (1) runs
  * whose lease expired (their node died or lost the database for a whole lease) end
  * `failed/node_lost` with their `run.completed` event, and their scope's sandbox row is
  * handed to its node's reconciler (shared/runs/fail-expired-leases.ts); (2) pending runs
@@ -22,7 +28,7 @@ type Settled<T> =
  * this: the Lambda cron entry, the Workers Cron Trigger, the Node entry's and the local
  * Workcell's loop (sweeper-loop.ts).
  *
- * Leases first: ending a dead run releases its scope's sandbox row, so a run of the same
+ * Lost nodes and leases first: ending a dead run releases its scope's sandbox row, so a run of the same
  * scope re-dispatched in step 2 is not handed back for a sandbox owned by a dead node.
  *
  * The steps run one after the other, never concurrently: the Lambda and Workers entries
@@ -30,18 +36,35 @@ type Settled<T> =
  * takes no sweeper lock: each scope is decided under its tree lock with the runs re-read
  * FOR UPDATE, so two sweeps at once end each run once (the second finds it not running).
  *
- * A step that throws (database down, a bug) does not stop the other; the error is
- * rethrown after both ran, so schedulers still see and log the failure.
+ * A step that throws (database down, a bug) does not stop the others; the errors are
+ * rethrown after all ran, so schedulers still see and log the failure.
  */
 export async function sweepRuns(deps: SweeperDeps, signal: AbortSignal): Promise<RunSweepResult> {
+  const nodeTtlMs = deps.nodeTtlMs ?? DEFAULT_NODE_TTL_MS;
+  const lost = await settle(() => failLostNodes(deps.db, nodeTtlMs, signal));
+  if (lost.ok) logLostNodes(deps, lost.value);
   const leases = await settle(() => failExpiredLeases(deps.db, undefined, signal));
   if (leases.ok) logNodeLost(deps, leases.value);
   const dispatch = await settle(() => sweepPendingRuns(deps, signal));
-  if (!leases.ok && !dispatch.ok)
-    throw new AggregateError([leases.error, dispatch.error], "both sweep steps failed");
-  if (!leases.ok) throw leases.error;
-  if (!dispatch.ok) throw dispatch.error;
-  return { nodeLost: leases.value, dispatch: dispatch.value };
+  const errors = [lost, leases, dispatch].flatMap((s) => (s.ok ? [] : [s.error]));
+  if (errors.length > 1) throw new AggregateError(errors, "several sweep steps failed");
+  if (!lost.ok || !leases.ok || !dispatch.ok) throw errors[0];
+  return { lostNodes: lost.value, nodeLost: leases.value, dispatch: dispatch.value };
+}
+
+function logLostNodes(deps: SweeperDeps, sweep: LostNodesSweep): void {
+  for (const scope of sweep.scopes) {
+    deps.logger.warn(
+      { uid: scope.uid, run_ids: scope.runIds, sandbox_id: scope.sandboxId },
+      "sweeper ended runs of a lost node (node_lost)",
+    );
+  }
+  for (const row of sweep.releasedSandboxes) {
+    deps.logger.warn(
+      { sandbox_id: row.sandboxId, generation: row.generation, node_id: row.nodeId },
+      "sweeper released a sandbox of a lost node",
+    );
+  }
 }
 
 function logNodeLost(deps: SweeperDeps, scopes: readonly ExpiredScope[]): void {

@@ -121,6 +121,7 @@ describe("run sweep", () => {
 
     const result = await sweep();
     expect(result).toEqual({
+      lostNodes: { scopes: [], releasedSandboxes: [] },
       nodeLost: [
         {
           uid: ALICE,
@@ -166,7 +167,11 @@ describe("run sweep", () => {
     expect(await sandboxState(live.thread_id)).toBe("running");
 
     // Ended once: the next sweep finds nothing to do.
-    expect(await sweep()).toEqual({ nodeLost: [], dispatch: { ran: true, sent: [], failed: [] } });
+    expect(await sweep()).toEqual({
+      lostNodes: { scopes: [], releasedSandboxes: [] },
+      nodeLost: [],
+      dispatch: { ran: true, sent: [], failed: [] },
+    });
     expect((await eventsOf(dead.run_id)).length).toBe(3);
   });
 
@@ -209,5 +214,98 @@ describe("run sweep", () => {
     }
     expect(await row(run.run_id)).toMatchObject({ status: "failed", error: { code: "node_lost" } });
     expect((await eventsOf(run.run_id)).map((e) => e.seq)).toEqual([1, 2]);
+  });
+});
+
+describe("lost nodes", () => {
+  test("a node past the node TTL: its runs end node_lost and ALL its sandbox rows are released, even with a sibling run of the scope running elsewhere", async () => {
+    const gone = `node-gone-${crypto.randomUUID()}`;
+    const stopped = `node-stopped-${crypto.randomUUID()}`;
+    await h.db.insert(nodes).values([
+      // Silent for a minute: past the 30 s TTL. Its runs' leases are still valid.
+      {
+        nodeId: gone,
+        dataPlaneUrl: "http://gone.invalid",
+        heartbeatAt: sql`now() - interval '60 seconds'`,
+      },
+      // Stopped cleanly a moment ago: lost at once, no TTL to wait for.
+      { nodeId: stopped, dataPlaneUrl: "http://stopped.invalid", stoppedAt: sql`now()` },
+    ]);
+    const onGone = await submit("on the lost node");
+    const warmGone = await submit("warm sandbox of the lost node");
+    const onStopped = await submit("on the stopped node");
+    const onLive = await submit("on a healthy node");
+    await h.drainDispatches();
+    await claimed(onGone, gone, 3_600, 1);
+    await claimed(onStopped, stopped, 3_600, 0);
+    await claimed(onLive, LIVE_NODE, 3_600, 0);
+    // A second run of the lost node's scope, claimed by a live node (it would be handed
+    // back with sandbox_on_other_node for as long as the row names the lost node).
+    const sibling = await h.call("POST", `/v1/threads/${onGone.thread_id}/runs`, {
+      body: { input: "sibling" },
+    });
+    const siblingRun = (await jsonOf<Run>(sibling)).run_id;
+    await h.drainDispatches();
+    await h.db
+      .update(agentRuns)
+      .set({
+        status: "running",
+        attempt: 1,
+        ownerNode: LIVE_NODE,
+        leaseExpiresAt: sql`now() + interval '1 hour'`,
+        startedAt: sql`now()`,
+      })
+      .where(eq(agentRuns.runId, siblingRun));
+    // The warm one: a sandbox row of the lost node with no run at all.
+    await claimed(warmGone, gone, 3_600, 0);
+    await h.db
+      .update(agentRuns)
+      .set({ status: "succeeded", finishedAt: sql`now()` })
+      .where(eq(agentRuns.runId, warmGone.run_id));
+
+    const result = await sweep();
+    expect(new Set(result.lostNodes.scopes.map((s) => s.runIds[0]))).toEqual(
+      new Set([onGone.run_id, onStopped.run_id]),
+    );
+    // The scopes' rows go with their runs (the sibling on another node does not keep it);
+    // the warm row, which no run names, goes in the node-wide release.
+    for (const scope of result.lostNodes.scopes) expect(scope.releasedSandbox).not.toBeNull();
+    expect(result.lostNodes.releasedSandboxes).toEqual([
+      expect.objectContaining({ sandboxId: sandboxId(ALICE, warmGone.thread_id), nodeId: gone }),
+    ]);
+    for (const run of [onGone, onStopped]) {
+      expect(await row(run.run_id)).toMatchObject({
+        status: "failed",
+        error: { code: "node_lost" },
+      });
+      expect((await eventsOf(run.run_id)).at(-1)).toMatchObject({ type: "run.completed" });
+    }
+    for (const run of [onGone, warmGone, onStopped]) {
+      expect(await sandboxState(run.thread_id)).toBe("failed");
+    }
+    // Nothing of the healthy node changed: its run, the sibling it claimed, its sandbox.
+    expect((await row(onLive.run_id)).status).toBe("running");
+    expect((await row(siblingRun)).status).toBe("running");
+    expect(await sandboxState(onLive.thread_id)).toBe("running");
+
+    // Once: a second sweep finds nothing more of the lost nodes.
+    const again = await sweep();
+    expect(again.lostNodes).toEqual({ scopes: [], releasedSandboxes: [] });
+  });
+
+  test("a node that beats again in time keeps its runs and sandboxes", async () => {
+    const slow = `node-slow-${crypto.randomUUID()}`;
+    await h.db.insert(nodes).values({
+      nodeId: slow,
+      dataPlaneUrl: "http://slow.invalid",
+      heartbeatAt: sql`now() - interval '20 seconds'`,
+    });
+    const run = await submit("on a slow but alive node");
+    await h.drainDispatches();
+    await claimed(run, slow, 3_600, 0);
+    const result = await sweep();
+    expect(result.lostNodes).toEqual({ scopes: [], releasedSandboxes: [] });
+    expect((await row(run.run_id)).status).toBe("running");
+    expect(await sandboxState(run.thread_id)).toBe("running");
   });
 });

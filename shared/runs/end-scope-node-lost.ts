@@ -1,0 +1,96 @@
+import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
+import type { DbTransaction } from "../db/client.ts";
+import { agentRuns, type RunError, sandboxes } from "../db/schema.ts";
+import { sandboxId as sandboxIdOf } from "../identity/sandbox-id.ts";
+import { insertTerminalEvent } from "./insert-terminal-event.ts";
+import { lockTree } from "./tree-lock.ts";
+
+export const NODE_LOST_ERROR: RunError = Object.freeze({
+  code: "node_lost",
+  message:
+    "The agent-host running this run stopped answering, so the run was ended. Its commands may have partly run: check the Workdir, then submit the task again.",
+});
+
+/** One execution-tree scope a sweep ended runs in. */
+export interface ExpiredScope {
+  readonly uid: string;
+  readonly runtimeScopeId: string;
+  readonly sandboxId: string;
+  /** Runs ended `failed/node_lost` in this call. */
+  readonly runIds: readonly string[];
+  /**
+   * The sandbox generation marked `failed` for the reconciler of its node to remove; null
+   * when the scope had none running, or a run of the scope still runs on that sandbox's
+   * node and uses it.
+   */
+  readonly releasedSandbox: { readonly generation: number; readonly nodeId: string } | null;
+}
+
+/**
+ * Ends, in one transaction under the scope's tree lock, the scope's running runs that
+ * `which` selects (re-read FOR UPDATE, so a heartbeat that won meanwhile keeps its run):
+ * status `failed/node_lost` with the terminal event. Then releases the scope's running
+ * sandbox row (marks it `failed`, which makes its node's reconciler remove the container
+ * and the scope's next run create a new generation) unless a run of the scope is still
+ * running on the node that holds it. A run of the scope claimed by another node does not
+ * keep the row: it cannot use a sandbox on another node, and keeping the row would bounce
+ * it (`sandbox_on_other_node`) for as long as the row lives.
+ */
+export async function endScopeNodeLost(
+  tx: DbTransaction,
+  scope: { uid: string; runtimeScopeId: string },
+  which: SQL | undefined,
+): Promise<ExpiredScope | undefined> {
+  await lockTree(tx, scope.uid, scope.runtimeScopeId);
+  const inScope = and(
+    eq(agentRuns.uid, scope.uid),
+    eq(agentRuns.runtimeScopeId, scope.runtimeScopeId),
+    eq(agentRuns.status, "running"),
+  );
+  const runs = await tx
+    .select({ runId: agentRuns.runId })
+    .from(agentRuns)
+    .where(and(inScope, which))
+    .for("update");
+  if (runs.length === 0) return undefined;
+  const runIds = runs.map((r) => r.runId);
+  await tx
+    .update(agentRuns)
+    .set({ status: "failed", error: NODE_LOST_ERROR, finishedAt: sql`now()` })
+    .where(inArray(agentRuns.runId, runIds));
+  for (const runId of runIds) {
+    await insertTerminalEvent(tx, runId, scope.uid, undefined, {
+      status: "failed",
+      error: NODE_LOST_ERROR,
+    });
+  }
+
+  const sandboxId = sandboxIdOf(scope.uid, scope.runtimeScopeId);
+  const [row] = await tx
+    .select({ generation: sandboxes.generation, nodeId: sandboxes.nodeId })
+    .from(sandboxes)
+    .where(and(eq(sandboxes.sandboxId, sandboxId), eq(sandboxes.state, "running")));
+  let releasedSandbox: ExpiredScope["releasedSandbox"] = null;
+  if (row !== undefined) {
+    const [user] = await tx
+      .select({ runId: agentRuns.runId })
+      .from(agentRuns)
+      .where(and(inScope, eq(agentRuns.ownerNode, row.nodeId)))
+      .limit(1);
+    if (user === undefined) {
+      const [released] = await tx
+        .update(sandboxes)
+        .set({ state: "failed", updatedAt: sql`now()` })
+        .where(
+          and(
+            eq(sandboxes.sandboxId, sandboxId),
+            eq(sandboxes.generation, row.generation),
+            eq(sandboxes.state, "running"),
+          ),
+        )
+        .returning({ generation: sandboxes.generation, nodeId: sandboxes.nodeId });
+      if (released !== undefined) releasedSandbox = released;
+    }
+  }
+  return { ...scope, sandboxId, runIds, releasedSandbox };
+}

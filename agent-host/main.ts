@@ -12,6 +12,7 @@ import { createDb } from "../shared/db/client.ts";
 import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";
 import { parseEnv } from "../shared/env/parse-env.ts";
 import { postgresListen } from "../shared/listen/postgres-listen.ts";
+import { loggerOptions } from "../shared/logging/safe-error-serializer.ts";
 import { startAgentHost } from "./agent-host.ts";
 import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
 import { sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
@@ -22,7 +23,7 @@ const NANO_CPUS_PER_CPU = 1_000_000_000;
 const poolSize = (concurrency: number) => 2 * concurrency + 8;
 
 const env = parseEnv(agentHostEnvSchema, process.env);
-const logger = pino({ level: env.LOG_LEVEL });
+const logger = pino(loggerOptions(env.LOG_LEVEL));
 const sql = postgres(env.DATABASE_URL, {
   max: poolSize(env.WORKER_CONCURRENCY),
   onnotice: () => {},

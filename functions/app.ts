@@ -8,6 +8,7 @@ import { authenticate } from "./middleware/authenticate.ts";
 import { limitBody } from "./middleware/body-limit.ts";
 import { errorHandler } from "./middleware/error-handler.ts";
 import { requestContext } from "./middleware/request-context.ts";
+import { requireAdmin } from "./middleware/require-admin.ts";
 import { validationHook } from "./middleware/validation-hook.ts";
 import { registerAttachmentRoutes } from "./routes/attachment-routes.ts";
 import { registerFilesAccessRoute } from "./routes/files-access-route.ts";
@@ -43,6 +44,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerHealthRoute(app, deps.health);
   const eventTickets = deps.eventTickets ?? createEventTickets();
   app.use("/v1/*", authenticate(deps.auth, eventTickets), limitBody(limits.maxBodyBytes));
+  // Before any route's validator: a non-admin is refused whatever body it sends.
+  app.use("/v1/admin/*", requireAdmin());
 
   registerProjectRoutes(app, deps);
   registerThreadRoutes(app, deps);

@@ -11,6 +11,8 @@ export function principalFromPayload(
   if (typeof uid !== "string" || uid.length === 0 || uid.length > MAX_UID_CHARS) {
     return { ok: false, reason: "sub is missing or too long" };
   }
+  // A uid names a directory and database rows: a NUL can be neither.
+  if (uid.includes("\u0000")) return { ok: false, reason: "sub holds a NUL character" };
   // Only a literal `true` counts: a string "false" or a number must never grant admin.
   const admin = adminClaim !== undefined && payload[adminClaim] === true;
   return { ok: true, principal: { uid, admin } };

@@ -11,6 +11,7 @@ import postgres from "postgres";
 import { z } from "zod";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
+import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import { createPollingRunEventWaiter } from "../run-events/run-event-waiter.ts";
@@ -31,7 +32,7 @@ const lambdaEnvSchema = z.object({
 
 const env = parseEnv(functionsEnvSchema, process.env);
 const { WORKCELL_LAMBDA_RESPONSE_MODE: mode } = parseEnv(lambdaEnvSchema, process.env);
-const logger = pino({ level: env.LOG_LEVEL });
+const logger = pino(loggerOptions(env.LOG_LEVEL));
 const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
 const app = createApp(
   createRuntimeDeps({

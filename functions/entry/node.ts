@@ -9,6 +9,7 @@ import { intVar, portVar } from "../../shared/env/env-vars.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { postgresListen } from "../../shared/listen/postgres-listen.ts";
+import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import { createNotifyRunEventWaiter } from "../run-events/notify-run-event-waiter.ts";
@@ -28,7 +29,7 @@ const nodeEnvSchema = z.object({
 
 const env = parseEnv(functionsEnvSchema, process.env);
 const nodeEnv = parseEnv(nodeEnvSchema, process.env);
-const logger = pino({ level: env.LOG_LEVEL });
+const logger = pino(loggerOptions(env.LOG_LEVEL));
 const sql = postgres(env.DATABASE_URL, { max: DB_POOL_MAX, onnotice: () => {} });
 const runEvents = createNotifyRunEventWaiter({ listen: postgresListen(sql), logger });
 const deps = createRuntimeDeps({ env, sql, logger, auth: createTokenVerifier(env), runEvents });

@@ -7,12 +7,13 @@ import { createAwsClients } from "../../shared/aws/create-aws-clients.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
+import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import { sweepRuns } from "../runs/sweep-runs.ts";
 import { SWEEP_BUDGET_MS } from "./lambda-timeouts.ts";
 
 const env = parseEnv(functionsEnvSchema, process.env);
-const logger = pino({ level: env.LOG_LEVEL });
+const logger = pino(loggerOptions(env.LOG_LEVEL));
 const db = createDb(postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} }));
 const runQueue = createSqsRunQueue({ sqs: createAwsClients(env).sqs, queueUrl: env.RUN_QUEUE_URL });
 

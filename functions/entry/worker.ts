@@ -8,6 +8,7 @@ import { createAwsClients } from "../../shared/aws/create-aws-clients.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { type FunctionsEnv, functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { type EnvRecord, parseEnv } from "../../shared/env/parse-env.ts";
+import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import type { TokenVerifier } from "../auth/token-verifier.ts";
@@ -45,7 +46,12 @@ function createWorker() {
       accessKeyId: aws.AWS_ACCESS_KEY_ID,
       secretAccessKey: aws.AWS_SECRET_ACCESS_KEY,
     };
-    return { env, credentials, verifier: auth.verifier, logger: pino({ level: env.LOG_LEVEL }) };
+    return {
+      env,
+      credentials,
+      verifier: auth.verifier,
+      logger: pino(loggerOptions(env.LOG_LEVEL)),
+    };
   };
 
   return {

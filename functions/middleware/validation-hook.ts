@@ -1,5 +1,6 @@
 import type { z } from "@hono/zod-openapi";
 import { invalidRequestFromZod } from "../../shared/contracts/contract-result.ts";
+import { firstNulPath } from "../../shared/contracts/nul-free.ts";
 import { threadCreateErrorCode } from "../../shared/contracts/thread.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
@@ -16,7 +17,10 @@ type ValidationResult<T> = { target: string } & (
  * bodies, queries and headers answer 400 with the failing fields in `details.issues`.
  */
 export function validationHook<T>(result: ValidationResult<T>): undefined {
-  if (result.success) return undefined;
+  if (result.success) {
+    rejectNul(result.target, result.data);
+    return undefined;
+  }
   if (result.target === "param") throw new WorkcellError("not_found");
   throw withRuleDetails(
     invalidRequestFromZod(result.error, describeTarget(result.target)),
@@ -53,6 +57,17 @@ export function threadCreatingBodyHook<T>(result: ValidationResult<T>): undefine
     throw domainError("workdir_path_not_allowed", { details: { field: "workdir_path" } });
   }
   return validationHook(result);
+}
+
+/** A NUL anywhere in a valid input (title, name, input, path segment...) is a 400. */
+function rejectNul(target: string, data: unknown): void {
+  const path = firstNulPath(data);
+  if (path === undefined) return;
+  throw new WorkcellError(
+    "invalid_request",
+    `The ${describeTarget(target)} holds a NUL character (at '${path || "(root)"}'): remove it.`,
+    { details: { field: path, reason: "nul_character" } },
+  );
 }
 
 function describeTarget(target: string): string {

@@ -2,7 +2,6 @@ import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Logger } from "pino";
 import { skillListSchema } from "../../shared/contracts/skill.ts";
 import type { Db } from "../../shared/db/client.ts";
-import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { AppEnv } from "../app-env.ts";
 import { isoTime } from "../db/iso-time.ts";
 import { listSkillCatalogue } from "../skills/list-skill-catalogue.ts";
@@ -145,7 +144,7 @@ const revokeSkill = createRoute({
 
 /**
  * `/v1/skills` and `/v1/admin/skills/...` (API.md "Skills"). Expects the authenticate
- * middleware in front (c.var.principal); admin routes answer 403 to everyone else.
+ * middleware in front (c.var.principal) and, for the admin routes, requireAdmin (app.ts).
  */
 export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesDeps): void {
   const service = createSkillsService({
@@ -163,7 +162,6 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesD
   });
 
   app.openapi(listCatalogue, async (c) => {
-    requireAdmin(c.var.principal);
     const items = (await listSkillCatalogue(deps.db)).map((skill) => ({
       slug: skill.slug,
       kind: skill.kind,
@@ -178,7 +176,6 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesD
   });
 
   app.openapi(createUpload, async (c) => {
-    requireAdmin(c.var.principal);
     const upload = await service.createUpload(c.req.valid("json").size, c.req.raw.signal);
     return c.json(
       {
@@ -193,7 +190,6 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesD
   });
 
   app.openapi(importSkill, async (c) => {
-    requireAdmin(c.var.principal);
     const body = c.req.valid("json");
     const imported = await service.importUpload(body.slug, body.upload_id, c.req.raw.signal);
     const response = {
@@ -208,28 +204,14 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesD
   });
 
   app.openapi(grantSkill, async (c) => {
-    requireAdmin(c.var.principal);
     const { slug, uid } = c.req.valid("param");
     const projection = await service.grant(uid, slug, c.req.raw.signal);
     return c.json({ slug, uid, projection }, 200);
   });
 
   app.openapi(revokeSkill, async (c) => {
-    requireAdmin(c.var.principal);
     const { slug, uid } = c.req.valid("param");
     await service.revoke(uid, slug, c.req.raw.signal);
     return c.body(null, 204);
   });
-}
-
-function requireAdmin(principal: { readonly admin: boolean }): void {
-  if (!principal.admin) {
-    throw new WorkcellError(
-      "forbidden",
-      "Only administrators manage skills: use a token carrying the admin claim.",
-      {
-        details: { reason: "admin_required" },
-      },
-    );
-  }
 }

@@ -120,14 +120,29 @@ export function runEventStream(
         if (chunk === undefined) controller.close();
         else controller.enqueue(encoder.encode(chunk));
       } catch (error) {
-        // Headers are long sent: end the stream cleanly; the client resumes with
-        // Last-Event-ID. The error stays in our log, never in the stream.
-        deps.logger.error({ err: error, run_id: request.runId }, "run event stream failed");
-        controller.close();
+        if (signal.aborted) {
+          // The client went away (or cancelled the body): the wait or read it was in is
+          // aborted on purpose. That is how every stream of a closed tab ends, not an error.
+          deps.logger.debug({ run_id: request.runId }, "run event stream closed by the client");
+        } else {
+          // Headers are long sent: end the stream cleanly; the client resumes with
+          // Last-Event-ID. The error stays in our log, never in the stream.
+          deps.logger.error({ err: error, run_id: request.runId }, "run event stream failed");
+        }
+        closeQuietly(controller);
       }
     },
     cancel() {
       stop.abort();
     },
   });
+}
+
+/** Closing a stream the client already cancelled throws; there is nobody left to tell. */
+function closeQuietly(controller: ReadableStreamDefaultController<Uint8Array>): void {
+  try {
+    controller.close();
+  } catch {
+    // already closed or cancelled
+  }
 }

@@ -6,7 +6,6 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { PGlite } from "@electric-sql/pglite";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import Docker from "dockerode";
-import { startFauxqs } from "fauxqs";
 import type { Logger } from "pino";
 import { type SandboxDriverStatus, startAgentHost } from "../../agent-host/agent-host.ts";
 import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
@@ -32,6 +31,7 @@ import { migrate } from "../db/migrate.ts";
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER } from "./dev-token.ts";
 import { ensureLocalAwsResources } from "./local-aws.ts";
 import { type LocalSecrets, loadOrCreateLocalSecrets } from "./local-secrets.ts";
+import { localAwsCredentials, startLoopbackFauxqs } from "./loopback-fauxqs.ts";
 
 /** Dev tokens minted with `--admin` carry this boolean claim. */
 export const LOCAL_ADMIN_CLAIM = "admin";
@@ -93,18 +93,18 @@ export async function startLocalStack(p: {
     const listen = (channel: string, onPayload: (payload: string) => void) =>
       pglite.listen(channel, onPayload);
 
-    const fauxqs = await startFauxqs({
-      port: p.env.AWS_EMULATOR_PORT,
-      logger: false,
-      dataDir: join(p.dataDir, "fauxqs"),
-      s3StorageDir: join(p.dataDir, "s3"),
-    });
+    const credentials = localAwsCredentials(secrets.devJwtSecret);
+    const fauxqs = await startLoopbackFauxqs(
+      {
+        port: p.env.AWS_EMULATOR_PORT,
+        logger: false,
+        dataDir: join(p.dataDir, "fauxqs"),
+        s3StorageDir: join(p.dataDir, "s3"),
+      },
+      credentials,
+    );
     stops.push(() => fauxqs.stop());
-    const aws = {
-      endpoint: fauxqs.address,
-      region: "us-east-1",
-      credentials: { accessKeyId: "local", secretAccessKey: "local" },
-    };
+    const aws = { endpoint: fauxqs.address, region: "us-east-1", credentials };
     const sqs = new SQSClient(aws);
     const s3 = new S3Client({ ...aws, forcePathStyle: true });
     const { runQueueUrl, deadLetterQueueUrl, attachmentsBucket } = await ensureLocalAwsResources(

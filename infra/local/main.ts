@@ -8,11 +8,12 @@ import { serve } from "@hono/node-server";
 import pino from "pino";
 import { localEnvSchema } from "../../shared/env/local-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
+import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { printBanner } from "./banner.ts";
 import { startLocalStack } from "./local-stack.ts";
 
 const env = parseEnv(localEnvSchema, process.env);
-const logger = pino({ level: env.LOG_LEVEL });
+const logger = pino(loggerOptions(env.LOG_LEVEL));
 const dataDir = resolve(env.DATA_DIR);
 await mkdir(dataDir, { recursive: true, mode: 0o700 });
 

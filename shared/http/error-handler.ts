@@ -2,6 +2,7 @@ import type { Context, ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { httpStatusOfError, toErrorBody, WorkcellError } from "../errors/index.ts";
+import { safeErrorSerializer } from "../logging/safe-error-serializer.ts";
 import { REQUEST_ID_HEADER, type RequestContextEnv } from "./request-context.ts";
 
 export interface ErrorHandlerOptions {
@@ -43,7 +44,8 @@ export function errorHandler<E extends RequestContextEnv = RequestContextEnv>(
       err;
     const status = httpStatusOfError(error) as ContentfulStatusCode;
     const log = c.var.logger;
-    if (status >= 500) log?.error({ err }, "request failed");
+    // Serialized here too, so a logger built without loggerOptions() cannot leak bound SQL values.
+    if (status >= 500) log?.error({ err: safeErrorSerializer(err) }, "request failed");
     else {
       const code = toErrorBody(error).error.code;
       log?.info(logRefusalReason ? { code, reason: reasonOf(error) } : { code }, refusedLogMessage);

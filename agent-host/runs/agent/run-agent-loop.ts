@@ -55,7 +55,7 @@ class EmitFailed extends Error {
 }
 
 type ToolCallOutcome =
-  | { readonly kind: "done"; readonly message: ToolMessage }
+  | { readonly kind: "done"; readonly message: ToolMessage; readonly timedOut: boolean }
   | { readonly kind: "cancelled" }
   | { readonly kind: "fatal"; readonly error: RunError };
 
@@ -93,6 +93,10 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
   const newMessages: ChatMessage[] = [];
   let usage = ZERO_USAGE;
   let turns = 0;
+  // A tool call of the previous turn that hit its time limit. If the model answers right
+  // after it without trying anything else (the shell model always does), nothing handled
+  // the timeout: the run fails with command_timeout instead of reading as succeeded.
+  let unhandledTimeout: RunError | undefined;
 
   const emit = async (event: AgentEvent): Promise<void> => {
     try {
@@ -188,7 +192,12 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
     if (reply.content !== "") {
       await emit({ type: "message.completed", data: { text: reply.content } });
     }
-    if (reply.toolCalls.length === 0) return end("succeeded", undefined, reply.content);
+    if (reply.toolCalls.length === 0) {
+      return unhandledTimeout === undefined
+        ? end("succeeded", undefined, reply.content)
+        : end("failed", unhandledTimeout, reply.content);
+    }
+    unhandledTimeout = undefined;
 
     for (const [n, call] of reply.toolCalls.entries()) {
       const outcome = signal.aborted
@@ -196,6 +205,12 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
         : await runToolCall(call, toolsByName, input, limits, emit);
       if (outcome.kind === "done") {
         newMessages.push(outcome.message);
+        if (outcome.timedOut) {
+          unhandledTimeout = {
+            code: "command_timeout",
+            message: `The '${call.name}' call hit its time limit and was killed: make the command finish sooner or give it a longer timeout (timeout_ms).`,
+          };
+        }
         continue;
       }
       // Every tool call of an assistant message needs a result, or the transcript cannot
@@ -305,7 +320,11 @@ async function runToolCall(
       output: { text: content, ...result.details },
     },
   });
-  return { kind: "done", message: { role: "tool", toolCallId: call.id, content } };
+  return {
+    kind: "done",
+    message: { role: "tool", toolCallId: call.id, content },
+    timedOut: result.details?.status === "timed_out",
+  };
 }
 
 type Parsed = { ok: true; value: unknown } | { ok: false; error: string };

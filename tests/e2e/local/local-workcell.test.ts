@@ -10,6 +10,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import { jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { localAwsCredentials } from "../../../infra/local/loopback-fauxqs.ts";
 import { freePort } from "../../setup/free-port.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { requireDocker } from "../../support/docker.ts";
@@ -138,7 +139,8 @@ describe("the local Workcell (one command, one process)", () => {
       const sqs = new SQSClient({
         endpoint: `http://127.0.0.1:${env.AWS_EMULATOR_PORT}`,
         region: "us-east-1",
-        credentials: { accessKeyId: "local", secretAccessKey: "local" },
+        // The install's own credentials: the emulator refuses any others (loopback-fauxqs.ts).
+        credentials: localAwsCredentials(secrets.devJwtSecret),
       });
       const { QueueUrl: queueUrl } = await sqs.send(
         new CreateQueueCommand({ QueueName: "e2e-kept" }),

@@ -113,11 +113,14 @@ describe("shell model in a real sandbox", () => {
     return { sandbox: exec, workspace, workdirPath: WORKDIR };
   }
 
-  async function run(input: string, signal = new AbortController().signal) {
+  async function run(input: string, signal = new AbortController().signal, bashTimeoutMs?: number) {
     const events: AgentEvent[] = [];
     const result = await runAgentLoop({
       model: createShellModelClient(),
-      tools: createAgentTools({ subagents: false }),
+      tools: createAgentTools({
+        subagents: false,
+        ...(bashTimeoutMs === undefined ? {} : { bash: { defaultTimeoutMs: bashTimeoutMs } }),
+      }),
       toolEnv: toolEnv(),
       systemPrompt: "",
       messages: [{ role: "user", content: input }],
@@ -178,6 +181,23 @@ describe("shell model in a real sandbox", () => {
     expect(performance.now() - started).toBeLessThan(20_000);
     expect(events.at(-1)).toEqual({ type: "run.completed", data: { status: "cancelled" } });
     // The sandbox's own keep-alive is `sleep 2147483647`; ours must be gone.
+    const { result: ps } = await run("ps -o args | grep -c '^sleep 30' || true");
+    expect(ps.finalText.trim()).toBe("0");
+  });
+
+  it("a command killed by its timeout fails the run with command_timeout, never succeeded", async () => {
+    const { result, events } = await run("echo started; sleep 30", undefined, 1_000);
+    expect(result.status).toBe("failed");
+    expect(result.error?.code).toBe("command_timeout");
+    expect(events.find((e) => e.type === "tool.completed")).toMatchObject({
+      data: { is_error: true, output: { status: "timed_out" } },
+    });
+    // The output still reached the user, and the terminal event says why it failed.
+    expect(result.finalText).toContain("started");
+    expect(events.at(-1)).toMatchObject({
+      type: "run.completed",
+      data: { status: "failed", error: { code: "command_timeout" } },
+    });
     const { result: ps } = await run("ps -o args | grep -c '^sleep 30' || true");
     expect(ps.finalText.trim()).toBe("0");
   });

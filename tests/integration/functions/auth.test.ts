@@ -1,5 +1,9 @@
+import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createDevTokenVerifier } from "../../../functions/auth/dev-token-verifier.ts";
+import {
+  createDevTokenVerifier,
+  MAX_DEV_TOKEN_LIFETIME_SECONDS,
+} from "../../../functions/auth/dev-token-verifier.ts";
 import { createOidcTokenVerifier } from "../../../functions/auth/oidc-token-verifier.ts";
 import {
   DEV_TOKEN_AUDIENCE,
@@ -204,5 +208,41 @@ describe("dev tokens (local mode)", () => {
     expect(
       (await verifier.verify(await mintDevToken(secret, "alice", { ttlSeconds: -120 }), signal)).ok,
     ).toBe(false);
+  });
+});
+
+describe("dev token lifetime", () => {
+  const secret = "s".repeat(40);
+  const verifier = createDevTokenVerifier({
+    secret,
+    issuer: DEV_TOKEN_ISSUER,
+    audience: DEV_TOKEN_AUDIENCE,
+    adminClaim: "admin",
+  });
+  const hs256 = (payload: Record<string, unknown>) =>
+    new SignJWT(payload)
+      .setProtectedHeader({ alg: "HS256" })
+      .sign(new TextEncoder().encode(secret));
+  const base = { sub: "alice", iss: DEV_TOKEN_ISSUER, aud: DEV_TOKEN_AUDIENCE, admin: true };
+
+  test("a correctly signed 100-year admin token is refused; the minted 12 h one passes", async () => {
+    const signal = AbortSignal.timeout(5_000);
+    const century = await hs256({ ...base, iat: now(), exp: now() + 100 * 365 * 86_400 });
+    expect(await verifier.verify(century, signal)).toEqual({
+      ok: false,
+      reason: `lifetime over ${MAX_DEV_TOKEN_LIFETIME_SECONDS} s`,
+    });
+    // Without iat the lifetime cannot be measured: refused too.
+    expect((await verifier.verify(await hs256({ ...base, exp: now() + 60 }), signal)).ok).toBe(
+      false,
+    );
+    // An iat in the future does not stretch the window either.
+    const future = await hs256({
+      ...base,
+      iat: now() + 10 * 86_400,
+      exp: now() + 10 * 86_400 + 60,
+    });
+    expect((await verifier.verify(future, signal)).ok).toBe(false);
+    expect((await verifier.verify(await mintDevToken(secret, "alice"), signal)).ok).toBe(true);
   });
 });

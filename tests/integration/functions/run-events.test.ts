@@ -1,4 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
+import { serve } from "@hono/node-server";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { runEventSchema } from "../../../shared/contracts/run-event.ts";
 import {
@@ -197,6 +201,57 @@ describe("GET /v1/runs/{id}/events", () => {
     expect((await h.call("GET", "/v1/runs/nope/events")).status).toBe(404);
     for (const bad of ["-1", "abc", "1.5", "99999999999"]) {
       expect((await stream(h, run, { "last-event-id": bad })).status, bad).toBe(400);
+    }
+  });
+});
+
+describe("a client that disconnects over real HTTP", () => {
+  test("is not logged as an error, on our logger or the server's console", async () => {
+    const lines: Array<{ level: number; msg: string }> = [];
+    const logger = pino(
+      { level: "debug" },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(JSON.parse(String(chunk)) as { level: number; msg: string });
+          done();
+        },
+      }),
+    );
+    const harness = await startFunctionsHarness({ logger, limits: { eventKeepAliveMs: 60_000 } });
+    const consoleErrors: unknown[] = [];
+    const consoleSpy = vi.spyOn(console, "error").mockImplementation((...args) => {
+      consoleErrors.push(args);
+    });
+    const server = serve({ fetch: harness.app.fetch, port: 0, hostname: "127.0.0.1" });
+    try {
+      await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+      const { port } = server.address() as AddressInfo;
+      const run = await newRun(harness);
+      for (let i = 0; i < 3; i++) {
+        const controller = new AbortController();
+        const res = await fetch(`http://127.0.0.1:${port}/v1/runs/${run.run_id}/events`, {
+          headers: { authorization: `Bearer ${await harness.token("alice")}` },
+          signal: controller.signal,
+        });
+        const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+        await reader.read(); // the retry frame: the stream is open and now waits
+        controller.abort();
+        await reader.read().catch(() => undefined);
+      }
+      // The server saw each disconnect: its stream ended (debug line), without an error.
+      await vi.waitFor(
+        () => {
+          const closed = lines.filter((l) => l.msg === "run event stream closed by the client");
+          expect(closed.length).toBe(3);
+        },
+        { timeout: 10_000 },
+      );
+      expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      consoleSpy.mockRestore();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await harness.close();
     }
   });
 });

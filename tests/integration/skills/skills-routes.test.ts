@@ -16,6 +16,7 @@ import {
 import type { AppEnv } from "../../../functions/app-env.ts";
 import { errorHandler } from "../../../functions/middleware/error-handler.ts";
 import { requestContext } from "../../../functions/middleware/request-context.ts";
+import { requireAdmin } from "../../../functions/middleware/require-admin.ts";
 import { validationHook } from "../../../functions/middleware/validation-hook.ts";
 import { registerSkillRoutes } from "../../../functions/routes/skills-routes.ts";
 import { createS3SkillArchiveUploads } from "../../../functions/skills/skill-archive-uploads.ts";
@@ -80,6 +81,7 @@ describe("skills routes", () => {
       });
       await next();
     });
+    built.use("/v1/admin/*", requireAdmin());
     registerSkillRoutes(built, {
       db: env.db,
       logger: silentLogger,

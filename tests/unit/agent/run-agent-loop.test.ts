@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
   type AgentLoopInput,
   createScriptedModelClient,
@@ -68,6 +69,34 @@ describe("runAgentLoop", () => {
     const t = setup([{ text: "Hello there, world!" }], { limits: { deltaFlushChars: 1000 } });
     await t.run();
     expect(t.types().filter((type) => type === "message.delta")).toHaveLength(1);
+  });
+
+  it("a timed-out call answered at once fails command_timeout; a model that tries again succeeds", async () => {
+    const slow: Tool<Record<string, never>> = {
+      name: "slow",
+      description: "Times out.",
+      parameters: z.strictObject({}),
+      async execute() {
+        return { isError: true, content: "[timed out]", details: { status: "timed_out" } };
+      },
+    };
+    const gaveUp = setup([{ toolCalls: [{ name: "slow", arguments: {} }] }, { text: "done" }], {
+      tools: [slow as Tool],
+    });
+    expect(await gaveUp.run()).toMatchObject({
+      status: "failed",
+      error: { code: "command_timeout" },
+      finalText: "done",
+    });
+    const retried = setup(
+      [
+        { toolCalls: [{ name: "slow", arguments: {} }] },
+        { toolCalls: [{ name: "echo", arguments: { text: "faster" } }] },
+        { text: "done" },
+      ],
+      { tools: [slow as Tool, echoTool as Tool] },
+    );
+    expect(await retried.run()).toMatchObject({ status: "succeeded", finalText: "done" });
   });
 
   it("runs tool calls in order and feeds their results back", async () => {

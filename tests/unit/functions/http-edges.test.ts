@@ -106,6 +106,19 @@ describe("error shape and status codes", () => {
     }
   });
 
+  test("admin routes check the admin claim before the body: a non-admin learns nothing from a 400", async () => {
+    for (const body of ["{", JSON.stringify({ nonsense: 1 }), JSON.stringify({ slug: "x" })]) {
+      const res = await post("/v1/admin/skills", body);
+      expect(res.status).toBe(403);
+      expect(await error(res)).toMatchObject({
+        code: "forbidden",
+        details: { reason: "admin_required" },
+      });
+    }
+    const bad = await post("/v1/admin/skills/uploads", JSON.stringify({ size: -1 }));
+    expect(bad.status).toBe(403);
+  });
+
   test("a malformed Idempotency-Key is 400", async () => {
     const res = await post("/v1/projects", "{}", { "idempotency-key": "has spaces" });
     expect(res.status).toBe(400);

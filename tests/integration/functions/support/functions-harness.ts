@@ -5,6 +5,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { exportJWK, generateKeyPair } from "jose";
+import type { Logger } from "pino";
 import type { AppDeps } from "../../../../functions/app-deps.ts";
 import type { AppEnv } from "../../../../functions/app-env.ts";
 import type { AppLimits } from "../../../../functions/app-limits.ts";
@@ -62,6 +63,8 @@ export type HarnessOptions = {
   auth?: TokenVerifier;
   /** The clock of event tickets (signed with the capability key, as the entries do). */
   ticketClock?: () => Date;
+  /** The app's logger (default: silent unless TEST_LOG_LEVEL). */
+  logger?: Logger;
 };
 
 /** The functions app on a fresh database, a fresh queue and the real data plane over a fresh data root. */
@@ -84,7 +87,7 @@ export async function startFunctionsHarness(
     dataRoot: root.path,
     publicJwk: await exportJWK(publicKey),
   });
-  const logger = testLogger();
+  const logger = options.logger ?? testLogger();
   const runEvents: RunEventWaiter & { close?: () => Promise<void> } =
     options.runEvents === "poll"
       ? createPollingRunEventWaiter()

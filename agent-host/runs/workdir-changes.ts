@@ -31,8 +31,9 @@ export const UNKNOWN_CHANGES: WorkdirChanges = Object.freeze({ items: [], trunca
  * change (flagged `truncated`) but never invent one (an unlisted directory is not "all
  * deleted"). Deleting a whole directory therefore reports each of its files.
  *
- * The mtime is compared, not only the size, because an edit often keeps the size; a tool that restores both size and mtime (`touch -r`, `cp -p` over an equal-sized
- * file) is not seen. The layer does not expose inodes or ctime, which would catch it.
+ * The mtime is compared, not only the size, because an edit often keeps the size; with
+ * ctime and inode (metadata-scan.ts records them) a tool that restores size and mtime
+ * (`touch -r`, `cp -p` over an equal-sized file, rename-over) is seen too.
  */
 export function diffWorkdirSnapshots(
   before: WorkdirSnapshot,
@@ -57,7 +58,12 @@ export function diffWorkdirSnapshots(
     else if (was !== undefined && is === undefined)
       change = { path, change: "deleted", size: null };
     else if (was !== undefined && is !== undefined) {
-      if (was.size !== is.size || was.mtimeMs !== is.mtimeMs) {
+      if (
+        was.size !== is.size ||
+        was.mtimeMs !== is.mtimeMs ||
+        (was.ctimeMs !== undefined && is.ctimeMs !== undefined && was.ctimeMs !== is.ctimeMs) ||
+        (was.ino !== undefined && is.ino !== undefined && was.ino !== is.ino)
+      ) {
         change = { path, change: "modified", size: is.size };
       }
     }

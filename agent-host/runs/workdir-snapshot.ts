@@ -15,6 +15,9 @@ export interface SnapshotLimits {
 export interface FileStamp {
   readonly size: number;
   readonly mtimeMs: number;
+  /** Compared when both snapshots have them (metadata-scan.ts does): catch `touch -r`. */
+  readonly ctimeMs?: number;
+  readonly ino?: number;
 }
 
 /**

@@ -5,6 +5,7 @@ export type { Owner } from "./fs-context.ts";
 export { createLibcSyscalls, type LibcSyscallsOptions } from "./libc-syscalls.ts";
 export type { ListOptions, ListResult } from "./list-directory.ts";
 export type { MakeDirectoryOptions } from "./make-directory.ts";
+export type { MetadataScan, MetadataScanLimits, MetadataStamp } from "./metadata-scan.ts";
 export type { MoveOptions } from "./move-entry.ts";
 export {
   createPathResolver,

@@ -3,6 +3,7 @@ import type { EntryInfo } from "./entry-kind.ts";
 import { displayPath, type FsContext, type Owner, openDirectory } from "./fs-context.ts";
 import { type ListOptions, type ListResult, listDirectory } from "./list-directory.ts";
 import { ensureDirectory, type MakeDirectoryOptions, makeDirectory } from "./make-directory.ts";
+import { type MetadataScan, type MetadataScanLimits, scanMetadata } from "./metadata-scan.ts";
 import { type MoveOptions, moveEntry } from "./move-entry.ts";
 import type { PathResolver, ResolverKind } from "./path-resolver.ts";
 import { openFileReader, readEntry, statEntry, type WorkspaceFileReader } from "./read-file.ts";
@@ -52,6 +53,15 @@ export interface WorkspaceFs {
   remove(path: string, options?: RemoveOptions): Promise<void>;
   copy(from: string, to: string, options?: CopyOptions): Promise<EntryInfo>;
   move(from: string, to: string, options?: MoveOptions): Promise<EntryInfo>;
+  /**
+   * Metadata of the regular files below `path` (never their bytes), bounded, no-follow
+   * (metadata-scan.ts): the Execution Lease's snapshot and scan of a writable root.
+   */
+  scanMetadata(
+    path: string,
+    limits: MetadataScanLimits,
+    options?: { readonly signal?: AbortSignal },
+  ): Promise<MetadataScan>;
   /** A WorkspaceFs bound to a subdirectory (opened no-follow); the caller closes it. */
   openSubdir(path: string, options?: { readonly signal?: AbortSignal }): Promise<WorkspaceFs>;
   close(): void;
@@ -127,6 +137,25 @@ export function createWorkspaceFs(deps: WorkspaceFsDeps): WorkspaceFs {
       use(() => copyEntry(ctx, rootFd, split(from), split(to), options)),
     move: (from, to, options = {}) =>
       use(() => moveEntry(ctx, rootFd, split(from), split(to), options)),
+    scanMetadata: (path, limits, options = {}) =>
+      use(async () => {
+        const names = split(path);
+        const errCtx = { op: "scan", path: displayPath(names) };
+        const fd =
+          names.length === 0
+            ? rootFd
+            : openDirectory(ctx, rootFd, names, errCtx, { finalFileCode: "invalid_request" });
+        try {
+          return await scanMetadata(
+            fd,
+            limits,
+            ctx.limits,
+            options.signal ?? new AbortController().signal,
+          );
+        } finally {
+          if (fd !== rootFd) ctx.sys.close(fd);
+        }
+      }),
     openSubdir: (path, options = {}) =>
       use(() => {
         options.signal?.throwIfAborted();

@@ -18,7 +18,7 @@ export type WorkspacePathRule =
   | "name_too_long"
   | "path_too_long";
 
-type NameLimits = Pick<WorkspaceLimits, "maxNameBytes">;
+export type NameLimits = Pick<WorkspaceLimits, "maxNameBytes">;
 type PathLimits = Pick<WorkspaceLimits, "maxNameBytes" | "maxPathBytes">;
 
 /**

@@ -50,6 +50,10 @@ export const changeBatches = pgTable(
     finishedAt: timestamptz("finished_at").notNull(),
     // True when a repair pass, not the command's own commit, wrote the batch.
     repaired: boolean("repaired").notNull().default(false),
+    // A placeholder the run's ending wrote for a batch whose commit had failed and was not
+    // repaired yet (its facts are on the node's disk): the run's changes say truncated
+    // until the repair pass completes it (exactly once) and clears this.
+    pendingRepair: boolean("pending_repair").notNull().default(false),
     createdAt: createdAt(),
   },
   (t) => [
@@ -69,6 +73,10 @@ export const changeBatches = pgTable(
       sql`char_length(${t.command}) <= ${sql.raw(String(MAX_BATCH_COMMAND_CHARS))}`,
     ),
     check("change_batches_counts_check", sql`${t.itemCount} >= 0 and ${t.seq} >= 0`),
+    check(
+      "change_batches_pending_check",
+      sql`not ${t.pendingRepair} or (${t.truncated} and ${t.itemCount} = 0)`,
+    ),
     index("change_batches_root_idx").on(t.rootRunId, t.seq),
     index("change_batches_run_idx").on(t.runId, t.seq),
   ],

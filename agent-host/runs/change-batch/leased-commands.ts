@@ -1,0 +1,189 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { Db } from "../../../shared/db/client.ts";
+import type { ChangeBatchTool } from "../../../shared/db/schema.ts";
+import { domainError, domainReasonOf } from "../../../shared/errors/domain-errors.ts";
+import type { MetadataScan, MetadataScanLimits, UserWorkspaces } from "../../workspace/index.ts";
+import type { ExecutionLeases } from "../execution-lease/execution-leases.ts";
+import type { RunFence } from "../run-fence.ts";
+import { diffWorkdirSnapshots, UNKNOWN_CHANGES } from "../workdir-changes.ts";
+import { batchCommandText, type ChangeBatch } from "./change-batch.ts";
+import { commitChangeBatch } from "./commit-change-batch.ts";
+import type { RepairRecords } from "./repair-records.ts";
+import type { TreeBatches } from "./tree-batches.ts";
+
+/** The after-scan is aborted at this multiple of its own time budget. */
+const HARD_STOP_FACTOR = 2;
+
+export interface LeasedCommandLimits {
+  readonly scan: MetadataScanLimits;
+  /** Facts kept per batch; past it the batch is truncated (MAX_BATCH_ITEMS at most). */
+  readonly maxBatchItems: number;
+  readonly statementTimeoutMs: number;
+}
+
+export interface LeasedCommandsDeps {
+  readonly db: Db;
+  readonly leases: ExecutionLeases;
+  readonly repairs: RepairRecords;
+  readonly userWorkspaces: Pick<UserWorkspaces, "openExistingWorkdir">;
+  readonly limits: LeasedCommandLimits;
+  readonly logger: Logger;
+}
+
+/** Who runs a command and where: the run (fence), its writable root, its tree. */
+export interface CommandScope {
+  readonly fence: RunFence;
+  readonly workdirPath: string;
+  readonly tree: TreeBatches;
+}
+
+export interface CommandInfo {
+  readonly tool: ChangeBatchTool;
+  readonly command: string;
+}
+
+/**
+ * Runs commands under the Execution Lease with a change batch each
+ * (ARCHITECTURE.md §5, docs/decisions/0014): acquire the lease on (uid, Workdir), snapshot
+ * the Workdir's metadata, run the command, scan again (no-follow, bounded), and commit the
+ * difference as one batch in the transaction that releases the lease. A failed commit keeps
+ * the batch as a repair record on disk (repair-pass.ts commits it later, exactly once) and
+ * releases the lease on its own; if even that fails, the lease lapses with the run lease.
+ */
+export class LeasedCommands {
+  readonly #deps: LeasedCommandsDeps;
+
+  constructor(deps: LeasedCommandsDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * `body` runs only once the lease is held; aborting `signal` while waiting gives up the
+   * place in the queue and throws the signal's reason without running anything. A body
+   * that throws still gets its batch (what it changed before failing is a fact) and the
+   * error is rethrown. The run not being live any more throws `lease_lost`.
+   */
+  async run<T>(
+    scope: CommandScope,
+    info: CommandInfo,
+    signal: AbortSignal,
+    body: (signal: AbortSignal) => Promise<T>,
+  ): Promise<{ value: T; batch: ChangeBatch }> {
+    const { fence, workdirPath, tree } = scope;
+    const log = this.#deps.logger.child({ uid: fence.uid, run_id: fence.runId });
+    const acquired = await this.#deps.leases.acquire(fence, workdirPath, signal);
+    if (!acquired.ok) {
+      if (acquired.reason === "cancelled") throw signal.reason;
+      throw domainError("lease_lost", { details: { run_id: fence.runId } });
+    }
+    const lease = acquired.lease;
+    let released = false;
+    try {
+      const scanBudget = this.#deps.limits.scan.timeoutMs * HARD_STOP_FACTOR;
+      const before = await this.#scan(
+        fence.uid,
+        workdirPath,
+        AbortSignal.any([signal, AbortSignal.timeout(scanBudget)]),
+        log,
+        signal,
+      );
+      const startedAt = new Date().toISOString();
+      let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+      try {
+        outcome = { ok: true, value: await body(signal) };
+      } catch (error) {
+        outcome = { ok: false, error };
+      }
+      const finishedAt = new Date().toISOString();
+      // Not the run's signal: a cancelled command still records what it changed.
+      const after = await this.#scan(
+        fence.uid,
+        workdirPath,
+        AbortSignal.timeout(scanBudget),
+        log,
+        undefined,
+      );
+      const changes =
+        before === undefined || after === undefined
+          ? UNKNOWN_CHANGES
+          : diffWorkdirSnapshots(before, after, this.#deps.limits.maxBatchItems);
+      const batch: ChangeBatch = {
+        batchId: randomUUID(),
+        runId: fence.runId,
+        rootRunId: tree.rootRunId,
+        uid: fence.uid,
+        seq: tree.nextSeq(),
+        workdirPath,
+        tool: info.tool,
+        command: batchCommandText(info.command),
+        startedAt,
+        finishedAt,
+        items: changes.items,
+        truncated: changes.truncated,
+      };
+      try {
+        await commitChangeBatch(this.#deps.db, batch, {
+          statementTimeoutMs: this.#deps.limits.statementTimeoutMs,
+          lease,
+        });
+        released = true;
+      } catch (error) {
+        await this.#keep(batch, tree, error, log);
+      }
+      if (!outcome.ok) throw outcome.error;
+      return { value: outcome.value, batch };
+    } finally {
+      if (!released) {
+        await this.#deps.leases.release(lease).catch((error: unknown) => {
+          log.warn({ err: error }, "execution lease release failed; it lapses with the run lease");
+        });
+      }
+    }
+  }
+
+  async #keep(batch: ChangeBatch, tree: TreeBatches, cause: unknown, log: Logger): Promise<void> {
+    tree.keptForRepair(batch);
+    try {
+      await this.#deps.repairs.save(batch);
+      log.warn(
+        { err: cause, batch_id: batch.batchId },
+        "change batch commit failed; kept as a repair record for the repair pass",
+      );
+    } catch (error) {
+      // Neither Postgres nor the data root: the facts live only in this process now. The
+      // run's ending retries them and, failing that, records the batch as unrepaired.
+      log.error(
+        { err: error, commit_error: cause, batch_id: batch.batchId },
+        "change batch could neither be committed nor kept on disk",
+      );
+    }
+  }
+
+  /** Undefined when nothing is known (the run's changes then say truncated). */
+  async #scan(
+    uid: string,
+    workdirPath: string,
+    signal: AbortSignal,
+    log: Logger,
+    runSignal: AbortSignal | undefined,
+  ): Promise<MetadataScan | undefined> {
+    try {
+      const workdir = await this.#deps.userWorkspaces.openExistingWorkdir(uid, workdirPath, {
+        signal,
+      });
+      try {
+        return await workdir.scanMetadata("", this.#deps.limits.scan, { signal });
+      } finally {
+        workdir.close();
+      }
+    } catch (error) {
+      runSignal?.throwIfAborted();
+      if (domainReasonOf(error) === "workdir_missing") {
+        return { files: new Map(), dirs: new Set([""]), complete: new Set([""]), truncated: false };
+      }
+      log.warn({ err: error }, "workdir scan failed; this command's changes are unknown");
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,2 @@
+ALTER TABLE "change_batches" ADD COLUMN "pending_repair" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+ALTER TABLE "change_batches" ADD CONSTRAINT "change_batches_pending_check" CHECK (not "change_batches"."pending_repair" or ("change_batches"."truncated" and "change_batches"."item_count" = 0));

@@ -1,100 +1,231 @@
 /// <reference path="./.sst/platform/config.d.ts" />
-// Cloud deployment with SST v3 (ARCHITECTURE.md §8). `npx sst deploy --stage <name>`
-// generates .sst/platform (its types) on first use; this file is excluded from the
-// repository's type-check because those types only exist after `sst install`.
+// Cloud deployment with SST (ARCHITECTURE.md §8, docs/deploy/aws.md). Type-checked in the
+// test command against the platform types shipped inside SST's own npm package
+// (infra/sst/typecheck.sh; no provider is downloaded).
 //
-// Declared here: the API (Lambda + HTTPS via a Function URL / API Gateway v2), the run
-// queue with its dead-letter queue, the attachments bucket with CORS for presigned PUT
-// from the SPA, and Postgres. agent-host nodes are installed by infra/agent-host/ and
-// share one POSIX filesystem (EFS/NFS) for UserWorkspaces and projections.
+// Order of a deploy: settings validated (a missing one fails here, before any resource) →
+// data stores → the migrator function → its invocation (migrations applied, or the deploy
+// fails on a database newer than the code) → the API, whose configuration depends on the
+// invocation's result, so a new API version never serves before the migrations ran.
+// agent-host nodes are installed by infra/agent-host/ (docs/deploy/nodes.md).
 export default $config({
   app(input) {
     return {
       name: "workcell",
       removal: input?.stage === "production" ? "retain" : "remove",
+      protect: input?.stage === "production",
       home: "aws",
     };
   },
   async run() {
-    const spaOrigin = process.env.WORKCELL_SPA_ORIGIN ?? "http://localhost:5173";
+    const { deploySettings } = await import("./infra/sst/deploy-settings.ts");
+    const { migrationsFingerprint } = await import("./infra/sst/migrations-fingerprint.ts");
+    const { parseEnv } = await import("./shared/env/parse-env.ts");
+    const { ed25519PrivateJwkVar } = await import("./shared/env/env-vars.ts");
+    const { z } = await import("zod");
+    const timeouts = await import("./functions/entry/lambda-timeouts.ts");
+    const settings = deploySettings(process.env);
 
-    const deadLetters = new sst.aws.Queue("RunsDlq");
+    const vpc = new sst.aws.Vpc("Vpc", { nat: "ec2" });
+    const database = new sst.aws.Postgres("Database", { vpc });
+    const databaseUrl = $interpolate`postgres://${database.username}:${database.password}@${database.host}:${database.port}/${database.database}`;
+
+    // Signs data-plane capabilities; agent-hosts get the public half (CAPABILITY_PUBLIC_KEY).
+    // `node infra/ops/main.ts keys generate --format json` makes a pair;
+    // `npx sst secret set CapabilityPrivateKey '<private jwk>'` stores the private half.
+    const capabilityKey = new sst.Secret("CapabilityPrivateKey");
+    // Checked at deploy time with the functions' own parser: a missing, malformed or public
+    // key fails the deploy (the message never contains the value).
+    const capabilityPrivateKey = capabilityKey.value.apply((value) => {
+      parseEnv(z.object({ CAPABILITY_PRIVATE_KEY: ed25519PrivateJwkVar() }), {
+        CAPABILITY_PRIVATE_KEY: value,
+      });
+      return value;
+    });
+
+    const deadLetters = new sst.aws.Queue("RunsDlq", { visibilityTimeout: "5 minutes" });
     const runs = new sst.aws.Queue("Runs", {
       dlq: { queue: deadLetters.arn, retry: 5 },
+      // A worker claims a run in Postgres and keeps its lease there; the message only has
+      // to stay invisible while the claim happens.
       visibilityTimeout: "5 minutes",
     });
 
+    // The console (web/): a static site. Its /config.json is written after the API exists
+    // (below), so the site does not depend on the API and the API can take the site's
+    // origin for CORS without a cycle.
+    const consoleSite = new sst.aws.StaticSite("Console", {
+      path: ".",
+      build: { command: "npm run build:web", output: "web/dist" },
+      errorPage: "index.html",
+      ...(settings.WORKCELL_CONSOLE_DOMAIN === undefined
+        ? {}
+        : { domain: settings.WORKCELL_CONSOLE_DOMAIN }),
+    });
+    const consoleOrigin =
+      settings.WORKCELL_CONSOLE_DOMAIN === undefined
+        ? consoleSite.url.apply((url) => new URL(url).origin)
+        : $output(`https://${settings.WORKCELL_CONSOLE_DOMAIN}`);
+    const extraOrigins = settings.WORKCELL_EXTRA_CORS_ORIGINS?.split(",") ?? [];
+    const corsOrigins = consoleOrigin.apply((origin) => [origin, ...extraOrigins].join(","));
+
     const attachments = new sst.aws.Bucket("Attachments", {
       cors: {
-        allowOrigins: [spaOrigin],
+        // Presigned PUT straight from the browser (ARCHITECTURE.md §7).
+        allowOrigins: [consoleOrigin, ...extraOrigins],
         allowMethods: ["PUT"],
         allowHeaders: ["content-type", "content-length"],
         maxAge: "1 hour",
       },
     });
-    // Temporary uploads are also swept by the API itself (24 h); the lifecycle rule is
-    // the backstop for groups whose owner never comes back.
-    new aws.s3.BucketLifecycleConfigurationV2("AttachmentsTmpExpiry", {
+    // Temporary uploads are also swept by the API itself (24 h); the lifecycle rule is the
+    // backstop for groups whose owner never comes back.
+    new aws.s3.BucketLifecycleConfiguration("AttachmentsTmpExpiry", {
       bucket: attachments.name,
       rules: [
-        { id: "tmp", status: "Enabled", filter: { prefix: "tmp/" }, expiration: { days: 2 } },
+        {
+          id: "tmp",
+          status: "Enabled",
+          filter: { prefix: "tmp/" },
+          expiration: { days: 2 },
+          abortIncompleteMultipartUpload: { daysAfterInitiation: 1 },
+        },
       ],
     });
 
-    const vpc = new sst.aws.Vpc("Vpc", { nat: "ec2" });
-    const database = new sst.aws.Postgres("Database", { vpc });
-    const databaseUrl = $interpolate`postgres://${database.username}:${database.password}@${database.host}:${database.port}/${database.database}`;
-    // Signs data-plane capabilities (Ed25519 private JWK); agent-hosts get the public half
-    // in their CAPABILITY_PUBLIC_KEY. `npx sst secret set CapabilityPrivateKey '<jwk>'`.
-    const capabilityKey = new sst.Secret("CapabilityPrivateKey");
+    // The one-off migrator: the same migrator as the local mode and `workcell migrate`.
+    const migrator = new sst.aws.Function("Migrator", {
+      handler: "functions/entry/migrator.handler",
+      runtime: "nodejs24.x",
+      // Waiting for another migrator's lock plus applying (MIGRATE_BUDGET_MS), plus a
+      // minute to connect and report.
+      timeout: `${timeouts.MIGRATOR_TIMEOUT_SECONDS} seconds`,
+      vpc,
+      link: [database],
+      copyFiles: [{ from: "shared/db/migrations", to: "migrations" }],
+      environment: { DATABASE_URL: databaseUrl, MIGRATIONS_DIR: "/var/task/migrations" },
+    });
+    const migration = new aws.lambda.Invocation("Migrate", {
+      functionName: migrator.name,
+      input: JSON.stringify({}),
+      // Re-run when the migrations or the migrator's code change. A failed invocation (a
+      // database newer than this code, an unreachable database) fails the deploy.
+      triggers: {
+        migrations: migrationsFingerprint("shared/db/migrations"),
+        code: migrator.nodes.function.sourceCodeHash,
+      },
+    });
+    // The number of migrations the database has after the invocation; feeding it into the
+    // API's environment makes the API's update wait for the migration.
+    const schemaMigrations = migration.result.apply((result) => {
+      const parsed = JSON.parse(result) as { ok?: boolean; total?: number };
+      if (parsed.ok !== true) throw new Error(`the migrator did not succeed: ${result}`);
+      return String(parsed.total);
+    });
+
+    const functionsEnv = {
+      DATABASE_URL: databaseUrl,
+      CAPABILITY_PRIVATE_KEY: capabilityPrivateKey,
+      AUTH_MODE: "oidc",
+      OIDC_ISSUER: settings.WORKCELL_OIDC_ISSUER,
+      OIDC_AUDIENCE: settings.WORKCELL_OIDC_AUDIENCE,
+      OIDC_JWKS_URL: settings.WORKCELL_OIDC_JWKS_URL,
+      DATA_PLANE_URL: settings.WORKCELL_DATA_PLANE_URL,
+      RUN_QUEUE_URL: runs.url,
+      ATTACHMENTS_BUCKET: attachments.name,
+      WORKCELL_CORS_ORIGINS: corsOrigins,
+      ...(settings.WORKCELL_ADMIN_CLAIM === undefined
+        ? {}
+        : { ADMIN_CLAIM: settings.WORKCELL_ADMIN_CLAIM }),
+    };
 
     const api = new sst.aws.Function("Api", {
       handler: "functions/entry/lambda.handler",
       runtime: "nodejs24.x",
+      // A Function URL in RESPONSE_STREAM mode: the event stream reaches the client as
+      // events are written (functions/entry/lambda.ts streams with Hono's streamHandle).
+      streaming: true,
       url: true,
+      // The event-stream window (LAMBDA_EVENT_STREAM_MAX_MS, 5 min) plus 30 s to send the
+      // last frame; other requests end long before on their own I/O timeouts.
+      timeout: `${timeouts.API_TIMEOUT_SECONDS} seconds`,
       vpc,
       link: [runs, attachments, database],
-      environment: {
-        DATABASE_URL: databaseUrl,
-        CAPABILITY_PRIVATE_KEY: capabilityKey.value,
-        AUTH_MODE: "oidc",
-        RUN_QUEUE_URL: runs.url,
-        ATTACHMENTS_BUCKET: attachments.name,
-        OIDC_ISSUER: process.env.WORKCELL_OIDC_ISSUER ?? "",
-        OIDC_AUDIENCE: process.env.WORKCELL_OIDC_AUDIENCE ?? "",
-        OIDC_JWKS_URL: process.env.WORKCELL_OIDC_JWKS_URL ?? "",
-        DATA_PLANE_URL: process.env.WORKCELL_DATA_PLANE_URL ?? "",
-      },
+      environment: { ...functionsEnv, WORKCELL_SCHEMA_MIGRATIONS: schemaMigrations },
+    });
+
+    // What the console reads at start (web/src/auth/console-config.ts). The site creates
+    // its own assets bucket (no `assets.bucket` given), so it is always there.
+    const consoleAssets = consoleSite.nodes.assets;
+    if (consoleAssets === undefined) throw new Error("the console site has no assets bucket");
+    new aws.s3.BucketObjectv2("ConsoleConfig", {
+      bucket: consoleAssets.name,
+      key: "config.json",
+      contentType: "application/json",
+      cacheControl: "no-cache",
+      content: api.url.apply((url) =>
+        JSON.stringify({
+          mode: "oidc",
+          api_base_url: url.replace(/\/$/, ""),
+          oidc: {
+            authority: settings.WORKCELL_OIDC_ISSUER,
+            client_id: settings.WORKCELL_OIDC_CLIENT_ID ?? settings.WORKCELL_OIDC_AUDIENCE,
+            scope: "openid profile",
+          },
+        }),
+      ),
     });
 
     // The sweeper ends runs whose node died (node_lost) and re-sends runs left pending
     // (lost message, crashed publisher); functions/runs/sweep-runs.ts.
-    new sst.aws.Cron("DispatchSweeper", {
+    new sst.aws.CronV2("DispatchSweeper", {
       schedule: "rate(1 minute)",
+      // The next minute's sweep does the same work: no retries piling up behind it.
+      retries: 0,
       function: {
         handler: "functions/entry/sweeper.handler",
         runtime: "nodejs24.x",
+        // One sweep's budget (SWEEP_BUDGET_MS, 50 s) plus 10 s; below its 1-minute period.
+        timeout: `${timeouts.SWEEPER_TIMEOUT_SECONDS} seconds`,
         vpc,
         link: [runs, database],
-        environment: {
-          DATABASE_URL: databaseUrl,
-          CAPABILITY_PRIVATE_KEY: capabilityKey.value,
-          RUN_QUEUE_URL: runs.url,
-          ATTACHMENTS_BUCKET: attachments.name,
-          AUTH_MODE: "oidc",
-          OIDC_ISSUER: process.env.WORKCELL_OIDC_ISSUER ?? "",
-          OIDC_AUDIENCE: process.env.WORKCELL_OIDC_AUDIENCE ?? "",
-          OIDC_JWKS_URL: process.env.WORKCELL_OIDC_JWKS_URL ?? "",
-          DATA_PLANE_URL: process.env.WORKCELL_DATA_PLANE_URL ?? "",
-        },
+        environment: { ...functionsEnv, WORKCELL_SCHEMA_MIGRATIONS: schemaMigrations },
       },
+    });
+
+    // A message in the DLQ is a run that could not be dispatched or a poison message:
+    // someone must look. Alarm on any visible message, checked every 5 minutes.
+    const alarms = new sst.aws.SnsTopic("Alarms");
+    if (settings.WORKCELL_ALARM_EMAIL !== undefined) {
+      new aws.sns.TopicSubscription("AlarmsEmail", {
+        topic: alarms.arn,
+        protocol: "email",
+        endpoint: settings.WORKCELL_ALARM_EMAIL,
+      });
+    }
+    new aws.cloudwatch.MetricAlarm("RunsDlqDepth", {
+      alarmDescription: "Messages in the Workcell run dead-letter queue (docs/deploy/aws.md)",
+      namespace: "AWS/SQS",
+      metricName: "ApproximateNumberOfMessagesVisible",
+      dimensions: { QueueName: deadLetters.nodes.queue.name },
+      statistic: "Maximum",
+      period: 300,
+      evaluationPeriods: 1,
+      threshold: 0,
+      comparisonOperator: "GreaterThanThreshold",
+      treatMissingData: "notBreaching",
+      alarmActions: [alarms.arn],
+      okActions: [alarms.arn],
     });
 
     return {
       api: api.url,
+      console: consoleOrigin,
       runQueue: runs.url,
       runDlq: deadLetters.url,
       attachmentsBucket: attachments.name,
+      databaseHost: database.host,
+      alarmsTopic: alarms.arn,
     };
   },
 });

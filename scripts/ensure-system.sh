@@ -11,6 +11,8 @@ want=()
 ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || want+=(postgresql)
 command -v dockerd >/dev/null 2>&1 || want+=(docker.io)
 command -v docker >/dev/null 2>&1 || want+=(docker.io)
+command -v shellcheck >/dev/null 2>&1 || want+=(shellcheck)
+command -v systemd-analyze >/dev/null 2>&1 || want+=(systemd)
 [ -x /bin/busybox ] && { ldd /bin/busybox 2>&1 || true; } | grep -q "not a dynamic" || want+=(busybox-static)
 
 if [ "${#want[@]}" -gt 0 ]; then

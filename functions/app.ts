@@ -1,4 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { runEventSchema } from "../shared/contracts/run-event.ts";
 import { WorkcellError } from "../shared/errors/index.ts";
 import type { AppDeps } from "./app-deps.ts";
 import type { AppEnv } from "./app-env.ts";
@@ -60,6 +61,9 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerAttachmentRoutes(app, deps);
   registerSkillRoutes(app, deps);
 
+  // The frames of GET /v1/runs/{id}/events carry this as JSON; no JSON route returns it,
+  // so it is registered by itself (clients generate their event types from it).
+  app.openAPIRegistry.register("RunEvent", runEventSchema);
   app.openAPIRegistry.registerComponent("securitySchemes", BEARER_SCHEME, {
     type: "http",
     scheme: "bearer",

@@ -1,0 +1,31 @@
+import pino from "pino";
+import { createApp } from "../../functions/app.ts";
+import type { AppDeps } from "../../functions/app-deps.ts";
+
+/**
+ * The control plane's OpenAPI document, as `GET /openapi.json` serves it, without any
+ * infrastructure: the routes are registered by `createApp`, and none of them runs here,
+ * so every dependency is inert (touching one throws and names it).
+ */
+export async function apiOpenApiDocument(): Promise<unknown> {
+  const inert = (name: string): unknown =>
+    new Proxy(() => {}, {
+      get: (_target, key) => (key === "then" ? undefined : inert(`${name}.${String(key)}`)),
+      apply: () => {
+        throw new Error(`${name} is not available while exporting the OpenAPI document`);
+      },
+    });
+  const known: Partial<AppDeps> = { logger: pino({ level: "silent" }) };
+  const deps = new Proxy(known, {
+    get: (target, key: string) =>
+      key in target
+        ? target[key as keyof AppDeps]
+        : // Optional settings read at construction stay unset.
+          ["limits", "corsOrigins", "eventTickets", "runChanges", "skillsLimits"].includes(key)
+          ? undefined
+          : inert(key),
+  }) as AppDeps;
+  const res = await createApp(deps).request("/openapi.json");
+  if (res.status !== 200) throw new Error(`GET /openapi.json answered ${res.status}`);
+  return res.json();
+}

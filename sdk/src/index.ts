@@ -1,0 +1,45 @@
+// The SDK's one entry, for Node 24 and browsers alike: web-standard fetch, streams,
+// AbortSignal and FormData only (no node: import anywhere under src/).
+export { Admin, type NodeData, type UserLimits } from "./admin.ts";
+export { type AttachmentData, Attachments, type AttachmentUpload } from "./attachments.ts";
+export * from "./errors.ts";
+export type { components, paths } from "./generated/api.ts";
+export {
+  type RunEvent,
+  type RunEventsOptions,
+  type RunEventType,
+  runEvents,
+} from "./run-events.ts";
+export {
+  type AgentOptions,
+  type CreateRunOptions,
+  Run,
+  type RunChange,
+  type RunData,
+  type RunStatus,
+  Runs,
+  TERMINAL_RUN_STATUSES,
+} from "./runs.ts";
+export {
+  AdminSkills,
+  type CatalogueSkill,
+  type ImportedSkill,
+  type SkillData,
+  type SkillGrant,
+  Skills,
+} from "./skills.ts";
+export { type FileData, type FileEntry, ThreadFiles, type UploadFile } from "./thread-files.ts";
+export {
+  type CreateThreadOptions,
+  Thread,
+  type ThreadData,
+  type ThreadPage,
+  Threads,
+} from "./threads.ts";
+export {
+  type CallOptions,
+  DEFAULT_BASE_URL,
+  type TokenSource,
+  type WorkcellOptions,
+} from "./transport.ts";
+export { Workcell } from "./workcell.ts";

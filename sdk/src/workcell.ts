@@ -1,0 +1,47 @@
+import { Admin } from "./admin.ts";
+import { Attachments } from "./attachments.ts";
+import { Runs } from "./runs.ts";
+import { Skills } from "./skills.ts";
+import { Threads } from "./threads.ts";
+import { type CallOptions, Transport, type WorkcellOptions } from "./transport.ts";
+
+/**
+ * The Workcell API client.
+ *
+ * ```ts
+ * const workcell = new Workcell({ baseUrl: "http://127.0.0.1:8080", token });
+ * const run = await workcell.runs.create("echo hi > outputs/a.txt");
+ * for await (const event of run.events()) console.log(event.type);
+ * const thread = await workcell.threads.get(run.threadId);
+ * console.log(await thread.files.read("outputs/a.txt"));
+ * ```
+ */
+export class Workcell {
+  readonly threads: Threads;
+  readonly runs: Runs;
+  readonly attachments: Attachments;
+  readonly skills: Skills;
+  readonly admin: Admin;
+  /** The typed openapi-fetch client, for anything the resources above do not cover. */
+  readonly api: Transport["api"];
+  readonly #transport: Transport;
+
+  constructor(options: WorkcellOptions = {}) {
+    this.#transport = new Transport(options);
+    this.api = this.#transport.api;
+    this.threads = new Threads(this.#transport);
+    this.runs = new Runs(this.#transport);
+    this.attachments = new Attachments(this.#transport);
+    this.skills = new Skills(this.#transport);
+    this.admin = new Admin(this.#transport);
+  }
+
+  get baseUrl(): string {
+    return this.#transport.baseUrl;
+  }
+
+  /** `GET /v1/healthz` (no token needed). */
+  health(options: CallOptions = {}) {
+    return this.#transport.call((api, init) => api.GET("/v1/healthz", init), options);
+  }
+}

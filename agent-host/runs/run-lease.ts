@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
+import { abortable } from "../../shared/async/abortable.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { agentRuns } from "../../shared/db/schema.ts";
 import { fencedRun, type RunFence } from "./run-fence.ts";
@@ -22,17 +23,19 @@ export interface RunLeaseDeps {
  * both the lease and the fallback cancel poll when LISTEN is down.
  *
  * Zero rows means the run is not ours any more (the sweeper ended it, or it ended): the
- * lease is lost. Failing beats (database unreachable) are retried; once no beat has
- * succeeded for a whole TTL, the sweeper may already have ended the run, so the worker
- * must assume the lease lost and stop acting.
+ * lease is lost. A beat that fails or does not answer within one interval counts as
+ * failed (it is not waited for: a hung connection must not stop the heartbeat, nor a
+ * run's stop). Loss by silence is decided by a timer, not by the catch of a failed beat:
+ * once no beat has succeeded for a whole TTL, the sweeper may already have ended the run,
+ * so the worker assumes the lease lost and stops acting, even if every beat since hangs.
  */
 export class RunLease {
   readonly #deps: RunLeaseDeps;
   #timer: NodeJS.Timeout | undefined;
+  #lossTimer: NodeJS.Timeout | undefined;
   #stopped = false;
   #cancelSeen = false;
   #lostSeen = false;
-  #lastOkAt = performance.now();
   #beat: Promise<void> = Promise.resolve();
 
   constructor(deps: RunLeaseDeps) {
@@ -41,15 +44,17 @@ export class RunLease {
 
   /** The first beat is awaited: a cancel that came before we started is seen at once. */
   async start(): Promise<void> {
-    this.#lastOkAt = performance.now();
-    await this.#beatOnce();
+    this.#armLossTimer();
+    this.#beat = this.#beatOnce();
+    await this.#beat;
     this.#schedule();
   }
 
-  /** Stops the heartbeat and waits for a beat in flight (it must not outlive the run). */
+  /** Stops the heartbeat and waits for a beat in flight (bounded: it must not outlive the run). */
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#lossTimer !== undefined) clearTimeout(this.#lossTimer);
     await this.#beat;
   }
 
@@ -60,30 +65,50 @@ export class RunLease {
     }, this.#deps.heartbeatIntervalMs);
   }
 
+  /**
+   * (Re)starts the silence timer: a whole TTL from when the last good beat was sent (the
+   * lease it wrote cannot end before that), so the worker gives up no later than the
+   * lease the sweeper sees.
+   */
+  #armLossTimer(sentAt: number = performance.now()): void {
+    if (this.#lossTimer !== undefined) clearTimeout(this.#lossTimer);
+    const remainingMs = Math.max(0, this.#deps.leaseTtlMs - (performance.now() - sentAt));
+    this.#lossTimer = setTimeout(() => {
+      this.#deps.logger.warn(
+        { silent_ms: this.#deps.leaseTtlMs },
+        "no run heartbeat succeeded for a whole lease",
+      );
+      this.#lost();
+    }, remainingMs);
+  }
+
   async #beatOnce(): Promise<void> {
     const { db, fence, leaseTtlMs, logger } = this.#deps;
     let rows: { cancelRequested: boolean }[];
+    const sentAt = performance.now();
     try {
-      rows = await db
-        .update(agentRuns)
-        .set({
-          leaseExpiresAt: sql`now() + ${leaseTtlMs}::bigint * interval '1 millisecond'`,
-        })
-        .where(fencedRun(fence))
-        .returning({ cancelRequested: agentRuns.cancelRequested });
+      rows = await abortable(
+        db
+          .update(agentRuns)
+          .set({
+            leaseExpiresAt: sql`now() + ${leaseTtlMs}::bigint * interval '1 millisecond'`,
+          })
+          .where(fencedRun(fence))
+          .returning({ cancelRequested: agentRuns.cancelRequested }),
+        AbortSignal.timeout(this.#deps.heartbeatIntervalMs),
+        "run heartbeat",
+      );
     } catch (error) {
-      const silentMs = performance.now() - this.#lastOkAt;
-      logger.warn({ err: error, silent_ms: Math.round(silentMs) }, "run heartbeat failed");
-      if (silentMs >= leaseTtlMs) this.#lost();
+      logger.warn({ err: error }, "run heartbeat failed");
       return;
     }
-    if (this.#stopped) return;
+    if (this.#stopped || this.#lostSeen) return;
     const [row] = rows;
     if (row === undefined) {
       this.#lost();
       return;
     }
-    this.#lastOkAt = performance.now();
+    this.#armLossTimer(sentAt);
     if (row.cancelRequested && !this.#cancelSeen) {
       this.#cancelSeen = true;
       this.#deps.onCancelRequested();
@@ -93,6 +118,8 @@ export class RunLease {
   #lost(): void {
     if (this.#lostSeen || this.#stopped) return;
     this.#lostSeen = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#lossTimer !== undefined) clearTimeout(this.#lossTimer);
     this.#deps.logger.warn("run lease lost; stopping without writing anything more");
     this.#deps.onLost();
   }

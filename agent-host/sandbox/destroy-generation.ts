@@ -55,22 +55,32 @@ export async function destroyGeneration(
     return { ok: false, reason: "stale_generation" };
   }
 
-  if (mine) {
-    const held = await mine.pins.drain(ctx.config.drainTimeoutMs, ctx.config.killGraceMs * 2);
-    if (held > 0) log.warn({ held }, "destroying with uses still in flight after cancel");
-  }
-  if (claim.containerId !== null) {
-    const removed = await ctx.driver.destroy(
-      { containerId: claim.containerId, sandboxId, generation },
-      signal,
-    );
-    if (!removed.ok)
-      log.error({ container_id: claim.containerId }, "row named a container of another generation");
-  }
-  await ctx.store.markDestroyed(sandboxId, generation);
-  if (mine) {
-    mine.pins.finishClose();
-    forget(ctx, sandboxId, generation);
+  try {
+    if (mine) {
+      const held = await mine.pins.drain(ctx.config.drainTimeoutMs, ctx.config.killGraceMs * 2);
+      if (held > 0) log.warn({ held }, "destroying with uses still in flight after cancel");
+    }
+    if (claim.containerId !== null) {
+      const removed = await ctx.driver.destroy(
+        { containerId: claim.containerId, sandboxId, generation },
+        signal,
+      );
+      if (!removed.ok)
+        log.error(
+          { container_id: claim.containerId },
+          "row named a container of another generation",
+        );
+    }
+    await ctx.store.markDestroyed(sandboxId, generation);
+  } finally {
+    // Whatever threw (engine down, database gone), the claim won: this generation is
+    // 'destroying' and can never be used again, so the pin set closes for good and every
+    // waiter (pin(), closeOutcome()) takes that answer instead of hanging. The reconciler
+    // finishes the removal once the row is stale (destroyingStaleMs).
+    if (mine) {
+      mine.pins.finishClose();
+      forget(ctx, sandboxId, generation);
+    }
   }
   log.info({ reaped: options.idleMs !== undefined }, "sandbox destroyed");
   return { ok: true };

@@ -33,4 +33,9 @@ export type SandboxContext = SandboxManagerDeps & {
   inflight: Map<string, InflightAcquire>;
 };
 
-export type InflightAcquire = { workdirPath: string; done: Promise<AcquireResult> };
+export type InflightAcquire = {
+  workdirPath: string;
+  done: Promise<AcquireResult>;
+  /** Callers still waiting for `done`; 0 when it settles means nobody will use a create. */
+  waiting: number;
+};

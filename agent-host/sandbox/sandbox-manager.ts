@@ -8,7 +8,7 @@ import { destroyGeneration } from "./destroy-generation.ts";
 import type { ExecRequest, ExecResult } from "./driver.ts";
 import { forget } from "./live-registry.ts";
 import { type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
-import type { SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
+import type { InflightAcquire, SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
 import type { FencedOutcome, SandboxHandle } from "./sandbox-handle.ts";
 import { SandboxStore } from "./sandbox-store.ts";
 
@@ -87,7 +87,7 @@ export class SandboxManager {
       if (!pending) break;
       if (pending.workdirPath === request.workdirPath) {
         // A follower: the create (if any) was the leader's.
-        const shared = await abortable(pending.done, signal);
+        const shared = await this.#wait(pending, signal);
         return shared.ok ? { ...shared, created: false } : shared;
       }
       await abortable(
@@ -101,8 +101,42 @@ export class SandboxManager {
     });
     // Callers may all stop waiting (abort); the outcome must still count as handled.
     done.catch(() => {});
-    inflight.set(id, { workdirPath: request.workdirPath, done });
-    return abortable(done, signal);
+    const entry: InflightAcquire = { workdirPath: request.workdirPath, done, waiting: 0 };
+    inflight.set(id, entry);
+    // A create nobody waits for any more (every caller cancelled while it ran) would
+    // leave a live sandbox no run uses: it is destroyed as soon as it exists.
+    void done.then(
+      (out) => {
+        if (entry.waiting === 0 && out.ok && out.created) {
+          this.#track(
+            destroyGeneration(
+              this.#ctx,
+              id,
+              out.handle.generation,
+              AbortSignal.timeout(this.#ctx.config.createTimeoutMs),
+            ).catch((error: unknown) =>
+              this.#ctx.logger.warn(
+                { err: error, sandbox_id: id },
+                "could not destroy an abandoned create",
+              ),
+            ),
+          );
+        }
+      },
+      () => {},
+    );
+    return this.#wait(entry, signal);
+  }
+
+  /** Waits for a shared acquire; a caller that aborts stops counting as waiting for it. */
+  async #wait(entry: InflightAcquire, signal: AbortSignal): Promise<AcquireResult> {
+    entry.waiting++;
+    try {
+      return await abortable(entry.done, signal);
+    } catch (error) {
+      if (signal.aborted) entry.waiting--;
+      throw error;
+    }
   }
 
   /** Runs a command in the handle's generation; refused once that generation is over. */

@@ -1,0 +1,78 @@
+import { eq } from "drizzle-orm";
+import postgres from "postgres";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { createDb } from "../../../shared/db/client.ts";
+import { sandboxes } from "../../../shared/db/schema.ts";
+import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
+import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import { type RunWorld, runWorld, UID } from "./run-harness.ts";
+
+// Issue 14 (3): a heartbeat that hangs (Postgres stops answering, the connection stays
+// open) must count as failed. The worker's database goes through a TCP proxy the test
+// pauses mid-run; the lease is declared lost by its timer within the TTL and the
+// command in the sandbox is stopped, though no query ever returns an error.
+
+let world: RunWorld;
+let proxy: PausableProxy;
+let client: postgres.Sql;
+
+beforeEach(async () => {
+  world = await runWorld();
+  const target = new URL(world.database.url);
+  proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port) });
+  const via = new URL(world.database.url);
+  via.port = String(proxy.port);
+  client = postgres(via.toString(), { max: 12, onnotice: () => {} });
+});
+afterEach(async () => {
+  proxy.resume();
+  await world.cleanup();
+  await client.end({ timeout: 1 }).catch(() => {});
+  await proxy.close();
+});
+
+it("a Postgres that stops answering during a run: the lease is lost within the TTL and the exec is stopped", async () => {
+  await world.worker({
+    listen: false,
+    limits: { leaseTtlMs: 3_000, heartbeatIntervalMs: 500 },
+    extra: { db: createDb(client) },
+  });
+  const thread = await world.thread(await world.project());
+  const runId = await world.submit(thread, "sleep 3134");
+  await world.waitForEvent(runId, "tool.started");
+  const [row] = await world.db
+    .select()
+    .from(sandboxes)
+    .where(eq(sandboxes.sandboxId, sandboxId(UID, thread)));
+  if (!row?.containerId) throw new Error("no sandbox row");
+  const ref = {
+    containerId: row.containerId,
+    sandboxId: row.sandboxId,
+    generation: row.generation,
+  };
+  const sleeping = async () => {
+    const out = await world.driver.exec(
+      ref,
+      { cmd: ["/bin/sh", "-c", "ps -o args | grep -c '^sleep 3134' || true"] },
+      AbortSignal.timeout(10_000),
+    );
+    return out.ok ? out.result.stdout.bytes.toString("utf8").trim() : "gone";
+  };
+  expect(await sleeping()).toBe("1");
+
+  proxy.pause();
+  // No query of the worker fails: they all hang. Only the lease's timer can decide.
+  const deadline = performance.now() + 30_000;
+  let left = await sleeping();
+  while (left !== "0" && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    left = await sleeping();
+  }
+  expect(left).toBe("0");
+
+  // The worker recorded nothing: the run is still `running` (the sweeper's to end), with
+  // no tool.completed written by a worker that had lost its lease.
+  const events = await world.events(runId);
+  expect(events.map((e) => e.type)).not.toContain("tool.completed");
+  expect((await world.run(runId)).status).toBe("running");
+});

@@ -27,6 +27,8 @@ const logger = pino(loggerOptions(env.LOG_LEVEL));
 const sql = postgres(env.DATABASE_URL, {
   max: poolSize(env.WORKER_CONCURRENCY),
   onnotice: () => {},
+  // No statement may hang for ever; longer waits (the sandbox lock) raise it locally.
+  connection: { statement_timeout: env.DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
 });
 const { sqs, s3 } = createAwsClients(env);
 
@@ -49,6 +51,7 @@ const host = await startAgentHost({
     nanoCpus: Math.round(env.SANDBOX_CPUS * NANO_CPUS_PER_CPU),
     pidsLimit: env.SANDBOX_PIDS_LIMIT,
     idleTimeoutMs: env.SANDBOX_IDLE_TIMEOUT_SECONDS * 1000,
+    nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
   }),
   modelConfig: modelConfigFromEnv(env),
   dataPlane: {
@@ -60,6 +63,7 @@ const host = await startAgentHost({
       : { corsOrigins: env.DATA_PLANE_CORS_ORIGINS }),
   },
   workerConcurrency: env.WORKER_CONCURRENCY,
+  nodeHeartbeatIntervalMs: env.NODE_HEARTBEAT_SECONDS * 1000,
   logger,
 });
 logger.info(

@@ -113,7 +113,14 @@ export class RunConsumer {
             WaitTimeSeconds: limits.receiveWaitSeconds,
             VisibilityTimeout: limits.visibilityTimeoutSeconds,
           }),
-          { abortSignal: stopping },
+          // The long poll answers within its wait; one that does not (a stalled
+          // connection) is abandoned after the wait plus one call's bound.
+          {
+            abortSignal: AbortSignal.any([
+              stopping,
+              AbortSignal.timeout(limits.receiveWaitSeconds * 1000 + limits.queueCallTimeoutMs),
+            ]),
+          },
         );
         messages = out.Messages ?? [];
         failures = 0;

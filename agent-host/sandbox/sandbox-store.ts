@@ -35,6 +35,9 @@ export type NewGeneration = {
   nodeId: string;
 };
 
+/** The lock wait's statement_timeout exceeds its lock_timeout by this, so lock_timeout decides. */
+const LOCK_STATEMENT_MARGIN_MS = 5_000;
+
 /** SQLSTATE of a lock wait that ran into lock_timeout. */
 const LOCK_NOT_AVAILABLE = "55P03";
 
@@ -84,6 +87,10 @@ export class SandboxStore {
   ): Promise<T> {
     return this.#db.transaction(async (tx) => {
       await tx.execute(sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`);
+      // The wait may be longer than the connection's statement_timeout (DB_STATEMENT_TIMEOUT_SECONDS).
+      await tx.execute(
+        sql`select set_config('statement_timeout', ${`${lockTimeoutMs + LOCK_STATEMENT_MARGIN_MS}ms`}, true)`,
+      );
       try {
         await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(sandboxId)})`);
       } catch (error) {
@@ -95,6 +102,7 @@ export class SandboxStore {
         );
       }
       await tx.execute(sql`select set_config('lock_timeout', '0', true)`);
+      await tx.execute(sql`set local statement_timeout to default`);
       return fn(tx);
     });
   }

@@ -30,7 +30,11 @@ const nodeEnvSchema = z.object({
 const env = parseEnv(functionsEnvSchema, process.env);
 const nodeEnv = parseEnv(nodeEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
-const sql = postgres(env.DATABASE_URL, { max: DB_POOL_MAX, onnotice: () => {} });
+const sql = postgres(env.DATABASE_URL, {
+  max: DB_POOL_MAX,
+  onnotice: () => {},
+  connection: { statement_timeout: env.DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
+});
 const runEvents = createNotifyRunEventWaiter({ listen: postgresListen(sql), logger });
 const deps = createRuntimeDeps({ env, sql, logger, auth: createTokenVerifier(env), runEvents });
 const server = serve({ fetch: createApp(deps).fetch, port: nodeEnv.PORT, hostname: nodeEnv.HOST });
@@ -41,7 +45,7 @@ const sweeper =
   nodeEnv.SWEEP_INTERVAL_MS === undefined
     ? Promise.resolve()
     : runSweeperLoop(
-        { db: deps.db, runQueue: deps.runQueue, logger },
+        { db: deps.db, runQueue: deps.runQueue, logger, nodeTtlMs: env.NODE_TTL_SECONDS * 1000 },
         stopping.signal,
         nodeEnv.SWEEP_INTERVAL_MS,
       );

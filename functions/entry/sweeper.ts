@@ -22,7 +22,7 @@ export type SweepSummary = { ran: boolean; sent: number; failed: number; nodeLos
 
 export async function handler(): Promise<SweepSummary> {
   const { lostNodes, nodeLost, dispatch } = await sweepRuns(
-    { db, runQueue, logger },
+    { db, runQueue, logger, nodeTtlMs: env.NODE_TTL_SECONDS * 1000 },
     AbortSignal.timeout(SWEEP_BUDGET_MS),
   );
   // `ran` is the dispatch step's (another sweeper held its lock); leases are always swept.

@@ -95,7 +95,10 @@ async function sweep(
       sqs: createAwsClients(env, credentials).sqs,
       queueUrl: env.RUN_QUEUE_URL,
     });
-    await sweepRuns({ db: createDb(sql), runQueue, logger }, AbortSignal.timeout(SWEEP_BUDGET_MS));
+    await sweepRuns(
+      { db: createDb(sql), runQueue, logger, nodeTtlMs: env.NODE_TTL_SECONDS * 1000 },
+      AbortSignal.timeout(SWEEP_BUDGET_MS),
+    );
   } finally {
     await sql.end({ timeout: 5 });
   }

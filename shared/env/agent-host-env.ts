@@ -12,6 +12,7 @@ import {
   portVar,
   postgresUrlVar,
 } from "./env-vars.ts";
+import { nodeHeartbeatEnv, nodeTtlEnv } from "./liveness-env.ts";
 
 export const DEFAULT_DATA_PLANE_PORT = 8081;
 /** Image the local stack builds from infra/; production sets its own tag. */
@@ -114,6 +115,8 @@ export const agentHostEnvSchema = z.object({
     .describe(
       `Idle sandboxes are reaped after this many seconds (default ${DEFAULT_SANDBOX_IDLE_TIMEOUT_SECONDS}).`,
     ),
+  ...nodeTtlEnv,
+  ...nodeHeartbeatEnv,
   WORKER_CONCURRENCY: intVar(1, MAX_WORKER_CONCURRENCY)
     .default(DEFAULT_WORKER_CONCURRENCY)
     .describe(`Runs this node executes at once (default ${DEFAULT_WORKER_CONCURRENCY}).`),

@@ -7,6 +7,7 @@ import {
   logLevelVar,
   postgresUrlVar,
 } from "./env-vars.ts";
+import { nodeTtlEnv } from "./liveness-env.ts";
 
 /** HS256 keys shorter than this are guessable; RFC 7518 asks for at least the hash size. */
 export const MIN_DEV_JWT_SECRET_CHARS = 32;
@@ -75,6 +76,7 @@ const functionsEnvObject = z.object({
     .describe(
       "Browser origins allowed to call the API (CORS), comma-separated, e.g. https://console.example.com,http://localhost:5173; `*` for any; unset: none.",
     ),
+  ...nodeTtlEnv,
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",
   ),

@@ -1,6 +1,5 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import type Docker from "dockerode";
 import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import type { Db } from "../shared/db/client.ts";
@@ -12,24 +11,22 @@ import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
 import { NodeHeartbeat } from "./node-heartbeat.ts";
-import { probeSandboxTiers } from "./probe-sandbox-tiers.ts";
 import { registerNode } from "./register-node.ts";
 import type { ModelConfig } from "./runs/agent/model-config.ts";
 import type { ListenFn } from "./runs/listen.ts";
 import { modelClientFactoryFor } from "./runs/model-client-factory.ts";
 import type { RunSandboxes } from "./runs/run-sandboxes.ts";
 import { RunWorker } from "./runs/run-worker.ts";
-import { DockerDriver } from "./sandbox/docker-driver.ts";
+import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
 import { SandboxManager } from "./sandbox/sandbox-manager.ts";
+import type { SandboxTier, SandboxTierStatus } from "./sandbox/sandbox-tier.ts";
 import { type AgentHostSkills, createAgentHostSkills } from "./skills/agent-host-skills.ts";
 import { refreshFailureError } from "./skills/refresh-handler.ts";
 import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
 import { createPathResolver } from "./workspace/path-resolver.ts";
 import { createUserWorkspaces } from "./workspace/user-workspaces.ts";
 
-/** How long start-up waits for the Docker engine before running without isolation. */
-export const DOCKER_PING_TIMEOUT_MS = 3_000;
 /** The sandbox user (agent-host/sandbox/container-spec.ts): it must own what it writes. */
 export const SANDBOX_OWNER = { uid: 1000, gid: 1000 } as const;
 
@@ -48,7 +45,8 @@ export type AgentHostDeps = {
   dataRoot: string;
   nodeId: string;
   capabilityPublicKeys: readonly CapabilityPublicKey[];
-  docker: Docker;
+  /** The ready sandbox drivers of this node (detectSandboxTiers), with every tier's preflight. */
+  sandboxTiers: SandboxTierSet;
   sandboxConfig: SandboxConfig;
   modelConfig: ModelConfig;
   dataPlane: {
@@ -65,7 +63,12 @@ export type AgentHostDeps = {
   logger: Logger;
 };
 
-export type SandboxDriverStatus = { kind: "docker" | "none"; detail: string };
+/** The tier runs get by default (container when ready, else process), or none: runs are refused. */
+export type SandboxDriverStatus = {
+  kind: SandboxTier | "none";
+  detail: string;
+  tiers: SandboxTierStatus[];
+};
 
 export type AgentHost = {
   dataPlaneUrl: string;
@@ -137,18 +140,13 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       );
     }
 
-    const sandboxDriver = await detectDocker(deps.docker);
+    const sandboxDriver = driverStatus(deps.sandboxTiers);
     let sandboxes: RunSandboxes;
     let manager: SandboxManager | undefined;
-    if (sandboxDriver.kind === "docker") {
+    if (sandboxDriver.kind !== "none") {
       manager = new SandboxManager({
         db: deps.db,
-        driver: new DockerDriver({
-          docker: deps.docker,
-          logger,
-          dataRoot: deps.dataRoot,
-          config: deps.sandboxConfig,
-        }),
+        driver: deps.sandboxTiers.driver,
         logger,
         nodeId: deps.nodeId,
         config: deps.sandboxConfig,
@@ -169,7 +167,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       beatTimeoutMs: deps.nodeHeartbeatIntervalMs ?? DEFAULT_NODE_HEARTBEAT_INTERVAL_MS,
       nodeTtlMs: deps.sandboxConfig.nodeTtlMs,
       tiers: (signal) =>
-        probeSandboxTiers({ docker: deps.docker, container: manager !== undefined }, signal),
+        manager === undefined ? Promise.resolve([]) : deps.sandboxTiers.probe(signal),
       onState: (state) => followNodeState(manager, state, logger),
       logger,
     });
@@ -256,20 +254,14 @@ async function followNodeState(
   }
 }
 
-async function detectDocker(docker: Docker): Promise<SandboxDriverStatus> {
-  try {
-    await Promise.race([
-      docker.ping(),
-      new Promise((_, reject) =>
-        setTimeout(() => reject(new Error("no answer")), DOCKER_PING_TIMEOUT_MS).unref(),
-      ),
-    ]);
-    const version = await docker.version();
-    return { kind: "docker", detail: `engine ${version.Version}` };
-  } catch (error) {
+function driverStatus(tiers: SandboxTierSet): SandboxDriverStatus {
+  const kind = tiers.driver.defaultTier();
+  if (kind === undefined) {
     return {
       kind: "none",
-      detail: `the Docker engine does not answer (${(error as Error).message}); scripts/ensure-system.sh starts it`,
+      detail: tiers.statuses.map((s) => `${s.tier}: ${s.detail}`).join("; "),
+      tiers: tiers.statuses,
     };
   }
+  return { kind, detail: tiers.driver.status(kind).detail, tiers: tiers.statuses };
 }

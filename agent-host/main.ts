@@ -3,6 +3,7 @@
 // manager and the run worker (agent-host.ts). infra/agent-host/ installs it as a service.
 // SIGTERM stops it cleanly: runs finish or are handed back, sandboxes stay for the next
 // start's reconciler to adopt.
+import { join } from "node:path";
 import Docker from "dockerode";
 import pino from "pino";
 import postgres from "postgres";
@@ -15,6 +16,7 @@ import { postgresListen } from "../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../shared/logging/safe-error-serializer.ts";
 import { startAgentHost } from "./agent-host.ts";
 import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
+import { detectSandboxTiers } from "./sandbox/detect-sandbox-tiers.ts";
 import { sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
 
 const MIB = 1024 * 1024;
@@ -32,6 +34,16 @@ const sql = postgres(env.DATABASE_URL, {
 });
 const { sqs, s3 } = createAwsClients(env);
 
+const sandboxConfig = sandboxConfigSchema.parse({
+  image: env.SANDBOX_IMAGE,
+  networkMode: env.SANDBOX_NETWORK,
+  memoryBytes: env.SANDBOX_MEMORY_MB * MIB,
+  nanoCpus: Math.round(env.SANDBOX_CPUS * NANO_CPUS_PER_CPU),
+  pidsLimit: env.SANDBOX_PIDS_LIMIT,
+  idleTimeoutMs: env.SANDBOX_IDLE_TIMEOUT_SECONDS * 1000,
+  nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
+});
+
 const host = await startAgentHost({
   db: createDb(sql),
   listen: postgresListen(sql),
@@ -43,16 +55,18 @@ const host = await startAgentHost({
   dataRoot: env.DATA_ROOT,
   nodeId: env.NODE_ID,
   capabilityPublicKeys: [await importCapabilityPublicKey(env.CAPABILITY_PUBLIC_KEY)],
-  docker: new Docker(),
-  sandboxConfig: sandboxConfigSchema.parse({
-    image: env.SANDBOX_IMAGE,
-    networkMode: env.SANDBOX_NETWORK,
-    memoryBytes: env.SANDBOX_MEMORY_MB * MIB,
-    nanoCpus: Math.round(env.SANDBOX_CPUS * NANO_CPUS_PER_CPU),
-    pidsLimit: env.SANDBOX_PIDS_LIMIT,
-    idleTimeoutMs: env.SANDBOX_IDLE_TIMEOUT_SECONDS * 1000,
-    nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
+  sandboxTiers: await detectSandboxTiers({
+    logger,
+    dataRoot: env.DATA_ROOT,
+    config: sandboxConfig,
+    runtimeDir: env.RUNTIME_ASSETS_DIR,
+    docker: new Docker(),
+    process: {
+      stateDir: join(env.SANDBOX_STATE_DIR, env.NODE_ID),
+      cgroupParent: `workcell/${env.NODE_ID}`,
+    },
   }),
+  sandboxConfig,
   modelConfig: modelConfigFromEnv(env),
   dataPlane: {
     port: env.DATA_PLANE_PORT,

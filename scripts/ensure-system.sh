@@ -14,6 +14,10 @@ command -v docker >/dev/null 2>&1 || want+=(docker.io)
 command -v shellcheck >/dev/null 2>&1 || want+=(shellcheck)
 command -v systemd-analyze >/dev/null 2>&1 || want+=(systemd)
 [ -x /bin/busybox ] && { ldd /bin/busybox 2>&1 || true; } | grep -q "not a dynamic" || want+=(busybox-static)
+# The process sandbox tier (agent-host/sandbox/process/): bubblewrap, and setpriv to
+# start it as the sandbox user.
+command -v bwrap >/dev/null 2>&1 || want+=(bubblewrap)
+command -v setpriv >/dev/null 2>&1 || want+=(util-linux)
 
 if [ "${#want[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -129,7 +129,12 @@ export async function prepareRun(
   let acquired: Awaited<ReturnType<RunSandboxes["acquire"]>>;
   try {
     acquired = await deps.sandboxes.acquire(
-      { uid: run.uid, runtimeScopeId: run.runtimeScopeId, workdirPath: context.workdirPath },
+      {
+        uid: run.uid,
+        runtimeScopeId: run.runtimeScopeId,
+        workdirPath: context.workdirPath,
+        ...(context.agent.sandbox === undefined ? {} : { tier: context.agent.sandbox }),
+      },
       signal,
     );
   } catch (error) {

@@ -6,6 +6,7 @@ import { register } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
 import { handleFromRow, type SandboxHandle, sandboxHandle } from "./sandbox-handle.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
+import { type SandboxTier, tierOfContainerId } from "./sandbox-tier.ts";
 
 export type AcquireRequest = {
   /** The logical uid (OIDC sub) of the run's owner. */
@@ -14,6 +15,8 @@ export type AcquireRequest = {
   runtimeScopeId: string;
   /** The run's Workdir, relative to the UserWorkspace; it must already exist. */
   workdirPath: string;
+  /** The execution tree's isolation tier (`agent.sandbox`); the node's default when absent. */
+  tier?: SandboxTier;
 };
 
 export type AcquireRefusal =
@@ -79,7 +82,7 @@ export async function acquireUnderLock(
       }
       const row = await ctx.store.read(tx, sandboxId);
       if (row?.state === "running") {
-        if (row.workdirPath !== request.workdirPath) {
+        if (row.workdirPath !== request.workdirPath || !sameTier(row.containerId, request)) {
           return decide({
             ok: false,
             reason: "sandbox_identity_mismatch",
@@ -138,6 +141,15 @@ export async function acquireUnderLock(
   if ("error" in decided) throw decided.error;
   if (decided.result.ok) register(ctx, decided.result.handle);
   return decided.result;
+}
+
+/** A live sandbox serves only requests of its own tier (or naming none). */
+export function sameTier(containerId: string | null, request: { tier?: SandboxTier }): boolean {
+  return (
+    request.tier === undefined ||
+    containerId === null ||
+    tierOfContainerId(containerId) === request.tier
+  );
 }
 
 /**

@@ -2,6 +2,8 @@ import type { ContainerCreateOptions } from "dockerode";
 import {
   runtimeWorkdirPath,
   SANDBOX_HOME,
+  SANDBOX_PATH,
+  SANDBOX_RUNTIME_MOUNT,
   SANDBOX_SKILLS_MOUNT,
   SANDBOX_USER_DATA_MOUNT,
 } from "../../shared/paths/runtime-paths.ts";
@@ -22,6 +24,8 @@ export type ContainerSpecInput = LabelSource & {
   /** Host directories, already verified no-follow by the driver. */
   workspaceHostPath: string;
   skillsHostPath: string;
+  /** The Runtime Assets tree (operator-owned), bound read-only at /runtime. */
+  runtimeHostPath?: string;
 };
 
 type Limits = Pick<
@@ -52,8 +56,9 @@ export function containerCreateOptions(
     Cmd: KEEP_ALIVE_CMD.slice(1),
     User: SANDBOX_USER,
     WorkingDir: runtimeWorkdirPath(input.workdirPath),
-    // No environment from agent-host ever reaches a sandbox; only the image's own.
-    Env: [],
+    // No environment from agent-host ever reaches a sandbox: only PATH, which puts the
+    // Runtime Assets first (the image's own tools come after them).
+    Env: [`PATH=${SANDBOX_PATH}`],
     Labels: sandboxLabels(input),
     AttachStdin: false,
     AttachStdout: false,
@@ -76,6 +81,16 @@ export function containerCreateOptions(
           Target: SANDBOX_SKILLS_MOUNT,
           ReadOnly: true,
         },
+        ...(input.runtimeHostPath === undefined
+          ? []
+          : [
+              {
+                Type: "bind" as const,
+                Source: input.runtimeHostPath,
+                Target: SANDBOX_RUNTIME_MOUNT,
+                ReadOnly: true,
+              },
+            ]),
       ],
       // Private, size-bounded scratch. Docker's tmpfs default is noexec; agents need to
       // run what they build or install under /tmp and ~, and noexec would not stop an

@@ -21,7 +21,7 @@ import type {
   SandboxDriver,
   SandboxSpec,
 } from "./driver.ts";
-import { openDirBeneath } from "./host-dir.ts";
+import { hostMountComponents, openMountDirs } from "./open-mount-dirs.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
 
 /** Cleanup after a failed create must not inherit the caller's (maybe aborted) signal. */
@@ -35,15 +35,9 @@ export type DockerDriverDeps = {
   /** The node's data root: `users/<uid dirname>/workspace` and `skills/projections/…` below it. */
   dataRoot: string;
   config: SandboxConfig;
+  /** The Runtime Assets tree, bound read-only at /runtime (absent: not built yet). */
+  runtimeDir?: string | undefined;
 };
-
-/** Host directories bound into a sandbox, relative to the data root (ARCHITECTURE.md §3). */
-export function hostMountComponents(dirname: string) {
-  return {
-    workspace: ["users", dirname, "workspace"],
-    skills: ["skills", "projections", dirname],
-  } as const;
-}
 
 export class DockerDriver implements SandboxDriver {
   readonly #deps: DockerDriverDeps;
@@ -55,34 +49,18 @@ export class DockerDriver implements SandboxDriver {
   async create(spec: SandboxSpec, signal: AbortSignal): Promise<CreateResult> {
     const dirname = uidDirname(spec.uid);
     const workdirPath = normalizeWorkdirPath(spec.workdirPath);
-    const parts = hostMountComponents(dirname);
-    const workspace = await openDirBeneath(this.#deps.dataRoot, parts.workspace);
-    if (!workspace.ok) return workspace;
+    // Checked no-follow through the workspace fd; inside the sandbox the cwd resolves in
+    // the container's own mount namespace, where a symlink cannot reach the host.
+    const opened = await openMountDirs(this.#deps.dataRoot, dirname, workdirPath);
+    if (!opened.ok) return opened;
     try {
-      // The Workdir must exist (the run worker materializes it first, §4.7). Checked
-      // no-follow through the workspace fd; inside the sandbox the cwd resolves in the
-      // container's own mount namespace, where a symlink cannot reach the host.
-      const workdir = await openDirBeneath(
-        `/proc/self/fd/${workspace.handle.fd}`,
-        workdirPath.split("/"),
+      return await this.#createContainer(
+        { ...spec, workdirPath, uidDirname: dirname },
+        opened.dirs,
+        signal,
       );
-      if (!workdir.ok) return { ...workdir, detail: `workspace/${workdir.detail}` };
-      await workdir.handle.close();
-      // A user without any skill grant has no projection yet: mount an empty one
-      // (fail closed) rather than refuse; later refreshes fill it in place.
-      const skills = await openDirBeneath(this.#deps.dataRoot, parts.skills, { create: true });
-      if (!skills.ok) return skills;
-      try {
-        return await this.#createContainer(
-          { ...spec, workdirPath, uidDirname: dirname },
-          { workspace: workspace.handle, skills: skills.handle },
-          signal,
-        );
-      } finally {
-        await skills.handle.close();
-      }
     } finally {
-      await workspace.handle.close();
+      await opened.close();
     }
   }
 
@@ -103,6 +81,7 @@ export class DockerDriver implements SandboxDriver {
         ...spec,
         workspaceHostPath: join(dataRoot, ...parts.workspace),
         skillsHostPath: join(dataRoot, ...parts.skills),
+        ...(this.#deps.runtimeDir === undefined ? {} : { runtimeHostPath: this.#deps.runtimeDir }),
       },
       config,
     );

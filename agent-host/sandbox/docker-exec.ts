@@ -7,6 +7,7 @@ import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { SANDBOX_USER } from "./container-spec.ts";
 import { isGoneError } from "./docker-errors.ts";
 import type { ContainerRef, ExecOutcome, ExecRequest, ExecResult, ExecStatus } from "./driver.ts";
+import { execEnvEntries } from "./exec-env.ts";
 import { killExecProcesses } from "./kill-exec-processes.ts";
 import { OutputCapture } from "./output-capture.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
@@ -15,8 +16,6 @@ import { createDemuxer, STDERR_STREAM, STDOUT_STREAM } from "./stream-demuxer.ts
 /** How long to wait for Docker to report an exit code once the stream has closed. */
 const EXIT_CODE_WAIT_MS = 2_000;
 const EXIT_CODE_POLL_MS = 5;
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export type DockerExecDeps = {
   docker: Docker;
@@ -200,13 +199,5 @@ async function exitCodeOf(exec: Docker.Exec): Promise<number | null> {
 }
 
 function envList(env: ExecRequest["env"]): string[] {
-  return Object.entries(env ?? {}).map(([name, value]) => {
-    if (!ENV_NAME.test(name) || value.includes("\u0000")) {
-      throw new WorkcellError(
-        "invalid_request",
-        `Environment variable ${JSON.stringify(name)} is not allowed: use [A-Za-z_][A-Za-z0-9_]* names and values without NUL.`,
-      );
-    }
-    return `${name}=${value}`;
-  });
+  return execEnvEntries(env).map(([name, value]) => `${name}=${value}`);
 }

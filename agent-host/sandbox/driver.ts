@@ -1,6 +1,8 @@
+import type { SandboxTier } from "./sandbox-tier.ts";
+
 // The seam between the sandbox lifecycle (sandbox-manager.ts) and an isolation
-// technology. Docker (docker-driver.ts) is the one implementation today; a bubblewrap
-// process sandbox is meant to slot in behind the same interface later.
+// technology: Docker (docker-driver.ts, the container tier) and bubblewrap
+// (process/process-driver.ts, the process tier), both behind tiered-driver.ts.
 //
 // A driver knows containers, not rows: it never reads Postgres. Every container it
 // creates is named and labelled with (sandbox_id, generation), so the manager can fence
@@ -17,6 +19,8 @@ export type SandboxSpec = {
   /** Canonical Workdir path (shared/paths normalizeWorkdirPath); it must already exist. */
   workdirPath: string;
   nodeId: string;
+  /** The isolation tier to create it in; the node's default tier when absent. */
+  tier?: SandboxTier;
 };
 
 /** A container as the driver sees it, decoded from its labels and state. */

@@ -88,3 +88,23 @@ export const sandboxConfigSchema = z
 
 export type SandboxConfig = z.infer<typeof sandboxConfigSchema>;
 export type SandboxConfigInput = z.input<typeof sandboxConfigSchema>;
+
+/** The part of the configuration the sandbox manager uses: timings and bounds, no driver setting. */
+export type SandboxTimings = Pick<
+  SandboxConfig,
+  | "execTimeoutMs"
+  | "createTimeoutMs"
+  | "drainTimeoutMs"
+  | "idleTimeoutMs"
+  | "reaperIntervalMs"
+  | "reconcileIntervalMs"
+  | "destroyingStaleMs"
+  | "killGraceMs"
+  | "nodeTtlMs"
+>;
+
+/** The limits both tiers enforce on one sandbox. */
+export type SandboxLimits = Pick<
+  SandboxConfig,
+  "pidsLimit" | "memoryBytes" | "nanoCpus" | "tmpSizeBytes" | "homeSizeBytes"
+>;

@@ -3,9 +3,10 @@ import type { Db } from "../../shared/db/client.ts";
 import type { AcquireResult } from "./acquire-sandbox.ts";
 import type { SandboxDriver } from "./driver.ts";
 import type { PinSet } from "./pin-set.ts";
-import type { SandboxConfig } from "./sandbox-config.ts";
+import type { SandboxTimings } from "./sandbox-config.ts";
 import type { SandboxHandle } from "./sandbox-handle.ts";
 import type { SandboxStore } from "./sandbox-store.ts";
+import type { SandboxTier } from "./sandbox-tier.ts";
 
 /** Everything the sandbox manager needs, wired once in agent-host's main.ts. */
 export type SandboxManagerDeps = {
@@ -14,7 +15,8 @@ export type SandboxManagerDeps = {
   logger: Logger;
   /** This agent-host's node id; its `nodes` row must exist (node registration). */
   nodeId: string;
-  config: SandboxConfig;
+  /** The manager's timings; driver settings (image, limits) belong to the drivers. */
+  config: SandboxTimings;
 };
 
 /** A generation this process knows to be live, with its in-flight uses. */
@@ -35,6 +37,7 @@ export type SandboxContext = SandboxManagerDeps & {
 
 export type InflightAcquire = {
   workdirPath: string;
+  tier: SandboxTier | undefined;
   done: Promise<AcquireResult>;
   /** Callers still waiting for `done`; 0 when it settles means nobody will use a create. */
   waiting: number;

@@ -3,7 +3,12 @@ import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { sandboxId as sandboxIdOf } from "../../shared/identity/sandbox-id.ts";
 import { isCanonicalUuid } from "../../shared/paths/canonical-uuid.ts";
 import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
-import { type AcquireRequest, type AcquireResult, acquireUnderLock } from "./acquire-sandbox.ts";
+import {
+  type AcquireRequest,
+  type AcquireResult,
+  acquireUnderLock,
+  sameTier,
+} from "./acquire-sandbox.ts";
 import { destroyGeneration } from "./destroy-generation.ts";
 import type { ExecRequest, ExecResult } from "./driver.ts";
 import { forget } from "./live-registry.ts";
@@ -53,16 +58,21 @@ export class SandboxManager {
     const workdirPath = normalizeWorkdirPath(request.workdirPath);
     const id = sandboxIdOf(request.uid, request.runtimeScopeId);
     if (this.#quiesced) return { ok: false, reason: "node_quiesced" };
-    const warm = await this.#acquireWarm(id, workdirPath);
+    const warm = await this.#acquireWarm(id, workdirPath, request);
     if (warm) return warm;
     return this.#acquireCoalesced(id, { ...request, workdirPath }, signal);
   }
 
   /** The fast path: a generation this process holds, confirmed live by one conditional touch. */
-  async #acquireWarm(id: string, workdirPath: string): Promise<AcquireResult | undefined> {
+  async #acquireWarm(
+    id: string,
+    workdirPath: string,
+    request: AcquireRequest,
+  ): Promise<AcquireResult | undefined> {
     const entry = this.#ctx.live.get(id);
-    // A different Workdir is decided under the lock, against the row (mismatch or not).
+    // A different Workdir or tier is decided under the lock, against the row.
     if (!entry || entry.handle.workdirPath !== workdirPath) return undefined;
+    if (!sameTier(entry.handle.containerId, request)) return undefined;
     if (await entry.pins.closeOutcome()) return undefined;
     if (!(await this.#ctx.store.touch(this.#ctx.db, id, entry.handle.generation))) {
       forget(this.#ctx, id, entry.handle.generation);
@@ -85,7 +95,7 @@ export class SandboxManager {
     for (;;) {
       const pending = inflight.get(id);
       if (!pending) break;
-      if (pending.workdirPath === request.workdirPath) {
+      if (pending.workdirPath === request.workdirPath && pending.tier === request.tier) {
         // A follower: the create (if any) was the leader's.
         const shared = await this.#wait(pending, signal);
         return shared.ok ? { ...shared, created: false } : shared;
@@ -101,7 +111,12 @@ export class SandboxManager {
     });
     // Callers may all stop waiting (abort); the outcome must still count as handled.
     done.catch(() => {});
-    const entry: InflightAcquire = { workdirPath: request.workdirPath, done, waiting: 0 };
+    const entry: InflightAcquire = {
+      workdirPath: request.workdirPath,
+      tier: request.tier,
+      done,
+      waiting: 0,
+    };
     inflight.set(id, entry);
     // A create nobody waits for any more (every caller cancelled while it ran) would
     // leave a live sandbox no run uses: it is destroyed as soon as it exists.

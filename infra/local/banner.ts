@@ -3,8 +3,8 @@ import type { LocalStack } from "./local-stack.ts";
 /** What a newcomer needs after `npm start`: where it listens and how to talk to it. */
 export function printBanner(p: { url: string; dataDir: string; stack: LocalStack }): void {
   const sandbox =
-    p.stack.sandboxDriver.kind === "docker"
-      ? `docker (${p.stack.sandboxDriver.detail})`
+    p.stack.sandboxDriver.kind !== "none"
+      ? `${p.stack.sandboxDriver.kind} tier (${p.stack.sandboxDriver.detail})`
       : `none: ${p.stack.sandboxDriver.detail}. Runs will be refused (no isolation available); Workcell never executes unsandboxed.`;
   console.log(
     [

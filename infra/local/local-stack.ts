@@ -9,6 +9,10 @@ import Docker from "dockerode";
 import type { Logger } from "pino";
 import { type SandboxDriverStatus, startAgentHost } from "../../agent-host/agent-host.ts";
 import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
+import {
+  detectSandboxTiers,
+  type SandboxTierSet,
+} from "../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import { createApp } from "../../functions/app.ts";
 import type { AppEnv } from "../../functions/app-env.ts";
@@ -81,6 +85,8 @@ export async function startLocalStack(p: {
   env: LocalEnv;
   dataDir: string;
   logger: Logger;
+  /** The node's ready sandbox drivers; default: detected (Docker, then the process tier). */
+  sandboxTiers?: SandboxTierSet;
 }): Promise<LocalStack> {
   const stops: Array<() => Promise<void>> = [];
   try {
@@ -114,6 +120,22 @@ export async function startLocalStack(p: {
 
     const dataRoot = join(p.dataDir, LOCAL_DATA_ROOT_DIR);
     await mkdir(dataRoot, { recursive: true, mode: 0o700 });
+    const nodeId = localNodeId(p.dataDir);
+    const sandboxConfig = sandboxConfigSchema.parse({ image: p.env.SANDBOX_IMAGE });
+    // Docker when it answers, else the process tier, else runs are refused (§8).
+    const sandboxTiers =
+      p.sandboxTiers ??
+      (await detectSandboxTiers({
+        logger: p.logger,
+        dataRoot,
+        config: sandboxConfig,
+        runtimeDir: p.env.RUNTIME_ASSETS_DIR,
+        docker: new Docker(),
+        process: {
+          stateDir: join(p.env.SANDBOX_STATE_DIR, nodeId),
+          cgroupParent: `workcell/${nodeId}`,
+        },
+      }));
     const agentHost = await startAgentHost({
       db,
       listen,
@@ -123,14 +145,14 @@ export async function startLocalStack(p: {
       s3,
       attachmentsBucket,
       dataRoot,
-      nodeId: localNodeId(p.dataDir),
+      nodeId,
       capabilityPublicKeys: [
         await importCapabilityPublicKey(
           ed25519PublicJwkVar().parse(JSON.stringify(secrets.capabilityPublicJwk)),
         ),
       ],
-      docker: new Docker(),
-      sandboxConfig: sandboxConfigSchema.parse({ image: p.env.SANDBOX_IMAGE }),
+      sandboxTiers,
+      sandboxConfig,
       modelConfig: modelConfigFromEnv(p.env),
       dataPlane: {
         port: p.env.DATA_PLANE_PORT,

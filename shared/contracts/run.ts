@@ -18,8 +18,17 @@ export function isTerminalRunStatus(status: RunStatus): status is TerminalRunSta
   return (TERMINAL_RUN_STATUSES as readonly string[]).includes(status);
 }
 
+/** The isolation tiers a run may ask for (ARCHITECTURE.md §3). */
+export const SANDBOX_TIER_VALUES = ["container", "process"] as const;
+
 export const agentOptionsSchema = z
   .object({
+    sandbox: z
+      .enum(SANDBOX_TIER_VALUES)
+      .optional()
+      .describe(
+        "Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (container when ready). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.",
+      ),
     model: z
       .string()
       .min(1)

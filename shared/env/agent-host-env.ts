@@ -20,6 +20,10 @@ export const DEFAULT_DATA_PLANE_PORT = 8081;
 // (busybox, no registry needed): the default wherever no production image is configured.
 // Its name lives in that JSON file only.
 export const DEFAULT_SANDBOX_IMAGE: string = offlineSandboxImage.name;
+/** Where scripts/ensure-system.sh puts the Runtime Assets (infra/runtime-assets/). */
+export const DEFAULT_RUNTIME_ASSETS_DIR = "/var/lib/workcell/runtime-assets/current";
+/** Node-local state of process-tier sandboxes (tmpfs mounts, labels); /run is cleared at boot. */
+export const DEFAULT_SANDBOX_STATE_DIR = "/run/workcell/process-sandboxes";
 export const DEFAULT_SANDBOX_MEMORY_MB = 2048;
 export const MIN_SANDBOX_MEMORY_MB = 64;
 export const MAX_SANDBOX_MEMORY_MB = 1_048_576;
@@ -96,6 +100,16 @@ export const agentHostEnvSchema = z.object({
     .min(1)
     .default(DEFAULT_SANDBOX_IMAGE)
     .describe(`Container image of sandboxes (default ${DEFAULT_SANDBOX_IMAGE}).`),
+  RUNTIME_ASSETS_DIR: absolutePathVar()
+    .default(DEFAULT_RUNTIME_ASSETS_DIR)
+    .describe(
+      `The Runtime Assets tree, mounted read-only at /runtime in both tiers (default ${DEFAULT_RUNTIME_ASSETS_DIR}).`,
+    ),
+  SANDBOX_STATE_DIR: absolutePathVar()
+    .default(DEFAULT_SANDBOX_STATE_DIR)
+    .describe(
+      `Node-local directory of process-tier sandboxes (default ${DEFAULT_SANDBOX_STATE_DIR}).`,
+    ),
   SANDBOX_MEMORY_MB: intVar(MIN_SANDBOX_MEMORY_MB, MAX_SANDBOX_MEMORY_MB)
     .default(DEFAULT_SANDBOX_MEMORY_MB)
     .describe(`Memory limit per sandbox in MiB (default ${DEFAULT_SANDBOX_MEMORY_MB}).`),

@@ -43,6 +43,8 @@ export const localEnvSchema = z.object({
     .min(1)
     .default(DEFAULT_SANDBOX_IMAGE)
     .describe(`Container image of sandboxes (default ${DEFAULT_SANDBOX_IMAGE}).`),
+  RUNTIME_ASSETS_DIR: agentHostEnvSchema.shape.RUNTIME_ASSETS_DIR,
+  SANDBOX_STATE_DIR: agentHostEnvSchema.shape.SANDBOX_STATE_DIR,
   WORKCELL_CORS_ORIGINS: corsOriginsVar()
     .optional()
     .describe(

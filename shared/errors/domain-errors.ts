@@ -90,6 +90,11 @@ const DOMAIN_ERROR_TABLE = {
     message:
       "This node is in maintenance and accepts no new sandboxes: retry, another node will pick it up.",
   },
+  sandbox_tier_unavailable: {
+    code: "unavailable",
+    message:
+      "The sandbox tier this run asked for (agent.sandbox) is not ready on this node: ask an operator (GET /v1/admin/runtime says what is missing) or choose the other tier.",
+  },
   no_isolation_available: {
     code: "unavailable",
     message:

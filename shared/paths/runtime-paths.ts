@@ -25,3 +25,19 @@ export function runtimeWorkdirPath(workdirPath: string): string {
 export function isSandboxRuntimePath(path: string): boolean {
   return path === SANDBOX_HOME || path.startsWith(`${SANDBOX_HOME}/`);
 }
+
+/** Where the Runtime Assets tree is mounted read-only in every sandbox (both tiers). */
+export const SANDBOX_RUNTIME_MOUNT = "/runtime";
+
+/**
+ * PATH inside a sandbox: the Runtime Assets first, so a tool resolves to the verified
+ * asset and never to whatever an image or host happens to carry.
+ */
+export const SANDBOX_PATH = [
+  `${SANDBOX_RUNTIME_MOUNT}/usr/local/bin`,
+  `${SANDBOX_RUNTIME_MOUNT}/usr/bin`,
+  `${SANDBOX_RUNTIME_MOUNT}/usr/sbin`,
+  "/usr/local/bin",
+  "/usr/bin",
+  "/bin",
+].join(":");

@@ -63,7 +63,7 @@ export async function startBenchStack(docker: Docker, uid: string): Promise<Benc
   };
   try {
     stack = await startLocalStack({ env, dataDir, logger: pino({ level: env.LOG_LEVEL }) });
-    if (stack.sandboxDriver.kind !== "docker") {
+    if (stack.sandboxDriver.kind !== "container") {
       throw new Error(`the local stack has no sandbox driver: ${stack.sandboxDriver.detail}`);
     }
     const app = stack.app;

@@ -41,6 +41,7 @@ const FATAL_REASONS: ReadonlySet<DomainErrorReason> = new Set([
   "sandbox_identity_mismatch",
   "node_quiesced",
   "no_isolation_available",
+  "sandbox_tier_unavailable",
 ]);
 
 /**

@@ -4,17 +4,17 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
 import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
-import { type ManagerWorld, managerWorld } from "./manager-fixture.ts";
-import { containersOfNode, materializeWorkdir } from "./sandbox-fixture.ts";
+import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
+import { materializeWorkdir } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
-describe("idle reaper", () => {
+describe.each(TIERS)("idle reaper (%s tier)", (tier) => {
   let world: ManagerWorld;
   let manager: SandboxManager;
 
   beforeEach(async () => {
-    world = await managerWorld({ execTimeoutMs: 20_000, idleTimeoutMs: 60_000 });
+    world = await managerWorld({ execTimeoutMs: 20_000, idleTimeoutMs: 60_000 }, tier);
     manager = world.manager();
   });
   afterEach(async () => {
@@ -56,9 +56,7 @@ describe("idle reaper", () => {
     expect(await manager.reapIdle(signal())).toEqual([idle.sandboxId]);
     expect(await state(idle)).toEqual({ generation: idle.generation, state: "destroyed" });
     expect(await state(busy)).toEqual({ generation: busy.generation, state: "running" });
-    expect((await containersOfNode(world.docker, world.nodeId)).map((c) => c.Id)).toEqual([
-      busy.containerId,
-    ]);
+    expect((await world.sandboxes()).map((c) => c.containerId)).toEqual([busy.containerId]);
   });
 
   it("does not reap a sandbox touched after it was found idle", async () => {
@@ -96,9 +94,7 @@ describe("idle reaper", () => {
       false,
     );
     expect(await state(newer)).toEqual({ generation: newer.generation, state: "running" });
-    expect((await containersOfNode(world.docker, world.nodeId)).map((c) => c.Id)).toEqual([
-      newer.containerId,
-    ]);
+    expect((await world.sandboxes()).map((c) => c.containerId)).toEqual([newer.containerId]);
     // Observed afresh, the newer idle generation is reaped normally.
     expect(await manager.reapIdle(signal())).toEqual([newer.sandboxId]);
   });
@@ -118,11 +114,14 @@ describe("idle reaper", () => {
   });
 
   it("runs periodically once started", async () => {
-    const fast = await managerWorld({
-      execTimeoutMs: 100,
-      idleTimeoutMs: 400,
-      reaperIntervalMs: 100,
-    });
+    const fast = await managerWorld(
+      {
+        execTimeoutMs: 100,
+        idleTimeoutMs: 400,
+        reaperIntervalMs: 100,
+      },
+      tier,
+    );
     try {
       const m = fast.manager();
       await m.start(signal());
@@ -136,7 +135,7 @@ describe("idle reaper", () => {
       let left = 1;
       for (let i = 0; i < 100 && left > 0; i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        left = (await containersOfNode(fast.docker, fast.nodeId)).length;
+        left = (await fast.sandboxes()).length;
       }
       expect(left).toBe(0);
     } finally {

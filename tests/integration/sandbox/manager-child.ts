@@ -11,6 +11,8 @@ import { pino } from "pino";
 import postgres from "postgres";
 import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import { ProcessDriver } from "../../../agent-host/sandbox/process/process-driver.ts";
+import { processPreflight } from "../../../agent-host/sandbox/process/process-preflight.ts";
 import { sandboxConfigSchema } from "../../../agent-host/sandbox/sandbox-config.ts";
 import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { createDb } from "../../../shared/db/client.ts";
@@ -25,6 +27,11 @@ export type ChildArgs = {
   runtimeScopeId: string;
   workdirPath: string;
   count?: number;
+} & ChildTierArgs;
+
+/** Absent: the container tier (Docker); present: the process tier with this node-local state. */
+export type ChildTierArgs = {
+  process?: { stateDir: string; cgroupParent: string; runtimeDir: string };
 };
 
 const args = JSON.parse(process.argv[2] ?? "{}") as ChildArgs;
@@ -34,7 +41,26 @@ const forever = () => new Promise<never>(() => setInterval(() => {}, 1 << 30));
 const sql = postgres(args.dbUrl, { max: 20, onnotice: () => {} });
 const config = sandboxConfigSchema.parse({ image: args.image, execTimeoutMs: 20_000 });
 const logger = pino({ level: "silent" });
-const real = new DockerDriver({ docker: new Docker(), logger, dataRoot: args.dataRoot, config });
+const real: SandboxDriver = args.process
+  ? await processDriver(args.process)
+  : new DockerDriver({ docker: new Docker(), logger, dataRoot: args.dataRoot, config });
+
+async function processDriver(p: NonNullable<ChildTierArgs["process"]>): Promise<SandboxDriver> {
+  const found = await processPreflight({ stateDir: p.stateDir, cgroupParent: p.cgroupParent });
+  if (!found.ready) throw new Error(found.missing);
+  const { parts } = found;
+  return new ProcessDriver({
+    logger,
+    dataRoot: args.dataRoot,
+    stateDir: parts.stateDir,
+    runtimeDir: p.runtimeDir,
+    cgroups: parts.cgroups,
+    tools: parts.tools,
+    seccompFilter: parts.seccompFilter,
+    limits: config,
+    config,
+  });
+}
 const driver: SandboxDriver =
   args.mode === "hang-after-create"
     ? {

@@ -1,20 +1,28 @@
 import type Docker from "dockerode";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
-import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import type { SandboxContainer, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import type {
   SandboxConfig,
   SandboxConfigInput,
 } from "../../../agent-host/sandbox/sandbox-config.ts";
 import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import type { SandboxTier } from "../../../agent-host/sandbox/sandbox-tier.ts";
+import { TieredDriver } from "../../../agent-host/sandbox/tiered-driver.ts";
 import { createDb, type PostgresDb } from "../../../shared/db/client.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
+import { processTierFixture } from "../../support/process-tier.ts";
+import type { ChildTierArgs } from "./manager-child.ts";
 import { silentLogger, testConfig, testDriver, uniqueNodeId } from "./sandbox-fixture.ts";
 
-/** Real dockerd, a fresh database and data root, and a node of this test's own. */
+/** Both tiers run the same lifecycle suites (ARCHITECTURE.md §3 "one contract"). */
+export const TIERS = ["container", "process"] as const satisfies readonly SandboxTier[];
+
+/** Real dockerd or bubblewrap, a fresh database and data root, and a node of this test's own. */
 export type ManagerWorld = {
+  tier: SandboxTier;
   docker: Docker;
   image: string;
   database: TestDatabase;
@@ -25,11 +33,20 @@ export type ManagerWorld = {
   driver: SandboxDriver;
   /** A manager of this node; several may coexist, like agent-host processes or restarts. */
   manager(driver?: SandboxDriver): SandboxManager;
+  /** This node's sandboxes as the tier's driver lists them, running or not. */
+  sandboxes(): Promise<SandboxContainer[]>;
+  /** How a child process (manager-child.ts) builds the same tier's driver. */
+  childTier: ChildTierArgs;
+  /** Ends a sandbox's life behind the manager's back (its keep-alive / cgroup killed). */
+  kill(containerId: string): Promise<void>;
+  /** Removes a sandbox behind the manager's back (as if it vanished). */
+  remove(containerId: string): Promise<void>;
   cleanup(): Promise<void>;
 };
 
 export async function managerWorld(
   overrides: Partial<SandboxConfigInput> = {},
+  tier: SandboxTier = "container",
 ): Promise<ManagerWorld> {
   const { docker, image } = requireDocker();
   const database = await freshDatabase({ max: 40 });
@@ -38,9 +55,19 @@ export async function managerWorld(
   const nodeId = uniqueNodeId();
   await registerNode(db, nodeId);
   const config = testConfig(image, { drainTimeoutMs: 1_000, killGraceMs: 1_000, ...overrides });
-  const driver = testDriver(docker, dataRoot.path, config);
+  const process =
+    tier === "process"
+      ? await processTierFixture({ dataRoot: dataRoot.path, config, logger: silentLogger })
+      : undefined;
+  const tierDriver = process ? process.driver : testDriver(docker, dataRoot.path, config);
+  // The manager sees what agent-host wires: the tiered driver with this one tier ready.
+  const driver = new TieredDriver(new Map([[tier, tierDriver]]), [
+    { tier, ready: true, detail: "test" },
+  ]);
   const managers: SandboxManager[] = [];
+  const sig = () => AbortSignal.timeout(30_000);
   return {
+    tier,
     docker,
     image,
     database,
@@ -54,9 +81,32 @@ export async function managerWorld(
       managers.push(m);
       return m;
     },
+    sandboxes: () => driver.list(nodeId, sig()),
+    childTier: process
+      ? {
+          process: {
+            stateDir: process.stateDir,
+            cgroupParent: process.cgroupParent,
+            runtimeDir: process.runtimeDir,
+          },
+        }
+      : {},
+    async kill(containerId) {
+      if (process) await process.parts.cgroups.kill(containerId);
+      else await docker.getContainer(containerId).kill();
+    },
+    async remove(containerId) {
+      if (process) {
+        const c = await process.driver.inspect(containerId, sig());
+        if (c) await process.driver.destroy(c, sig());
+      } else {
+        await docker.getContainer(containerId).remove({ force: true });
+      }
+    },
     async cleanup() {
       await Promise.all(managers.map((m) => m.stop()));
       await removeContainersLabelled(docker, LABEL.nodeId, nodeId);
+      await process?.cleanup();
       await database.drop();
       await dataRoot.remove();
     },

@@ -4,17 +4,17 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
-import { type ManagerWorld, managerWorld } from "./manager-fixture.ts";
-import { containersOfNode, materializeWorkdir } from "./sandbox-fixture.ts";
+import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
+import { materializeWorkdir } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
-describe("quiesce", () => {
+describe.each(TIERS)("quiesce (%s tier)", (tier) => {
   let world: ManagerWorld;
   let manager: SandboxManager;
 
   beforeEach(async () => {
-    world = await managerWorld();
+    world = await managerWorld({}, tier);
     manager = world.manager();
   });
   afterEach(async () => {
@@ -43,7 +43,7 @@ describe("quiesce", () => {
 
     const report = await manager.quiesce(signal());
     expect(report.destroyed.sort()).toEqual([ha.handle.sandboxId, hb.handle.sandboxId].sort());
-    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+    expect(await world.sandboxes()).toEqual([]);
     expect(await runningRows()).toEqual([]);
     const [node] = await world.db.select().from(nodes).where(eq(nodes.nodeId, world.nodeId));
     expect(node?.state).toBe("quiesced");
@@ -53,7 +53,7 @@ describe("quiesce", () => {
       ok: false,
       reason: "node_quiesced",
     });
-    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+    expect(await world.sandboxes()).toEqual([]);
 
     await manager.resume(signal());
     const after = await manager.acquire(a, signal());
@@ -68,7 +68,7 @@ describe("quiesce", () => {
     await manager.quiesce(signal());
     const outcomes = await Promise.all(acquiring);
     for (const out of outcomes) expect(out.ok || out.reason === "node_quiesced").toBe(true);
-    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+    expect(await world.sandboxes()).toEqual([]);
     expect(await runningRows()).toEqual([]);
   });
 
@@ -84,6 +84,6 @@ describe("quiesce", () => {
     await manager.quiesce(signal());
     const ran = await exec;
     expect(ran.ok && ran.result.stdout.bytes.toString()).toBe("finished\n");
-    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+    expect(await world.sandboxes()).toEqual([]);
   });
 });

@@ -6,17 +6,17 @@ import { SANDBOX_LOCK_NAMESPACE } from "../../../agent-host/sandbox/sandbox-stor
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type Child, spawnChild } from "./child-process.ts";
-import { type ManagerWorld, managerWorld } from "./manager-fixture.ts";
-import { containersOfNode, materializeWorkdir } from "./sandbox-fixture.ts";
+import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
+import { materializeWorkdir } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
-describe("reconciler", () => {
+describe.each(TIERS)("reconciler (%s tier)", (tier) => {
   let world: ManagerWorld;
   const children: Child[] = [];
 
   beforeEach(async () => {
-    world = await managerWorld();
+    world = await managerWorld({}, tier);
   });
   afterEach(async () => {
     await Promise.all(children.splice(0).map((c) => c.kill9()));
@@ -66,6 +66,7 @@ describe("reconciler", () => {
       dataRoot: world.dataRoot.path,
       nodeId: world.nodeId,
       image: world.image,
+      ...world.childTier,
       ...request,
     };
   }
@@ -81,21 +82,19 @@ describe("reconciler", () => {
     // The crashed create's generation was rolled back with its transaction.
     const id = sandboxId(request.uid, request.runtimeScopeId);
     expect(await row(id)).toBeUndefined();
-    expect((await containersOfNode(world.docker, world.nodeId)).map((c) => c.Id)).toEqual([
-      orphan.containerId,
-    ]);
+    expect((await world.sandboxes()).map((c) => c.containerId)).toEqual([orphan.containerId]);
 
     const restarted = world.manager();
     const report = await restarted.start(signal());
     expect(report.destroyed).toEqual([orphan.containerId]);
     expect(report.adopted).toEqual([]);
-    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+    expect(await world.sandboxes()).toEqual([]);
 
     const out = await restarted.acquire(request, signal());
     expect(out.ok && out.created).toBe(true);
     expect(out.ok && out.handle.generation).toBeGreaterThan(orphan.generation);
-    const left = await containersOfNode(world.docker, world.nodeId);
-    expect(left.map((c) => c.Id)).toEqual([out.ok && out.handle.containerId]);
+    const left = await world.sandboxes();
+    expect(left.map((c) => c.containerId)).toEqual([out.ok && out.handle.containerId]);
   });
 
   it("after kill -9 of a process holding a live sandbox, a restarted agent-host adopts it", async () => {
@@ -116,7 +115,7 @@ describe("reconciler", () => {
     if (!out.ok) throw new Error("refused");
     const ran = await restarted.exec(out.handle, { cmd: ["echo", "still here"] }, signal());
     expect(ran.ok && ran.result.stdout.bytes.toString()).toBe("still here\n");
-    expect(await containersOfNode(world.docker, world.nodeId)).toHaveLength(1);
+    expect(await world.sandboxes()).toHaveLength(1);
   });
 
   it("destroys containers without a row and containers of a stale generation", async () => {
@@ -133,8 +132,8 @@ describe("reconciler", () => {
     const report = await manager.reconcile(signal());
     expect(report.destroyed.sort()).toEqual([noRow.containerId, stale.containerId].sort());
     expect(report.adopted).toEqual([live.handle.containerId]);
-    const left = await containersOfNode(world.docker, world.nodeId);
-    expect(left.map((c) => c.Id)).toEqual([live.handle.containerId]);
+    const left = await world.sandboxes();
+    expect(left.map((c) => c.containerId)).toEqual([live.handle.containerId]);
   });
 
   it("marks a live row whose container vanished, and the next acquire starts over", async () => {
@@ -142,7 +141,7 @@ describe("reconciler", () => {
     const request = await scope();
     const live = await manager.acquire(request, signal());
     if (!live.ok) throw new Error("refused");
-    await world.docker.getContainer(live.handle.containerId).remove({ force: true });
+    await world.remove(live.handle.containerId);
 
     const report = await manager.reconcile(signal());
     expect(report.marked).toEqual([live.handle.sandboxId]);
@@ -162,11 +161,11 @@ describe("reconciler", () => {
     const manager = world.manager();
     const live = await manager.acquire(await scope(), signal());
     if (!live.ok) throw new Error("refused");
-    await world.docker.getContainer(live.handle.containerId).kill();
+    await world.kill(live.handle.containerId);
     const report = await manager.reconcile(signal());
     expect(report.destroyed).toEqual([live.handle.containerId]);
     expect(await row(live.handle.sandboxId)).toMatchObject({ state: "failed" });
-    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+    expect(await world.sandboxes()).toEqual([]);
   });
 
   it("leaves alone a sandbox whose lock is held (a create in flight), and judges it later", async () => {
@@ -180,7 +179,7 @@ describe("reconciler", () => {
       await holder`select pg_advisory_xact_lock(${SANDBOX_LOCK_NAMESPACE}::int4, hashtext(${id}))`;
       const report = await manager.reconcile(signal());
       expect(report.skipped).toEqual([inFlight.containerId]);
-      expect(await containersOfNode(world.docker, world.nodeId)).toHaveLength(1);
+      expect(await world.sandboxes()).toHaveLength(1);
       await holder`rollback`;
     } finally {
       holder.release();

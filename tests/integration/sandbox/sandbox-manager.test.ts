@@ -8,17 +8,17 @@ import { SANDBOX_LOCK_NAMESPACE } from "../../../agent-host/sandbox/sandbox-stor
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
-import { type ManagerWorld, managerWorld } from "./manager-fixture.ts";
-import { containersOfNode, materializeWorkdir } from "./sandbox-fixture.ts";
+import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
+import { materializeWorkdir } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
-describe("SandboxManager", () => {
+describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
   let world: ManagerWorld;
   let manager: SandboxManager;
 
   beforeEach(async () => {
-    world = await managerWorld();
+    world = await managerWorld({}, tier);
     manager = world.manager();
   });
   afterEach(async () => {
@@ -43,9 +43,7 @@ describe("SandboxManager", () => {
   }
 
   async function runningContainers() {
-    return (await containersOfNode(world.docker, world.nodeId)).filter(
-      (c) => c.State === "running",
-    );
+    return (await world.sandboxes()).filter((c) => c.running);
   }
 
   it("creates once, reuses while live, fences by generation after destroy", async () => {
@@ -74,7 +72,7 @@ describe("SandboxManager", () => {
       state: "destroyed",
       generation: handle.generation,
     });
-    expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+    expect(await world.sandboxes()).toEqual([]);
     expect(await manager.exec(handle, { cmd: ["true"] }, signal())).toEqual({
       ok: false,
       reason: "stale_generation",
@@ -102,7 +100,7 @@ describe("SandboxManager", () => {
     expect(new Set(handles.map((h) => h?.generation)).size).toBe(1);
     expect(new Set(handles.map((h) => h?.containerId)).size).toBe(1);
     expect(results.filter((r) => r.ok && r.created)).toHaveLength(1);
-    expect(await containersOfNode(world.docker, world.nodeId)).toHaveLength(1);
+    expect(await world.sandboxes()).toHaveLength(1);
   });
 
   it("turns concurrent acquires through two managers sharing the database into one create", async () => {
@@ -113,7 +111,7 @@ describe("SandboxManager", () => {
     );
     expect(new Set(results.map((r) => r.ok && r.handle.generation))).toHaveLength(1);
     expect(results.filter((r) => r.ok && r.created)).toHaveLength(1);
-    expect(await containersOfNode(world.docker, world.nodeId)).toHaveLength(1);
+    expect(await world.sandboxes()).toHaveLength(1);
   });
 
   it("refuses a stale destroy after a re-create and leaves the newer sandbox alone", async () => {
@@ -142,7 +140,7 @@ describe("SandboxManager", () => {
     });
     const ran = await manager.exec(newer, { cmd: ["true"] }, signal());
     expect(ran.ok && ran.result.exitCode).toBe(0);
-    expect((await runningContainers()).map((c) => c.Id)).toEqual([newer.containerId]);
+    expect((await runningContainers()).map((c) => c.containerId)).toEqual([newer.containerId]);
   });
 
   it("refuses Workdir drift within a scope and changes nothing", async () => {
@@ -165,7 +163,7 @@ describe("SandboxManager", () => {
       containerId: live.containerId,
       workdirPath: request.workdirPath,
     });
-    expect((await runningContainers()).map((c) => c.Id)).toEqual([live.containerId]);
+    expect((await runningContainers()).map((c) => c.containerId)).toEqual([live.containerId]);
     const ran = await manager.exec(live, { cmd: ["pwd"] }, signal());
     expect(ran.ok && ran.result.stdout.bytes.toString()).toBe(`${live.cwd}\n`);
   });
@@ -182,7 +180,7 @@ describe("SandboxManager", () => {
     expect(results.filter((r) => !r.ok && r.reason === "sandbox_identity_mismatch")).toHaveLength(
       1,
     );
-    expect(await containersOfNode(world.docker, world.nodeId)).toHaveLength(1);
+    expect(await world.sandboxes()).toHaveLength(1);
   });
 
   it("keeps separate scopes on one Workdir apart: same files, separate processes and /tmp", async () => {
@@ -203,17 +201,17 @@ describe("SandboxManager", () => {
   it("replaces a live generation whose container stopped, and removes the stopped one", async () => {
     const request = await scope();
     const old = (await acquireOk(request)).handle;
-    await world.docker.getContainer(old.containerId).kill();
+    await world.kill(old.containerId);
     const fresh = world.manager(); // knows nothing in memory, like another process
     const out = await fresh.acquire(request, signal());
     expect(out.ok && out.created).toBe(true);
     expect(out.ok && out.handle.generation).toBeGreaterThan(old.generation);
-    const left = await containersOfNode(world.docker, world.nodeId);
-    expect(left.map((c) => c.Id)).toEqual([out.ok && out.handle.containerId]);
+    const left = await world.sandboxes();
+    expect(left.map((c) => c.containerId)).toEqual([out.ok && out.handle.containerId]);
   });
 
   it("answers unavailable when another process holds the sandbox lock for too long", async () => {
-    const slow = await managerWorld({ createTimeoutMs: 200 });
+    const slow = await managerWorld({ createTimeoutMs: 200 }, tier);
     try {
       const workdirPath = `projects/${randomUUID()}`;
       await materializeWorkdir(slow.dataRoot.path, "alice", workdirPath);
@@ -233,7 +231,7 @@ describe("SandboxManager", () => {
       } finally {
         holder.release();
       }
-      expect(await containersOfNode(slow.docker, slow.nodeId)).toEqual([]);
+      expect(await slow.sandboxes()).toEqual([]);
     } finally {
       await slow.cleanup();
     }
@@ -284,7 +282,7 @@ describe("SandboxManager", () => {
       const ran = await exec;
       expect(ran.ok && ran.result.status).toBe("cancelled");
       expect(await late).toEqual({ ok: false, reason: "stale_generation" });
-      expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+      expect(await world.sandboxes()).toEqual([]);
     });
   });
 
@@ -301,7 +299,7 @@ describe("SandboxManager", () => {
       expect(await row(sandboxId(request.uid, request.runtimeScopeId))).toMatchObject({
         state: "failed",
       });
-      expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+      expect(await world.sandboxes()).toEqual([]);
     });
 
     it("marks the row failed and leaves no container when the engine fails", async () => {
@@ -319,7 +317,7 @@ describe("SandboxManager", () => {
       await expect(broken.acquire(request, signal())).rejects.toThrow("engine exploded");
       const failed = await row(sandboxId(request.uid, request.runtimeScopeId));
       expect(failed).toMatchObject({ state: "failed" });
-      expect(await containersOfNode(world.docker, world.nodeId)).toEqual([]);
+      expect(await world.sandboxes()).toEqual([]);
       // The next acquire starts over with a new generation.
       const next = await acquireOk(request);
       expect(next.handle.generation).toBeGreaterThan(failed?.generation ?? 0);

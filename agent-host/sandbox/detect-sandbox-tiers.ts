@@ -1,0 +1,154 @@
+import { stat } from "node:fs/promises";
+import type Docker from "dockerode";
+import type { Logger } from "pino";
+import { abortable } from "../../shared/async/abortable.ts";
+import { DockerDriver } from "./docker-driver.ts";
+import type { SandboxDriver } from "./driver.ts";
+import { ProcessDriver } from "./process/process-driver.ts";
+import { processPreflight } from "./process/process-preflight.ts";
+import type { SandboxConfig } from "./sandbox-config.ts";
+import type { SandboxTier, SandboxTierStatus } from "./sandbox-tier.ts";
+import { TieredDriver } from "./tiered-driver.ts";
+
+/** How long start-up waits for the Docker engine before reporting the container tier unavailable. */
+export const DOCKER_PING_TIMEOUT_MS = 3_000;
+
+export type SandboxTierInputs = {
+  logger: Logger;
+  /** users/<uid dirname>/workspace and skills/ live below it. */
+  dataRoot: string;
+  config: SandboxConfig;
+  /** The Runtime Assets tree mounted at /runtime in both tiers. */
+  runtimeDir: string;
+  /** The container tier's engine; absent = the tier is not offered. */
+  docker?: Docker;
+  /** The process tier's node-local settings; absent = the tier is not offered. */
+  process?: {
+    stateDir: string;
+    cgroupParent: string;
+    /** PATH searched for bwrap/setpriv/sh (default: agent-host's). */
+    path?: string;
+  };
+};
+
+/** The ready drivers of this node, as one value the composition root receives. */
+export type SandboxTierSet = {
+  driver: TieredDriver;
+  statuses: SandboxTierStatus[];
+  /**
+   * The tiers usable right now, as the node heartbeat and `/readyz` report them (API.md
+   * "Nodes and runtimes"): a ready tier stays reported while its engine answers within
+   * the signal's bound (the container tier pings Docker; the process tier has no daemon).
+   * A tier not ready at start is never reported: no driver was made for it.
+   */
+  probe(signal: AbortSignal): Promise<SandboxTier[]>;
+};
+
+/**
+ * Preflight of both tiers (ARCHITECTURE.md §3): each is `ready` with what it found, or
+ * `unavailable` with the part that is missing. Only ready tiers get a driver; a tier
+ * that is not ready never runs anything.
+ */
+export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<SandboxTierSet> {
+  const drivers = new Map<SandboxTier, SandboxDriver>();
+  const statuses: SandboxTierStatus[] = [];
+  const runtimeMissing = await runtimeDirProblem(inputs.runtimeDir);
+
+  if (inputs.docker) {
+    const detail = await dockerProblem(inputs.docker);
+    if (detail.ok) {
+      drivers.set(
+        "container",
+        new DockerDriver({
+          docker: inputs.docker,
+          logger: inputs.logger,
+          dataRoot: inputs.dataRoot,
+          config: inputs.config,
+          runtimeDir: runtimeMissing ? undefined : inputs.runtimeDir,
+        }),
+      );
+    }
+    statuses.push({ tier: "container", ready: detail.ok, detail: detail.detail });
+  } else {
+    statuses.push({ tier: "container", ready: false, detail: "not configured on this node" });
+  }
+
+  if (inputs.process) {
+    const found = runtimeMissing
+      ? ({ ready: false, missing: runtimeMissing } as const)
+      : await processPreflight({
+          stateDir: inputs.process.stateDir,
+          cgroupParent: inputs.process.cgroupParent,
+          ...(inputs.process.path === undefined ? {} : { path: inputs.process.path }),
+        });
+    if (found.ready) {
+      const { config } = inputs;
+      drivers.set(
+        "process",
+        new ProcessDriver({
+          logger: inputs.logger,
+          dataRoot: inputs.dataRoot,
+          stateDir: found.parts.stateDir,
+          runtimeDir: inputs.runtimeDir,
+          cgroups: found.parts.cgroups,
+          tools: found.parts.tools,
+          seccompFilter: found.parts.seccompFilter,
+          limits: config,
+          config,
+        }),
+      );
+      statuses.push({ tier: "process", ready: true, detail: found.detail });
+    } else {
+      statuses.push({ tier: "process", ready: false, detail: found.missing });
+    }
+  } else {
+    statuses.push({ tier: "process", ready: false, detail: "not configured on this node" });
+  }
+  for (const s of statuses) {
+    inputs.logger[s.ready ? "info" : "warn"](
+      { tier: s.tier, ready: s.ready, detail: s.detail },
+      "sandbox tier preflight",
+    );
+  }
+  const { docker } = inputs;
+  return {
+    driver: new TieredDriver(drivers, statuses),
+    statuses,
+    async probe(signal) {
+      const usable: SandboxTier[] = [];
+      if (drivers.has("container") && docker) {
+        // dockerode's typings omit ping's options; the wait is bounded instead.
+        const answered = await abortable(docker.ping(), signal).then(
+          () => true,
+          () => false,
+        );
+        if (answered) usable.push("container");
+      }
+      if (drivers.has("process")) usable.push("process");
+      return usable;
+    },
+  };
+}
+
+async function runtimeDirProblem(dir: string): Promise<string | undefined> {
+  const found = await stat(dir).catch(() => undefined);
+  if (found?.isDirectory()) return undefined;
+  return `the Runtime Assets are missing at ${dir}: build them with scripts/ensure-system.sh (infra/runtime-assets/build-runtime-assets.sh)`;
+}
+
+async function dockerProblem(docker: Docker): Promise<{ ok: boolean; detail: string }> {
+  try {
+    const version = await Promise.race([
+      docker.ping().then(() => docker.version()),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error("no answer")), DOCKER_PING_TIMEOUT_MS).unref(),
+      ),
+    ]);
+    return { ok: true, detail: `engine ${version.Version}` };
+  } catch (error) {
+    return {
+      ok: false,
+      detail: `the Docker engine does not answer (${(error as Error).message}); scripts/ensure-system.sh starts it`,
+    };
+  }
+}

@@ -1,0 +1,175 @@
+import {
+  SANDBOX_HOME,
+  SANDBOX_PATH,
+  SANDBOX_RUNTIME_MOUNT,
+  SANDBOX_SKILLS_MOUNT,
+  SANDBOX_USER_DATA_MOUNT,
+} from "../../../shared/paths/runtime-paths.ts";
+
+// The bubblewrap command line of one process-tier exec. Pure, so the isolation boundary
+// reads in one place: each line below is part of it (ARCHITECTURE.md §3).
+//
+// bubblewrap 0.8 resolves every bind source as a path, even `--bind-fd` (it realpath()s
+// /proc/self/fd/N and mounts the string it got): a symlink swapped into a parent
+// directory between that and the mount redirects the bind (the advisory fixed in 0.12).
+// So no source here passes through a directory anyone else can write: the UserWorkspace
+// and skill projection are bind-mounted on the host at create, by root, from the
+// descriptors agent-host opened no-follow (generation-dirs.ts), below the root-only
+// state directory; bwrap binds those. And where each mount landed is verified from the
+// host before the command may start (process-exec.ts, `--block-fd`).
+
+/** Descriptor numbers in the bwrap process (the spawn's stdio array puts them there). */
+export const CHILD_FD = {
+  seccomp: 3,
+  status: 4,
+  block: 5,
+} as const;
+
+/** Host paths bound into the sandbox (each below a directory only root can write). */
+export type SandboxSources = {
+  workspace: string;
+  skills: string;
+  runtime: string;
+  tmp: string;
+  home: string;
+};
+
+/** The sandbox user (ARCHITECTURE.md §3); bwrap itself runs as it on the host. */
+export const SANDBOX_UID = 1000;
+export const SANDBOX_GID = 1000;
+
+export type BwrapCommand = {
+  sources: SandboxSources;
+  cmd: readonly string[];
+  /** Absolute sandbox path of the cwd (the Workdir unless the exec asks otherwise). */
+  cwd: string;
+  /** The exec's own variables, already validated. */
+  env: ReadonlyArray<readonly [string, string]>;
+  /** `workdir` file view (#12): the UserWorkspace read-only. */
+  workspaceReadOnly?: boolean;
+};
+
+/** The fixed environment of every exec, before the exec's own (which may override it). */
+export const BASE_ENV: ReadonlyArray<readonly [string, string]> = [
+  ["PATH", SANDBOX_PATH],
+  ["HOME", SANDBOX_HOME],
+  ["USER", "gem"],
+  ["LOGNAME", "gem"],
+  ["LANG", "C.UTF-8"],
+  ["TMPDIR", "/tmp"],
+];
+
+export function bwrapArgs(command: BwrapCommand): string[] {
+  const env = new Map<string, string>(BASE_ENV);
+  for (const [name, value] of command.env) env.set(name, value);
+  return [
+    // Every namespace bubblewrap knows: user (uid 1000 maps to itself, nothing else
+    // exists), pid, ipc, uts, cgroup, and net with only `lo`.
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup",
+    "--unshare-net",
+    "--uid",
+    String(SANDBOX_UID),
+    "--gid",
+    String(SANDBOX_GID),
+    "--hostname",
+    "sandbox",
+    // A nested user namespace would hand the process capabilities again; bwrap caps
+    // the count at zero (and the seccomp filter refuses unshare/clone flags as well).
+    "--disable-userns",
+    // The command is PID 1 of its namespace: when it exits, the kernel kills whatever
+    // it left behind, so no background process outlives its exec.
+    "--as-pid-1",
+    "--die-with-parent",
+    // No controlling terminal shared with agent-host (TIOCSTI-style injection).
+    "--new-session",
+    // An environment built from nothing: no agent-host variable reaches the sandbox.
+    "--clearenv",
+    ...[...env].flatMap(([name, value]) => ["--setenv", name, value]),
+    "--seccomp",
+    String(CHILD_FD.seccomp),
+    "--json-status-fd",
+    String(CHILD_FD.status),
+    "--block-fd",
+    String(CHILD_FD.block),
+    // The root is a fresh tmpfs holding only what follows.
+    "--ro-bind",
+    command.sources.runtime,
+    SANDBOX_RUNTIME_MOUNT,
+    // The usual FHS names point into the read-only Runtime Assets (a merged-/usr tree).
+    "--symlink",
+    `${SANDBOX_RUNTIME_MOUNT}/usr`,
+    "/usr",
+    "--symlink",
+    "usr/bin",
+    "/bin",
+    "--symlink",
+    "usr/sbin",
+    "/sbin",
+    "--symlink",
+    "usr/lib",
+    "/lib",
+    "--symlink",
+    "usr/lib64",
+    "/lib64",
+    "--symlink",
+    `${SANDBOX_RUNTIME_MOUNT}/etc`,
+    "/etc",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    // /dev is a private tmpfs; read-only it offers no writable /dev/shm (device nodes
+    // such as /dev/null still work: writing a device needs no writable filesystem).
+    "--remount-ro",
+    "/dev",
+    "--bind",
+    command.sources.home,
+    SANDBOX_HOME,
+    command.workspaceReadOnly ? "--ro-bind" : "--bind",
+    command.sources.workspace,
+    SANDBOX_USER_DATA_MOUNT,
+    "--ro-bind",
+    command.sources.skills,
+    SANDBOX_SKILLS_MOUNT,
+    "--bind",
+    command.sources.tmp,
+    "/tmp",
+    // Read-only after the binds were placed inside it: the root's own names (/usr, /etc,
+    // mount points) cannot be replaced by the sandbox.
+    "--remount-ro",
+    "/",
+    "--chdir",
+    command.cwd,
+    "--",
+    ...command.cmd,
+  ];
+}
+
+/**
+ * The host-side trampoline: runs as root just long enough to put itself in the exec's
+ * cgroups (so bwrap and everything it starts are counted and killable from the start),
+ * sets the umask new files get (0700 dirs, 0600 files), then becomes `setpriv … bwrap`.
+ * Arguments arrive positionally, never interpolated into the script.
+ */
+export const TRAMPOLINE_SCRIPT = [
+  "umask 077",
+  'n="$1"; shift',
+  'while [ "$n" -gt 0 ]; do echo "$$" > "$1" || exit 125; shift; n=$((n - 1)); done',
+  'exec "$@"',
+].join("\n");
+
+/** setpriv: bwrap runs as the sandbox user, so every file it writes is 1000:1000 on the host. */
+export function setprivArgs(): string[] {
+  return [
+    `--reuid=${SANDBOX_UID}`,
+    `--regid=${SANDBOX_GID}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+  ];
+}

@@ -1,0 +1,215 @@
+import { execFile } from "node:child_process";
+import { constants } from "node:fs";
+import {
+  chown,
+  type FileHandle,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rm,
+  writeFile,
+} from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { type LabelSource, parseSandboxLabels, sandboxLabels } from "../container-labels.ts";
+import { openDirBeneath } from "../host-dir.ts";
+import type { OpenedMountDirs } from "../open-mount-dirs.ts";
+import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
+import type { SandboxSources } from "./bwrap-args.ts";
+import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
+
+const run = promisify(execFile);
+const MOUNT_TIMEOUT_MS = 10_000;
+
+const LABELS_FILE = "labels.json";
+/** Mount points the exec's binds land on inside the persistent /home/gem tmpfs. */
+const HOME_MOUNT_POINTS = ["user-data", "skills"] as const;
+
+export type GenerationDirsDeps = {
+  stateDir: string;
+  limits: { tmpSizeBytes: number; homeSizeBytes: number };
+};
+
+/** The generation's directories, opened for one exec: what to bind, and what each must be. */
+export type OpenedGeneration = {
+  sources: SandboxSources;
+  handles: Record<keyof SandboxSources, FileHandle>;
+  close(): Promise<void>;
+};
+
+/** Host bind mounts of the uid's directories, one per generation (see create()). */
+const BINDS = { workspace: ["mnt", "user-data"], skills: ["mnt", "skills"] } as const;
+const TMPFS = { tmp: ["tmp"], home: ["home"] } as const;
+/** Unmount order: the binds, then the tmpfs. */
+const MOUNTS = [BINDS.workspace, BINDS.skills, TMPFS.tmp, TMPFS.home] as const;
+
+/**
+ * The host side of one process-tier generation: `<stateDir>/<id>/` (root only) with
+ * its labels and two size-bounded tmpfs, `tmp` and `home`, that outlive each exec and
+ * die with the generation (ARCHITECTURE.md §3: private /tmp and /home/gem). The state
+ * directory is node-local (/run by default), so a reboot clears it like it clears the
+ * cgroups: the reconciler then finds the rows' sandboxes gone.
+ */
+export class GenerationDirs {
+  readonly #deps: GenerationDirsDeps;
+
+  constructor(deps: GenerationDirsDeps) {
+    this.#deps = deps;
+  }
+
+  #path(id: string, ...rest: string[]): string {
+    if (!id.startsWith(PROCESS_ID_PREFIX) || id.includes("/") || id.includes("..")) {
+      throw new Error(`not a process sandbox id: ${JSON.stringify(id)}`);
+    }
+    return join(this.#deps.stateDir, id, ...rest);
+  }
+
+  /**
+   * Makes the generation's directory: labels, the two tmpfs, and host bind mounts of
+   * the UserWorkspace and skill projection made by root from the descriptors the driver
+   * opened no-follow (`mount --no-canonicalize` hands /proc/<pid>/fd/<n> to mount(2)
+   * as is, and the kernel binds the open directory itself: no path is resolved again).
+   * Directories are 0711: bwrap (uid 1000) can pass through but not list or write them.
+   */
+  async create(id: string, labels: LabelSource, dirs: OpenedMountDirs): Promise<void> {
+    await mkdir(this.#deps.stateDir, { recursive: true, mode: 0o711 });
+    // A directory of this id is a create that crashed half-way: generations are never
+    // reused, so it is debris.
+    await this.remove(id);
+    await mkdir(this.#path(id), { mode: 0o711 });
+    await mkdir(this.#path(id, "mnt"), { mode: 0o711 });
+    for (const [key, parts] of Object.entries(BINDS) as Array<
+      [keyof typeof BINDS, readonly string[]]
+    >) {
+      const target = this.#path(id, ...parts);
+      await mkdir(target, { mode: 0o700 });
+      await run(
+        "mount",
+        ["--no-canonicalize", "--bind", `/proc/${process.pid}/fd/${dirs[key].fd}`, target],
+        { timeout: MOUNT_TIMEOUT_MS },
+      );
+    }
+    await writeFile(this.#path(id, LABELS_FILE), JSON.stringify(sandboxLabels(labels)), {
+      mode: 0o600,
+    });
+    const owner = `uid=${SANDBOX_UID},gid=${SANDBOX_GID}`;
+    // After the binds: a half-made generation is recognisable (not mounted()) and removed.
+    await mountTmpfs(
+      this.#path(id, "tmp"),
+      `size=${this.#deps.limits.tmpSizeBytes},mode=1777,${owner}`,
+    );
+    await mountTmpfs(
+      this.#path(id, "home"),
+      `size=${this.#deps.limits.homeSizeBytes},mode=0700,${owner}`,
+    );
+  }
+
+  async labels(id: string): Promise<LabelSource | undefined> {
+    const text = await readFile(this.#path(id, LABELS_FILE), "utf8").catch(() => undefined);
+    if (text === undefined) return undefined;
+    try {
+      return parseSandboxLabels(JSON.parse(text) as Record<string, string>);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Every mount still in place (a reboot or a manual umount ends the generation). */
+  async mounted(id: string): Promise<boolean> {
+    const points = await mountPoints();
+    return MOUNTS.every((parts) => points.has(this.#path(id, ...parts)));
+  }
+
+  /**
+   * Descriptors for one exec's binds, opened no-follow. The mount points inside home are
+   * re-made first if an earlier exec replaced them (say, by a symlink): the exec itself
+   * verifies where every bind landed, this only keeps a user from wedging their sandbox.
+   */
+  async open(id: string, runtimeDir: string): Promise<OpenedGeneration | undefined> {
+    const opened: FileHandle[] = [];
+    const openBelow = async (parts: readonly string[]) => {
+      const dir = await openDirBeneath(this.#deps.stateDir, [id, ...parts]);
+      if (dir.ok) opened.push(dir.handle);
+      return dir.ok ? dir.handle : undefined;
+    };
+    try {
+      const workspace = await openBelow(BINDS.workspace);
+      const skills = await openBelow(BINDS.skills);
+      const tmp = await openBelow(TMPFS.tmp);
+      const home = await openBelow(TMPFS.home);
+      if (!workspace || !skills || !tmp || !home) return undefined;
+      for (const name of HOME_MOUNT_POINTS) {
+        const path = `/proc/self/fd/${home.fd}/${name}`;
+        const found = await lstat(path).catch(() => undefined);
+        if (found?.isDirectory()) continue;
+        if (found) await rm(path, { recursive: true, force: true });
+        await mkdir(path, { mode: 0o755 });
+        await chown(path, SANDBOX_UID, SANDBOX_GID);
+      }
+      const runtime = await open(runtimeDir, constants.O_RDONLY | constants.O_DIRECTORY);
+      opened.push(runtime);
+      const handles = { workspace, skills, runtime, tmp, home };
+      opened.length = 0;
+      return {
+        handles,
+        sources: {
+          workspace: this.#path(id, ...BINDS.workspace),
+          skills: this.#path(id, ...BINDS.skills),
+          runtime: runtimeDir,
+          tmp: this.#path(id, ...TMPFS.tmp),
+          home: this.#path(id, ...TMPFS.home),
+        },
+        async close() {
+          await Promise.all(Object.values(handles).map((h) => h.close()));
+        },
+      };
+    } finally {
+      await Promise.all(opened.map((h) => h.close()));
+    }
+  }
+
+  /** Unmounts and deletes the generation's directory (absent: nothing to do). */
+  async remove(id: string): Promise<void> {
+    const points = await mountPoints();
+    for (const parts of MOUNTS) {
+      const path = this.#path(id, ...parts);
+      if (points.has(path)) await run("umount", [path], { timeout: MOUNT_TIMEOUT_MS });
+    }
+    const left = await mountPoints();
+    if (MOUNTS.some((parts) => left.has(this.#path(id, ...parts)))) {
+      throw new Error(`process sandbox ${id}: a mount could not be removed; refusing to delete`);
+    }
+    await rm(this.#path(id), { recursive: true, force: true });
+  }
+
+  async list(): Promise<string[]> {
+    const names = await readdir(this.#deps.stateDir).catch(() => []);
+    return names.filter((n) => n.startsWith(PROCESS_ID_PREFIX));
+  }
+}
+
+/** Mount points of agent-host's mount namespace (/proc/self/mountinfo field 5, unescaped). */
+async function mountPoints(): Promise<Set<string>> {
+  const text = await readFile("/proc/self/mountinfo", "utf8");
+  const points = new Set<string>();
+  for (const line of text.split("\n")) {
+    const field = line.split(" ")[4];
+    if (field)
+      points.add(
+        field.replace(/\\([0-7]{3})/g, (_, o: string) =>
+          String.fromCharCode(Number.parseInt(o, 8)),
+        ),
+      );
+  }
+  return points;
+}
+async function mountTmpfs(path: string, options: string): Promise<void> {
+  await mkdir(path, { mode: 0o700 });
+  // nosuid,nodev: nothing on it can gain privileges or reach a device. exec stays
+  // allowed: agents run what they build under /tmp and ~ (as in the container tier).
+  await run("mount", ["-t", "tmpfs", "-o", `nosuid,nodev,${options}`, "tmpfs", path], {
+    timeout: MOUNT_TIMEOUT_MS,
+  });
+}

@@ -1,0 +1,225 @@
+import { execFile } from "node:child_process";
+import { constants } from "node:fs";
+import { access, readFile, realpath } from "node:fs/promises";
+import { delimiter, join } from "node:path";
+import { promisify } from "node:util";
+import { detectCgroups, type SandboxCgroups } from "./sandbox-cgroups.ts";
+import { buildSeccompFilter, seccompSupported } from "./seccomp-filter.ts";
+
+const run = promisify(execFile);
+const PROBE_TIMEOUT_MS = 10_000;
+/** --bind-fd, --disable-userns, --json-status-fd and --block-fd are all in 0.8. */
+const MIN_BWRAP = [0, 8, 0] as const;
+
+export type ProcessTierParts = {
+  tools: { sh: string; setpriv: string; bwrap: string };
+  bwrapVersion: string;
+  cgroups: SandboxCgroups;
+  seccompFilter: Buffer;
+  /** Canonical: mount points are compared with /proc/self/mountinfo. */
+  stateDir: string;
+};
+
+export type ProcessPreflight =
+  | { ready: true; parts: ProcessTierParts; detail: string }
+  | { ready: false; missing: string };
+
+export type ProcessPreflightInput = {
+  /** PATH searched for bwrap, setpriv and sh (tests remove a tool by narrowing it). */
+  path?: string;
+  stateDir: string;
+  /** Name of the cgroup parent group of this node's process sandboxes. */
+  cgroupParent: string;
+  /** Read the kernel's settings from here (tests point it at a fake /proc/sys). */
+  procSys?: string;
+};
+
+/**
+ * Checks every part the process tier needs (ARCHITECTURE.md §3) and reports the first
+ * one missing, in words an operator can act on. A tier that is not ready runs nothing:
+ * there is no reduced mode.
+ */
+export async function processPreflight(input: ProcessPreflightInput): Promise<ProcessPreflight> {
+  const path = input.path ?? process.env.PATH ?? "";
+  const procSys = input.procSys ?? "/proc/sys";
+  if (process.getuid?.() !== 0) {
+    return {
+      ready: false,
+      missing:
+        "agent-host does not run as root: the process tier needs root to create cgroups and mounts and to start bubblewrap as uid 1000",
+    };
+  }
+  const tools: Partial<ProcessTierParts["tools"]> = {};
+  for (const name of ["bwrap", "setpriv", "sh"] as const) {
+    const found = await which(name, path);
+    if (!found) {
+      const pkg = { bwrap: "bubblewrap", setpriv: "util-linux", sh: "dash" }[name];
+      return {
+        ready: false,
+        missing: `${name} is not on PATH: install Debian's ${pkg} (scripts/ensure-system.sh does)`,
+      };
+    }
+    tools[name] = found;
+  }
+  const complete = tools as ProcessTierParts["tools"];
+  const version = await run(complete.bwrap, ["--version"], { timeout: PROBE_TIMEOUT_MS }).then(
+    (r) => r.stdout.trim(),
+    (e: Error) => `unknown (${e.message})`,
+  );
+  const numbers = /(\d+)\.(\d+)\.(\d+)/.exec(version)?.slice(1).map(Number);
+  if (!numbers || compare(numbers, MIN_BWRAP) < 0) {
+    return {
+      ready: false,
+      missing: `bubblewrap ${MIN_BWRAP.join(".")} or later is needed, found ${version}`,
+    };
+  }
+  const userns = await usernsProblem(procSys);
+  if (userns) return { ready: false, missing: userns };
+  if (!seccompSupported()) {
+    return { ready: false, missing: `no seccomp syscall table for ${process.arch}` };
+  }
+  const actions = await readFile(join(procSys, "kernel/seccomp/actions_avail"), "utf8").catch(
+    () => "",
+  );
+  for (const action of ["kill_process", "errno", "allow"]) {
+    if (!actions.split(/\s+/).includes(action)) {
+      return {
+        ready: false,
+        missing: `the kernel's seccomp lacks the ${action} action (kernel/seccomp/actions_avail)`,
+      };
+    }
+  }
+  const cgroups = await detectCgroups(input.cgroupParent);
+  if (!cgroups.ok) return { ready: false, missing: cgroups.missing };
+  const probe = `preflight-${process.pid}`;
+  try {
+    await cgroups.cgroups.createSandbox(probe, {
+      memoryBytes: 64 * 1024 * 1024,
+      pidsLimit: 8,
+      nanoCpus: 1e9,
+    });
+  } catch (error) {
+    return {
+      ready: false,
+      missing: `the cgroup controllers are not writable (${(error as Error).message})`,
+    };
+  } finally {
+    await cgroups.cgroups.kill(probe).catch(() => {});
+  }
+  const seccompFilter = buildSeccompFilter();
+  const smoke = await smokeSandbox(complete, seccompFilter);
+  if (smoke) return { ready: false, missing: smoke };
+  const { mkdir } = await import("node:fs/promises");
+  await mkdir(input.stateDir, { recursive: true, mode: 0o711 });
+  return {
+    ready: true,
+    parts: {
+      tools: complete,
+      bwrapVersion: version,
+      cgroups: cgroups.cgroups,
+      seccompFilter,
+      stateDir: await realpath(input.stateDir),
+    },
+    detail: `${version}, cgroup ${cgroups.cgroups.version}`,
+  };
+}
+
+/** Unprivileged user namespaces: the kernel switches and AppArmor's restriction (Ubuntu 23.10+). */
+async function usernsProblem(procSys: string): Promise<string | undefined> {
+  const read = (p: string) =>
+    readFile(join(procSys, p), "utf8").then(
+      (t) => t.trim(),
+      () => undefined,
+    );
+  const max = await read("user/max_user_namespaces");
+  if (max !== undefined && Number(max) === 0) {
+    return "user namespaces are disabled (sysctl user.max_user_namespaces = 0)";
+  }
+  if ((await read("kernel/unprivileged_userns_clone")) === "0") {
+    return "unprivileged user namespaces are disabled (sysctl kernel.unprivileged_userns_clone = 0)";
+  }
+  if ((await read("kernel/apparmor_restrict_unprivileged_userns")) === "1") {
+    return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1): allow bwrap with an AppArmor profile or set it to 0";
+  }
+  return undefined;
+}
+
+/**
+ * One real sandbox with the tier's namespaces and seccomp filter, as uid 1000, running
+ * bwrap's own binary (the Runtime Assets may not be ready yet; that is their own report).
+ */
+async function smokeSandbox(
+  tools: ProcessTierParts["tools"],
+  filter: Buffer,
+): Promise<string | undefined> {
+  const { spawn } = await import("node:child_process");
+  const bwrapDir = (await realpath(tools.bwrap)).replace(/\/[^/]+$/, "");
+  return new Promise((resolve) => {
+    const child = spawn(
+      tools.setpriv,
+      [
+        "--reuid=1000",
+        "--regid=1000",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--no-new-privs",
+        tools.bwrap,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup",
+        "--unshare-net",
+        "--disable-userns",
+        "--as-pid-1",
+        "--die-with-parent",
+        "--clearenv",
+        "--seccomp",
+        "3",
+        // The host's library and binary dirs, read-only, for this probe only.
+        ...["/usr", "/lib", "/lib64", "/bin"].flatMap((d) => ["--ro-bind-try", d, d]),
+        "--ro-bind",
+        bwrapDir,
+        bwrapDir,
+        "--",
+        join(bwrapDir, "bwrap"),
+        "--version",
+      ],
+      { stdio: ["ignore", "ignore", "pipe", "pipe"], env: {}, timeout: PROBE_TIMEOUT_MS },
+    );
+    let stderr = "";
+    child.stderr?.on("data", (c: Buffer) => {
+      stderr += c.toString("utf8");
+    });
+    (child.stdio[3] as NodeJS.WritableStream).end(filter);
+    child.once("error", (e) => resolve(`bubblewrap could not be started: ${e.message}`));
+    child.once("close", (code) =>
+      resolve(
+        code === 0
+          ? undefined
+          : `a test sandbox failed (exit ${code}): ${stderr.trim() || "no message"}; check that unprivileged user namespaces and seccomp work for uid 1000`,
+      ),
+    );
+  });
+}
+
+async function which(name: string, path: string): Promise<string | undefined> {
+  for (const dir of path.split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    const ok = await access(candidate, constants.X_OK).then(
+      () => true,
+      () => false,
+    );
+    if (ok) return candidate;
+  }
+  return undefined;
+}
+
+function compare(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < 3; i++) {
+    const d = (a[i] ?? 0) - (b[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}

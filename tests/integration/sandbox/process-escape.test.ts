@@ -1,0 +1,256 @@
+import { randomUUID } from "node:crypto";
+import { readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
+import type { ProcessDriver } from "../../../agent-host/sandbox/process/process-driver.ts";
+import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
+import { GEM, materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
+
+// The attacker's side of the process tier (ARCHITECTURE.md §3): commands run inside a
+// real bubblewrap sandbox try to get out, and the host checks that nothing happened.
+
+const signal = () => AbortSignal.timeout(60_000);
+const NODE = "escape-node";
+
+describe("process tier: from inside a sandbox", () => {
+  let dataRoot: DataRoot;
+  let fixture: ProcessTierFixture;
+  let driver: ProcessDriver;
+  let ref: ContainerRef;
+  let workspace: string;
+  const workdirPath = "work/escape";
+
+  beforeAll(async () => {
+    dataRoot = await freshDataRoot();
+    fixture = await processTierFixture({
+      dataRoot: dataRoot.path,
+      config: testConfig("unused", { pidsLimit: 48, memoryBytes: 64 * 1024 * 1024 }),
+      logger: silentLogger,
+    });
+    driver = fixture.driver;
+    workspace = await materializeWorkdir(dataRoot.path, "mallory", workdirPath);
+    // Another user's workspace with a secret in it.
+    const other = await materializeWorkdir(dataRoot.path, "victim", "work/private");
+    await writeFile(join(other, "work/private/secret.txt"), "victim-secret");
+    const created = await driver.create(
+      {
+        sandboxId: "esc000000001",
+        generation: 1,
+        uid: "mallory",
+        runtimeScopeId: randomUUID(),
+        workdirPath,
+        nodeId: NODE,
+      },
+      signal(),
+    );
+    if (!created.ok) throw new Error(JSON.stringify(created));
+    ref = created.container;
+  });
+  afterAll(async () => {
+    await fixture?.cleanup();
+    await dataRoot?.remove();
+  });
+
+  async function sh(
+    script: string,
+    extra: { timeoutMs?: number; env?: Record<string, string> } = {},
+  ) {
+    const out = await driver.exec(ref, { cmd: ["sh", "-c", script], ...extra }, signal());
+    if (!out.ok) throw new Error("sandbox gone");
+    return {
+      ...out.result,
+      out: out.result.stdout.bytes.toString(),
+      err: out.result.stderr.bytes.toString(),
+    };
+  }
+
+  it("runs with no_new_privs, a seccomp filter and no capabilities, as 1000 in the Workdir", async () => {
+    const r = await sh(
+      "grep -E '^(NoNewPrivs|Seccomp|CapEff|CapPrm|CapBnd):' /proc/self/status; id -u; id -g; pwd",
+    );
+    expect(r.out).toContain("NoNewPrivs:\t1");
+    expect(r.out).toMatch(/Seccomp:\t2/);
+    expect(r.out).toContain("CapEff:\t0000000000000000");
+    expect(r.out).toContain("CapBnd:\t0000000000000000");
+    expect(r.out).toContain(`1000\n1000\n/home/gem/user-data/${workdirPath}\n`);
+  });
+
+  it("has no network interface but lo", async () => {
+    const r = await sh("ls /sys/class/net 2>/dev/null || cat /proc/net/dev");
+    const names = r.out
+      .split("\n")
+      .map((l) => l.trim().split(":")[0])
+      .filter((n) => n && !n.startsWith("Inter") && !n.startsWith("face"));
+    expect(names).toEqual(["lo"]);
+  });
+
+  it("refuses unshare, mount and new namespaces, and nothing changes", async () => {
+    const r = await sh(
+      "unshare -U true; echo unshare=$?; unshare -n true; echo unsharenet=$?; mount -t tmpfs none /tmp; echo mount=$?; touch /tmp/still-here; ls /tmp",
+    );
+    expect(r.out).toContain("unshare=1");
+    expect(r.out).toContain("unsharenet=1");
+    expect(r.out).toContain("mount=");
+    expect(r.out).not.toContain("mount=0");
+    // The private /tmp is the generation's tmpfs, not a new mount: the file is on the host side.
+    const tmpOnHost = await readdir(join(fixture.stateDir, ref.containerId, "tmp"));
+    expect(tmpOnHost).toContain("still-here");
+  });
+
+  it("sees neither the host's processes nor another uid's workspace nor the Docker socket", async () => {
+    const r = await sh(
+      "ls /proc | grep -E '^[0-9]+$' | wc -l; ls /home/gem; ls /var/run/docker.sock /run/docker.sock 2>&1; find / -name secret.txt 2>/dev/null; echo done",
+    );
+    const [pids] = r.out.split("\n");
+    // PID 1 (the shell) and the pipeline's own processes only.
+    expect(Number(pids)).toBeLessThan(6);
+    expect(r.out).toContain("skills\nuser-data\n");
+    expect(r.out).not.toContain("victim-secret");
+    expect(r.out).not.toMatch(/secret\.txt/);
+    expect(r.out).toMatch(/docker\.sock: No such file or directory/);
+  });
+
+  it("gets none of agent-host's environment variables", async () => {
+    process.env.WORKCELL_ESCAPE_CANARY = "host-canary-value";
+    try {
+      const r = await sh("env", { env: { MINE: "yes" } });
+      expect(r.out).not.toContain("host-canary-value");
+      expect(r.out).toContain("MINE=yes");
+      expect(r.out).toContain("PATH=/runtime/");
+      expect(r.out).toContain("HOME=/home/gem");
+    } finally {
+      delete process.env.WORKCELL_ESCAPE_CANARY;
+    }
+  });
+
+  it("keeps /runtime, /home/gem/skills, / and /dev read-only", async () => {
+    const before = await readFile(join(fixture.runtimeDir, "etc/passwd"), "utf8");
+    const r = await sh(
+      "echo x >> /runtime/etc/passwd; echo rt=$?; touch /home/gem/skills/x; echo sk=$?; touch /evil; echo root=$?; touch /dev/shm/x; echo shm=$?",
+    );
+    expect(r.out).toContain("rt=1");
+    expect(r.out).toContain("sk=1");
+    expect(r.out).toContain("root=1");
+    expect(r.out).toContain("shm=1");
+    expect(await readFile(join(fixture.runtimeDir, "etc/passwd"), "utf8")).toBe(before);
+  });
+
+  it("writes files owned by 1000:1000 on the host, private by default (umask 077)", async () => {
+    await sh("echo hello > owned.txt; mkdir owned-dir");
+    const file = await stat(join(workspace, workdirPath, "owned.txt"));
+    const dir = await stat(join(workspace, workdirPath, "owned-dir"));
+    expect([file.uid, file.gid]).toEqual([GEM, GEM]);
+    expect(file.mode & 0o777).toBe(0o600);
+    expect(dir.mode & 0o777).toBe(0o700);
+  });
+
+  it("stops a fork bomb at the pids limit, and the sandbox keeps working", async () => {
+    const r = await sh("bomb() { bomb | bomb & }; bomb; sleep 1; echo survived", {
+      timeoutMs: 8_000,
+    });
+    expect(["exited", "timed_out"]).toContain(r.status);
+    expect(await fixture.parts.cgroups.pids(ref.containerId)).toEqual([]);
+    expect((await sh("echo alive")).out).toBe("alive\n");
+  });
+
+  it("OOM-kills a memory hog inside the sandbox; agent-host stays up", async () => {
+    const r = await sh("x=a; while true; do x=$x$x; done", { timeoutMs: 20_000 });
+    expect(r.status).toBe("exited");
+    expect(r.exitCode).toBe(137);
+    expect((await sh("echo alive")).out).toBe("alive\n");
+  });
+
+  it("leaves no background process after an exec ends, times out or is cancelled", async () => {
+    const marker = (n: number) => `${String(4000 + n)}.123`;
+    await sh(`sleep ${marker(1)} & echo started`);
+    const timedOut = await sh(`sleep ${marker(2)} & sleep ${marker(3)}`, { timeoutMs: 300 });
+    expect(timedOut.status).toBe("timed_out");
+    const aborting = new AbortController();
+    const cancelled = driver.exec(
+      ref,
+      { cmd: ["sh", "-c", `sleep ${marker(4)} & sleep ${marker(5)}`] },
+      aborting.signal,
+    );
+    await waitFor(async () => (await hostProcessesWith(marker(5))).length > 0);
+    aborting.abort();
+    const c = await cancelled;
+    expect(c.ok && c.result.status).toBe("cancelled");
+    for (let n = 1; n <= 5; n++) expect(await hostProcessesWith(marker(n))).toEqual([]);
+    expect(await fixture.parts.cgroups.pids(ref.containerId)).toEqual([]);
+  });
+});
+
+describe("process tier: destroy", () => {
+  it("leaves no process, mount or cgroup of the sandbox on the host", async () => {
+    const dataRoot = await freshDataRoot();
+    const fixture = await processTierFixture({
+      dataRoot: dataRoot.path,
+      config: testConfig("unused"),
+      logger: silentLogger,
+    });
+    try {
+      await materializeWorkdir(dataRoot.path, "oscar", "work/d");
+      const created = await fixture.driver.create(
+        {
+          sandboxId: "dst000000001",
+          generation: 3,
+          uid: "oscar",
+          runtimeScopeId: randomUUID(),
+          workdirPath: "work/d",
+          nodeId: NODE,
+        },
+        signal(),
+      );
+      if (!created.ok) throw new Error("refused");
+      const running = fixture.driver.exec(
+        created.container,
+        { cmd: ["sh", "-c", "sleep 4999.5 & sleep 4998.5"] },
+        signal(),
+      );
+      await waitFor(async () => (await hostProcessesWith("4998.5")).length > 0);
+      expect(await fixture.driver.destroy(created.container, signal())).toEqual({
+        ok: true,
+        existed: true,
+      });
+      const ended = await running;
+      expect(
+        ended.ok && ended.result.status !== "exited" ? "killed" : ended.ok && ended.result.exitCode,
+      ).not.toBe(0);
+      expect(await hostProcessesWith("4999.5")).toEqual([]);
+      expect(await hostProcessesWith("4998.5")).toEqual([]);
+      expect(await fixture.parts.cgroups.list()).toEqual([]);
+      const mountinfo = await readFile("/proc/self/mountinfo", "utf8");
+      expect(mountinfo).not.toContain(created.container.containerId);
+      expect(await fixture.driver.inspect(created.container.containerId, signal())).toBeUndefined();
+      expect(await fixture.driver.exec(created.container, { cmd: ["true"] }, signal())).toEqual({
+        ok: false,
+        reason: "sandbox_gone",
+      });
+    } finally {
+      await fixture.cleanup();
+      await dataRoot.remove();
+    }
+  });
+});
+
+/** Host processes whose command line contains `needle` (verified from the host's /proc). */
+async function hostProcessesWith(needle: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const cmdline = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
+    const state = await readFile(`/proc/${name}/stat`, "utf8").catch(() => "");
+    if (cmdline.split("\0").includes(needle) && !/\) [ZX] /.test(state)) found.push(Number(name));
+  }
+  return found;
+}
+
+async function waitFor(condition: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met within 20 s");
+    await new Promise((r) => setImmediate(r));
+  }
+}

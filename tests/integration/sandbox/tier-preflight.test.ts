@@ -1,0 +1,113 @@
+import { randomUUID } from "node:crypto";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
+import { processPreflight } from "../../../agent-host/sandbox/process/process-preflight.ts";
+import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import { createDb } from "../../../shared/db/client.ts";
+import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
+import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
+import { freshDataRoot } from "../../support/data-root.ts";
+import { freshDatabase } from "../../support/postgres.ts";
+import { busyboxRuntimeDir } from "../../support/process-tier.ts";
+import { registerNode } from "./manager-fixture.ts";
+import { materializeWorkdir, silentLogger, testConfig, uniqueNodeId } from "./sandbox-fixture.ts";
+
+const hostPath = process.env.PATH ?? "";
+/** PATH without the directories that hold bwrap: the part "removed". */
+const pathWithoutBwrap = hostPath
+  .split(":")
+  .filter((d) => !["/usr/bin", "/bin", "/usr/local/bin"].includes(d))
+  .concat(["/nonexistent"])
+  .join(":");
+
+describe("process tier preflight", () => {
+  it("reports the tier unavailable, naming bwrap, when it is not on PATH", async () => {
+    const stateDir = join(tmpdir(), `workcell-preflight-${randomUUID()}`);
+    const found = await processPreflight({
+      stateDir,
+      cgroupParent: "workcell-test/preflight",
+      path: pathWithoutBwrap,
+    });
+    expect(found.ready).toBe(false);
+    expect(!found.ready && found.missing).toMatch(/bwrap is not on PATH.*bubblewrap/);
+  });
+
+  it("reports AppArmor's user namespace restriction as the missing part", async () => {
+    const procSys = await mkdtemp(join(tmpdir(), "workcell-procsys-"));
+    try {
+      await mkdir(join(procSys, "kernel"), { recursive: true });
+      await writeFile(join(procSys, "kernel/apparmor_restrict_unprivileged_userns"), "1\n");
+      const found = await processPreflight({
+        stateDir: join(procSys, "state"),
+        cgroupParent: "workcell-test/preflight",
+        procSys,
+      });
+      expect(!found.ready && found.missing).toMatch(
+        /AppArmor restricts unprivileged user namespaces/,
+      );
+    } finally {
+      await rm(procSys, { recursive: true, force: true });
+    }
+  });
+
+  it("is ready on this machine with everything present", async () => {
+    const stateDir = join(tmpdir(), `workcell-preflight-${randomUUID()}`);
+    const found = await processPreflight({ stateDir, cgroupParent: "workcell-test/preflight" });
+    expect(found.ready && found.detail).toMatch(/bubblewrap \d+\.\d+\.\d+, cgroup v[12]/);
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  it("with a part missing, a run asking for the tier fails sandbox_tier_unavailable and nothing runs", async () => {
+    const database = await freshDatabase();
+    const dataRoot = await freshDataRoot();
+    const stateDir = join(tmpdir(), `workcell-preflight-${randomUUID()}`);
+    try {
+      const db = createDb(database.sql);
+      const nodeId = uniqueNodeId();
+      await registerNode(db, nodeId);
+      const tiers = await detectSandboxTiers({
+        logger: silentLogger,
+        dataRoot: dataRoot.path,
+        config: testConfig("unused"),
+        runtimeDir: await busyboxRuntimeDir(),
+        process: { stateDir, cgroupParent: `workcell-test/${nodeId}`, path: pathWithoutBwrap },
+      });
+      expect(tiers.statuses).toEqual([
+        { tier: "container", ready: false, detail: "not configured on this node" },
+        { tier: "process", ready: false, detail: expect.stringMatching(/bwrap is not on PATH/) },
+      ]);
+      expect(tiers.driver.defaultTier()).toBeUndefined();
+      const manager = new SandboxManager({
+        db,
+        driver: tiers.driver,
+        logger: silentLogger,
+        nodeId,
+        config: testConfig("unused"),
+      });
+      const workdirPath = "work/refused";
+      await materializeWorkdir(dataRoot.path, "pat", workdirPath);
+      const err = await manager
+        .acquire(
+          { uid: "pat", runtimeScopeId: randomUUID(), workdirPath, tier: "process" },
+          AbortSignal.timeout(30_000),
+        )
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(WorkcellError);
+      expect((err as WorkcellError).details).toMatchObject({
+        reason: "sandbox_tier_unavailable",
+        tier: "process",
+      });
+      // Nothing was created: no generation directory, no running row.
+      expect(await readdir(stateDir).catch(() => [])).toEqual([]);
+      const rows = await db.select().from(sandboxes);
+      expect(rows.filter((r) => r.state === "running")).toEqual([]);
+    } finally {
+      await database.drop();
+      await dataRoot.remove();
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -190,6 +190,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
 
     const worker = new RunWorker({
       db: deps.db,
+      dataRoot: deps.dataRoot,
       sqs: deps.sqs,
       queueUrl: deps.runQueueUrl,
       ...(deps.deadLetterQueueUrl === undefined

@@ -10,6 +10,9 @@ import {
   SHELL_MODEL_NAME,
   type SubagentOutcome,
 } from "./agent/index.ts";
+import { leasedSandboxExec } from "./change-batch/leased-sandbox-exec.ts";
+import { leasedTools } from "./change-batch/leased-tools.ts";
+import type { TreeBatches } from "./change-batch/tree-batches.ts";
 import type { ChildRun } from "./create-child-run.ts";
 import type { RunEnding } from "./finish-run.ts";
 import type { RunControl } from "./run-control.ts";
@@ -27,6 +30,8 @@ export interface Execution {
   readonly control: RunControl;
   readonly events: RunEventLog;
   readonly depth: number;
+  /** The execution tree's change batches (shared with its sub-agents). */
+  readonly tree: TreeBatches;
   readonly projectId: string;
   readonly workdirPath: string;
   readonly handle: SandboxHandle;
@@ -83,11 +88,23 @@ export async function driveRun(
     // The shell model executes the message text: it gets the user's own words, never
     // the variant with the attachment list in front.
     const userText = model.name === SHELL_MODEL_NAME ? x.input : x.visibleInput;
+    // Every command and every host-side write into the Workdir runs under the Execution
+    // Lease and leaves a change batch (ARCHITECTURE.md §5).
+    const scope = { fence: x.fence, workdirPath: x.workdirPath, tree: x.tree };
     const result = await runAgentLoop({
       model,
-      tools: createAgentTools({ ...deps.agentTools, subagents: subagents !== undefined }),
+      tools: leasedTools(
+        createAgentTools({ ...deps.agentTools, subagents: subagents !== undefined }),
+        deps.leasedCommands,
+        scope,
+      ),
       toolEnv: {
-        sandbox: createSandboxExec(deps.sandboxes, x.handle),
+        sandbox: leasedSandboxExec(
+          createSandboxExec(deps.sandboxes, x.handle),
+          deps.leasedCommands,
+          scope,
+          model.name === SHELL_MODEL_NAME ? "shell" : "bash",
+        ),
         workspace,
         workdirPath: x.workdirPath,
         ...(subagents === undefined ? {} : { subagents }),

@@ -1,15 +1,12 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../../shared/db/client.ts";
-import { agentRuns, messages, runChangeSets, runChanges } from "../../shared/db/schema.ts";
+import { agentRuns, changeBatches, messages } from "../../shared/db/schema.ts";
 import {
   insertTerminalEvent,
   type TerminalEnding,
 } from "../../shared/runs/insert-terminal-event.ts";
+import type { ChangeBatch } from "./change-batch/change-batch.ts";
 import { fencedRun, type RunFence } from "./run-fence.ts";
-import type { WorkdirChanges } from "./workdir-changes.ts";
-
-/** Change rows per INSERT: 5 parameters each, far below PostgreSQL's 65535 per statement. */
-const CHANGE_ROWS_PER_INSERT = 1000;
 
 /** How a run ended, as the worker records it. */
 export interface RunEnding extends TerminalEnding {
@@ -24,9 +21,10 @@ export interface RunEnding extends TerminalEnding {
  * says running, nor a succeeded run without its answer. False when the fence no longer
  * holds (lease lost): then nothing was written.
  *
- * `changes` (root runs that executed) are the files the run changed in its Workdir; they
- * commit with the ending, so GET /v1/runs/{id}/changes of a finished run never shows a
- * half-written list, and a worker that lost its lease records none.
+ * `unrepaired` are change batches of the run's tree whose commit failed and that no repair
+ * pass has committed yet: each gets a placeholder (`pending_repair`, truncated, no items)
+ * in the same transaction, so the ended run's changes say they are incomplete until the
+ * repair pass completes them (commit-change-batch.ts), exactly once.
  */
 export async function finishRun(
   db: Db,
@@ -34,7 +32,7 @@ export async function finishRun(
   threadId: string,
   seq: number,
   ending: RunEnding,
-  changes?: WorkdirChanges,
+  unrepaired: readonly ChangeBatch[] = [],
 ): Promise<boolean> {
   return db.transaction(async (tx) => {
     const [row] = await tx
@@ -56,16 +54,27 @@ export async function finishRun(
         content: ending.finalText,
       });
     }
-    if (changes !== undefined) {
+    if (unrepaired.length > 0) {
       await tx
-        .insert(runChangeSets)
-        .values({ runId: fence.runId, uid: fence.uid, truncated: changes.truncated });
-      for (let at = 0; at < changes.items.length; at += CHANGE_ROWS_PER_INSERT) {
-        const chunk = changes.items.slice(at, at + CHANGE_ROWS_PER_INSERT);
-        await tx
-          .insert(runChanges)
-          .values(chunk.map((c) => ({ runId: fence.runId, uid: fence.uid, ...c })));
-      }
+        .insert(changeBatches)
+        .values(
+          unrepaired.map((b) => ({
+            batchId: b.batchId,
+            runId: b.runId,
+            rootRunId: b.rootRunId,
+            uid: b.uid,
+            seq: b.seq,
+            workdirPath: b.workdirPath,
+            tool: b.tool,
+            command: b.command,
+            truncated: true,
+            itemCount: 0,
+            startedAt: new Date(b.startedAt),
+            finishedAt: new Date(b.finishedAt),
+            pendingRepair: true,
+          })),
+        )
+        .onConflictDoNothing();
     }
     await insertTerminalEvent(tx, fence.runId, fence.uid, seq, ending);
     return true;

@@ -7,21 +7,14 @@ import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import type { UserWorkspaces, WorkspaceFs } from "../workspace/index.ts";
 import { WORKDIR_OUTPUTS_DIR } from "../workspace/index.ts";
 import type { RunContext } from "./run-context.ts";
-import type { RunWorkerLimits } from "./run-limits.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
-import { snapshotLimitsOf } from "./run-workdir-changes.ts";
 import type { SkillProjection } from "./skill-projection.ts";
-import { takeWorkdirSnapshot, type WorkdirSnapshot } from "./workdir-snapshot.ts";
 
 export interface PrepareRunDeps {
   readonly userWorkspaces: UserWorkspaces;
   readonly skillProjection: SkillProjection;
   readonly sandboxes: RunSandboxes;
   readonly logger: Logger;
-  readonly limits: Pick<
-    RunWorkerLimits,
-    "changesMaxEntries" | "changesMaxDepth" | "changesSnapshotTimeoutMs"
-  >;
 }
 
 export type Preparation =
@@ -31,8 +24,6 @@ export type Preparation =
       readonly created: boolean;
       /** Projected skill slugs, for the system prompt. */
       readonly skills: readonly string[];
-      /** The Workdir before the run, for its file changes; undefined if it could not be read. */
-      readonly before: WorkdirSnapshot | undefined;
     }
   /** The run cannot start here or anywhere: it ends `failed` with this error. */
   | { readonly kind: "failed"; readonly error: RunError }
@@ -48,10 +39,8 @@ export type Preparation =
  * 1. the Workdir: created for a managed project (`projects/<uuid>`, idempotent), only
  *    checked for a linked one (a missing directory fails the run `workdir_missing`:
  *    a linked Workdir is the user's, and inventing it would hide a mistake);
- * 2. `outputs/` in the Workdir: the run is its first use (docs/decisions/0008), then a
- *    snapshot of the Workdir's files, the "before" of the run's file changes (taken after
- *    `outputs/` so creating it is not the run's change, and before the sandbox, so none of
- *    this execution tree's processes can have written yet);
+ * 2. `outputs/` in the Workdir: the run is its first use (docs/decisions/0008); the run's
+ *    file changes are recorded per command under the Execution Lease (change-batch/);
  * 3. the uid's skill projection, refreshed against the grants;
  * 4. the sandbox of the run's scope, acquired last, so it only ever starts on an
  *    existing Workdir and a current projection.
@@ -77,23 +66,12 @@ export async function prepareRun(
     log.warn({ err: error, workdir_path: context.workdirPath }, "workdir not usable");
     return failed(error, "workdir_unavailable", "The Workdir could not be opened");
   }
-  let before: WorkdirSnapshot | undefined;
   try {
-    try {
-      await workdir.ensureDir(WORKDIR_OUTPUTS_DIR, { signal });
-    } catch (error) {
-      signal.throwIfAborted();
-      log.warn({ err: error }, "outputs/ could not be created");
-      return failed(error, "workdir_unavailable", "outputs/ could not be created in the Workdir");
-    }
-    try {
-      before = await takeWorkdirSnapshot(workdir, snapshotLimitsOf(deps.limits), signal);
-    } catch (error) {
-      signal.throwIfAborted();
-      // The run's file changes are a report, not a precondition: the run goes on and its
-      // change set is recorded as unknown (truncated, empty).
-      log.warn({ err: error }, "workdir snapshot failed; the run's changes will not be listed");
-    }
+    await workdir.ensureDir(WORKDIR_OUTPUTS_DIR, { signal });
+  } catch (error) {
+    signal.throwIfAborted();
+    log.warn({ err: error }, "outputs/ could not be created");
+    return failed(error, "workdir_unavailable", "outputs/ could not be created in the Workdir");
   } finally {
     workdir.close();
   }
@@ -157,7 +135,7 @@ export async function prepareRun(
     log.warn({ reason: acquired.reason }, "sandbox acquire refused");
     return { kind: "failed", error: { code: acquired.reason, message: error.message } };
   }
-  return { kind: "ready", handle: acquired.handle, created: acquired.created, skills, before };
+  return { kind: "ready", handle: acquired.handle, created: acquired.created, skills };
 }
 
 /**

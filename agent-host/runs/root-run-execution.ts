@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { AgentRun } from "../../shared/db/schema.ts";
 import { withAttachmentContext } from "../attachments/attachment-context.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
+import { TreeBatches } from "./change-batch/tree-batches.ts";
 import { executeChildRun } from "./child-run-execution.ts";
 import { driveRun } from "./drive-run.ts";
 import { type Preparation, prepareRun } from "./prepare-run.ts";
@@ -13,7 +14,6 @@ import type { RunExecutorDeps } from "./run-executor-deps.ts";
 import type { RunFence } from "./run-fence.ts";
 import { type RecordedRun, type RunOutcome, recordOutcome } from "./run-recorder.ts";
 import { withRunWiring } from "./run-wiring.ts";
-import { runWorkdirChanges } from "./run-workdir-changes.ts";
 import { cleanupExecutionTree } from "./tree-cleanup.ts";
 
 /** A claimed root run (claim-run.ts). */
@@ -97,6 +97,7 @@ async function prepareAndDrive(
     generation: ready.handle.generation,
   });
   log.info({ created: ready.created }, "run started");
+  const tree = new TreeBatches(run.runId);
   try {
     const ending = await driveRun(
       deps,
@@ -106,6 +107,7 @@ async function prepareAndDrive(
         control,
         events,
         depth: 0,
+        tree,
         projectId: context.projectId,
         workdirPath: context.workdirPath,
         handle: ready.handle,
@@ -122,17 +124,10 @@ async function prepareAndDrive(
       },
       (child, parent, signal) => executeChildRun(deps, child, parent, signal),
     );
-    // Taken while the lease still heartbeats; a lost lease records nothing anyway.
-    const changes =
-      ending === undefined
-        ? undefined
-        : await runWorkdirChanges(
-            { ...deps, logger: log },
-            { uid: run.uid, workdirPath: context.workdirPath },
-            ready.before,
-          );
+    // Sub-agents have ended: every command of the tree has its batch, committed or kept.
+    const unrepaired = await deps.leasedCommands.settle(tree, log);
     return {
-      outcome: { kind: "ended", ending, events, ...(changes === undefined ? {} : { changes }) },
+      outcome: { kind: "ended", ending, events, unrepaired },
       handle: ready.handle,
     };
   } catch (error) {

@@ -3,6 +3,7 @@ import type { Db } from "../../shared/db/client.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import type { CancelWatcher } from "./cancel-watcher.ts";
+import type { LeasedCommands } from "./change-batch/leased-commands.ts";
 import type { ModelClientFactory } from "./model-client-factory.ts";
 import type { RunWorkerLimits } from "./run-limits.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
@@ -16,6 +17,8 @@ export interface RunExecutorDeps {
   readonly skillProjection: SkillProjection;
   readonly modelClientFactory: ModelClientFactory;
   readonly cancelWatcher: CancelWatcher;
+  /** The Execution Lease and change batch around every command (change-batch/). */
+  readonly leasedCommands: LeasedCommands;
   readonly nodeId: string;
   readonly logger: Logger;
   readonly limits: RunWorkerLimits;

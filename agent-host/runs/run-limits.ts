@@ -1,4 +1,4 @@
-import { MAX_RUN_CHANGES_PER_RUN } from "../../shared/db/schema.ts";
+import { MAX_BATCH_ITEMS } from "../../shared/db/schema.ts";
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -45,8 +45,8 @@ export interface RunWorkerLimits {
   /** Thread history loaded into a run's model context, newest kept. */
   readonly maxHistoryMessages: number;
   /**
-   * Workdir snapshots for a root run's file changes (before it executes, after it ends):
-   * files and directories recorded per snapshot. Each entry is one lstat, and the walk
+   * Scans of the writable root around each command (before and after it, for its change
+   * batch): files and directories recorded per scan. Each entry is one lstat, and the walk
    * runs on the worker's thread, so this also bounds the time it takes.
    */
   readonly changesMaxEntries: number;
@@ -54,8 +54,17 @@ export interface RunWorkerLimits {
   readonly changesMaxDepth: number;
   /** Wall-clock budget of one snapshot; past it the rest is unlisted (truncated). */
   readonly changesSnapshotTimeoutMs: number;
-  /** Changes stored per run, at most MAX_RUN_CHANGES_PER_RUN (the API's answer is unpaged). */
+  /** File facts stored per change batch (one command), at most MAX_BATCH_ITEMS. */
   readonly changesMaxRecorded: number;
+  /**
+   * A command waiting for its Execution Lease re-checks at least this often (a release is
+   * also NOTIFYed; a dead holder is not, its rows lapse with its run lease).
+   */
+  readonly leasePollIntervalMs: number;
+  /** Server-side bound on each lease and batch statement. */
+  readonly leaseStatementTimeoutMs: number;
+  /** Between two repair passes over the kept change batches. */
+  readonly changeRepairIntervalMs: number;
 }
 
 export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
@@ -75,10 +84,14 @@ export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
   treeCleanupPollMs: 200,
   sandboxDestroyTimeoutMs: 2 * MINUTE_MS,
   maxHistoryMessages: 200,
-  changesMaxEntries: 20_000,
+  // Above 100k files a Workdir's batches say truncated; each entry is one lstat per scan.
+  changesMaxEntries: 120_000,
   changesMaxDepth: 16,
   changesSnapshotTimeoutMs: 10 * SECOND_MS,
-  changesMaxRecorded: MAX_RUN_CHANGES_PER_RUN,
+  changesMaxRecorded: MAX_BATCH_ITEMS,
+  leasePollIntervalMs: 500,
+  leaseStatementTimeoutMs: 10 * SECOND_MS,
+  changeRepairIntervalMs: 30 * SECOND_MS,
 });
 
 /** SQS's own bounds on long polling and on a message's delay. */
@@ -114,8 +127,8 @@ export function resolveRunWorkerLimits(overrides: Partial<RunWorkerLimits> = {})
   if (limits.changesMaxEntries < 0 || limits.changesMaxDepth < 0) {
     problems.push("changesMaxEntries and changesMaxDepth must not be negative");
   }
-  if (limits.changesMaxRecorded < 0 || limits.changesMaxRecorded > MAX_RUN_CHANGES_PER_RUN) {
-    problems.push(`changesMaxRecorded must be 0 to ${MAX_RUN_CHANGES_PER_RUN}`);
+  if (limits.changesMaxRecorded < 0 || limits.changesMaxRecorded > MAX_BATCH_ITEMS) {
+    problems.push(`changesMaxRecorded must be 0 to ${MAX_BATCH_ITEMS}`);
   }
   if (problems.length > 0)
     throw new RangeError(`Invalid run worker limits: ${problems.join("; ")}`);

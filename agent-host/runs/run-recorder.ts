@@ -1,11 +1,11 @@
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
 import type { AgentRun, RunError } from "../../shared/db/schema.ts";
+import type { ChangeBatch } from "./change-batch/change-batch.ts";
 import { releaseClaim } from "./claim-run.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
 import { nextEventSeq, type RunEventLog } from "./run-event-log.ts";
 import type { RunFence } from "./run-fence.ts";
-import type { WorkdirChanges } from "./workdir-changes.ts";
 
 /** What an execution (root or child) came to, before it is recorded. */
 export type RunOutcome =
@@ -14,8 +14,8 @@ export type RunOutcome =
       readonly kind: "ended";
       readonly ending: RunEnding | undefined;
       readonly events: RunEventLog;
-      /** A root run's Workdir changes, committed with the ending. */
-      readonly changes?: WorkdirChanges;
+      /** A root run's change batches still unrepaired at its end (placeholders). */
+      readonly unrepaired?: readonly ChangeBatch[];
     }
   /** Nothing executed and another try may work: give the claim back. */
   | { readonly kind: "hand_back"; readonly reason: string }
@@ -65,11 +65,11 @@ export async function recordOutcome(
 async function recordEnding(
   db: Db,
   { run, fence, logger }: RecordedTarget,
-  { ending, events, changes }: RunOutcome & { kind: "ended" },
+  { ending, events, unrepaired }: RunOutcome & { kind: "ended" },
 ): Promise<RecordedRun> {
   if (ending === undefined || events.lost) return { kind: "lease_lost" };
   await events.settled();
-  const ok = await finishRun(db, fence, run.threadId, events.nextSeq, ending, changes);
+  const ok = await finishRun(db, fence, run.threadId, events.nextSeq, ending, unrepaired);
   if (!ok) {
     logger.warn("run ended but its lease was lost; nothing recorded");
     return { kind: "lease_lost" };
@@ -78,9 +78,9 @@ async function recordEnding(
     {
       status: ending.status,
       ...(ending.error ? { error_code: ending.error.code } : {}),
-      ...(changes === undefined
+      ...(unrepaired === undefined || unrepaired.length === 0
         ? {}
-        : { changed_files: changes.items.length, changes_truncated: changes.truncated }),
+        : { unrepaired_change_batches: unrepaired.map((b) => b.batchId) }),
     },
     "run ended",
   );

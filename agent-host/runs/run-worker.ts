@@ -11,6 +11,7 @@ import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import { CancelWatcher } from "./cancel-watcher.ts";
+import { RunBatches } from "./change-batch/run-batches.ts";
 import { claimRun } from "./claim-run.ts";
 import type { ListenFn } from "./listen.ts";
 import type { ModelClientFactory } from "./model-client-factory.ts";
@@ -37,6 +38,8 @@ export interface RunWorkerDeps {
   readonly modelClientFactory: ModelClientFactory;
   /** This agent-host's node id; its `nodes` row must exist. */
   readonly nodeId: string;
+  /** The agent-host's data root (DATA_ROOT): change batch repair records live under it. */
+  readonly dataRoot: string;
   readonly logger: Logger;
   readonly limits?: Partial<RunWorkerLimits>;
   /**
@@ -63,6 +66,7 @@ export class RunWorker {
   readonly #log: Logger;
   readonly #cancels: CancelWatcher;
   readonly #executor: RunExecutor;
+  readonly #batches: RunBatches;
   readonly #consumer: RunConsumer;
   /** Aborted when the grace period of stop() is over: runs still executing are stopped. */
   readonly #shutdown = new AbortController();
@@ -77,7 +81,17 @@ export class RunWorker {
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
       logger: this.#log,
     });
+    this.#batches = new RunBatches({
+      db: deps.db,
+      nodeId: deps.nodeId,
+      dataRoot: deps.dataRoot,
+      userWorkspaces: deps.userWorkspaces,
+      ...(deps.listen === undefined ? {} : { listen: deps.listen }),
+      limits: this.#limits,
+      logger: this.#log,
+    });
     this.#executor = new RunExecutor({
+      leasedCommands: this.#batches.commands,
       db: deps.db,
       sandboxes: deps.sandboxManager,
       userWorkspaces: deps.userWorkspaces,
@@ -114,6 +128,7 @@ export class RunWorker {
     if (this.#started) throw new Error("RunWorker.start() was already called");
     this.#started = true;
     await this.#cancels.start();
+    await this.#batches.start();
     this.#consumer.start();
     this.#log.info({ concurrency: this.#limits.concurrency }, "run worker started");
   }
@@ -144,6 +159,7 @@ export class RunWorker {
       }
     }
     this.#shutdown.abort();
+    await this.#batches.stop();
     await this.#cancels.stop();
     this.#log.info("run worker stopped");
   }

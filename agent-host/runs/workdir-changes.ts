@@ -1,5 +1,22 @@
 import type { RunChangeKind } from "../../shared/db/schema.ts";
-import type { WorkdirSnapshot } from "./workdir-snapshot.ts";
+import type { MetadataScan } from "../workspace/index.ts";
+
+/** What makes a file count as modified between two snapshots. */
+export interface FileStamp {
+  readonly size: number;
+  readonly mtimeMs: number;
+  /** Compared when both snapshots have them (metadata-scan.ts records them). */
+  readonly ctimeMs?: number;
+  readonly ino?: number;
+}
+
+/**
+ * The regular files of a Workdir at one moment, with what is known about its directories
+ * (a MetadataScan is one): `dirs` every directory seen, `complete` those listed in full.
+ */
+export type WorkdirSnapshot = Omit<MetadataScan, "files"> & {
+  readonly files: ReadonlyMap<string, FileStamp>;
+};
 
 export interface WorkdirChange {
   /** Workdir-relative, as the workspace layer addresses it. */
@@ -9,7 +26,7 @@ export interface WorkdirChange {
   readonly size: number | null;
 }
 
-/** What a run's ending records about its Workdir (run_changes + run_change_sets). */
+/** What one command changed in its Workdir (its change batch's items). */
 export interface WorkdirChanges {
   /** Sorted by path (UTF-16 code units), at most the cap given to diffWorkdirSnapshots. */
   readonly items: readonly WorkdirChange[];

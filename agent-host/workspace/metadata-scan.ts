@@ -9,7 +9,7 @@ export interface MetadataScanLimits {
   readonly maxEntries: number;
   /** Deepest directory listed (the scanned directory itself is depth 0). */
   readonly maxDepth: number;
-  /** Wall-clock budget; directories not reached by then are left unlisted. */
+  /** Wall-clock budget; subdirectories not reached by then are left unlisted. */
   readonly timeoutMs: number;
 }
 
@@ -45,7 +45,8 @@ const ENTRIES_PER_YIELD = 2_000;
 const OPEN_DIR = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 /**
- * Metadata only (never a file's bytes): a depth-first walk of the directory open as `dirFd`
+ * Metadata only (never a file's bytes): a walk (each directory's entries, then its
+ * subdirectories) of the directory open as `dirFd`
  * that never follows a symlink and never leaves it. Each directory is opened from its
  * parent's descriptor through /proc/self/fd/<fd>/<name> with O_NOFOLLOW|O_DIRECTORY (the
  * magic link pins the parent; a name swapped for a symlink fails with ELOOP and is left
@@ -74,8 +75,11 @@ export async function scanMetadata(
     const listing = readdirSync(base, { withFileTypes: true });
     listing.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     let listedAll = true;
+    // The directory's own entries first, then its subdirectories: a bound hit deeper down
+    // never leaves a shallower directory incomplete.
+    const subdirs: { name: string; path: string }[] = [];
     for (const entry of listing) {
-      if (state.entries >= limits.maxEntries || performance.now() > deadline) {
+      if (state.entries >= limits.maxEntries) {
         listedAll = false;
         break;
       }
@@ -101,7 +105,15 @@ export async function scanMetadata(
         continue;
       }
       dirs.add(path);
-      if (depth + 1 > limits.maxDepth) {
+      subdirs.push({ name, path });
+    }
+    for (const { name, path } of subdirs) {
+      // The time budget is checked per directory: past it, subdirectories are seen, not listed.
+      if (
+        depth + 1 > limits.maxDepth ||
+        state.entries >= limits.maxEntries ||
+        performance.now() > deadline
+      ) {
         state.truncated = true;
         continue;
       }

@@ -3,6 +3,7 @@ import {
   runCancelRequestSchema,
   runCancelResponseSchema,
   runChangeListSchema,
+  runChangesQuerySchema,
   runSchema,
   runSubmitRequestSchema,
   runSubmitResponseSchema,
@@ -113,14 +114,16 @@ const listChanges = createRoute({
   method: "get",
   path: "/v1/runs/{run_id}/changes",
   summary: "Files the run changed in its Workdir",
+  description:
+    "The union of the run's change batches (one per command, docs/decisions/0014); `?batch=` gives one command's batch. `truncated` is true whenever the list may be incomplete.",
   security: bearerSecurity,
-  request: { params: runIdParams },
+  request: { params: runIdParams, query: runChangesQuerySchema },
   responses: {
     200: {
       description: "Changed files",
       content: { "application/json": { schema: runChangeListSchema } },
     },
-    404: errorResponse("No such run for this user."),
+    404: errorResponse("No such run for this user, or no such batch of the run."),
     ...commonErrors,
   },
 });
@@ -186,6 +189,13 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
   app.openapi(listChanges, async (c) => {
     const run = await findRun(deps.db, c.var.principal.uid, c.req.valid("param").run_id);
     if (run === undefined) throw new WorkcellError("not_found", "No such run.");
-    return c.json({ items: await deps.runChanges.listChanges(run, c.req.raw.signal) }, 200);
+    const { batch } = c.req.valid("query");
+    const changes = await deps.runChanges.listChanges(
+      run,
+      c.req.raw.signal,
+      batch === undefined ? {} : { batchId: batch },
+    );
+    if (changes === undefined) throw new WorkcellError("not_found", "No such batch of this run.");
+    return c.json(changes, 200);
   });
 }

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { emptyRequestSchema, listOf, timestampSchema, uuidSchema } from "./common.ts";
+import { emptyRequestSchema, timestampSchema, uuidSchema } from "./common.ts";
 import { MAX_THREAD_TITLE_CHARS, threadSchema } from "./thread.ts";
 
 /** Longest user input of one run, in UTF-16 code units (what `string.length` counts). */
@@ -135,10 +135,66 @@ export const runChangeSchema = z
   })
   .describe("A file the run changed in its Workdir.");
 
-export const runChangeListSchema = listOf(runChangeSchema).describe("Files the run changed.");
+/** Most batches listed with a run's changes (the newest are cut, and `truncated` is set). */
+export const MAX_LISTED_CHANGE_BATCHES = 1000;
+
+export const runChangeBatchSchema = z
+  .object({
+    batch_id: uuidSchema.describe("Batch id; pass it as `?batch=` for this command's files."),
+    run_id: uuidSchema.describe("The run that executed the command (a sub-agent's, too)."),
+    seq: z.number().int().nonnegative().describe("Order of the command in the execution tree."),
+    tool: z
+      .enum(["bash", "shell", "write_file"])
+      .describe("What ran: a bash tool command, a shell-model command, a write_file call."),
+    command: z.string().describe("The command (cut to 2000 characters)."),
+    started_at: timestampSchema.describe("When the command started (it held its lease)."),
+    finished_at: timestampSchema.describe("When it ended."),
+    item_count: z.number().int().nonnegative().describe("Files this batch recorded."),
+    truncated: z
+      .boolean()
+      .describe("True when the batch is not this command's whole effect (a bound was hit)."),
+    pending_repair: z
+      .boolean()
+      .describe(
+        "True while the batch's commit failed and its facts wait on the agent-host for the repair pass.",
+      ),
+  })
+  .openapi("RunChangeBatch")
+  .describe("The files one command changed, committed as one batch under its Execution Lease.");
+
+export const runChangeListSchema = z
+  .object({
+    items: z
+      .array(runChangeSchema)
+      .describe(
+        "Net effect per file over the listed batches, sorted by path: added-then-deleted files are left out, a deleted file written again is `modified`.",
+      ),
+    truncated: z
+      .boolean()
+      .describe(
+        "True whenever the list may be incomplete: the run is still going, a batch hit a bound or awaits repair, or a list was cut.",
+      ),
+    batches: z
+      .array(runChangeBatchSchema)
+      .describe(
+        `The batches the items come from, in order (at most ${MAX_LISTED_CHANGE_BATCHES}).`,
+      ),
+  })
+  .openapi("RunChangeList")
+  .describe("Files the run changed: the union of its change batches.");
+
+export const runChangesQuerySchema = z
+  .object({
+    batch: uuidSchema
+      .optional()
+      .describe("Only this batch's files (one command); 404 if it is not one of this run's."),
+  })
+  .strict();
 
 export type AgentOptions = z.infer<typeof agentOptionsSchema>;
 export type ThreadRunSubmitRequest = z.infer<typeof threadRunSubmitRequestSchema>;
 export type RunSubmitRequest = z.infer<typeof runSubmitRequestSchema>;
 export type Run = z.infer<typeof runSchema>;
 export type RunChange = z.infer<typeof runChangeSchema>;
+export type RunChangeBatch = z.infer<typeof runChangeBatchSchema>;
+export type RunChangeList = z.infer<typeof runChangeListSchema>;

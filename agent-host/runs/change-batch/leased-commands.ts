@@ -142,6 +142,29 @@ export class LeasedCommands {
     }
   }
 
+  /**
+   * At a root run's end: commits the tree's batches kept for repair, if the database is
+   * back; returns those still unrepaired (the ending records placeholders for them).
+   */
+  async settle(tree: TreeBatches, log: Logger): Promise<readonly ChangeBatch[]> {
+    for (const batch of tree.unrepaired) {
+      try {
+        await commitChangeBatch(this.#deps.db, batch, {
+          statementTimeoutMs: this.#deps.limits.statementTimeoutMs,
+          repaired: true,
+        });
+        tree.repaired(batch.batchId);
+        await this.#deps.repairs.remove(batch.batchId);
+      } catch (error) {
+        log.warn(
+          { err: error, batch_id: batch.batchId },
+          "change batch still unrepaired at run end",
+        );
+      }
+    }
+    return tree.unrepaired;
+  }
+
   async #keep(batch: ChangeBatch, tree: TreeBatches, cause: unknown, log: Logger): Promise<void> {
     tree.keptForRepair(batch);
     try {

@@ -247,7 +247,9 @@ describe("GET /v1/runs/{id} and /changes", () => {
     expect(await jsonOf<Run>(await h.call("GET", `/v1/runs/${run.run_id}`))).toEqual(run);
     const changes = await h.call("GET", `/v1/runs/${run.run_id}/changes`);
     expect(changes.status).toBe(200);
-    expect(await changes.json()).toEqual({ items: [] });
+    // Not run yet: nothing recorded, and the list says it is not complete.
+    expect(await changes.json()).toEqual({ items: [], truncated: true, batches: [] });
+    expect((await h.call("GET", `/v1/runs/${run.run_id}/changes?batch=zzz`)).status).toBe(400);
     for (const [uid, id] of [
       [BOB, run.run_id],
       ["alice", crypto.randomUUID()],

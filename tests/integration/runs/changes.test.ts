@@ -3,10 +3,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import type { ChangeBatch } from "../../../agent-host/runs/change-batch/change-batch.ts";
 import { finishRun } from "../../../agent-host/runs/finish-run.ts";
 import { claimRun } from "../../../agent-host/runs/index.ts";
 import type { RunChange } from "../../../shared/contracts/run.ts";
-import { type NewRunChangeRow, runChangeSets, runChanges } from "../../../shared/db/schema.ts";
+import { changeBatches, changeBatchItems } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
 import { type RunApi, runApi } from "./run-api.ts";
@@ -60,9 +61,22 @@ async function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<vo
   }
 }
 
-async function changeSet(runId: string) {
-  const [row] = await world.db.select().from(runChangeSets).where(eq(runChangeSets.runId, runId));
-  return row;
+type ChangeList = {
+  items: RunChange[];
+  truncated: boolean;
+  batches: {
+    batch_id: string;
+    run_id: string;
+    tool: string;
+    item_count: number;
+    truncated: boolean;
+  }[];
+};
+
+async function changesOf(runId: string, query = ""): Promise<ChangeList> {
+  const response = await api.call("GET", `/v1/runs/${runId}/changes${query}`, UID);
+  expect(response.status).toBe(200);
+  return (await response.json()) as ChangeList;
 }
 
 it("a run's created, modified and deleted files are its changes; nothing outside its Workdir is", async () => {
@@ -109,41 +123,47 @@ it("a run's created, modified and deleted files are its changes; nothing outside
   );
   expect(readFileSync(onHost(neighbour.workdirPath, "via-link.txt"), "utf8")).toBe("via-link\n");
 
-  const response = await changesThroughApi(runId);
-  expect(response.status).toBe(200);
-  expect(await response.json()).toEqual({
-    items: [
-      { path: "added.txt", change: "added", size: 4 },
-      { path: "delete.txt", change: "deleted", size: null },
-      { path: "dir/gone.txt", change: "deleted", size: null },
-      { path: "dir/sub/gone-too.txt", change: "deleted", size: null },
-      { path: "made/deep/n.bin", change: "added", size: 5 },
-      { path: "modify.txt", change: "modified", size: 12 },
-      { path: "outputs/report.md", change: "added", size: 2 },
-    ] satisfies RunChange[],
-  });
-  expect(await changeSet(runId)).toMatchObject({ uid: UID, truncated: false });
+  const changes = await changesOf(runId);
+  expect(changes.items).toEqual([
+    { path: "added.txt", change: "added", size: 4 },
+    { path: "delete.txt", change: "deleted", size: null },
+    { path: "dir/gone.txt", change: "deleted", size: null },
+    { path: "dir/sub/gone-too.txt", change: "deleted", size: null },
+    { path: "made/deep/n.bin", change: "added", size: 5 },
+    { path: "modify.txt", change: "modified", size: 12 },
+    { path: "outputs/report.md", change: "added", size: 2 },
+  ] satisfies RunChange[]);
+  expect(changes.truncated).toBe(false);
+  // The shell model ran one command: one batch, and `?batch=` gives the same facts.
+  expect(changes.batches).toMatchObject([
+    { run_id: runId, tool: "shell", item_count: 7, truncated: false },
+  ]);
+  const batchId = changes.batches[0]?.batch_id as string;
+  expect((await changesOf(runId, `?batch=${batchId}`)).items).toEqual(changes.items);
+  expect((await changesThroughApi(randomUUID())).status).toBe(404);
+  const other = await api.call("GET", `/v1/runs/${runId}/changes?batch=${randomUUID()}`, UID);
+  expect(other.status).toBe(404);
 
   // Another user's run is indistinguishable from none, changes included.
   expect((await changesThroughApi(runId, "intruder")).status).toBe(404);
   expect((await changesThroughApi(randomUUID())).status).toBe(404);
 });
 
-it("a run that changes nothing has an empty list; a run that never executed has none recorded", async () => {
+it("a run that changes nothing has an empty, complete list; a run that never executed has no batch", async () => {
   await world.worker();
   const project = await world.project();
   await seed(project, { "a.txt": "a\n" });
   const thread = await world.thread(project);
   const quiet = await submitThroughApi(thread, "cat a.txt");
   expect((await world.waitForRun(quiet)).status).toBe("succeeded");
-  expect(await (await changesThroughApi(quiet)).json()).toEqual({ items: [] });
-  expect(await changeSet(quiet)).toMatchObject({ truncated: false });
+  const quietChanges = await changesOf(quiet);
+  expect(quietChanges).toMatchObject({ items: [], truncated: false });
+  expect(quietChanges.batches).toMatchObject([{ item_count: 0, truncated: false }]);
 
   const missing = await world.project({ linkedPath: "code/not-there" });
   const failed = await submitThroughApi(await world.thread(missing), "echo never");
   expect((await world.waitForRun(failed)).error?.code).toBe("workdir_missing");
-  expect(await (await changesThroughApi(failed)).json()).toEqual({ items: [] });
-  expect(await changeSet(failed)).toBeUndefined();
+  expect(await changesOf(failed)).toEqual({ items: [], truncated: false, batches: [] });
 });
 
 it("a cancelled run's changes are recorded too", async () => {
@@ -155,8 +175,9 @@ it("a cancelled run's changes are recorded too", async () => {
   await waitFor(() => existsSync(half));
   await world.requestCancel(runId);
   expect((await world.waitForRun(runId)).status).toBe("cancelled");
-  expect(await (await changesThroughApi(runId)).json()).toEqual({
+  expect(await changesOf(runId)).toMatchObject({
     items: [{ path: "outputs/half.txt", change: "added", size: 8 }],
+    truncated: false,
   });
 });
 
@@ -168,16 +189,16 @@ it("a run that removes its whole Workdir reports every file deleted", async () =
   const runId = await submitThroughApi(thread, 'rm -rf "$PWD"; echo gone');
   expect((await world.waitForRun(runId)).status).toBe("succeeded");
   expect(existsSync(onHost(project.workdirPath))).toBe(false);
-  expect(await (await changesThroughApi(runId)).json()).toEqual({
+  expect(await changesOf(runId)).toMatchObject({
     items: [
       { path: "a.txt", change: "deleted", size: null },
       { path: "d/b.txt", change: "deleted", size: null },
     ],
+    truncated: false,
   });
-  expect(await changeSet(runId)).toMatchObject({ truncated: false });
 });
 
-it("a snapshot past its bound records what it saw, exactly, and says truncated", async () => {
+it("a scan past its bound records what it saw, exactly, and says truncated", async () => {
   // Root: bulk/, outputs/, top.txt (3 entries), then 2 left for bulk/'s 10 files.
   await world.worker({ limits: { changesMaxEntries: 5 } });
   const project = await world.project();
@@ -193,16 +214,16 @@ it("a snapshot past its bound records what it saw, exactly, and says truncated",
   expect((await world.waitForRun(runId)).status).toBe("succeeded");
   // Exact where both snapshots listed in full (the Workdir itself); nothing invented for
   // bulk/, which neither listed in full.
-  expect(await (await changesThroughApi(runId)).json()).toEqual({
+  expect(await changesOf(runId)).toMatchObject({
     items: [
       { path: "new.txt", change: "added", size: 2 },
       { path: "top.txt", change: "modified", size: 9 },
     ],
+    truncated: true,
   });
-  expect(await changeSet(runId)).toMatchObject({ truncated: true });
 });
 
-it("the root run lists its execution tree's changes; a sub-agent's own list is empty", async () => {
+it("the root run lists its execution tree's batches; a sub-agent's list is its own", async () => {
   const models = scriptedModels((request) => {
     if (request.depth === 1) {
       return [
@@ -228,53 +249,95 @@ it("the root run lists its execution tree's changes; a sub-agent's own list is e
   if (child === undefined) throw new Error("no sub-agent run");
   expect(child.status).toBe("succeeded");
 
-  expect(await (await changesThroughApi(rootId)).json()).toEqual({
+  const root = await changesOf(rootId);
+  expect(root).toMatchObject({
     items: [
       { path: "child-file.txt", change: "added", size: 11 },
       { path: "parent.txt", change: "added", size: 2 },
     ],
+    truncated: false,
   });
-  expect(await (await changesThroughApi(child.runId)).json()).toEqual({ items: [] });
-  expect(await changeSet(child.runId)).toBeUndefined();
-  const childRows = await world.db
-    .select()
-    .from(runChanges)
-    .where(eq(runChanges.runId, child.runId));
-  expect(childRows).toEqual([]);
+  // The child's write_file ran (under the lease) before the parent's next command.
+  expect(root.batches.map((b) => [b.run_id, b.tool])).toEqual([
+    [child.runId, "write_file"],
+    [rootId, "bash"],
+  ]);
+  expect((await changesOf(child.runId)).items).toEqual([
+    { path: "child-file.txt", change: "added", size: 11 },
+  ]);
 });
 
-it("the changes are written by the fenced ending: a worker that lost its claim records none", async () => {
+it("unrepaired placeholders are written by the fenced ending: a worker that lost its claim records none", async () => {
   const thread = await world.thread(await world.project());
   const runId = await world.commitRun(thread, "task");
   const claim = await claimRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 });
   if (!claim.ok) throw new Error("claim failed");
-  const changes = {
-    items: [{ path: "late.txt", change: "added" as const, size: 1 }],
-    truncated: false,
-  };
+  const now = new Date().toISOString();
+  const unrepaired: ChangeBatch[] = [
+    {
+      batchId: randomUUID(),
+      runId,
+      rootRunId: runId,
+      uid: UID,
+      seq: 0,
+      workdirPath: "w",
+      tool: "bash",
+      command: "late",
+      startedAt: now,
+      finishedAt: now,
+      items: [{ path: "late.txt", change: "added", size: 1 }],
+      truncated: false,
+    },
+  ];
   // The lease expired and the sweeper ended the run node_lost; the old worker finishes late.
   await failExpiredLeases(world.db, new Date(Date.now() + 3_600_000));
-  expect(await finishRun(world.db, claim.fence, thread, 2, { status: "succeeded" }, changes)).toBe(
-    false,
+  expect(
+    await finishRun(world.db, claim.fence, thread, 2, { status: "succeeded" }, unrepaired),
+  ).toBe(false);
+  expect(await world.db.select().from(changeBatches).where(eq(changeBatches.runId, runId))).toEqual(
+    [],
   );
-  expect(await changeSet(runId)).toBeUndefined();
-  expect(await world.db.select().from(runChanges).where(eq(runChanges.runId, runId))).toEqual([]);
-  expect(await (await changesThroughApi(runId)).json()).toEqual({ items: [] });
+  expect(await changesOf(runId)).toEqual({ items: [], truncated: false, batches: [] });
 });
 
-it("the table refuses a change of another user's run, a deleted file with a size, an absolute path", async () => {
+it("the tables refuse a batch of another user's run, a deleted file with a size, an absolute path", async () => {
   const thread = await world.thread(await world.project());
   const runId = await world.commitRun(thread, "task");
-  const row: NewRunChangeRow = { runId, uid: UID, path: "a.txt", change: "added", size: 1 };
-  await world.db.insert(runChanges).values(row);
-  const refused = async (values: NewRunChangeRow) => {
-    await expect(world.db.insert(runChanges).values(values)).rejects.toThrow();
+  const batch = {
+    batchId: randomUUID(),
+    runId,
+    rootRunId: runId,
+    uid: UID,
+    seq: 0,
+    workdirPath: "w",
+    tool: "bash" as const,
+    command: "x",
+    truncated: false,
+    itemCount: 1,
+    startedAt: new Date(),
+    finishedAt: new Date(),
   };
-  await refused({ ...row, path: "b.txt", uid: "someone-else" });
+  await expect(
+    world.db.insert(changeBatches).values({ ...batch, batchId: randomUUID(), uid: "someone-else" }),
+  ).rejects.toThrow();
+  await world.db.insert(changeBatches).values(batch);
+  type Item = typeof changeBatchItems.$inferInsert;
+  const row: Item = { batchId: batch.batchId, path: "a.txt", change: "added", size: 1 };
+  await world.db.insert(changeBatchItems).values(row);
+  const refused = async (values: Item) => {
+    await expect(world.db.insert(changeBatchItems).values(values)).rejects.toThrow();
+  };
   await refused({ ...row, path: "c.txt", change: "deleted" });
   await refused({ ...row, path: "d.txt", size: null });
   await refused({ ...row, path: "/etc/passwd" });
   await refused({ ...row, path: "" });
-  // One row per path and run.
+  await refused({ ...row, batchId: randomUUID(), path: "e.txt" });
+  // One row per path and batch.
   await refused({ ...row, size: 2 });
+  // A placeholder awaiting repair is truncated and empty by construction.
+  await expect(
+    world.db
+      .insert(changeBatches)
+      .values({ ...batch, batchId: randomUUID(), pendingRepair: true, truncated: false }),
+  ).rejects.toThrow();
 });

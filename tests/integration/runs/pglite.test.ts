@@ -97,6 +97,7 @@ it("runs, sub-agents, cancels and tree cleanup work on PGlite", async () => {
   });
   worker = new RunWorker({
     db,
+    dataRoot: dataRoot.path,
     sqs,
     queueUrl,
     sandboxManager: manager,

@@ -116,6 +116,7 @@ export async function runWorld(): Promise<RunWorld> {
     async worker(options = {}) {
       const worker = new RunWorker({
         db,
+        dataRoot: base.dataRoot.path,
         sqs,
         queueUrl,
         deadLetterQueueUrl: dlqUrl,

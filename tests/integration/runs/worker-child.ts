@@ -51,6 +51,7 @@ const sqs = new SQSClient({
 });
 const worker = new RunWorker({
   db,
+  dataRoot: args.dataRoot,
   sqs,
   queueUrl: args.queueUrl,
   sandboxManager,

@@ -1,6 +1,10 @@
 import { describe, expect, test } from "vitest";
-import { diffWorkdirSnapshots, UNKNOWN_CHANGES } from "../../../agent-host/runs/workdir-changes.ts";
-import type { FileStamp, WorkdirSnapshot } from "../../../agent-host/runs/workdir-snapshot.ts";
+import {
+  diffWorkdirSnapshots,
+  type FileStamp,
+  UNKNOWN_CHANGES,
+  type WorkdirSnapshot,
+} from "../../../agent-host/runs/workdir-changes.ts";
 
 /** A snapshot that listed every directory it saw, unless `incomplete` names some. */
 function snapshot(

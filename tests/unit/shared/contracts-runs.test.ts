@@ -112,11 +112,27 @@ describe("run resource", () => {
         { path: "a.txt", change: "added", size: 3 },
         { path: "b.txt", change: "deleted", size: null },
       ],
+      truncated: false,
+      batches: [
+        {
+          batch_id: ID,
+          run_id: ID,
+          seq: 0,
+          tool: "bash",
+          command: "echo a > a.txt; rm b.txt",
+          started_at: AT,
+          finished_at: AT,
+          item_count: 2,
+          truncated: false,
+          pending_repair: false,
+        },
+      ],
     };
     expect(runChangeListSchema.parse(changes)).toEqual(changes);
-    expect(
-      runChangeListSchema.safeParse({ items: [{ path: "a", change: "renamed", size: 1 }] }).success,
-    ).toBe(false);
+    const bad = { ...changes, items: [{ path: "a", change: "renamed", size: 1 }] };
+    expect(runChangeListSchema.safeParse(bad).success).toBe(false);
+    // `truncated` is never left out: a bounded list must say so.
+    expect(runChangeListSchema.safeParse({ items: [], batches: [] }).success).toBe(false);
   });
 });
 

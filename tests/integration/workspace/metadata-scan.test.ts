@@ -1,11 +1,12 @@
+import { execFileSync } from "node:child_process";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { takeWorkdirSnapshot } from "../../../agent-host/runs/workdir-snapshot.ts";
 import {
   createLibcSyscalls,
   createPathResolver,
   createUserWorkspaces,
+  type MetadataScanLimits,
   type WorkspaceFs,
 } from "../../../agent-host/workspace/index.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
@@ -45,7 +46,10 @@ function tree(files: string[]): void {
 
 const signal = () => AbortSignal.timeout(30_000);
 
-describe("takeWorkdirSnapshot", () => {
+const takeWorkdirSnapshot = (fs: WorkspaceFs, limits: MetadataScanLimits, signal: AbortSignal) =>
+  fs.scanMetadata("", limits, { signal });
+
+describe("scanMetadata", () => {
   it("records regular files with size and mtime, and never follows a symlink out of the Workdir", async () => {
     tree(["a.txt", "d/b.txt", "d/e/c.txt"]);
     const outside = join(root.path, "outside");
@@ -58,6 +62,7 @@ describe("takeWorkdirSnapshot", () => {
     expect([...snap.files.keys()].sort()).toEqual(["a.txt", "d/b.txt", "d/e/c.txt"]);
     expect(snap.files.get("d/b.txt")?.size).toBe("d/b.txt".length);
     expect(snap.files.get("a.txt")?.mtimeMs).toBeGreaterThan(0);
+    expect(snap.files.get("a.txt")?.ctimeMs).toBeGreaterThan(0);
     expect([...snap.complete].sort()).toEqual(["", "d", "d/e"]);
     expect(snap.truncated).toBe(false);
   });
@@ -91,6 +96,18 @@ describe("takeWorkdirSnapshot", () => {
     expect([...snap.files.keys()]).toEqual(["a"]);
     expect([...snap.complete]).toEqual([""]);
     expect(snap.truncated).toBe(true);
+  });
+
+  it("a FIFO is skipped without blocking; a name it cannot report makes the scan truncated", async () => {
+    tree(["a.txt"]);
+    execFileSync("mkfifo", [join(hostDir, "pipe")]);
+    const clean = await takeWorkdirSnapshot(workdir, WIDE, signal());
+    expect([...clean.files.keys()]).toEqual(["a.txt"]);
+    expect(clean.truncated).toBe(false);
+    // The layer's temp prefix: hidden from listings, so it must not hide a change here.
+    writeFileSync(join(hostDir, ".wc-tmp-planted"), "hidden?");
+    const planted = await takeWorkdirSnapshot(workdir, WIDE, signal());
+    expect(planted.truncated).toBe(true);
   });
 
   it("an abort rejects", async () => {

@@ -619,9 +619,16 @@ export interface paths {
     };
   };
   "/v1/runs/{run_id}/changes": {
-    /** Files the run changed in its Workdir */
+    /**
+     * Files the run changed in its Workdir
+     * @description The union of the run's change batches (one per command, docs/decisions/0014); `?batch=` gives one command's batch. `truncated` is true whenever the list may be incomplete.
+     */
     get: {
       parameters: {
+        query?: {
+          /** @description Only this batch's files (one command); 404 if it is not one of this run's. */
+          batch?: string;
+        };
         path: {
           /** @description Run id; a malformed id answers 404 like an unknown one. */
           run_id: string;
@@ -631,20 +638,7 @@ export interface paths {
         /** @description Changed files */
         200: {
           content: {
-            "application/json": {
-              /** @description The items, all of them. */
-              items: ({
-                  /** @description Workdir-relative path of the file. */
-                  path: string;
-                  /**
-                   * @description What the run did to it.
-                   * @enum {string}
-                   */
-                  change: "added" | "modified" | "deleted";
-                  /** @description Size in bytes after the run; null for a deleted file. */
-                  size: number | null;
-                })[];
-            };
+            "application/json": components["schemas"]["RunChangeList"];
           };
         };
         /** @description Missing or invalid token. */
@@ -653,7 +647,7 @@ export interface paths {
             "application/json": components["schemas"]["ErrorBody"];
           };
         };
-        /** @description No such run for this user. */
+        /** @description No such run for this user, or no such batch of the run. */
         404: {
           content: {
             "application/json": components["schemas"]["ErrorBody"];
@@ -1733,6 +1727,11 @@ export interface components {
       input: string;
       /** @description Agent options; more fields may be added. */
       agent?: {
+        /**
+         * @description Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (container when ready). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.
+         * @enum {string}
+         */
+        sandbox?: "container" | "process";
         /** @description Model id to use instead of the deployment's default. */
         model?: string;
         /** @description Stop the agent loop after this many steps (1 to 500). */
@@ -1757,11 +1756,73 @@ export interface components {
       title?: string;
       /** @description Agent options; more fields may be added. */
       agent?: {
+        /**
+         * @description Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (container when ready). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.
+         * @enum {string}
+         */
+        sandbox?: "container" | "process";
         /** @description Model id to use instead of the deployment's default. */
         model?: string;
         /** @description Stop the agent loop after this many steps (1 to 500). */
         max_steps?: number;
       };
+    };
+    /** @description Files the run changed: the union of its change batches. */
+    RunChangeList: {
+      /** @description Net effect per file over the listed batches, sorted by path: added-then-deleted files are left out, a deleted file written again is `modified`. */
+      items: ({
+          /** @description Workdir-relative path of the file. */
+          path: string;
+          /**
+           * @description What the run did to it.
+           * @enum {string}
+           */
+          change: "added" | "modified" | "deleted";
+          /** @description Size in bytes after the run; null for a deleted file. */
+          size: number | null;
+        })[];
+      /** @description True whenever the list may be incomplete: the run is still going, a batch hit a bound or awaits repair, or a list was cut. */
+      truncated: boolean;
+      /** @description The batches the items come from, in order (at most 1000). */
+      batches: components["schemas"]["RunChangeBatch"][];
+    };
+    /** @description The files one command changed, committed as one batch under its Execution Lease. */
+    RunChangeBatch: {
+      /**
+       * Format: uuid
+       * @description Batch id; pass it as `?batch=` for this command's files.
+       */
+      batch_id: string;
+      /**
+       * Format: uuid
+       * @description The run that executed the command (a sub-agent's, too).
+       */
+      run_id: string;
+      /** @description Order of the command in the execution tree. */
+      seq: number;
+      /**
+       * @description What ran: a bash tool command, a shell-model command, a write_file call.
+       * @enum {string}
+       */
+      tool: "bash" | "shell" | "write_file";
+      /** @description The command (cut to 2000 characters). */
+      command: string;
+      /**
+       * Format: date-time
+       * @description When the command started (it held its lease).
+       */
+      started_at: string;
+      /**
+       * Format: date-time
+       * @description When it ended.
+       */
+      finished_at: string;
+      /** @description Files this batch recorded. */
+      item_count: number;
+      /** @description True when the batch is not this command's whole effect (a bound was hit). */
+      truncated: boolean;
+      /** @description True while the batch's commit failed and its facts wait on the agent-host for the repair pass. */
+      pending_repair: boolean;
     };
     /** @description A URL that reads this one run's events and nothing else, for at most an hour. */
     EventTicket: {

@@ -1,19 +1,92 @@
 #!/usr/bin/env bash
-# Installs the Workcell agent-host on a Debian compute node (as root), from a checkout
-# of this repository: Node 24 from the npm registry, the npm dependencies, the Docker
-# engine from Debian, the code under /opt/workcell and a systemd unit. The shared POSIX
-# filesystem for DATA_ROOT (EFS/NFS) must already be mounted. Re-running upgrades.
+# Installs (or upgrades) the Workcell agent-host on a Debian compute node, as root, from a
+# checkout of this repository (docs/deploy/nodes.md):
+#   1. Debian packages: the Docker engine (container tier) unless --no-docker-engine;
+#   2. the code under /opt/workcell (no tests, no local state) and Node 24 from the npm
+#      registry (scripts/node24.sh), then production dependencies only: npm ci --omit=dev;
+#   3. the sandbox image (infra/sandbox-image/build-test-image.sh) into the local engine,
+#      unless --no-sandbox-image (an operator who sets SANDBOX_IMAGE to their own image);
+#   4. the hardened systemd unit, /etc/workcell/agent-host.env (kept if present) and the
+#      data root mount point /srv/workcell (the shared filesystem must be mounted there).
+# Re-running upgrades in place; stop the service first (docs/deploy/nodes.md, "Upgrade").
 set -euo pipefail
-[ "$(id -u)" -eq 0 ] || { echo "install.sh: run as root" >&2; exit 1; }
-src="$(cd "$(dirname "$0")/../.." && pwd)"
-dest=/opt/workcell
 
-command -v dockerd >/dev/null || { apt-get update -qq && apt-get install -y -qq docker.io; }
-mkdir -p "$dest" /etc/workcell
-# The code (not local state) goes to /opt/workcell.
-tar -C "$src" --exclude=./node_modules --exclude=./.data --exclude=./.tools --exclude=./.git -c . | tar -C "$dest" -x
-(cd "$dest" && source scripts/bootstrap.sh && mkdir -p .tools/bin && ln -sf "$(command -v node)" .tools/bin/node)
-install -m 0644 "$src/infra/agent-host/workcell-agent-host.service" /etc/systemd/system/
-[ -f /etc/workcell/agent-host.env ] || install -m 0600 "$src/infra/agent-host/agent-host.env.example" /etc/workcell/agent-host.env
-systemctl daemon-reload
-echo "edit /etc/workcell/agent-host.env, then: systemctl enable --now workcell-agent-host"
+usage() {
+  echo "usage: install.sh [--no-docker-engine] [--no-sandbox-image] [--prefix DIR]" >&2
+  exit 2
+}
+dest=/opt/workcell
+docker_engine=yes
+sandbox_image=yes
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-docker-engine) docker_engine=no ;;
+    --no-sandbox-image) sandbox_image=no ;;
+    --prefix) [ $# -ge 2 ] || usage; dest="$2"; shift ;;
+    *) usage ;;
+  esac
+  shift
+done
+
+[ "$(id -u)" -eq 0 ] || { echo "install.sh: run as root" >&2; exit 1; }
+[ -r /etc/debian_version ] || { echo "install.sh: written for Debian (no /etc/debian_version)" >&2; exit 1; }
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+say() { echo "install.sh: $*"; }
+
+# 1. Debian packages. npm is only needed to fetch Node 24 when the system Node is older.
+want=()
+command -v tar >/dev/null || want+=(tar)
+command -v npm >/dev/null || want+=(npm)
+if [ "$docker_engine" = yes ]; then
+  command -v dockerd >/dev/null || want+=(docker.io)
+  [ -x /bin/busybox ] || want+=(busybox-static)
+fi
+if [ "${#want[@]}" -gt 0 ]; then
+  say "installing ${want[*]} from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+fi
+
+# 2. The code: everything the daemon runs, nothing of the checkout's local state.
+say "copying the code to $dest"
+mkdir -p "$dest"
+tar -C "$src" \
+  --exclude=./node_modules --exclude=./.data --exclude=./.tools --exclude=./.git \
+  --exclude=./.sst --exclude=./.wrangler --exclude=./tests --exclude=./coverage \
+  -c . | tar -C "$dest" -x --no-same-owner
+# Node 24 under $dest/.tools (from the npm registry, as scripts/node24.sh does everywhere),
+# then the production dependencies only, exactly as locked.
+# The copy under $dest is sourced (it installs into $dest/.tools), not the checkout's.
+# shellcheck source=/dev/null
+(cd "$dest" && source scripts/node24.sh &&
+  mkdir -p .tools/bin && ln -sf "$(command -v node)" .tools/bin/node &&
+  say "npm ci --omit=dev under Node $(node --version)" &&
+  npm ci --omit=dev --no-audit --no-fund --loglevel=error)
+# Root owns the code and nobody else may change it: the service runs it as root.
+chown -R root:root "$dest"
+chmod -R go-w "$dest"
+
+# 3. The sandbox image, into this node's engine.
+if [ "$sandbox_image" = yes ]; then
+  if timeout 10 docker version >/dev/null 2>&1; then
+    "$dest/infra/sandbox-image/build-test-image.sh"
+  else
+    say "the Docker engine does not answer: start it, then run $dest/infra/sandbox-image/build-test-image.sh"
+  fi
+fi
+
+# 4. The unit, the env file (0600: it holds the database password) and the data root.
+install -d -m 0755 /etc/workcell /srv/workcell
+install -m 0644 "$src/infra/agent-host/workcell-agent-host.service" /etc/systemd/system/workcell-agent-host.service
+if [ ! -f /etc/workcell/agent-host.env ]; then
+  install -m 0600 "$src/infra/agent-host/agent-host.env.example" /etc/workcell/agent-host.env
+fi
+if [ -d /run/systemd/system ]; then
+  systemctl daemon-reload
+  systemd-analyze verify /etc/systemd/system/workcell-agent-host.service
+  say "done; edit /etc/workcell/agent-host.env, mount the shared filesystem at /srv/workcell, then:"
+  say "  systemctl enable --now workcell-agent-host"
+else
+  say "done (systemd is not running here: the unit is installed but not loaded)"
+fi

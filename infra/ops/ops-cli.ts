@@ -23,9 +23,8 @@ export async function runOpsCommand(argv: string[], io: OpsIo = processIo()): Pr
   const commands: Record<(typeof OPS_COMMANDS)[number], () => Promise<Command>> = {
     migrate: async () => migrateCommand,
     keys: async () => keysCommand,
-    doctor: async () => {
-      throw new UsageError("doctor is not available in this build yet");
-    },
+    // Loaded on demand: doctor pulls in dockerode, the AWS clients and the libc bindings.
+    doctor: async () => (await import("./doctor/doctor-command.ts")).doctorCommand,
   };
   if (name === undefined || name === "help" || name === "--help") {
     io.stdout(USAGE);

@@ -11,6 +11,7 @@ import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
 import { NodeHeartbeat } from "./node-heartbeat.ts";
+import { createNodeReadiness, type ReadinessCheck } from "./node-readiness.ts";
 import { registerNode } from "./register-node.ts";
 import type { ModelConfig } from "./runs/agent/model-config.ts";
 import type { ListenFn } from "./runs/listen.ts";
@@ -111,6 +112,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     });
     await skills.registerBuiltins(starting.signal);
 
+    let readiness: ReadinessCheck | undefined;
     const server = await startDataPlaneServer({
       port: deps.dataPlane.port,
       hostname: deps.dataPlane.hostname,
@@ -122,6 +124,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
           objects: createS3AttachmentObjectStore({ s3: deps.s3, bucket: deps.attachmentsBucket }),
         },
         skills,
+        readiness: () => readiness,
         ...(deps.dataPlane.corsOrigins === undefined
           ? {}
           : { allowedOrigins: deps.dataPlane.corsOrigins }),
@@ -172,6 +175,14 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       logger,
     });
     await heartbeat.start();
+    readiness = createNodeReadiness({
+      db: deps.db,
+      sqs: deps.sqs,
+      runQueueUrl: deps.runQueueUrl,
+      tiers: (signal) =>
+        manager === undefined ? Promise.resolve([]) : deps.sandboxTiers.probe(signal),
+      quiesced: () => manager?.quiesced ?? false,
+    });
     stops.push(() => heartbeat.stop({ markStopped: true }));
     if (manager !== undefined) {
       // Runs after the worker stopped (stops run in reverse): no live row is left

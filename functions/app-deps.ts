@@ -28,6 +28,8 @@ export type AppDeps = SkillsDeps & {
   dataPlane: DataPlaneClient;
   /** Signs the data-plane capabilities of POST /v1/threads/{id}/files/access. */
   capabilities: CapabilityMinter;
+  /** NODE_TTL_SECONDS × 1000: nodes silent longer are `lost` (admin nodes); default 30 s. */
+  nodeTtlMs?: number;
   /** DATA_PLANE_URL, returned to clients as `base_url`. */
   dataPlaneUrl: string;
   /** LISTEN/NOTIFY where the runtime keeps a connection, bounded polling elsewhere. */

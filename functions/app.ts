@@ -14,6 +14,7 @@ import { validationHook } from "./middleware/validation-hook.ts";
 import { registerAttachmentRoutes } from "./routes/attachment-routes.ts";
 import { registerFilesAccessRoute } from "./routes/files-access-route.ts";
 import { registerHealthRoute } from "./routes/health-route.ts";
+import { registerNodeRoutes } from "./routes/node-routes.ts";
 import { BEARER_SCHEME } from "./routes/openapi-common.ts";
 import { registerProjectRoutes } from "./routes/project-routes.ts";
 import { registerRunEventTicketRoute } from "./routes/run-event-ticket-route.ts";
@@ -60,6 +61,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerFilesAccessRoute(app, deps);
   registerAttachmentRoutes(app, deps);
   registerSkillRoutes(app, deps);
+  registerNodeRoutes(app, deps);
 
   // The frames of GET /v1/runs/{id}/events carry this as JSON; no JSON route returns it,
   // so it is registered by itself (clients generate their event types from it).

@@ -12,6 +12,7 @@ import { registerBatchRoute } from "./routes/batch-route.ts";
 import { registerContentRoutes } from "./routes/content-routes.ts";
 import { registerDeleteRoute } from "./routes/delete-route.ts";
 import { registerDirsRoute } from "./routes/dirs-route.ts";
+import { registerHealthRoutes } from "./routes/health-routes.ts";
 import { registerImportRoute } from "./routes/import-route.ts";
 import { registerInternalRoutes } from "./routes/internal-routes.ts";
 import { registerListRoute } from "./routes/list-route.ts";
@@ -74,6 +75,7 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   app.use("/internal/v1/*", except(SKILLS_INTERNAL_ROUTES, refuseService, authenticate));
 
   const routeDeps = { userWorkspaces: deps.userWorkspaces, limits };
+  registerHealthRoutes(app, deps.readiness ?? (() => undefined));
   registerListRoute(app, routeDeps);
   registerContentRoutes(app, routeDeps);
   registerDeleteRoute(app, routeDeps);

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
 import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
+import type { ReadinessCheck } from "../node-readiness.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
 import type { DataPlaneLimits } from "./data-plane-limits.ts";
 import type { SkillsInternalHandlers } from "./routes/skills-internal-routes.ts";
@@ -41,4 +42,9 @@ export interface DataPlaneDeps {
    * of `createAgentHostSkills`. Without it those endpoints answer 503; everything else works.
    */
   readonly skills?: SkillsInternalHandlers;
+  /**
+   * `/readyz` (routes/health-routes.ts): the node's readiness once it is wired, read at
+   * each request (the data plane starts before the sandbox manager and worker exist).
+   */
+  readonly readiness?: () => ReadinessCheck | undefined;
 }

@@ -1,12 +1,20 @@
 import { HeadBucketCommand, type S3Client } from "@aws-sdk/client-s3";
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { sql } from "drizzle-orm";
+import { and, eq, not, sql } from "drizzle-orm";
 import type { Db } from "../../shared/db/client.ts";
+import { nodes } from "../../shared/db/schema/nodes.ts";
+import { DEFAULT_NODE_TTL_MS, nodeIsLost } from "../../shared/runs/node-liveness.ts";
 
 /** One dependency check: resolves when the dependency answers, rejects otherwise. */
 export type HealthProbe = (signal: AbortSignal) => Promise<void>;
 
-export type HealthProbes = { db: HealthProbe; queue: HealthProbe; storage: HealthProbe };
+export type HealthProbes = {
+  db: HealthProbe;
+  queue: HealthProbe;
+  storage: HealthProbe;
+  /** True when some agent-host can take runs: fresh heartbeat, active, a ready tier. */
+  nodesReady: (signal: AbortSignal) => Promise<boolean>;
+};
 
 export type HealthProbeTargets = {
   db: Db;
@@ -14,6 +22,8 @@ export type HealthProbeTargets = {
   runQueueUrl: string;
   s3: S3Client;
   attachmentsBucket: string;
+  /** NODE_TTL_SECONDS × 1000: a node silent this long is not ready. */
+  nodeTtlMs?: number;
 };
 
 /**
@@ -30,6 +40,20 @@ export function createHealthProbes(t: HealthProbeTargets): HealthProbes {
         new GetQueueAttributesCommand({ QueueUrl: t.runQueueUrl, AttributeNames: ["QueueArn"] }),
         { abortSignal: signal },
       );
+    },
+    nodesReady: async () => {
+      const [row] = await t.db
+        .select({ nodeId: nodes.nodeId })
+        .from(nodes)
+        .where(
+          and(
+            not(nodeIsLost(t.nodeTtlMs ?? DEFAULT_NODE_TTL_MS)),
+            eq(nodes.state, "active"),
+            sql`jsonb_array_length(${nodes.sandboxTiers}) > 0`,
+          ),
+        )
+        .limit(1);
+      return row !== undefined;
     },
     storage: async (signal) => {
       await t.s3.send(new HeadBucketCommand({ Bucket: t.attachmentsBucket }), {

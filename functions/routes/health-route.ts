@@ -28,7 +28,7 @@ export function registerHealthRoute(app: OpenAPIHono<AppEnv>, probes: HealthProb
       c.req.raw.signal,
       AbortSignal.timeout(HEALTH_PROBE_TIMEOUT_MS),
     ]);
-    const state = async (probe: keyof HealthProbes) => {
+    const state = async (probe: "db" | "queue" | "storage") => {
       try {
         await probes[probe](signal);
         return "ok" as const;
@@ -37,12 +37,28 @@ export function registerHealthRoute(app: OpenAPIHono<AppEnv>, probes: HealthProb
         return "down" as const;
       }
     };
-    const [db, queue, storage] = await Promise.all([state("db"), state("queue"), state("storage")]);
-    const ok = db === "ok" && queue === "ok" && storage === "ok";
-    const body = {
-      status: ok ? ("ok" as const) : ("down" as const),
-      components: { db, queue, storage },
+    const nodesState = async () => {
+      try {
+        return (await probes.nodesReady(signal)) ? ("ok" as const) : ("none_ready" as const);
+      } catch (error) {
+        c.var.logger.warn({ err: error, probe: "nodes" }, "health probe failed");
+        return "none_ready" as const;
+      }
     };
+    const [db, queue, storage, nodes] = await Promise.all([
+      state("db"),
+      state("queue"),
+      state("storage"),
+      nodesState(),
+    ]);
+    const ok = db === "ok" && queue === "ok" && storage === "ok";
+    // No node ready is not the API's failure (it still accepts runs; they wait): 200.
+    const status = !ok
+      ? ("down" as const)
+      : nodes === "ok"
+        ? ("ok" as const)
+        : ("degraded" as const);
+    const body = { status, components: { db, queue, storage, nodes } };
     return ok ? c.json(body, 200) : c.json(body, 503);
   });
 }

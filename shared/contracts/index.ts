@@ -5,6 +5,7 @@ export * from "./data-plane-files.ts";
 export * from "./error-body.ts";
 export * from "./files-access.ts";
 export * from "./health.ts";
+export * from "./node.ts";
 export * from "./project.ts";
 export * from "./queue-message.ts";
 export * from "./run.ts";

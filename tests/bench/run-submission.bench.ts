@@ -72,7 +72,7 @@ try {
   const down = async () => {};
   const app = createApp({
     logger,
-    health: { db: down, queue: down, storage: down },
+    health: { db: down, queue: down, storage: down, nodesReady: async () => false },
     db,
     auth: createDevTokenVerifier({
       secret,

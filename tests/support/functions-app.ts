@@ -37,6 +37,8 @@ export type CallOptions = {
   /** JSON-encoded unless already a string (sent as is). */
   body?: unknown;
   headers?: Record<string, string>;
+  /** A token carrying the admin claim. */
+  admin?: boolean;
 };
 
 export type TestFunctionsAppOptions = {
@@ -121,11 +123,12 @@ export function createTestFunctionsApp(options: TestFunctionsAppOptions): TestFu
   };
   const app = createApp(deps);
   const tokens = new Map<string, string>();
-  const token = async (uid: string) => {
-    let t = tokens.get(uid);
+  const token = async (uid: string, admin = false) => {
+    const key = `${admin ? "admin:" : ""}${uid}`;
+    let t = tokens.get(key);
     if (t === undefined) {
-      t = await mintDevToken(secret, uid);
-      tokens.set(uid, t);
+      t = await mintDevToken(secret, uid, { admin });
+      tokens.set(key, t);
     }
     return t;
   };
@@ -136,7 +139,7 @@ export function createTestFunctionsApp(options: TestFunctionsAppOptions): TestFu
     async call(method, path, o = {}) {
       const uid = o.uid === undefined ? ALICE : o.uid;
       const headers: Record<string, string> = { ...o.headers };
-      if (uid !== null) headers.authorization ??= `Bearer ${await token(uid)}`;
+      if (uid !== null) headers.authorization ??= `Bearer ${await token(uid, o.admin)}`;
       if (o.body !== undefined) headers["content-type"] ??= "application/json";
       return app.request(path, {
         method,

@@ -58,9 +58,10 @@ describe.each([
   test("health, OpenAPI and the 401 of a missing token", async () => {
     const health = await handler(event({ method: "GET", path: "/v1/healthz" }));
     expect(health.statusCode).toBe(200);
+    // No agent-host in this test: the API is up, no node can take runs yet.
     expect(JSON.parse(health.body)).toEqual({
-      status: "ok",
-      components: { db: "ok", queue: "ok", storage: "ok" },
+      status: "degraded",
+      components: { db: "ok", queue: "ok", storage: "ok", nodes: "none_ready" },
     });
     const doc = await handler(event({ method: "GET", path: "/openapi.json" }));
     expect(JSON.parse(doc.body).paths).toHaveProperty("/v1/runs");

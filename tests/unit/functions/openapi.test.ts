@@ -31,6 +31,9 @@ const API_MD_ROUTES = [
   "GET /v1/admin/skills",
   "PUT /v1/admin/skills/{slug}/grants/{uid}",
   "DELETE /v1/admin/skills/{slug}/grants/{uid}",
+  "GET /v1/admin/nodes",
+  "POST /v1/admin/nodes/{node_id}/quiesce",
+  "POST /v1/admin/nodes/{node_id}/resume",
 ];
 // docs/decisions/0007-skills.md: the presigned upload of a skill archive.
 const EXTENSIONS = ["POST /v1/admin/skills/uploads"];

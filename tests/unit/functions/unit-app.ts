@@ -63,7 +63,7 @@ export async function unitApp(overrides: Partial<AppDeps> = {}): Promise<UnitApp
   };
   const deps: AppDeps = {
     logger: pino({ level: "silent" }),
-    health: { db: down, queue: down, storage: down },
+    health: { db: down, queue: down, storage: down, nodesReady: down },
     db: createDb(sql),
     auth: createDevTokenVerifier({
       secret,

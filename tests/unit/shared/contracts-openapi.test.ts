@@ -116,8 +116,17 @@ describe("contracts", () => {
   });
 
   test("healthz body", () => {
-    const ok = { status: "ok", components: { db: "ok", queue: "ok", storage: "ok" } };
+    const ok = {
+      status: "ok",
+      components: { db: "ok", queue: "ok", storage: "ok", nodes: "ok" },
+    };
     expect(contracts.healthzBodySchema.parse(ok)).toEqual(ok);
+    const degraded = {
+      ...ok,
+      status: "degraded",
+      components: { ...ok.components, nodes: "none_ready" },
+    };
+    expect(contracts.healthzBodySchema.parse(degraded)).toEqual(degraded);
     const missing = { status: "down", components: { db: "down", queue: "ok" } };
     expect(contracts.healthzBodySchema.safeParse(missing).success).toBe(false);
   });

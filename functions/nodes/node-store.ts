@@ -1,0 +1,50 @@
+import { asc, eq, sql } from "drizzle-orm";
+import type { AdminNode } from "../../shared/contracts/node.ts";
+import type { Db } from "../../shared/db/client.ts";
+import { type NodeState, nodes } from "../../shared/db/schema/nodes.ts";
+import { nodeIsLost } from "../../shared/runs/node-liveness.ts";
+import { isoTime } from "../db/iso-time.ts";
+
+/** Every node as operators see it (API.md "Nodes and runtimes"), lost derived from the TTL. */
+export async function listNodes(db: Db, nodeTtlMs: number): Promise<AdminNode[]> {
+  const rows = await db
+    .select({
+      nodeId: nodes.nodeId,
+      state: nodes.state,
+      lost: sql<boolean>`${nodeIsLost(nodeTtlMs)}`,
+      heartbeatAt: nodes.heartbeatAt,
+      sandboxTiers: nodes.sandboxTiers,
+      liveSandboxes: nodes.liveSandboxes,
+      runningRuns: nodes.runningRuns,
+    })
+    .from(nodes)
+    .orderBy(asc(nodes.nodeId));
+  return rows.map((r) => ({
+    node_id: r.nodeId,
+    state: r.lost ? "lost" : r.state,
+    heartbeat_at: isoTime(r.heartbeatAt),
+    sandbox_tiers: r.sandboxTiers,
+    live_sandboxes: r.liveSandboxes,
+    running_runs: r.runningRuns,
+  }));
+}
+
+/**
+ * An operator's quiesce or resume. The row is taken FOR UPDATE, as the node's own
+ * sandbox manager does: the update waits for every create in flight on the node (they
+ * hold it FOR KEY SHARE) and every later create reads the new state, so no new
+ * generation starts on a quiesced node from this commit on. The node's heartbeat sees
+ * the state and drains (destroys) or resumes its sandboxes. False: no such node.
+ */
+export async function setNodeState(db: Db, nodeId: string, state: NodeState): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const [row] = await tx
+      .select({ nodeId: nodes.nodeId })
+      .from(nodes)
+      .where(eq(nodes.nodeId, nodeId))
+      .for("update");
+    if (row === undefined) return false;
+    await tx.update(nodes).set({ state }).where(eq(nodes.nodeId, nodeId));
+    return true;
+  });
+}

@@ -1,0 +1,166 @@
+// Execution Lease + change batch overhead per command (issue 12), against the bare exec of
+// `true` through the same SandboxManager in the same run, interleaved: Workdirs of 10,
+// 1,000 and 100,000 files. Target: the 1,000-file case ≤ 1.5× the bare exec. The scans are
+// metadata only (readdir + lstat, scanMetadata never opens a regular file).
+import { randomUUID } from "node:crypto";
+import { chown, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { pino } from "pino";
+import postgres from "postgres";
+import { LeasedCommands } from "../../agent-host/runs/change-batch/leased-commands.ts";
+import { RepairRecords } from "../../agent-host/runs/change-batch/repair-records.ts";
+import { TreeBatches } from "../../agent-host/runs/change-batch/tree-batches.ts";
+import { ExecutionLeases } from "../../agent-host/runs/execution-lease/execution-leases.ts";
+import { LeaseWakeups } from "../../agent-host/runs/execution-lease/lease-wakeups.ts";
+import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
+import { DockerDriver } from "../../agent-host/sandbox/docker-driver.ts";
+import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
+import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
+import {
+  createLibcSyscalls,
+  createPathResolver,
+  createUserWorkspaces,
+} from "../../agent-host/workspace/index.ts";
+import { createDb } from "../../shared/db/client.ts";
+import { nodes } from "../../shared/db/schema/nodes.ts";
+import { uidDirname } from "../../shared/paths/uid-dirname.ts";
+import { seedRunningRun } from "../integration/execution-lease/seed-runs.ts";
+import { startPostgresCluster } from "../setup/postgres-cluster.ts";
+import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
+import { report, type Sample } from "./measure.ts";
+
+const UID = "bench";
+const SIZES = [
+  { files: 10, rounds: 60 },
+  { files: 1_000, rounds: 60 },
+  { files: 100_000, rounds: 8 },
+];
+
+const image = (
+  JSON.parse(
+    await readFile(new URL("../../infra/sandbox-image/test-image.json", import.meta.url), "utf8"),
+  ) as { name: string }
+).name;
+const docker = new Docker();
+const nodeId = `bench-${randomUUID().slice(0, 8)}`;
+const cluster = await startPostgresCluster();
+const dataRoot = await mkdtemp(join(tmpdir(), "workcell-bench-"));
+let sql: postgres.Sql | undefined;
+
+try {
+  await prepareTemplateDatabase(cluster.adminUrl);
+  const url = new URL(cluster.adminUrl);
+  url.pathname = `/${templateDatabaseName}`;
+  sql = postgres(url.toString(), { max: 10, onnotice: () => {} });
+  const db = createDb(sql);
+  await db.insert(nodes).values({ nodeId, dataPlaneUrl: "http://127.0.0.1:1" });
+  const workspace = join(dataRoot, "users", uidDirname(UID), "workspace");
+  for (const { files } of SIZES) {
+    const workdir = join(workspace, `w${files}`);
+    for (let d = 0; d * 100 < files; d++) {
+      const dir = join(workdir, `d${d}`);
+      await mkdir(dir, { recursive: true });
+      const count = Math.min(100, files - d * 100);
+      await Promise.all(
+        Array.from({ length: count }, (_, i) => writeFile(join(dir, `f${i}.txt`), "x")),
+      );
+    }
+  }
+  await chown(workspace, 1000, 1000);
+  for (const { files } of SIZES) await chown(join(workspace, `w${files}`), 1000, 1000);
+
+  const logger = pino({ level: "silent" });
+  const config = sandboxConfigSchema.parse({ image });
+  const driver = new DockerDriver({ docker, logger, dataRoot, config });
+  const manager = new SandboxManager({ db, driver, logger, nodeId, config });
+  const acquired = await manager.acquire(
+    { uid: UID, runtimeScopeId: randomUUID(), workdirPath: "w10" },
+    AbortSignal.timeout(120_000),
+  );
+  if (!acquired.ok) throw new Error(`acquire refused: ${acquired.reason}`);
+  const handle = acquired.handle;
+  const sys = createLibcSyscalls();
+  const leased = new LeasedCommands({
+    db,
+    leases: new ExecutionLeases({
+      db,
+      nodeId,
+      wakeups: new LeaseWakeups({ logger }),
+      pollIntervalMs: 500,
+      statementTimeoutMs: 10_000,
+      logger,
+    }),
+    repairs: new RepairRecords(dataRoot),
+    userWorkspaces: createUserWorkspaces({ dataRoot, sys, resolver: createPathResolver(sys) }),
+    limits: {
+      scan: { maxEntries: 200_000, maxDepth: 16, timeoutMs: 60_000 },
+      maxBatchItems: 10_000,
+      statementTimeoutMs: 10_000,
+    },
+    logger,
+  });
+  const fence = await seedRunningRun(db, { uid: UID, leaseTtlMs: 3_600_000 });
+  const tree = new TreeBatches(fence.runId);
+  const bareExec = async () => {
+    const out = await manager.exec(handle, { cmd: ["true"] }, AbortSignal.timeout(30_000));
+    if (!out.ok || out.result.exitCode !== 0) throw new Error("exec failed");
+  };
+  const ratios: string[] = [];
+  for (const { files, rounds } of SIZES) {
+    const scope = { fence, workdirPath: `w${files}`, tree };
+    const leasedExec = async () => {
+      const { batch } = await leased.run(
+        scope,
+        { tool: "bash", command: "true" },
+        AbortSignal.timeout(120_000),
+        bareExec,
+      );
+      if (batch.truncated || batch.items.length !== 0) throw new Error("unexpected batch");
+    };
+    const [bare, ours] = (await interleaved(
+      [
+        ["bare exec `true` (baseline)", bareExec],
+        [`lease + scans + batch + exec, ${files} files`, leasedExec],
+      ],
+      rounds,
+    )) as [Sample, Sample];
+    report(`exec \`true\` with Execution Lease and change batch, ${files} files`, bare, [ours]);
+    ratios.push(`${files} files: ${(ours.medianMs / bare.medianMs).toFixed(2)}x`);
+  }
+  console.log(
+    `\nratios (median, leased / bare): ${ratios.join(", ")} (target: 1,000 files ≤ 1.5x)`,
+  );
+  await manager.destroy(handle, AbortSignal.timeout(60_000));
+} finally {
+  await docker
+    .listContainers({ all: true, filters: { label: [`${LABEL.nodeId}=${nodeId}`] } })
+    .then((found) =>
+      Promise.all(found.map((c) => docker.getContainer(c.Id).remove({ force: true }))),
+    );
+  await sql?.end();
+  await cluster.stop();
+  await rm(dataRoot, { recursive: true, force: true });
+}
+
+/** Times each fn once per round, rounds interleaved; median and p99 per fn. */
+async function interleaved(
+  fns: Array<[string, () => Promise<unknown>]>,
+  rounds: number,
+): Promise<Sample[]> {
+  const times = fns.map(() => [] as number[]);
+  for (let round = -Math.ceil(rounds / 10); round < rounds; round++) {
+    for (const [i, [, fn]] of fns.entries()) {
+      const started = performance.now();
+      await fn();
+      if (round >= 0) times[i]?.push(performance.now() - started);
+    }
+  }
+  return fns.map(([name], i) => {
+    const sorted = (times[i] ?? []).sort((a, b) => a - b);
+    const at = (q: number) =>
+      sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+    return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: rounds };
+  });
+}

@@ -22,6 +22,7 @@ import { registerRunEventsRoute } from "./routes/run-events-route.ts";
 import { registerRunRoutes } from "./routes/run-routes.ts";
 import { registerSkillRoutes } from "./routes/skills-routes.ts";
 import { registerThreadRoutes } from "./routes/thread-routes.ts";
+import { registerThreadRunsRoute } from "./routes/thread-runs-route.ts";
 import { createEventTickets } from "./run-events/event-tickets.ts";
 import { recordedRunChanges } from "./runs/recorded-run-changes.ts";
 
@@ -51,6 +52,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   registerProjectRoutes(app, deps);
   registerThreadRoutes(app, deps);
+  registerThreadRunsRoute(app, deps);
   registerRunRoutes(app, {
     ...deps,
     runChanges: deps.runChanges ?? recordedRunChanges(deps.db),

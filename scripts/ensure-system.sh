@@ -13,6 +13,8 @@ command -v dockerd >/dev/null 2>&1 || want+=(docker.io)
 command -v docker >/dev/null 2>&1 || want+=(docker.io)
 command -v shellcheck >/dev/null 2>&1 || want+=(shellcheck)
 command -v systemd-analyze >/dev/null 2>&1 || want+=(systemd)
+# Debian's chromium: the web console's browser tests drive it with playwright-core.
+[ -x /usr/bin/chromium ] || want+=(chromium)
 [ -x /bin/busybox ] && { ldd /bin/busybox 2>&1 || true; } | grep -q "not a dynamic" || want+=(busybox-static)
 # The process sandbox tier (agent-host/sandbox/process/): bubblewrap, and setpriv to
 # start it as the sandbox user.

@@ -8,4 +8,6 @@ cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh
 # Docker is the sandbox; without it Workcell still starts but refuses runs clearly.
 bash scripts/ensure-system.sh || echo "local: no Docker engine; runs will be refused (no isolation available)" >&2
+# The web console (web/ → web/dist), served by the local Workcell at /.
+npm run -s build:web
 exec node infra/local/main.ts "$@"

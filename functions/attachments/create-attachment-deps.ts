@@ -6,6 +6,8 @@ import { createHttpAttachmentImporter } from "./http-attachment-importer.ts";
 
 export type AttachmentDepsOptions = {
   s3: S3Client;
+  /** See AttachmentDeps.presignS3. */
+  presignS3?: S3Client;
   /** ATTACHMENTS_BUCKET. */
   bucket: string;
   /** DATA_PLANE_URL. */
@@ -19,6 +21,7 @@ export function createAttachmentDeps(o: AttachmentDepsOptions): AttachmentDeps {
   const limits = { ...DEFAULT_ATTACHMENT_LIMITS, ...o.limits };
   return {
     s3: o.s3,
+    ...(o.presignS3 === undefined ? {} : { presignS3: o.presignS3 }),
     bucket: o.bucket,
     importer: createHttpAttachmentImporter({
       baseUrl: o.dataPlaneUrl,

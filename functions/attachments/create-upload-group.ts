@@ -19,7 +19,7 @@ import { presignUpload } from "./presign-upload.ts";
 import { sanitizeAttachmentName } from "./sanitize-attachment-name.ts";
 import { insertTmpUploads } from "./tmp-upload-store.ts";
 
-export type CreateUploadGroupDeps = Pick<AttachmentDeps, "s3" | "bucket"> & {
+export type CreateUploadGroupDeps = Pick<AttachmentDeps, "s3" | "presignS3" | "bucket"> & {
   db: Db;
   logger: Logger;
   limits: AttachmentLimits;
@@ -78,7 +78,7 @@ export async function createUploadGroup(
   const items = [];
   for (const row of rows) {
     signal.throwIfAborted();
-    const presigned = await presignUpload(deps.s3, {
+    const presigned = await presignUpload(deps.presignS3 ?? deps.s3, {
       bucket: deps.bucket,
       key: row.objectKey,
       size: row.size,

@@ -129,12 +129,19 @@ export function registerAttachmentRoutes(
   deps: AttachmentRouteDeps,
 ): void {
   const { db } = deps;
-  const { s3, bucket, importer } = deps.attachments;
+  const { s3, presignS3, bucket, importer } = deps.attachments;
   const limits = { ...DEFAULT_ATTACHMENT_LIMITS, ...deps.attachments.limits };
 
   app.openapi(uploadsRoute, async (c) => {
     const body = await createUploadGroup(
-      { db, s3, bucket, logger: c.var.logger, limits },
+      {
+        db,
+        s3,
+        ...(presignS3 === undefined ? {} : { presignS3 }),
+        bucket,
+        logger: c.var.logger,
+        limits,
+      },
       c.var.principal.uid,
       c.req.valid("json"),
       c.req.raw.signal,

@@ -17,6 +17,8 @@ export type SkillsDeps = Pick<
  */
 export function createSkillsDeps(o: {
   s3: S3Client;
+  /** Presigns browser upload URLs when browsers reach S3 elsewhere (local proxy); default s3. */
+  presignS3?: S3Client;
   /** ATTACHMENTS_BUCKET. */
   bucket: string;
   sqs: SQSClient;
@@ -26,7 +28,11 @@ export function createSkillsDeps(o: {
 }): SkillsDeps {
   return {
     skillsDataPlane: o.skillsDataPlane,
-    skillUploads: createS3SkillArchiveUploads({ s3: o.s3, bucket: o.bucket }),
+    skillUploads: createS3SkillArchiveUploads({
+      s3: o.s3,
+      ...(o.presignS3 === undefined ? {} : { presignS3: o.presignS3 }),
+      bucket: o.bucket,
+    }),
     skillRefreshQueue: createSqsSkillRefreshQueue({ sqs: o.sqs, queueUrl: o.queueUrl }),
   };
 }

@@ -35,6 +35,8 @@ export interface SkillArchiveUploads {
 
 export function createS3SkillArchiveUploads(p: {
   s3: S3Client;
+  /** Signs the upload URL (the local Workcell's same-origin proxy); default `s3`. */
+  presignS3?: S3Client;
   bucket: string;
   ttlSeconds?: number;
   now?: () => Date;
@@ -48,7 +50,7 @@ export function createS3SkillArchiveUploads(p: {
       const uploadId = crypto.randomUUID();
       const now = p.now?.() ?? new Date();
       const url = await getSignedUrl(
-        p.s3,
+        p.presignS3 ?? p.s3,
         new PutObjectCommand({
           Bucket: p.bucket,
           Key: keyOf(uploadId),

@@ -10,6 +10,7 @@ export function printBanner(p: { url: string; dataDir: string; stack: LocalStack
     [
       "",
       "Workcell is running (local mode)",
+      `  Console        ${p.url}/   (sign in: "continue as <uid>")`,
       `  API            ${p.url}   (try: curl ${p.url}/v1/healthz)`,
       `  OpenAPI        ${p.url}/openapi.json`,
       `  Dev token      npm run token -- <uid>   then: curl -H "Authorization: Bearer $TOKEN" ${p.url}/v1/projects`,

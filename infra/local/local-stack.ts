@@ -32,6 +32,7 @@ import type { LocalEnv } from "../../shared/env/local-env.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
 import { createPgliteDb } from "../db/create-pglite-db.ts";
 import { migrate } from "../db/migrate.ts";
+import { LOCAL_S3_PROXY_PATH } from "./console/console-config.ts";
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER } from "./dev-token.ts";
 import { ensureLocalAwsResources } from "./local-aws.ts";
 import { type LocalSecrets, loadOrCreateLocalSecrets } from "./local-secrets.ts";
@@ -84,6 +85,8 @@ export type LocalStack = {
 export async function startLocalStack(p: {
   env: LocalEnv;
   dataDir: string;
+  /** Where browsers reach the local server (http://127.0.0.1:<PORT>), for upload URLs. */
+  publicUrl: string;
   logger: Logger;
   /** The node's ready sandbox drivers; default: detected (Docker, then the process tier). */
   sandboxTiers?: SandboxTierSet;
@@ -113,6 +116,14 @@ export async function startLocalStack(p: {
     const aws = { endpoint: fauxqs.address, region: "us-east-1", credentials };
     const sqs = new SQSClient(aws);
     const s3 = new S3Client({ ...aws, forcePathStyle: true });
+    // Browsers upload through the local server's same-origin proxy (console/s3-upload-
+    // proxy.ts): fauxqs answers CORS preflights with 404. Presigning is pure computation,
+    // so this client only changes the host and path prefix of the upload URLs.
+    const browserS3 = new S3Client({
+      ...aws,
+      endpoint: `${p.publicUrl}${LOCAL_S3_PROXY_PATH}`,
+      forcePathStyle: true,
+    });
     const { runQueueUrl, deadLetterQueueUrl, attachmentsBucket } = await ensureLocalAwsResources(
       sqs,
       s3,
@@ -193,12 +204,14 @@ export async function startLocalStack(p: {
       attachments: createAttachmentDeps({
         s3,
         bucket: attachmentsBucket,
+        presignS3: browserS3,
         dataPlaneUrl,
         capabilities,
       }),
       // One process: the control plane calls the agent-host's skill handlers directly.
       ...createSkillsDeps({
         s3,
+        presignS3: browserS3,
         bucket: attachmentsBucket,
         sqs,
         queueUrl: runQueueUrl,

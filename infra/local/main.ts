@@ -10,6 +10,7 @@ import { localEnvSchema } from "../../shared/env/local-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { printBanner } from "./banner.ts";
+import { createLocalServerApp } from "./console/local-server-app.ts";
 import { startLocalStack } from "./local-stack.ts";
 
 const env = parseEnv(localEnvSchema, process.env);
@@ -17,9 +18,17 @@ const logger = pino(loggerOptions(env.LOG_LEVEL));
 const dataDir = resolve(env.DATA_DIR);
 await mkdir(dataDir, { recursive: true, mode: 0o700 });
 
-const stack = await startLocalStack({ env, dataDir, logger });
-const server = serve({ fetch: stack.app.fetch, port: env.PORT, hostname: "127.0.0.1" });
-printBanner({ url: `http://127.0.0.1:${env.PORT}`, dataDir, stack });
+const url = `http://127.0.0.1:${env.PORT}`;
+const stack = await startLocalStack({ env, dataDir, publicUrl: url, logger });
+const app = createLocalServerApp({
+  api: stack.app,
+  // Relative to the repository (not the cwd), like the rest of `npm start`'s defaults.
+  consoleDir: resolve(import.meta.dirname, "../..", env.CONSOLE_DIR),
+  awsEndpoint: stack.awsEndpoint,
+  devJwtSecret: stack.secrets.devJwtSecret,
+});
+const server = serve({ fetch: app.fetch, port: env.PORT, hostname: "127.0.0.1" });
+printBanner({ url, dataDir, stack });
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

@@ -9,6 +9,7 @@ import { corsOriginsVar, logLevelVar, portVar } from "./env-vars.ts";
 export const DEFAULT_LOCAL_PORT = 8080;
 export const DEFAULT_LOCAL_DATA_DIR = "./.data";
 export const DEFAULT_AWS_EMULATOR_PORT = 4566;
+export const DEFAULT_CONSOLE_DIR = "web/dist";
 
 /**
  * Environment of the one-command local stack. Everything has a default so that
@@ -49,6 +50,13 @@ export const localEnvSchema = z.object({
     .optional()
     .describe(
       "Other browser origins allowed to call the local API and data plane (CORS), comma-separated, e.g. http://localhost:5173; the local API's own origin is always allowed on the data plane.",
+    ),
+  CONSOLE_DIR: z
+    .string()
+    .min(1)
+    .default(DEFAULT_CONSOLE_DIR)
+    .describe(
+      `The built web console served at / (default ${DEFAULT_CONSOLE_DIR}, relative to the repository; \`npm run build:web\` makes it).`,
     ),
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",

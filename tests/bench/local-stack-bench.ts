@@ -62,7 +62,12 @@ export async function startBenchStack(docker: Docker, uid: string): Promise<Benc
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    stack = await startLocalStack({ env, dataDir, logger: pino({ level: env.LOG_LEVEL }) });
+    stack = await startLocalStack({
+      env,
+      dataDir,
+      publicUrl: `http://127.0.0.1:${port}`,
+      logger: pino({ level: env.LOG_LEVEL }),
+    });
     if (stack.sandboxDriver.kind !== "container") {
       throw new Error(`the local stack has no sandbox driver: ${stack.sandboxDriver.detail}`);
     }

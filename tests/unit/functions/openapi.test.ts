@@ -36,7 +36,8 @@ const API_MD_ROUTES = [
   "POST /v1/admin/nodes/{node_id}/resume",
 ];
 // docs/decisions/0007-skills.md: the presigned upload of a skill archive.
-const EXTENSIONS = ["POST /v1/admin/skills/uploads"];
+// docs/decisions/0023-thread-history.md: the conversation history of the web console.
+const EXTENSIONS = ["POST /v1/admin/skills/uploads", "GET /v1/threads/{thread_id}/runs"];
 
 type OpenApiDoc = {
   openapi: string;

@@ -3,6 +3,7 @@ import { describe, expect, test } from "vitest";
 import {
   agentHostEnvSchema,
   DEFAULT_AWS_EMULATOR_PORT,
+  DEFAULT_CONSOLE_DIR,
   DEFAULT_DATA_PLANE_PORT,
   DEFAULT_LOCAL_DATA_DIR,
   DEFAULT_LOCAL_PORT,
@@ -229,6 +230,7 @@ describe("localEnvSchema", () => {
       SANDBOX_IMAGE: DEFAULT_SANDBOX_IMAGE,
       RUNTIME_ASSETS_DIR: DEFAULT_RUNTIME_ASSETS_DIR,
       SANDBOX_STATE_DIR: DEFAULT_SANDBOX_STATE_DIR,
+      CONSOLE_DIR: DEFAULT_CONSOLE_DIR,
       LOG_LEVEL: "info",
     });
   });

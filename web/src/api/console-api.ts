@@ -1,0 +1,81 @@
+import type {
+  Attachment,
+  FileEntry,
+  Project,
+  Run,
+  RunChanges,
+  RunEvent,
+  Skill,
+  SkillGrant,
+  Thread,
+  ThreadRun,
+} from "./types.ts";
+
+/** Upload progress of one attachment batch: bytes sent of the total. */
+export type UploadProgress = { loaded: number; total: number };
+
+/** A thread's Workdir files (through the data-plane capability, renewed before expiry). */
+export interface WorkdirFiles {
+  list(path: string, signal?: AbortSignal): Promise<FileEntry[]>;
+  read(path: string, signal?: AbortSignal): Promise<Blob>;
+  /** Never overwrites: an existing name is a ConsoleApiError with code `conflict`. */
+  write(path: string, body: Blob, signal?: AbortSignal): Promise<void>;
+  mkdir(path: string, signal?: AbortSignal): Promise<void>;
+  delete(path: string, signal?: AbortSignal): Promise<void>;
+}
+
+/**
+ * Everything the console asks of Workcell. One implementation (sdk-console-api.ts) is the
+ * only place that talks HTTP, so components and tests of the UI do not depend on the
+ * transport.
+ */
+export interface ConsoleApi {
+  projects: {
+    list(signal?: AbortSignal): Promise<Project[]>;
+    create(body: { name?: string; workdir_path?: string }): Promise<Project>;
+  };
+  threads: {
+    list(signal?: AbortSignal): Promise<Thread[]>;
+    get(threadId: string, signal?: AbortSignal): Promise<Thread>;
+    create(body: { project_id?: string; title?: string }): Promise<Thread>;
+    delete(threadId: string): Promise<void>;
+    runs(threadId: string, signal?: AbortSignal): Promise<ThreadRun[]>;
+    files(threadId: string): WorkdirFiles;
+  };
+  runs: {
+    create(threadId: string, input: string): Promise<Run>;
+    get(runId: string, signal?: AbortSignal): Promise<Run>;
+    cancel(runId: string): Promise<void>;
+    changes(runId: string, signal?: AbortSignal): Promise<RunChanges>;
+    /** Every event after `afterSeq` (0: from the start), resuming after a dropped connection. */
+    events(runId: string, afterSeq: number, signal: AbortSignal): AsyncIterable<RunEvent>;
+  };
+  attachments: {
+    list(threadId: string, signal?: AbortSignal): Promise<Attachment[]>;
+    upload(
+      threadId: string,
+      files: File[],
+      options: { parse: boolean; onProgress?: (p: UploadProgress) => void },
+    ): Promise<Attachment[]>;
+    delete(threadId: string, fileId: string): Promise<void>;
+  };
+  skills: {
+    list(signal?: AbortSignal): Promise<Skill[]>;
+    grant(slug: string, uid: string): Promise<SkillGrant>;
+    revoke(slug: string, uid: string): Promise<void>;
+    /** Upload an archive (zip or tar.gz) and register or update the shared skill `slug`. */
+    importArchive(slug: string, archive: File): Promise<{ slug: string; status: string }>;
+  };
+}
+
+/** An error the server answered (API.md shape) or a transport failure (`code: "network"`). */
+export class ConsoleApiError extends Error {
+  override readonly name = "ConsoleApiError";
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,68 @@
+// Wire shapes of API.md as the console uses them (the SDK's types, once it lands, are the
+// same documents; fields may grow, so everything the console does not read is left out).
+
+export type Project = {
+  id: string;
+  name: string | null;
+  workdir_path: string;
+  directory_mode: "managed" | "linked";
+  implicit: boolean;
+  created_at: string;
+};
+
+export type Thread = {
+  thread_id: string;
+  project_id: string;
+  workdir_path: string;
+  parent_thread_id: string | null;
+  title: string | null;
+  status: string;
+  created_at: string;
+};
+
+export type RunStatus = "pending" | "running" | "succeeded" | "failed" | "cancelled";
+export const TERMINAL_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
+
+export type RunError = { code: string; message: string };
+
+export type Run = {
+  run_id: string;
+  thread_id: string;
+  parent_run_id: string | null;
+  status: RunStatus;
+  cancel_requested: boolean;
+  error?: RunError;
+  created_at: string;
+  started_at?: string;
+  finished_at?: string;
+};
+
+/** A run of GET /v1/threads/{id}/runs: with the message that started it. */
+export type ThreadRun = Run & { input: string };
+
+export type RunEvent = {
+  seq: number;
+  run_id: string;
+  type: string;
+  created_at: string;
+  data: Record<string, unknown>;
+};
+
+export type RunChange = { path: string; change: "added" | "modified" | "deleted"; size: number };
+export type RunChanges = { items: RunChange[]; truncated: boolean };
+
+export type FileEntry = { name: string; type: "file" | "dir"; size: number; mtime: string };
+
+export type Attachment = {
+  file_id: string;
+  file_name: string;
+  content_type: string;
+  size: number;
+  status: "uploaded" | "parsed";
+  path: string;
+  original_path: string;
+  uploaded_at: string;
+};
+
+export type Skill = { slug: string; kind: "builtin" | "shared" | "personal"; description: string };
+export type SkillGrant = { slug: string; uid: string; projection: "refreshed" | "queued" };

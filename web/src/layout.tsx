@@ -1,0 +1,36 @@
+import { NavLink, Outlet } from "react-router";
+import { useConsole } from "./console-context.tsx";
+import { ThreadList } from "./threads/thread-list.tsx";
+
+export function Layout() {
+  const { session } = useConsole();
+  return (
+    <div className="layout">
+      <header className="topbar">
+        <NavLink to="/" className="brand">
+          Workcell
+        </NavLink>
+        <nav aria-label="Main" className="topnav">
+          <NavLink to="/" end>
+            Threads
+          </NavLink>
+          <NavLink to="/skills">Skills</NavLink>
+          {session.admin && <NavLink to="/admin/skills">Admin</NavLink>}
+        </nav>
+        <span className="whoami" data-testid="whoami">
+          {session.uid}
+          {session.admin ? " (admin)" : ""}
+        </span>
+        <button type="button" onClick={() => void session.signOut()}>
+          Sign out
+        </button>
+      </header>
+      <aside className="sidebar" aria-label="Threads">
+        <ThreadList />
+      </aside>
+      <main className="content">
+        <Outlet />
+      </main>
+    </div>
+  );
+}

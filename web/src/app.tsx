@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
 import { Navigate, Route, Routes } from "react-router";
 import { AdminSkillsPage } from "./admin/admin-skills-page.tsx";
-import { createHttpConsoleApi } from "./api/http-console-api.ts";
+import { createSdkConsoleApi } from "./api/sdk-console-api.ts";
 import { apiBaseUrl, type ConsoleConfig, loadConsoleConfig } from "./auth/console-config.ts";
 import { restoreLocalSession } from "./auth/local-session.ts";
 import { OidcCallback, useOidcSession } from "./auth/oidc-boot.tsx";
@@ -42,7 +42,7 @@ function SignedInGate({ config }: { config: ConsoleConfig }) {
     () =>
       session === undefined
         ? undefined
-        : createHttpConsoleApi({ baseUrl: apiBaseUrl(config), token: () => session.token() }),
+        : createSdkConsoleApi({ baseUrl: apiBaseUrl(config), token: () => session.token() }),
     [config, session],
   );
 

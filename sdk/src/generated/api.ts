@@ -378,6 +378,50 @@ export interface paths {
   };
   "/v1/threads/{thread_id}/runs": {
     /**
+     * A thread's runs with their inputs (the conversation history)
+     * @description Oldest first, the newest runs only (see `truncated`). Each run's replies and tool calls are its events (GET /v1/runs/{run_id}/events replays them). docs/decisions/0023-thread-history.md.
+     */
+    get: {
+      parameters: {
+        path: {
+          /** @description Thread id; a malformed id answers 404 like an unknown one. */
+          thread_id: string;
+        };
+      };
+      responses: {
+        /** @description The runs */
+        200: {
+          content: {
+            "application/json": components["schemas"]["ThreadRunList"];
+          };
+        };
+        /** @description Missing or invalid token. */
+        401: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description No such thread for this user (deleted threads too). */
+        404: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description Internal error (no internals in the message). */
+        500: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description A dependency is temporarily unavailable. */
+        503: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+      };
+    };
+    /**
      * Start a run in a thread
      * @description Message, request and run are committed in one transaction, then the run is put on the run queue.
      */
@@ -1668,6 +1712,67 @@ export interface components {
        * @description Parent thread; the child inherits the parent's project.
        */
       parent_thread_id?: string;
+    };
+    /** @description A thread's conversation history: its runs with their inputs. */
+    ThreadRunList: {
+      /** @description Oldest first. */
+      items: components["schemas"]["ThreadRun"][];
+      /** @description True when older runs exist beyond the newest 200. */
+      truncated: boolean;
+    };
+    /** @description A run of the thread with the message that started it. */
+    ThreadRun: {
+      /**
+       * Format: uuid
+       * @description Run id.
+       */
+      run_id: string;
+      /**
+       * Format: uuid
+       * @description Thread the run belongs to.
+       */
+      thread_id: string;
+      /**
+       * Format: uuid
+       * @description Run that spawned this sub-agent run, null for a root run.
+       */
+      parent_run_id: string | null;
+      /**
+       * Format: uuid
+       * @description Execution tree: the root conversation's thread id. Runs sharing it share one sandbox.
+       */
+      runtime_scope_id: string;
+      /**
+       * @description pending → running → succeeded | failed | cancelled.
+       * @enum {string}
+       */
+      status: "pending" | "running" | "succeeded" | "failed" | "cancelled";
+      /** @description True once a cancel was requested. */
+      cancel_requested: boolean;
+      /** @description Present when the run failed. */
+      error?: {
+        /** @description Snake_case failure code, e.g. `internal` or `sandbox_identity_mismatch`. */
+        code: string;
+        /** @description What went wrong, for the user. */
+        message: string;
+      };
+      /**
+       * Format: date-time
+       * @description Submission time.
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @description When a worker started it.
+       */
+      started_at?: string;
+      /**
+       * Format: date-time
+       * @description When it reached a terminal status.
+       */
+      finished_at?: string;
+      /** @description The user's message that started the run, as sent. */
+      input: string;
     };
     /** @description A run: one agent execution. */
     Run: {

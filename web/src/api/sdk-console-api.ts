@@ -1,0 +1,165 @@
+import { Workcell, WorkcellError } from "../../../sdk/src/index.ts";
+import { type ConsoleApi, ConsoleApiError, type WorkdirFiles } from "./console-api.ts";
+import type { Attachment, Project, Run, RunEvent, Skill, Thread, ThreadRun } from "./types.ts";
+import { xhrUploadFetch } from "./xhr-upload-fetch.ts";
+
+/** The SDK's typed errors as the console shows them (code + the server's message). */
+function mapped(error: unknown): unknown {
+  if (error instanceof WorkcellError) {
+    return new ConsoleApiError(error.code, error.message, error.status);
+  }
+  return error;
+}
+
+async function sdk<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw mapped(error);
+  }
+}
+
+const opts = (signal?: AbortSignal) => (signal === undefined ? {} : { signal });
+
+/** ConsoleApi over the Workcell SDK (sdk/): every request of the console goes through it. */
+export function createSdkConsoleApi(p: {
+  baseUrl: string;
+  token: () => Promise<string>;
+}): ConsoleApi {
+  const workcell = new Workcell({ baseUrl: p.baseUrl, token: p.token });
+  // One ThreadFiles per thread, so its capability is reused and renewed, not re-minted.
+  const workdirs = new Map<string, WorkdirFiles>();
+  const api = workcell.api;
+  const call = <T>(
+    send: () => Promise<{ data?: T; error?: unknown; response: Response }>,
+  ): Promise<T> =>
+    sdk(async () => {
+      const result = await send();
+      if (!result.response.ok) {
+        const body = result.error as { error?: { code?: string; message?: string } } | undefined;
+        throw new ConsoleApiError(
+          body?.error?.code ?? `http_${result.response.status}`,
+          body?.error?.message ?? result.response.statusText,
+          result.response.status,
+        );
+      }
+      return result.data as T;
+    });
+
+  function files(threadId: string): WorkdirFiles {
+    let held = workdirs.get(threadId);
+    if (held === undefined) {
+      const threadFiles = workcell.threads.get(threadId).then((t) => t.files);
+      held = {
+        list: (path, signal) => sdk(async () => (await threadFiles).list(path, opts(signal))),
+        read: (path, signal) =>
+          sdk(
+            async () =>
+              new Blob([new Uint8Array(await (await threadFiles).readBytes(path, opts(signal)))]),
+          ),
+        write: (path, body, signal) =>
+          sdk(async () => (await threadFiles).write(path, body, opts(signal))),
+        mkdir: (path, signal) => sdk(async () => (await threadFiles).mkdir(path, opts(signal))),
+        delete: (path, signal) => sdk(async () => (await threadFiles).delete(path, opts(signal))),
+      };
+      workdirs.set(threadId, held);
+    }
+    return held;
+  }
+
+  return {
+    projects: {
+      list: async (signal) =>
+        (await call(() => api.GET("/v1/projects", { ...opts(signal) }))).items as Project[],
+      create: (body) => call(() => api.POST("/v1/projects", { body })) as Promise<Project>,
+    },
+    threads: {
+      list: (signal) =>
+        sdk(async () =>
+          (await workcell.threads.list({ limit: 100, ...opts(signal) })).items.map(
+            (t) => t.data as Thread,
+          ),
+        ),
+      get: (id, signal) => sdk(async () => (await workcell.threads.get(id, opts(signal))).data),
+      create: (body) =>
+        sdk(
+          async () =>
+            (
+              await workcell.threads.create({
+                ...(body.project_id === undefined ? {} : { projectId: body.project_id }),
+                ...(body.title === undefined ? {} : { title: body.title }),
+              })
+            ).data as Thread,
+        ),
+      delete: (id) => sdk(() => workcell.threads.delete(id)),
+      runs: async (id, signal) =>
+        (
+          await call(() =>
+            api.GET("/v1/threads/{thread_id}/runs", {
+              params: { path: { thread_id: id } },
+              ...opts(signal),
+            }),
+          )
+        ).items as ThreadRun[],
+      files,
+    },
+    runs: {
+      create: (threadId, input) =>
+        sdk(async () => (await workcell.runs.create(input, { threadId })).data as Run),
+      get: (id, signal) => sdk(async () => (await workcell.runs.get(id, opts(signal))).data as Run),
+      cancel: (id) =>
+        sdk(async () => {
+          await (await workcell.runs.get(id)).cancel();
+        }),
+      changes: (id, signal) =>
+        sdk(async () => (await workcell.runs.get(id, opts(signal))).changes(opts(signal))),
+      async *events(id, afterSeq, signal) {
+        try {
+          const run = await workcell.runs.get(id, { signal });
+          for await (const event of run.events({ signal, after: afterSeq })) {
+            yield event as unknown as RunEvent;
+          }
+        } catch (error) {
+          throw mapped(error);
+        }
+      },
+    },
+    attachments: {
+      list: (threadId, signal) =>
+        sdk(async () => (await workcell.attachments.list(threadId, opts(signal))) as Attachment[]),
+      upload: (threadId, picked, options) =>
+        sdk(async () => {
+          // A client of its own whose fetch reports the presigned PUTs' progress.
+          const total = picked.reduce((sum, f) => sum + f.size, 0);
+          const sent = new Map<Blob, number>();
+          options.onProgress?.({ loaded: 0, total });
+          const uploader = new Workcell({
+            baseUrl: p.baseUrl,
+            token: p.token,
+            fetch: xhrUploadFetch((n, body) => {
+              sent.set(body, n);
+              options.onProgress?.({
+                loaded: [...sent.values()].reduce((a, b) => a + b, 0),
+                total,
+              });
+            }),
+          });
+          const files = picked.map((f) => ({
+            name: f.name,
+            data: f,
+            contentType: f.type || "application/octet-stream",
+          }));
+          return (await uploader.attachments.upload(threadId, files, {
+            parse: options.parse,
+          })) as Attachment[];
+        }),
+      delete: (threadId, fileId) => sdk(() => workcell.attachments.delete(threadId, fileId)),
+    },
+    skills: {
+      list: (signal) => sdk(async () => (await workcell.skills.list(opts(signal))) as Skill[]),
+      grant: (slug, uid) => sdk(() => workcell.admin.skills.grant(slug, uid)),
+      revoke: (slug, uid) => sdk(() => workcell.admin.skills.revoke(slug, uid)),
+      importArchive: (slug, archive) => sdk(() => workcell.admin.skills.import(slug, archive)),
+    },
+  };
+}

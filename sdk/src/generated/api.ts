@@ -1352,6 +1352,135 @@ export interface paths {
       };
     };
   };
+  "/v1/admin/nodes": {
+    /** Admin: every agent-host node with its state, heartbeat, tiers and load */
+    get: {
+      responses: {
+        /** @description Nodes */
+        200: {
+          content: {
+            "application/json": components["schemas"]["AdminNodeList"];
+          };
+        };
+        /** @description Missing or invalid token. */
+        401: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description The caller is not an admin. */
+        403: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description Internal error (no internals in the message). */
+        500: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description A dependency is temporarily unavailable. */
+        503: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+      };
+    };
+  };
+  "/v1/admin/nodes/{node_id}/quiesce": {
+    /** Admin: the node takes no new sandboxes and drains */
+    post: {
+      parameters: {
+        path: {
+          node_id: string;
+        };
+      };
+      responses: {
+        /** @description Accepted: the node follows at its next heartbeat */
+        202: {
+          content: never;
+        };
+        /** @description Missing or invalid token. */
+        401: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description The caller is not an admin. */
+        403: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description No such node. */
+        404: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description Internal error (no internals in the message). */
+        500: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description A dependency is temporarily unavailable. */
+        503: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+      };
+    };
+  };
+  "/v1/admin/nodes/{node_id}/resume": {
+    /** Admin: the node takes sandboxes again */
+    post: {
+      parameters: {
+        path: {
+          node_id: string;
+        };
+      };
+      responses: {
+        /** @description Accepted: the node follows at its next heartbeat */
+        202: {
+          content: never;
+        };
+        /** @description Missing or invalid token. */
+        401: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description The caller is not an admin. */
+        403: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description No such node. */
+        404: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description Internal error (no internals in the message). */
+        500: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description A dependency is temporarily unavailable. */
+        503: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+      };
+    };
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -1595,10 +1724,10 @@ export interface components {
     /** @description Health of the API and its dependencies. */
     Health: {
       /**
-       * @description `ok` when every component is ok (HTTP 200), else `down` (HTTP 503).
+       * @description `ok` when every component is ok (HTTP 200); `degraded` (HTTP 200) when only `nodes` is `none_ready`; `down` (HTTP 503) when a dependency is down.
        * @enum {string}
        */
-      status: "ok" | "down";
+      status: "ok" | "degraded" | "down";
       /** @description State of each dependency. */
       components: {
         /**
@@ -1616,6 +1745,11 @@ export interface components {
          * @enum {string}
          */
         storage: "ok" | "down";
+        /**
+         * @description `ok` when at least one active agent-host with a ready sandbox tier has a fresh heartbeat, else `none_ready`.
+         * @enum {string}
+         */
+        nodes: "ok" | "none_ready";
       };
     };
     /** @description A project: a Workdir that threads work in. */
@@ -2181,6 +2315,25 @@ export interface components {
        * @enum {string}
        */
       projection: "refreshed" | "queued";
+    };
+    AdminNodeList: {
+      items: components["schemas"]["AdminNode"][];
+    };
+    AdminNode: {
+      node_id: string;
+      /**
+       * @description `lost` when the node stopped or its heartbeat is older than the node TTL (whatever the operator set); else the operator's `active` / `quiesced`.
+       * @enum {string}
+       */
+      state: "active" | "quiesced" | "lost";
+      /** @description Last heartbeat (RFC 3339). */
+      heartbeat_at: string;
+      /** @description Sandbox tiers ready at the last heartbeat. */
+      sandbox_tiers: string[];
+      /** @description Running sandboxes at the last heartbeat. */
+      live_sandboxes: number;
+      /** @description Runs running on the node at the last heartbeat. */
+      running_runs: number;
     };
   };
   responses: never;

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
+import { SANDBOX_RUNTIME_MOUNT } from "../shared/paths/runtime-paths.ts";
 import { failRunsOfNode } from "../shared/runs/fail-node-runs.ts";
 import { DEFAULT_NODE_HEARTBEAT_INTERVAL_MS } from "../shared/runs/node-liveness.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
@@ -18,16 +19,21 @@ import type { ListenFn } from "./runs/listen.ts";
 import { modelClientFactoryFor } from "./runs/model-client-factory.ts";
 import type { RunSandboxes } from "./runs/run-sandboxes.ts";
 import { RunWorker } from "./runs/run-worker.ts";
+import { IMAGE_SHELL, type SandboxShell, type ShellFor } from "./runs/sandbox-exec-adapter.ts";
+import { type RuntimeAssetsReport, verifyRuntimeAssets } from "./runtime/runtime-assets.ts";
 import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
 import { SandboxManager } from "./sandbox/sandbox-manager.ts";
 import type { SandboxTier, SandboxTierStatus } from "./sandbox/sandbox-tier.ts";
+import { tierOfContainerId } from "./sandbox/sandbox-tier.ts";
 import { type AgentHostSkills, createAgentHostSkills } from "./skills/agent-host-skills.ts";
 import { refreshFailureError } from "./skills/refresh-handler.ts";
 import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
 import { createPathResolver } from "./workspace/path-resolver.ts";
 import { createUserWorkspaces } from "./workspace/user-workspaces.ts";
 
+/** Bound on verifying the Runtime Assets (hashing every file, running every probe). */
+export const RUNTIME_VERIFY_TIMEOUT_MS = 10 * 60_000;
 /** The sandbox user (agent-host/sandbox/container-spec.ts): it must own what it writes. */
 export const SANDBOX_OWNER = { uid: 1000, gid: 1000 } as const;
 
@@ -75,6 +81,8 @@ export type AgentHost = {
   dataPlaneUrl: string;
   skills: AgentHostSkills;
   sandboxDriver: SandboxDriverStatus;
+  /** The Runtime Assets as verified at start (checksums and probes), once done. */
+  runtime: Promise<RuntimeAssetsReport>;
   /** This node's liveness as its heartbeat sees it (for /readyz). */
   heartbeat: NodeHeartbeat;
   stop(): Promise<void>;
@@ -144,6 +152,25 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     }
 
     const sandboxDriver = driverStatus(deps.sandboxTiers);
+    // Every asset's checksums and probe, once per start (ARCHITECTURE.md §3), in the
+    // background: a first verification hashes ~300 MB. Until it is done the process
+    // tier's bash waits for it; a failure leaves every asset not ready.
+    const runtime = verifyRuntimeAssets({
+      treeDir: deps.sandboxTiers.runtimeDir,
+      bwrap: "bwrap",
+      signal: AbortSignal.timeout(RUNTIME_VERIFY_TIMEOUT_MS),
+    }).catch(
+      (error: unknown): RuntimeAssetsReport => ({
+        version: "unknown",
+        assets: [],
+        error: (error as Error).message,
+      }),
+    );
+    void runtime.then((report) => {
+      for (const asset of report.assets.filter((a) => !a.ready)) {
+        logger.warn({ asset: asset.name, reason: asset.reason }, "runtime asset not ready");
+      }
+    });
     let sandboxes: RunSandboxes;
     let manager: SandboxManager | undefined;
     if (sandboxDriver.kind !== "none") {
@@ -208,6 +235,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         ? {}
         : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
       sandboxManager: sandboxes,
+      shell: shellFor(runtime),
       userWorkspaces,
       skillProjection: skills.refresher,
       modelClientFactory: modelClientFactoryFor(deps.modelConfig),
@@ -230,6 +258,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       dataPlaneUrl,
       skills,
       sandboxDriver,
+      runtime,
       heartbeat,
       async stop() {
         for (const stop of stops.reverse()) await stop();
@@ -276,4 +305,25 @@ function driverStatus(tiers: SandboxTierSet): SandboxDriverStatus {
     };
   }
   return { kind, detail: tiers.driver.status(kind).detail, tiers: tiers.statuses };
+}
+
+/**
+ * The bash tool's shell per tier. The process tier has nothing but the Runtime Assets, so
+ * it runs their bash, or refuses with the asset's reason. The container tier runs its
+ * image's /bin/sh: the image is built from the same packages as the assets
+ * (workcell-sandbox:<key>), or is the busybox test image, whose loader-less root cannot
+ * run the assets' dynamically linked binaries (docs/decisions/0026).
+ */
+function shellFor(runtime: Promise<RuntimeAssetsReport>): ShellFor {
+  const processShell = runtime.then((report): SandboxShell => {
+    const bash = report.assets.find((a) => a.name === "bash");
+    return bash?.ready
+      ? { ok: true, argv: [`${SANDBOX_RUNTIME_MOUNT}/usr/bin/bash`, "-c"] }
+      : {
+          ok: false,
+          reason: `the bash Runtime Asset is not ready (${bash?.reason ?? report.error ?? "unknown"})`,
+        };
+  });
+  return (handle) =>
+    tierOfContainerId(handle.containerId) === "process" ? processShell : IMAGE_SHELL;
 }

@@ -20,6 +20,8 @@ command -v systemd-analyze >/dev/null 2>&1 || want+=(systemd)
 # start it as the sandbox user.
 command -v bwrap >/dev/null 2>&1 || want+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || want+=(util-linux)
+# Runtime Assets (infra/runtime-assets/) are built from Debian packages by mmdebstrap.
+command -v mmdebstrap >/dev/null 2>&1 || want+=(mmdebstrap)
 
 if [ "${#want[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -51,3 +53,6 @@ if ! docker_answers; then
 fi
 
 "$root/infra/sandbox-image/build-test-image.sh"
+# The Runtime Assets at /runtime (both tiers) and the container image from the same
+# packages; cached by their key, so this is instant once built (a few minutes the first time).
+"$root/infra/runtime-assets/build-runtime-assets.sh"

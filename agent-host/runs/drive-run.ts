@@ -100,7 +100,7 @@ export async function driveRun(
       ),
       toolEnv: {
         sandbox: leasedSandboxExec(
-          createSandboxExec(deps.sandboxes, x.handle),
+          createSandboxExec(deps.sandboxes, x.handle, deps.shell?.(x.handle)),
           deps.leasedCommands,
           scope,
           model.name === SHELL_MODEL_NAME ? "shell" : "bash",

@@ -7,6 +7,7 @@ import type { LeasedCommands } from "./change-batch/leased-commands.ts";
 import type { ModelClientFactory } from "./model-client-factory.ts";
 import type { RunWorkerLimits } from "./run-limits.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
+import type { ShellFor } from "./sandbox-exec-adapter.ts";
 import type { SkillProjection } from "./skill-projection.ts";
 
 /** Everything root and child executions need, wired once by the run worker. */
@@ -28,4 +29,6 @@ export interface RunExecutorDeps {
   readonly agentLimits?: Partial<AgentLimits>;
   /** Deployment text appended to every system prompt. */
   readonly systemPromptExtra?: string;
+  /** How the bash tool runs a command line in a sandbox; default the image's /bin/sh. */
+  readonly shell?: ShellFor;
 }

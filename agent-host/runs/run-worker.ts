@@ -19,6 +19,7 @@ import { type MessageContext, RunConsumer } from "./run-consumer.ts";
 import { type RootRunResult, RunExecutor } from "./run-executor.ts";
 import { type RunWorkerLimits, resolveRunWorkerLimits } from "./run-limits.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
+import type { ShellFor } from "./sandbox-exec-adapter.ts";
 import type { SkillProjection } from "./skill-projection.ts";
 
 /** Everything the run worker needs, wired once in agent-host's main.ts. */
@@ -31,6 +32,8 @@ export interface RunWorkerDeps {
   readonly deadLetterQueueUrl?: string;
   /** This node's SandboxManager (started: reconciled, reaper running). */
   readonly sandboxManager: RunSandboxes;
+  /** The bash tool's shell: the Runtime Assets' bash, or why it is unavailable. */
+  readonly shell?: ShellFor;
   /** Built with `owner: {uid: 1000, gid: 1000}`, so the sandbox user owns what it creates. */
   readonly userWorkspaces: UserWorkspaces;
   /** agent-host/skills' refresher, or createEmptySkillProjection until it is wired. */
@@ -101,6 +104,7 @@ export class RunWorker {
       nodeId: deps.nodeId,
       logger: this.#log,
       limits: this.#limits,
+      ...(deps.shell === undefined ? {} : { shell: deps.shell }),
       ...(deps.agentTools === undefined ? {} : { agentTools: deps.agentTools }),
       ...(deps.agentLimits === undefined ? {} : { agentLimits: deps.agentLimits }),
       ...(deps.systemPromptExtra === undefined

@@ -1,4 +1,5 @@
 import { domainError } from "../../shared/errors/domain-errors.ts";
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import type { SandboxExec } from "./agent/index.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
@@ -9,16 +10,42 @@ import type { RunSandboxes } from "./run-sandboxes.ts";
  * (destroyed, replaced, its container died) the call throws `stale_generation`, which
  * ends the run instead of letting the model retry against a sandbox that is gone.
  *
- * The command runs as `/bin/sh -c` (the sandbox image may have no bash) as the sandbox
- * user; aborting `signal` kills it and everything it started inside the sandbox.
+ * The command runs through `shell` (the Runtime Assets' bash, or the image's /bin/sh)
+ * as the sandbox user; aborting `signal` kills it and everything it started inside the sandbox.
  */
-export function createSandboxExec(sandboxes: RunSandboxes, handle: SandboxHandle): SandboxExec {
+/**
+ * How a command line runs: through a shell in the sandbox (argv before the command), or
+ * not at all because that shell's Runtime Asset is not ready. Then each call is refused
+ * with the reason, which the model sees; nothing falls back to another binary.
+ */
+export type SandboxShell =
+  | { readonly ok: true; readonly argv: readonly string[] }
+  | { readonly ok: false; readonly reason: string };
+
+/** The shell of a sandbox (its tier decides: agent-host.ts). */
+export type ShellFor = (handle: SandboxHandle) => SandboxShell | Promise<SandboxShell>;
+
+/** Without Runtime Assets configured: the image's own POSIX shell (the busybox test image). */
+export const IMAGE_SHELL: SandboxShell = { ok: true, argv: ["/bin/sh", "-c"] };
+
+export function createSandboxExec(
+  sandboxes: RunSandboxes,
+  handle: SandboxHandle,
+  shellOrPending: SandboxShell | Promise<SandboxShell> = IMAGE_SHELL,
+): SandboxExec {
   return {
     async exec(command, options) {
+      const shell = await shellOrPending;
+      if (!shell.ok) {
+        throw new WorkcellError(
+          "unprocessable",
+          `The bash tool is unavailable on this node: ${shell.reason}`,
+        );
+      }
       const out = await sandboxes.exec(
         handle,
         {
-          cmd: ["/bin/sh", "-c", command],
+          cmd: [...shell.argv, command],
           cwd: options.cwd,
           timeoutMs: options.timeoutMs,
           maxOutputBytesPerStream: options.maxOutputBytes,

@@ -35,6 +35,8 @@ export type SandboxTierInputs = {
 export type SandboxTierSet = {
   driver: TieredDriver;
   statuses: SandboxTierStatus[];
+  /** The Runtime Assets tree both tiers mount at /runtime. */
+  runtimeDir: string;
   /**
    * The tiers usable right now, as the node heartbeat and `/readyz` report them (API.md
    * "Nodes and runtimes"): a ready tier stays reported while its engine answers within
@@ -114,6 +116,7 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
   return {
     driver: new TieredDriver(drivers, statuses),
     statuses,
+    runtimeDir: inputs.runtimeDir,
     async probe(signal) {
       const usable: SandboxTier[] = [];
       if (drivers.has("container") && docker) {

@@ -21,7 +21,7 @@ export const DEFAULT_DATA_PLANE_PORT = 8081;
 // Its name lives in that JSON file only.
 export const DEFAULT_SANDBOX_IMAGE: string = offlineSandboxImage.name;
 /** Where scripts/ensure-system.sh puts the Runtime Assets (infra/runtime-assets/). */
-export const DEFAULT_RUNTIME_ASSETS_DIR = "/var/lib/workcell/runtime-assets/current";
+export const DEFAULT_RUNTIME_ASSETS_DIR = "/var/lib/workcell/runtime-assets/current/tree";
 /** Node-local state of process-tier sandboxes (tmpfs mounts, labels); /run is cleared at boot. */
 export const DEFAULT_SANDBOX_STATE_DIR = "/run/workcell/process-sandboxes";
 export const DEFAULT_SANDBOX_MEMORY_MB = 2048;

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Builds the Runtime Assets (ARCHITECTURE.md §3) offline of anything but Debian's own
+# package mirror: the pinned packages of packages.txt installed by mmdebstrap into a
+# tree, reduced to /usr, /etc and the dpkg database, with a gem user (1000:1000), then
+# checksummed file by file. The result is cached by its key (a hash of packages.txt and
+# this script), so a second run is instant:
+#
+#   <out>/<key>/tree/            mounted read-only at /runtime in every sandbox
+#   <out>/<key>/manifest.json    {version, key, suite, packages: {name: version}}
+#   <out>/<key>/files.sha256     sha256sum of every regular file of tree/
+#   <out>/current -> <key>       what agent-hosts use (RUNTIME_ASSETS_DIR=<out>/current/tree)
+#
+# With a Docker engine answering, the same tree also becomes the container tier's image
+# (workcell-sandbox:<key>), so both tiers carry the same tools.
+# Usage: build-runtime-assets.sh [out dir, default /var/lib/workcell/runtime-assets]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:-/var/lib/workcell/runtime-assets}"
+suite=bookworm
+packages="$(grep -v '^\s*#' "$here/packages.txt" | grep -v '^\s*$' | tr '\n' ',' | sed 's/,$//')"
+key="$(cat "$here/packages.txt" "$0" | sha256sum | cut -c1-16)"
+dest="$out/$key"
+
+if [ -f "$dest/manifest.json" ]; then
+  ln -sfn "$key" "$out/current"
+  echo "runtime assets $key already built ($dest)"
+  exit 0
+fi
+command -v mmdebstrap >/dev/null || { echo "build-runtime-assets: mmdebstrap is missing: apt-get install -y mmdebstrap" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "build-runtime-assets: run as root (files must belong to root)" >&2; exit 1; }
+
+mkdir -p "$out"
+work="$(mktemp -d "$out/.build-XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+echo "building runtime assets $key (Debian $suite, $(echo "$packages" | tr ',' '\n' | wc -l) pinned packages)"
+# Docs, man pages and locales are dropped: an agent does not read them, and they are
+# half of the size. SOURCE_DATE_EPOCH makes the tree's timestamps reproducible.
+SOURCE_DATE_EPOCH=1700000000 mmdebstrap --quiet --variant=essential --include="$packages" \
+  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+  "$suite" "$work/rootfs.tar"
+mkdir "$work/tree"
+tar -C "$work/tree" -xf "$work/rootfs.tar" ./usr ./etc ./var/lib/dpkg
+rm "$work/rootfs.tar"
+# The merged-/usr links, so the tree is also a complete root for `docker import`.
+for l in bin sbin lib lib64; do [ -e "$work/tree/usr/$l" ] && ln -sfn "usr/$l" "$work/tree/$l"; done
+grep -q '^gem:' "$work/tree/etc/passwd" || echo 'gem:x:1000:1000:gem:/home/gem:/bin/bash' >>"$work/tree/etc/passwd"
+grep -q '^gem:' "$work/tree/etc/group" || echo 'gem:x:1000:' >>"$work/tree/etc/group"
+mkdir -p "$work/tree/home/gem" "$work/tree/tmp" "$work/tree/runtime" "$work/tree/proc" "$work/tree/dev" "$work/tree/sys"
+chmod 1777 "$work/tree/tmp"
+chown 1000:1000 "$work/tree/home/gem"
+(cd "$work/tree" && find usr etc var -type f -print0 | sort -z | xargs -0 sha256sum) >"$work/files.sha256"
+{
+  printf '{"version":"%s-%s","key":"%s","suite":"%s","packages":{' "$suite" "$key" "$key" "$suite"
+  chroot "$work/tree" dpkg-query -W -f='"${Package}":"${Version}",' | sed 's/,$//'
+  printf '}}\n'
+} >"$work/manifest.json"
+chmod -R go-w "$work/tree"
+chmod 755 "$work"
+if timeout 5 docker version >/dev/null 2>&1; then
+  tar -C "$work/tree" -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' -c 'CMD ["/bin/bash"]' - "workcell-sandbox:$key" >/dev/null
+  echo "container tier image workcell-sandbox:$key built from the same tree"
+fi
+mv "$work" "$dest"
+trap - EXIT
+ln -sfn "$key" "$out/current"
+echo "runtime assets $key built ($dest, $(du -sh "$dest/tree" | cut -f1))"

@@ -1,0 +1,160 @@
+// The process sandbox tier against its baselines, in one run (issue 20):
+//  (a) process-tier exec of `true` vs a bare `bwrap --unshare-all … true`   target ≤ 1.3
+//  (b) process-tier exec vs container-tier exec of `true` (same run)         target ≤ 0.3
+//  (c) process-tier cold acquire vs container-tier cold acquire              target ≤ 0.2
+// The process tier runs with its cgroup limits, seccomp filter and mount verification on.
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { chown, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import Docker from "dockerode";
+import { pino } from "pino";
+import postgres from "postgres";
+import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
+import { DockerDriver } from "../../agent-host/sandbox/docker-driver.ts";
+import type { SandboxDriver } from "../../agent-host/sandbox/driver.ts";
+import { ProcessDriver } from "../../agent-host/sandbox/process/process-driver.ts";
+import { processPreflight } from "../../agent-host/sandbox/process/process-preflight.ts";
+import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
+import type { SandboxHandle } from "../../agent-host/sandbox/sandbox-handle.ts";
+import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
+import type { SandboxTier } from "../../agent-host/sandbox/sandbox-tier.ts";
+import { TieredDriver } from "../../agent-host/sandbox/tiered-driver.ts";
+import { createDb } from "../../shared/db/client.ts";
+import { nodes } from "../../shared/db/schema/nodes.ts";
+import { uidDirname } from "../../shared/paths/uid-dirname.ts";
+import { startPostgresCluster } from "../setup/postgres-cluster.ts";
+import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
+import { removeContainersLabelled } from "../support/docker.ts";
+import { busyboxRuntimeDir } from "../support/process-tier.ts";
+import { measure, report } from "./measure.ts";
+
+const run = promisify(execFile);
+const EXEC_RUNS = 60;
+const COLD_RUNS = 10;
+const UID = "bench";
+const WORKDIR = "work";
+
+const image = (
+  JSON.parse(
+    await readFile(new URL("../../infra/sandbox-image/test-image.json", import.meta.url), "utf8"),
+  ) as { name: string }
+).name;
+const docker = new Docker();
+const nodeId = `bench-${randomUUID().slice(0, 8)}`;
+const cluster = await startPostgresCluster();
+const dataRoot = await mkdtemp(join(tmpdir(), "workcell-bench-"));
+const stateDir = join(tmpdir(), `workcell-bench-process-${randomUUID().slice(0, 8)}`);
+let sql: postgres.Sql | undefined;
+const logger = pino({ level: "silent" });
+let processDriver: ProcessDriver | undefined;
+
+try {
+  await prepareTemplateDatabase(cluster.adminUrl);
+  const url = new URL(cluster.adminUrl);
+  url.pathname = `/${templateDatabaseName}`;
+  sql = postgres(url.toString(), { max: 20, onnotice: () => {} });
+  const db = createDb(sql);
+  await db.insert(nodes).values({ nodeId, dataPlaneUrl: "http://127.0.0.1:1" });
+  const workspace = join(dataRoot, "users", uidDirname(UID), "workspace");
+  await mkdir(join(workspace, WORKDIR), { recursive: true });
+  await chown(workspace, 1000, 1000);
+  await chown(join(workspace, WORKDIR), 1000, 1000);
+
+  const config = sandboxConfigSchema.parse({ image });
+  const runtimeDir = await busyboxRuntimeDir();
+  const found = await processPreflight({ stateDir, cgroupParent: `workcell-bench/${nodeId}` });
+  if (!found.ready) throw new Error(`process tier not ready: ${found.missing}`);
+  processDriver = new ProcessDriver({
+    logger,
+    dataRoot,
+    stateDir: found.parts.stateDir,
+    runtimeDir,
+    cgroups: found.parts.cgroups,
+    tools: found.parts.tools,
+    seccompFilter: found.parts.seccompFilter,
+    limits: config,
+    config,
+  });
+  const drivers = new Map<SandboxTier, SandboxDriver>([
+    ["process", processDriver],
+    ["container", new DockerDriver({ docker, logger, dataRoot, config })],
+  ]);
+  const manager = new SandboxManager({
+    db,
+    driver: new TieredDriver(drivers, []),
+    logger,
+    nodeId,
+    config,
+  });
+  const acquire = async (tier: SandboxTier): Promise<SandboxHandle> => {
+    const out = await manager.acquire(
+      { uid: UID, runtimeScopeId: randomUUID(), workdirPath: WORKDIR, tier },
+      AbortSignal.timeout(120_000),
+    );
+    if (!out.ok) throw new Error(`acquire refused: ${out.reason}`);
+    return out.handle;
+  };
+  const execTrue = (handle: SandboxHandle) => async () => {
+    const out = await manager.exec(handle, { cmd: ["true"] }, AbortSignal.timeout(60_000));
+    if (!out.ok || out.result.exitCode !== 0) throw new Error("exec failed");
+  };
+
+  const processHandle = await acquire("process");
+  const containerHandle = await acquire("container");
+  const bareBwrap = await measure(
+    "bare bwrap --unshare-all … true",
+    () =>
+      run("bwrap", [
+        "--unshare-all",
+        "--ro-bind",
+        runtimeDir,
+        "/runtime",
+        "--",
+        "/runtime/usr/bin/true",
+      ]),
+    { runs: EXEC_RUNS },
+  );
+  const processExec = await measure("process-tier exec true (manager)", execTrue(processHandle), {
+    runs: EXEC_RUNS,
+  });
+  const containerExec = await measure(
+    "container-tier exec true (manager)",
+    execTrue(containerHandle),
+    { runs: EXEC_RUNS },
+  );
+  report("(a) exec of `true`: process tier vs bare bwrap (target ≤ 1.3)", bareBwrap, [processExec]);
+  report("(b) exec of `true`: process tier vs container tier (target ≤ 0.3)", containerExec, [
+    processExec,
+  ]);
+
+  const created: SandboxHandle[] = [];
+  const cold = (tier: SandboxTier) => async () => {
+    created.push(await acquire(tier));
+  };
+  const containerCold = await measure("container-tier cold acquire", cold("container"), {
+    runs: COLD_RUNS,
+    warmupRuns: 1,
+  });
+  const processCold = await measure("process-tier cold acquire", cold("process"), {
+    runs: COLD_RUNS,
+    warmupRuns: 1,
+  });
+  report("(c) cold acquire: process tier vs container tier (target ≤ 0.2)", containerCold, [
+    processCold,
+  ]);
+  for (const h of [...created, processHandle, containerHandle]) {
+    await manager.destroy(h, AbortSignal.timeout(60_000));
+  }
+  console.log(
+    "\n(srt, @anthropic-ai/sandbox-runtime, is not measured here: see docs/decisions/0026)",
+  );
+} finally {
+  await removeContainersLabelled(docker, LABEL.nodeId, nodeId);
+  await sql?.end();
+  await cluster.stop();
+  await rm(dataRoot, { recursive: true, force: true });
+  await rm(stateDir, { recursive: true, force: true });
+}

@@ -1,0 +1,179 @@
+import { execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifyRuntimeAssets } from "../../../agent-host/runtime/runtime-assets.ts";
+import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
+import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { removeContainersLabelled } from "../../support/docker.ts";
+import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
+import { materializeWorkdir, silentLogger, testConfig, uniqueNodeId } from "./sandbox-fixture.ts";
+
+// The Runtime Assets as built by scripts/ensure-system.sh (infra/runtime-assets/): real
+// bash, Python, Node and git in both tiers, and a corrupted asset reported not ready.
+
+const treeDir = process.env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;
+const signal = () => AbortSignal.timeout(120_000);
+
+async function requireAssets(): Promise<{ key: string }> {
+  const manifest = await readFile(join(treeDir, "../manifest.json"), "utf8").catch(() => {
+    throw new Error(
+      `the Runtime Assets are not built at ${treeDir}: run scripts/ensure-system.sh (infra/runtime-assets/build-runtime-assets.sh)`,
+    );
+  });
+  return JSON.parse(manifest) as { key: string };
+}
+
+describe("Runtime Assets", () => {
+  it("verifies every asset of the built tree: checksums match and probes pass", async () => {
+    await requireAssets();
+    const report = await verifyRuntimeAssets({
+      treeDir,
+      bwrap: "/usr/bin/bwrap",
+      signal: signal(),
+    });
+    expect(report.assets.filter((a) => !a.ready)).toEqual([]);
+    expect(report.assets.map((a) => a.name)).toEqual(
+      expect.arrayContaining(["bash", "python3", "node", "git", "ripgrep", "jq"]),
+    );
+  });
+
+  it("reports an asset whose file was altered not ready, with the reason, and the others ready", async () => {
+    await requireAssets();
+    // `current` is a symlink: copy the build it points at.
+    const build = await realpath(join(treeDir, ".."));
+    const copy = join(build, `../.corrupt-${randomUUID()}`);
+    try {
+      // A hard-linked copy of the build, then one file replaced (not written through the link).
+      execFileSync("cp", ["-al", build, copy]);
+      const jq = join(copy, "tree/usr/bin/jq");
+      const bytes = await readFile(jq);
+      bytes.writeUInt8((bytes.at(-1) ?? 0) ^ 0xff, bytes.length - 1);
+      await rm(jq);
+      await writeFile(jq, bytes, { mode: 0o755 });
+      const report = await verifyRuntimeAssets({
+        treeDir: join(copy, "tree"),
+        bwrap: "/usr/bin/bwrap",
+        signal: signal(),
+      });
+      const jqStatus = report.assets.find((a) => a.name === "jq");
+      expect(jqStatus).toMatchObject({
+        ready: false,
+        reason: expect.stringMatching(/checksum mismatch: usr\/bin\/jq/),
+      });
+      expect(report.assets.find((a) => a.name === "python3")?.ready).toBe(true);
+      // The build itself is untouched.
+      expect((await stat(join(treeDir, "usr/bin/jq"))).size).toBe(bytes.length);
+      const original = await readFile(join(treeDir, "usr/bin/jq"));
+      expect(original.equals(bytes)).toBe(false);
+    } finally {
+      await rm(copy, { recursive: true, force: true });
+    }
+  });
+
+  it("reports every asset not ready when the tree is missing", async () => {
+    const report = await verifyRuntimeAssets({
+      treeDir: "/nonexistent/tree",
+      bwrap: "/usr/bin/bwrap",
+      signal: signal(),
+    });
+    expect(report.version).toBe("missing");
+    expect(
+      report.assets.every((a) => !a.ready && /scripts\/ensure-system\.sh/.test(a.reason ?? "")),
+    ).toBe(true);
+  });
+});
+
+describe.each(["process", "container"] as const)("tools at /runtime (%s tier)", (tier) => {
+  let dataRoot: DataRoot;
+  let driver: SandboxDriver;
+  let fixture: ProcessTierFixture | undefined;
+  let nodeId: string;
+  let ref: Awaited<ReturnType<SandboxDriver["create"]>>;
+
+  beforeAll(async () => {
+    const { key } = await requireAssets();
+    dataRoot = await freshDataRoot();
+    nodeId = uniqueNodeId();
+    const config = testConfig(`workcell-sandbox:${key}`, { memoryBytes: 512 * 1024 * 1024 });
+    if (tier === "process") {
+      fixture = await processTierFixture({
+        dataRoot: dataRoot.path,
+        config,
+        logger: silentLogger,
+        runtimeDir: treeDir,
+      });
+      driver = fixture.driver;
+    } else {
+      driver = new DockerDriver({
+        docker: new Docker(),
+        logger: silentLogger,
+        dataRoot: dataRoot.path,
+        config,
+        runtimeDir: treeDir,
+      });
+    }
+    await materializeWorkdir(dataRoot.path, "tess", "work/tools");
+    ref = await driver.create(
+      {
+        sandboxId: "tools0000001",
+        generation: 1,
+        uid: "tess",
+        runtimeScopeId: randomUUID(),
+        workdirPath: "work/tools",
+        nodeId,
+      },
+      signal(),
+    );
+  });
+  afterAll(async () => {
+    await fixture?.cleanup();
+    if (tier === "container") await removeContainersLabelled(new Docker(), LABEL.nodeId, nodeId);
+    await dataRoot?.remove();
+  });
+
+  async function sh(script: string) {
+    if (!ref.ok) throw new Error(JSON.stringify(ref));
+    const out = await driver.exec(
+      ref.container,
+      { cmd: ["/runtime/usr/bin/bash", "-c", script] },
+      signal(),
+    );
+    if (!out.ok) throw new Error("gone");
+    return {
+      code: out.result.exitCode,
+      out: out.result.stdout.bytes.toString(),
+      err: out.result.stderr.bytes.toString(),
+    };
+  }
+
+  it("runs real bash, python3, node and git from /runtime", async () => {
+    const r = await sh(
+      'echo "$BASH_VERSION" | cut -d. -f1; command -v python3 node git; python3 -c "print(6*7)"; node -e "console.log(6*7)"; git init -q repo && git -C repo status --short && echo git-ok',
+    );
+    expect(r.err).toBe("");
+    expect(r.out).toBe(
+      "5\n/runtime/usr/bin/python3\n/runtime/usr/bin/node\n/runtime/usr/bin/git\n42\n42\ngit-ok\n",
+    );
+  });
+
+  it("cannot write to /runtime", async () => {
+    const r = await sh("touch /runtime/usr/bin/evil; echo $?");
+    expect(r.out).toBe("1\n");
+    expect(await stat(join(treeDir, "usr/bin/evil")).catch(() => undefined)).toBeUndefined();
+  });
+
+  // Registered for the process tier only: the container tier's ptrace rules are Docker's.
+  if (tier === "process")
+    it("refuses ptrace of a sibling process", async () => {
+      const r = await sh(
+        `sleep 30 & python3 -c "import ctypes,os,sys; libc=ctypes.CDLL(None, use_errno=True); r=libc.ptrace(16, $!, 0, 0); print(r, os.strerror(ctypes.get_errno()))"`,
+      );
+      expect(r.out).toBe("-1 Operation not permitted\n");
+    });
+});

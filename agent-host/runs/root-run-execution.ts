@@ -50,7 +50,11 @@ export async function executeRootRun(
     logger.error({ err: error }, "run failed unexpectedly");
     root = { outcome: { kind: "crashed" } };
   }
-  const recorded = await recordOutcome(deps.db, { run, fence, logger }, root.outcome);
+  const recorded = await recordOutcome(
+    deps.db,
+    { run, fence, logger, maxHandBacks: deps.limits.maxHandBacks },
+    root.outcome,
+  );
   // A handed-back run is pending again and may be claimed anew: its scope is not ours.
   if (recorded.kind !== "handed_back") await cleanupTree(deps, { run, logger }, root.handle);
   return recorded;

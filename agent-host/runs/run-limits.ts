@@ -33,6 +33,11 @@ export interface RunWorkerLimits {
   readonly stopGraceMs: number;
   /** A run handed back before it executed (node quiesced, sandbox on another node) is dispatched again after this. */
   readonly handBackDelaySeconds: number;
+  /**
+   * Times a run may be handed back before it fails `hand_back_limit` (MAX_HAND_BACKS). A
+   * sandbox on a lost node does not count against it for long: the node TTL releases it.
+   */
+  readonly maxHandBacks: number;
   /** Nesting of sub-agents: a root run is depth 0; a run at this depth may not spawn. */
   readonly maxSubagentDepth: number;
   /** Sub-agents one run may spawn over its whole life. */
@@ -78,6 +83,7 @@ export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
   heartbeatIntervalMs: 3 * SECOND_MS,
   stopGraceMs: 2 * MINUTE_MS,
   handBackDelaySeconds: 5,
+  maxHandBacks: 20,
   maxSubagentDepth: 2,
   maxSubagentsPerRun: 16,
   treeCleanupWaitMs: 15 * SECOND_MS,
@@ -120,6 +126,9 @@ export function resolveRunWorkerLimits(overrides: Partial<RunWorkerLimits> = {})
   }
   if (limits.handBackDelaySeconds < 0 || limits.handBackDelaySeconds > MAX_SQS_DELAY_SECONDS) {
     problems.push(`handBackDelaySeconds must be 0 to ${MAX_SQS_DELAY_SECONDS}`);
+  }
+  if (!Number.isInteger(limits.maxHandBacks) || limits.maxHandBacks < 0) {
+    problems.push("maxHandBacks must be a whole number, 0 or more");
   }
   if (limits.maxSubagentDepth < 0 || limits.maxSubagentsPerRun < 0) {
     problems.push("maxSubagentDepth and maxSubagentsPerRun must not be negative");

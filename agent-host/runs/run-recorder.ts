@@ -33,6 +33,20 @@ export interface RecordedTarget {
   readonly run: AgentRun;
   readonly fence: RunFence;
   readonly logger: Logger;
+  /**
+   * Hand-backs allowed (run-limits.ts maxHandBacks): a run claimed more than this many
+   * times that would be handed back again fails `hand_back_limit` instead, so nothing
+   * bounces for ever. Undefined: unbounded (sub-agents are never handed back).
+   */
+  readonly maxHandBacks?: number;
+}
+
+/** The ending of a run that could not be placed on any node after `maxHandBacks` tries. */
+export function handBackLimitError(reason: string, handBacks: number): RunError {
+  return {
+    code: "hand_back_limit",
+    message: `The run was handed back ${handBacks} times without starting (last reason: ${reason}), so it was ended; nothing of it ran. Check GET /v1/admin/nodes for ready nodes, then submit it again.`,
+  };
 }
 
 export const INTERNAL_ERROR: RunError = Object.freeze({
@@ -100,7 +114,23 @@ async function recordCrash(db: Db, { run, fence, logger }: RecordedTarget): Prom
   }
 }
 
-async function handBack(db: Db, { fence, logger }: RecordedTarget, reason: string) {
+async function handBack(
+  db: Db,
+  { run, fence, logger, maxHandBacks }: RecordedTarget,
+  reason: string,
+): Promise<RecordedRun> {
+  // attempt counts claims; every earlier claim of a run that never started ended in a
+  // hand-back, so this one would be hand-back number `attempt`.
+  if (maxHandBacks !== undefined && fence.attempt > maxHandBacks) {
+    const ending: RunEnding = {
+      status: "failed",
+      error: handBackLimitError(reason, fence.attempt - 1),
+    };
+    const seq = await nextEventSeq(db, run.runId);
+    if (!(await finishRun(db, fence, run.threadId, seq, ending))) return { kind: "lease_lost" };
+    logger.warn({ reason, attempt: fence.attempt }, "run failed: hand-back limit reached");
+    return { kind: "ended", ending };
+  }
   const released = await releaseClaim(db, fence);
   if (!released) return { kind: "lease_lost" } as const;
   logger.info({ reason }, "run handed back before it executed");

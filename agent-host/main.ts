@@ -42,6 +42,7 @@ const sandboxConfig = sandboxConfigSchema.parse({
   pidsLimit: env.SANDBOX_PIDS_LIMIT,
   idleTimeoutMs: env.SANDBOX_IDLE_TIMEOUT_SECONDS * 1000,
   nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
+  keepWarmMs: env.SANDBOX_KEEP_WARM_SECONDS * 1000,
 });
 
 const host = await startAgentHost({

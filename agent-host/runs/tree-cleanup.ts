@@ -28,6 +28,8 @@ export interface EndedRoot {
 export type TreeCleanupOutcome =
   /** The sandbox generation was destroyed (or was already gone: `stale`). */
   | { readonly kind: "destroyed"; readonly stale: boolean; readonly stragglers: number }
+  /** Released for the keep-warm window: the next turn reuses it, the idle reaper ends it. */
+  | { readonly kind: "kept_warm"; readonly stragglers: number }
   /** Another root run of the scope is running and uses the sandbox: it cleans up when it ends. */
   | { readonly kind: "kept"; readonly activeRuns: number }
   /** This root never got a sandbox: nothing of its own to destroy. */
@@ -51,7 +53,10 @@ interface ActiveRun {
  *    uses the sandbox and will clean up when it ends, so keep it. Pending runs do not
  *    keep it (they have not touched it; once claimed they acquire a new generation). A
  *    straggler that did not stop in time loses its sandbox and fails `stale_generation`.
- * 4. Destroy the sandbox with the generation this root used; a newer generation is never
+ * 4. Release the sandbox with the generation this root used: with a keep-warm window,
+ *    mark it released in the same deciding transaction (the next turn reuses it, the idle
+ *    reaper destroys it after the window with the generation fence, and a run that takes
+ *    it first clears the mark); without one, destroy it. A newer generation is never
  *    touched (the manager fences on it).
  *
  * Why the destroy runs right after the deciding transaction instead of inside it: the
@@ -102,10 +107,12 @@ export async function cleanupExecutionTree(
   const decision = await deps.db.transaction(async (tx) => {
     await lockTree(tx, root.uid, root.runtimeScopeId);
     const active = await activeRunsOfScope(tx, root);
-    return {
-      others: active.filter((r) => !r.in_tree && r.status === "running").length,
-      left: active.filter((r) => r.in_tree && r.run_id !== root.runId).map((r) => r.run_id),
-    };
+    const others = active.filter((r) => !r.in_tree && r.status === "running").length;
+    const left = active.filter((r) => r.in_tree && r.run_id !== root.runId).map((r) => r.run_id);
+    // Under the tree lock, so no run of the scope is claimed between decision and mark.
+    // Stragglers that did not stop lose the sandbox instead: it is destroyed below.
+    const keep = others === 0 && left.length === 0 && handle !== undefined;
+    return { others, left, warm: keep ? await deps.sandboxes.keepWarm(handle, tx) : undefined };
   });
   if (decision.others > 0) {
     log.info({ active_runs: decision.others }, "scope still in use; sandbox kept");
@@ -115,6 +122,10 @@ export async function cleanupExecutionTree(
     log.warn({ stragglers: decision.left }, "tree runs did not stop in time; destroying anyway");
   }
   if (handle === undefined) return { kind: "no_sandbox", stragglers: stragglers.length };
+  if (decision.warm === "kept") {
+    log.info("execution tree ended; sandbox kept warm for the next turn");
+    return { kind: "kept_warm", stragglers: stragglers.length };
+  }
   // Called in the same tick as the commit above returns: the manager blocks new uses of
   // the generation synchronously, before its first await (see the comment at the top).
   const out = await deps.sandboxes.destroy(

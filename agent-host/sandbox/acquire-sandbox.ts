@@ -114,7 +114,7 @@ export async function acquireUnderLock(
         if (nodeState !== "active") return decide({ ok: false, reason: "node_quiesced" });
         const handle = await reusable(ctx, row, signal);
         if (handle) {
-          await ctx.store.touch(tx, sandboxId, row.generation);
+          await ctx.store.takeForUse(tx, sandboxId, row.generation);
           return decide({ ok: true, handle, created: false });
         }
         log.warn(

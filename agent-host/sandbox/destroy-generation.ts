@@ -1,10 +1,11 @@
 import { forget } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
 import type { FencedOutcome } from "./sandbox-handle.ts";
+import type { ReapWindow } from "./sandbox-store.ts";
 
 export type DestroyOptions = {
-  /** Reaper mode: only if still idle this long at the claim, and never while pinned. */
-  idleMs?: number;
+  /** Reaper mode: only if still reapable at the claim (idle or released), never while pinned. */
+  idle?: ReapWindow;
 };
 
 export type DestroyGenerationOutcome = FencedOutcome | { ok: false; reason: "in_use" };
@@ -33,8 +34,7 @@ export async function destroyGeneration(
   const mine = entry?.handle.generation === generation ? entry : undefined;
   if (mine) {
     // The reaper never waits for a busy sandbox: in use means not idle.
-    if (options.idleMs !== undefined && mine.pins.pinned > 0)
-      return { ok: false, reason: "in_use" };
+    if (options.idle !== undefined && mine.pins.pinned > 0) return { ok: false, reason: "in_use" };
     if (!mine.pins.beginClose()) {
       // Another closer of this generation is at work; whatever it decides, this
       // caller's generation is not live for it any more.
@@ -45,7 +45,7 @@ export async function destroyGeneration(
 
   let claim: Awaited<ReturnType<typeof ctx.store.claimDestroy>>;
   try {
-    claim = await ctx.store.claimDestroy(sandboxId, generation, options.idleMs);
+    claim = await ctx.store.claimDestroy(sandboxId, generation, options.idle);
   } catch (error) {
     mine?.pins.reopen();
     throw error;
@@ -82,7 +82,7 @@ export async function destroyGeneration(
       forget(ctx, sandboxId, generation);
     }
   }
-  log.info({ reaped: options.idleMs !== undefined }, "sandbox destroyed");
+  log.info({ reaped: options.idle !== undefined }, "sandbox destroyed");
   return { ok: true };
 }
 

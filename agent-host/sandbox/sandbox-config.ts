@@ -58,8 +58,16 @@ export const sandboxConfigSchema = z
     idleTimeoutMs: positiveInt()
       .default(30 * MINUTE_MS)
       .describe("A sandbox unused for this long is destroyed by the idle reaper."),
+    keepWarmMs: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(60 * SECOND_MS)
+      .describe(
+        "After an execution tree ends, its sandbox stays live this long for the conversation's next turn (0: destroy at once).",
+      ),
     reaperIntervalMs: positiveInt()
-      .default(1 * MINUTE_MS)
+      .default(15 * SECOND_MS)
       .describe("How often the idle reaper looks for idle sandboxes."),
     reconcileIntervalMs: positiveInt()
       .default(5 * MINUTE_MS)

@@ -1,4 +1,5 @@
 import { abortable } from "../../shared/async/abortable.ts";
+import type { DbOrTransaction } from "../../shared/db/client.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { sandboxId as sandboxIdOf } from "../../shared/identity/sandbox-id.ts";
 import { isCanonicalUuid } from "../../shared/paths/canonical-uuid.ts";
@@ -15,7 +16,7 @@ import { forget } from "./live-registry.ts";
 import { type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
 import type { InflightAcquire, SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
 import type { FencedOutcome, SandboxHandle } from "./sandbox-handle.ts";
-import { SandboxStore } from "./sandbox-store.ts";
+import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
 
 export type ManagedExecOutcome =
   | { ok: true; result: ExecResult }
@@ -74,7 +75,7 @@ export class SandboxManager {
     if (!entry || entry.handle.workdirPath !== workdirPath) return undefined;
     if (!sameTier(entry.handle.containerId, request)) return undefined;
     if (await entry.pins.closeOutcome()) return undefined;
-    if (!(await this.#ctx.store.touch(this.#ctx.db, id, entry.handle.generation))) {
+    if (!(await this.#ctx.store.takeForUse(this.#ctx.db, id, entry.handle.generation))) {
       forget(this.#ctx, id, entry.handle.generation);
       return undefined;
     }
@@ -218,7 +219,7 @@ export class SandboxManager {
   /** Running generations of this node idle for longer than the configured time. */
   async findIdle(signal: AbortSignal): Promise<IdleCandidate[]> {
     signal.throwIfAborted();
-    const rows = await this.#ctx.store.idleRows(this.#ctx.nodeId, this.#ctx.config.idleTimeoutMs);
+    const rows = await this.#ctx.store.idleRows(this.#ctx.nodeId, this.#reapWindow());
     return rows.map(({ sandboxId, generation }) => ({ sandboxId, generation }));
   }
 
@@ -233,11 +234,30 @@ export class SandboxManager {
       candidate.sandboxId,
       candidate.generation,
       signal,
-      {
-        idleMs: this.#ctx.config.idleTimeoutMs,
-      },
+      { idle: this.#reapWindow() },
     );
     return out.ok;
+  }
+
+  #reapWindow(): ReapWindow {
+    return { idleMs: this.#ctx.config.idleTimeoutMs, keepWarmMs: this.#ctx.config.keepWarmMs };
+  }
+
+  /**
+   * The handle's execution tree ended and nothing else uses the generation: keep it warm
+   * for the conversation's next turn by marking it released, so the reaper destroys it
+   * once the keep-warm window has passed and a run that takes it first clears the mark.
+   * `db` is the tree cleanup's transaction: the release commits with the decision, under
+   * the tree lock, so no run of the scope can take the sandbox between the two.
+   * `disabled` (window 0) and `stale` (not the running generation) keep nothing.
+   */
+  async keepWarm(
+    handle: SandboxHandle,
+    db: DbOrTransaction,
+  ): Promise<"kept" | "disabled" | "stale"> {
+    if (this.#ctx.config.keepWarmMs === 0) return "disabled";
+    const kept = await this.#ctx.store.release(db, handle.sandboxId, handle.generation);
+    return kept ? "kept" : "stale";
   }
 
   /** One pass of the idle reaper; returns the sandbox ids it destroyed. */

@@ -1,4 +1,4 @@
-import { and, eq, getTableColumns, inArray, lt, or, sql } from "drizzle-orm";
+import { and, eq, getTableColumns, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
 import type { Db, DbOrTransaction, DbTransaction } from "../../shared/db/client.ts";
 import { nodes } from "../../shared/db/schema/nodes.ts";
 import {
@@ -61,8 +61,24 @@ function rowsOf(result: unknown): Record<string, unknown>[] {
     : ((result as { rows?: Record<string, unknown>[] }).rows ?? []);
 }
 
-function olderThan(column: typeof sandboxes.lastUsedAt | typeof sandboxes.updatedAt, ms: number) {
+function olderThan(
+  column: typeof sandboxes.lastUsedAt | typeof sandboxes.updatedAt | typeof sandboxes.releasedAt,
+  ms: number,
+) {
   return lt(column, sql`now() - (${ms}::bigint * interval '1 millisecond')`);
+}
+
+/**
+ * When the idle reaper may destroy a running generation: unused for `idleMs`, or released
+ * by its ended execution tree (keep-warm) for `keepWarmMs`.
+ */
+export type ReapWindow = { readonly idleMs: number; readonly keepWarmMs: number };
+
+function reapable(idle: ReapWindow) {
+  return or(
+    olderThan(sandboxes.lastUsedAt, idle.idleMs),
+    and(isNotNull(sandboxes.releasedAt), olderThan(sandboxes.releasedAt, idle.keepWarmMs)),
+  );
 }
 
 export class SandboxStore {
@@ -244,20 +260,47 @@ export class SandboxStore {
   }
 
   /**
-   * running → destroying for exactly this generation; with `idleMs`, only if it is
-   * still idle at this instant (the reaper's re-check, atomic with the claim). Returns
-   * the container id to remove, or undefined when the claim lost.
+   * A run takes this generation (warm reuse): the touch plus the end of any keep-warm
+   * release, so the reaper's window no longer applies. Conditional like touch.
+   */
+  async takeForUse(db: DbOrTransaction, sandboxId: string, generation: number): Promise<boolean> {
+    const rows = await db
+      .update(sandboxes)
+      .set({ lastUsedAt: sql`now()`, releasedAt: null })
+      .where(this.#current(sandboxId, generation, "running"))
+      .returning({ generation: sandboxes.generation });
+    return rows.length === 1;
+  }
+
+  /**
+   * The execution tree using this generation ended: keep it warm; the reaper destroys it
+   * once it has been released for the keep-warm window. False when the generation is
+   * no longer the running one (nothing to keep).
+   */
+  async release(db: DbOrTransaction, sandboxId: string, generation: number): Promise<boolean> {
+    const rows = await db
+      .update(sandboxes)
+      .set({ releasedAt: sql`now()` })
+      .where(this.#current(sandboxId, generation, "running"))
+      .returning({ generation: sandboxes.generation });
+    return rows.length === 1;
+  }
+
+  /**
+   * running → destroying for exactly this generation; with `idle`, only if it is still
+   * reapable at this instant (the reaper's re-check, atomic with the claim). Returns the
+   * container id to remove, or undefined when the claim lost.
    */
   async claimDestroy(
     sandboxId: string,
     generation: number,
-    idleMs?: number,
+    idle?: ReapWindow,
   ): Promise<{ containerId: string | null } | undefined> {
     const fence = this.#current(sandboxId, generation, "running");
     const [row] = await this.#db
       .update(sandboxes)
       .set({ state: "destroying", updatedAt: sql`now()` })
-      .where(idleMs === undefined ? fence : and(fence, olderThan(sandboxes.lastUsedAt, idleMs)))
+      .where(idle === undefined ? fence : and(fence, reapable(idle)))
       .returning({ containerId: sandboxes.containerId });
     return row;
   }
@@ -275,18 +318,12 @@ export class SandboxStore {
     return rows.length === 1;
   }
 
-  /** Running rows of a node unused for longer than `idleMs`, oldest first. */
-  async idleRows(nodeId: string, idleMs: number): Promise<SandboxRow[]> {
+  /** Running rows of a node the reaper may destroy (see ReapWindow), oldest first. */
+  async idleRows(nodeId: string, idle: ReapWindow): Promise<SandboxRow[]> {
     return this.#db
       .select()
       .from(sandboxes)
-      .where(
-        and(
-          eq(sandboxes.nodeId, nodeId),
-          eq(sandboxes.state, "running"),
-          olderThan(sandboxes.lastUsedAt, idleMs),
-        ),
-      )
+      .where(and(eq(sandboxes.nodeId, nodeId), eq(sandboxes.state, "running"), reapable(idle)))
       .orderBy(sandboxes.lastUsedAt);
   }
 

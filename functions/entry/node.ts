@@ -12,6 +12,7 @@ import { postgresListen } from "../../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
+import { DEFAULT_BATCH_LINGER_MS } from "../queue/batching-run-queue.ts";
 import { createNotifyRunEventWaiter } from "../run-events/notify-run-event-waiter.ts";
 import { runSweeperLoop } from "../runs/sweeper-loop.ts";
 import { createRuntimeDeps } from "../wiring/runtime-deps.ts";
@@ -36,7 +37,14 @@ const sql = postgres(env.DATABASE_URL, {
   connection: { statement_timeout: env.DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
 });
 const runEvents = createNotifyRunEventWaiter({ listen: postgresListen(sql), logger });
-const deps = createRuntimeDeps({ env, sql, logger, auth: createTokenVerifier(env), runEvents });
+const deps = createRuntimeDeps({
+  env,
+  sql,
+  logger,
+  auth: createTokenVerifier(env),
+  runEvents,
+  dispatchBatchLingerMs: DEFAULT_BATCH_LINGER_MS,
+});
 const server = serve({ fetch: createApp(deps).fetch, port: nodeEnv.PORT, hostname: nodeEnv.HOST });
 logger.info({ port: nodeEnv.PORT }, "workcell functions listening");
 

@@ -1,3 +1,4 @@
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
 import type { Sql } from "postgres";
 import { type AwsCredentials, createAwsClients } from "../../shared/aws/create-aws-clients.ts";
@@ -10,6 +11,8 @@ import type { TokenVerifier } from "../auth/token-verifier.ts";
 import { createCapabilityMinter } from "../capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../data-plane/http-data-plane-client.ts";
 import { createHealthProbes } from "../health/health-probes.ts";
+import { createBatchingRunQueue } from "../queue/batching-run-queue.ts";
+import type { RunQueue } from "../queue/run-queue.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import { createEventTickets } from "../run-events/event-tickets.ts";
 import type { RunEventWaiter } from "../run-events/run-event-waiter.ts";
@@ -17,6 +20,11 @@ import { createSkillsDeps } from "../skills/create-skills-deps.ts";
 import { createHttpSkillsDataPlane } from "../skills/http-skills-data-plane.ts";
 
 export type RuntimeDepsOptions = {
+  /**
+   * Long-lived runtimes (the Node entry) micro-batch run dispatches (batching-run-queue.ts);
+   * Lambda and Workers serve one request per instance, so they send each run on its own.
+   */
+  dispatchBatchLingerMs?: number;
   env: FunctionsEnv;
   /** A postgres.js client; its lifetime is the entry's business (process, or request on Workers). */
   sql: Sql;
@@ -45,7 +53,7 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
       attachmentsBucket: o.env.ATTACHMENTS_BUCKET,
       nodeTtlMs: o.env.NODE_TTL_SECONDS * 1000,
     }),
-    runQueue: createSqsRunQueue({ sqs, queueUrl: o.env.RUN_QUEUE_URL }),
+    runQueue: runQueueFor(o, sqs),
     nodeTtlMs: o.env.NODE_TTL_SECONDS * 1000,
     dataPlane: createHttpDataPlaneClient({ baseUrl: o.env.DATA_PLANE_URL, capabilities }),
     capabilities,
@@ -70,4 +78,11 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     }),
     ...(o.limits === undefined ? {} : { limits: o.limits }),
   };
+}
+
+function runQueueFor(o: RuntimeDepsOptions, sqs: SQSClient): RunQueue {
+  const queue = createSqsRunQueue({ sqs, queueUrl: o.env.RUN_QUEUE_URL });
+  return o.dispatchBatchLingerMs === undefined
+    ? queue
+    : createBatchingRunQueue(queue, { lingerMs: o.dispatchBatchLingerMs });
 }

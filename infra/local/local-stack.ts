@@ -21,6 +21,10 @@ import { createDevTokenVerifier } from "../../functions/auth/dev-token-verifier.
 import { createCapabilityMinter } from "../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-plane-client.ts";
 import { createHealthProbes } from "../../functions/health/health-probes.ts";
+import {
+  createBatchingRunQueue,
+  DEFAULT_BATCH_LINGER_MS,
+} from "../../functions/queue/batching-run-queue.ts";
 import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
 import { createEventTickets } from "../../functions/run-events/event-tickets.ts";
 import { createNotifyRunEventWaiter } from "../../functions/run-events/notify-run-event-waiter.ts";
@@ -132,7 +136,10 @@ export async function startLocalStack(p: {
     const dataRoot = join(p.dataDir, LOCAL_DATA_ROOT_DIR);
     await mkdir(dataRoot, { recursive: true, mode: 0o700 });
     const nodeId = localNodeId(p.dataDir);
-    const sandboxConfig = sandboxConfigSchema.parse({ image: p.env.SANDBOX_IMAGE });
+    const sandboxConfig = sandboxConfigSchema.parse({
+      image: p.env.SANDBOX_IMAGE,
+      keepWarmMs: p.env.SANDBOX_KEEP_WARM_SECONDS * 1000,
+    });
     // Docker when it answers, else the process tier, else runs are refused (§8).
     const sandboxTiers =
       p.sandboxTiers ??
@@ -175,7 +182,10 @@ export async function startLocalStack(p: {
     stops.push(() => agentHost.stop());
     const dataPlaneUrl = agentHost.dataPlaneUrl;
 
-    const runQueue = createSqsRunQueue({ sqs, queueUrl: runQueueUrl });
+    // One long-lived process: concurrent submissions share SendMessageBatch calls.
+    const runQueue = createBatchingRunQueue(createSqsRunQueue({ sqs, queueUrl: runQueueUrl }), {
+      lingerMs: DEFAULT_BATCH_LINGER_MS,
+    });
     const capabilityPrivateJwk = ed25519PrivateJwkVar().parse(
       JSON.stringify(secrets.capabilityPrivateJwk),
     );

@@ -36,6 +36,8 @@ export const MIN_SANDBOX_PIDS_LIMIT = 32;
 export const MAX_SANDBOX_PIDS_LIMIT = 65_536;
 export const DEFAULT_SANDBOX_IDLE_TIMEOUT_SECONDS = 900;
 export const MAX_SANDBOX_IDLE_TIMEOUT_SECONDS = 86_400;
+export const DEFAULT_SANDBOX_KEEP_WARM_SECONDS = 60;
+export const MAX_SANDBOX_KEEP_WARM_SECONDS = 3_600;
 export const DEFAULT_WORKER_CONCURRENCY = 4;
 export const MAX_WORKER_CONCURRENCY = 256;
 export const MAX_NODE_ID_CHARS = 63;
@@ -131,6 +133,11 @@ export const agentHostEnvSchema = z.object({
     ),
   ...nodeTtlEnv,
   ...nodeHeartbeatEnv,
+  SANDBOX_KEEP_WARM_SECONDS: intVar(0, MAX_SANDBOX_KEEP_WARM_SECONDS)
+    .default(DEFAULT_SANDBOX_KEEP_WARM_SECONDS)
+    .describe(
+      `After a conversation turn ends, its sandbox stays live this many seconds for the next turn; 0 destroys it at once (default ${DEFAULT_SANDBOX_KEEP_WARM_SECONDS}).`,
+    ),
   WORKER_CONCURRENCY: intVar(1, MAX_WORKER_CONCURRENCY)
     .default(DEFAULT_WORKER_CONCURRENCY)
     .describe(`Runs this node executes at once (default ${DEFAULT_WORKER_CONCURRENCY}).`),

@@ -58,6 +58,7 @@ export const localEnvSchema = z.object({
     .describe(
       `The built web console served at / (default ${DEFAULT_CONSOLE_DIR}, relative to the repository; \`npm run build:web\` makes it).`,
     ),
+  SANDBOX_KEEP_WARM_SECONDS: agentHostEnvSchema.shape.SANDBOX_KEEP_WARM_SECONDS,
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",
   ),

@@ -10,7 +10,13 @@ import { spawn } from "node:child_process";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { S3Client } from "@aws-sdk/client-s3";
-import { CreateQueueCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  PurgeQueueCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import pino from "pino";
@@ -20,6 +26,11 @@ import { createAttachmentDeps } from "../../functions/attachments/create-attachm
 import { createDevTokenVerifier } from "../../functions/auth/dev-token-verifier.ts";
 import { createCapabilityMinter } from "../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-plane-client.ts";
+import {
+  createBatchingRunQueue,
+  DEFAULT_BATCH_LINGER_MS,
+} from "../../functions/queue/batching-run-queue.ts";
+import type { RunQueue } from "../../functions/queue/run-queue.ts";
 import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
 import { createPollingRunEventWaiter } from "../../functions/run-events/run-event-waiter.ts";
 import { createSkillsDeps } from "../../functions/skills/create-skills-deps.ts";
@@ -66,39 +77,48 @@ try {
     privateJwk: ed25519PrivateJwkVar().parse(JSON.stringify(await exportJWK(privateKey))),
   });
 
-  // Ours: the real app with its real dependencies.
+  // Ours: the real app with its real dependencies, once with a send per request and once
+  // with micro-batched sends (the Node entry's and local mode's queue).
   const oursSql = postgres(url.toString(), { max: POOL_SIZE, onnotice: () => {} });
   const db = createDb(oursSql);
   const down = async () => {};
-  const app = createApp({
-    logger,
-    health: { db: down, queue: down, storage: down, nodesReady: async () => false },
-    db,
-    auth: createDevTokenVerifier({
-      secret,
-      issuer: DEV_TOKEN_ISSUER,
-      audience: DEV_TOKEN_AUDIENCE,
-    }),
-    runQueue: createSqsRunQueue({ sqs, queueUrl }),
-    dataPlane: createHttpDataPlaneClient({ baseUrl: "http://127.0.0.1:9", capabilities }),
-    capabilities,
-    dataPlaneUrl: "http://127.0.0.1:9",
-    runEvents: createPollingRunEventWaiter(),
-    attachments: createAttachmentDeps({
-      s3: new S3Client({ ...aws, forcePathStyle: true }),
-      bucket: "bench-attachments",
-      dataPlaneUrl: "http://127.0.0.1:9",
+  const batchedQueueUrl =
+    (await sqs.send(new CreateQueueCommand({ QueueName: "bench-runs-batched" }))).QueueUrl ?? "";
+  const appWith = (runQueue: RunQueue) =>
+    createApp({
+      logger,
+      health: { db: down, queue: down, storage: down, nodesReady: async () => false },
+      db,
+      auth: createDevTokenVerifier({
+        secret,
+        issuer: DEV_TOKEN_ISSUER,
+        audience: DEV_TOKEN_AUDIENCE,
+      }),
+      runQueue,
+      dataPlane: createHttpDataPlaneClient({ baseUrl: "http://127.0.0.1:9", capabilities }),
       capabilities,
-    }),
-    ...createSkillsDeps({
-      s3: new S3Client({ ...aws, forcePathStyle: true }),
-      bucket: "bench-attachments",
-      sqs,
-      queueUrl,
-      skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: "http://127.0.0.1:9", capabilities }),
-    }),
-  });
-  const oursUrl = await listen(app.fetch, stops);
+      dataPlaneUrl: "http://127.0.0.1:9",
+      runEvents: createPollingRunEventWaiter(),
+      attachments: createAttachmentDeps({
+        s3: new S3Client({ ...aws, forcePathStyle: true }),
+        bucket: "bench-attachments",
+        dataPlaneUrl: "http://127.0.0.1:9",
+        capabilities,
+      }),
+      ...createSkillsDeps({
+        s3: new S3Client({ ...aws, forcePathStyle: true }),
+        bucket: "bench-attachments",
+        sqs,
+        queueUrl,
+        skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: "http://127.0.0.1:9", capabilities }),
+      }),
+    });
+  const oursUrl = await listen(appWith(createSqsRunQueue({ sqs, queueUrl })).fetch, stops);
+  const batchedQueue = createBatchingRunQueue(
+    createSqsRunQueue({ sqs, queueUrl: batchedQueueUrl }),
+    { lingerMs: DEFAULT_BATCH_LINGER_MS },
+  );
+  const batchedUrl = await listen(appWith(batchedQueue).fetch, stops);
 
   // Baseline: same server stack, one INSERT, no auth, no validation, no queue.
   const baseSql = postgres(url.toString(), { max: POOL_SIZE, onnotice: () => {} });
@@ -124,12 +144,14 @@ try {
     threadIds.push(((await res.json()) as { thread_id: string }).thread_id);
   }
   const body = JSON.stringify({ input: "summarise the README in three bullet points" });
-  const oursRequest = (i: number) =>
-    fetch(`${oursUrl}/v1/threads/${threadIds[i % THREADS]}/runs`, {
+  const submitTo = (server: string) => (i: number) =>
+    fetch(`${server}/v1/threads/${threadIds[i % THREADS]}/runs`, {
       method: "POST",
       headers,
       body,
     });
+  const oursRequest = submitTo(oursUrl);
+  const batchedRequest = submitTo(batchedUrl);
   const baselineRequest = () =>
     fetch(`${baselineUrl}/runs`, {
       method: "POST",
@@ -139,28 +161,71 @@ try {
 
   await load(baselineRequest, WARMUP_REQUESTS);
   await load(oursRequest, WARMUP_REQUESTS);
-  // Interleave rounds so drift on a shared machine hits both sides alike.
+  await sqs.send(new PurgeQueueCommand({ QueueUrl: queueUrl })).catch(() => {});
   const base = await load(baselineRequest, REQUESTS);
   const ours = await load(oursRequest, REQUESTS);
   await sqs.send(new PurgeQueueCommand({ QueueUrl: queueUrl })).catch(() => {});
+  const runsBeforeBatched = await countRuns(oursSql);
+  const batched = await load(batchedRequest, REQUESTS);
+  const committedBatched = (await countRuns(oursSql)) - runsBeforeBatched;
+  const delivered = await drainRunIds(sqs, batchedQueueUrl);
+  const unique = new Set(delivered);
+  const lost = committedBatched - unique.size;
 
   const baseSample: Sample = { name: "baseline: one INSERT + COMMIT (baseline)", ...base.sample };
-  const oursSample: Sample = { name: "POST /v1/threads/{id}/runs (auth, tx, SQS)", ...ours.sample };
+  const oursSample: Sample = {
+    name: "POST /v1/threads/{id}/runs (auth, tx, one SQS send each)",
+    ...ours.sample,
+  };
+  const batchedSample: Sample = {
+    name: "POST /v1/threads/{id}/runs (auth, tx, batched SQS send)",
+    ...batched.sample,
+  };
   report(
     `run submission over HTTP, concurrency ${CONCURRENCY}, ${REQUESTS} requests, per request`,
     baseSample,
-    [oursSample],
+    [oursSample, batchedSample],
   );
   console.log(
     [
-      `throughput baseline ${base.perSecond.toFixed(0)} req/s, ours ${ours.perSecond.toFixed(0)} req/s`,
-      `ratio (baseline/ours throughput) ${(base.perSecond / ours.perSecond).toFixed(2)}x`,
-      `failed requests: baseline ${base.failures}, ours ${ours.failures}`,
+      `throughput baseline ${base.perSecond.toFixed(0)} req/s, unbatched ${ours.perSecond.toFixed(0)} req/s, batched ${batched.perSecond.toFixed(0)} req/s`,
+      `throughput ratio unbatched/baseline ${(ours.perSecond / base.perSecond).toFixed(2)}x, batched/baseline ${(batched.perSecond / base.perSecond).toFixed(2)}x (target >= 0.6)`,
+      `batched: ${committedBatched} runs committed, ${unique.size} on the queue, ${delivered.length - unique.size} duplicates, ${lost} lost`,
+      `failed requests: baseline ${base.failures}, unbatched ${ours.failures}, batched ${batched.failures}`,
     ].join("\n"),
   );
-  if (base.failures + ours.failures > 0) process.exitCode = 1;
+  if (base.failures + ours.failures + batched.failures > 0 || lost !== 0) process.exitCode = 1;
 } finally {
   for (const stop of stops) await stop().catch(() => {});
+}
+
+async function countRuns(sql: postgres.Sql): Promise<number> {
+  const [row] = await sql`select count(*)::int as n from agent_runs`;
+  return Number(row?.n ?? 0);
+}
+
+/** Every run id on the queue (received and deleted, 10 at a time, until it is empty). */
+async function drainRunIds(sqs: SQSClient, queueUrl: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (;;) {
+    const out = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: 600,
+      }),
+    );
+    const messages = out.Messages ?? [];
+    if (messages.length === 0) return ids;
+    for (const m of messages) ids.push((JSON.parse(m.Body ?? "{}") as { run_id: string }).run_id);
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
+      }),
+    );
+  }
 }
 
 /** fauxqs in a child process, so its work does not share the servers' event loop. */

@@ -56,6 +56,11 @@ export const sandboxes = pgTable(
     state: text("state", { enum: SANDBOX_STATES }).notNull().default("creating"),
     containerId: text("container_id"),
     lastUsedAt: timestamptz("last_used_at").notNull().defaultNow(),
+    // Set when the execution tree that used this generation ended and it is kept warm
+    // for the conversation's next turn (ARCHITECTURE.md §4.5); cleared when a run takes
+    // it again. The idle reaper destroys a generation released longer than the
+    // keep-warm window ago, with the same generation fence as every destroy.
+    releasedAt: timestamptz("released_at"),
     createdAt: createdAt(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },

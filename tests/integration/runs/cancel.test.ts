@@ -29,6 +29,7 @@ function psBeforeDestroy(world: RunWorld): { sandboxes: RunSandboxes; seen: stri
     sandboxes: {
       acquire: (request, signal) => manager.acquire(request, signal),
       exec: (handle, request, signal) => manager.exec(handle, request, signal),
+      keepWarm: (handle, db) => manager.keepWarm(handle, db),
       async destroy(handle, signal) {
         const out = await manager.exec(handle, { cmd: ["/bin/sh", "-c", PS_SLEEPS] }, signal);
         seen.push(out.ok ? out.result.stdout.bytes.toString("utf8").trim() : "stale");

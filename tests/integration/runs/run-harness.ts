@@ -90,8 +90,10 @@ export const UID = "runner";
 
 const isTerminal = (run: AgentRun) => ["succeeded", "failed", "cancelled"].includes(run.status);
 
-export async function runWorld(): Promise<RunWorld> {
-  const base = await managerWorld();
+export async function runWorld(
+  sandboxOverrides: Parameters<typeof managerWorld>[0] = {},
+): Promise<RunWorld> {
+  const base = await managerWorld(sandboxOverrides);
   const sqs = sqsClient();
   const queueUrl = await freshQueue(sqs, "runs");
   const dlqUrl = await freshQueue(sqs, "runs-dlq");

@@ -35,6 +35,9 @@ export function testConfig(
     homeSizeBytes: 16 * 1024 * 1024,
     execTimeoutMs: 20_000,
     killGraceMs: 2_000,
+    // Destroy at once when an execution tree ends, as the lifecycle suites expect; the
+    // keep-warm tests (tests/integration/runs/keep-warm.test.ts) open a window.
+    keepWarmMs: 0,
     ...overrides,
   });
 }

@@ -1,0 +1,1 @@
+ALTER TABLE "sandboxes" ADD COLUMN "released_at" timestamp with time zone;

@@ -104,6 +104,7 @@ export type SandboxTimings = Pick<
   | "createTimeoutMs"
   | "drainTimeoutMs"
   | "idleTimeoutMs"
+  | "keepWarmMs"
   | "reaperIntervalMs"
   | "reconcileIntervalMs"
   | "destroyingStaleMs"

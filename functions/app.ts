@@ -11,6 +11,7 @@ import { errorHandler } from "./middleware/error-handler.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { requireAdmin } from "./middleware/require-admin.ts";
 import { validationHook } from "./middleware/validation-hook.ts";
+import { documentApi } from "./openapi/document-api.ts";
 import { registerAttachmentRoutes } from "./routes/attachment-routes.ts";
 import { registerFilesAccessRoute } from "./routes/files-access-route.ts";
 import { registerHealthRoute } from "./routes/health-route.ts";
@@ -74,9 +75,17 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     bearerFormat: "JWT",
     description: "An OIDC token of the deployment's issuer (local mode: `npm run token -- <uid>`).",
   });
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: { title: "Workcell API", version: "1" },
-  });
+  // Public, like health: the contract a client generator or a browser fetches first.
+  app.get("/openapi.json", (c) =>
+    c.json(
+      documentApi(
+        app.getOpenAPI31Document({
+          openapi: "3.1.0",
+          info: { title: "Workcell API", version: "1" },
+        }) as unknown as Record<string, unknown>,
+        new URL(c.req.url).origin,
+      ),
+    ),
+  );
   return app;
 }

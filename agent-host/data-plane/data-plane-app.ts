@@ -6,6 +6,7 @@ import { requireCapability } from "./capability-auth.ts";
 import type { DataPlaneDeps } from "./data-plane-deps.ts";
 import type { DataPlaneEnv } from "./data-plane-env.ts";
 import { DEFAULT_DATA_PLANE_LIMITS } from "./data-plane-limits.ts";
+import { dataPlaneOpenApiDocument } from "./data-plane-openapi.ts";
 import { errorHandler } from "./error-handler.ts";
 import { REQUEST_ID_HEADER, requestContext } from "./request-context.ts";
 import { registerBatchRoute } from "./routes/batch-route.ts";
@@ -66,6 +67,8 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
       maxAgeSeconds: CORS_MAX_AGE_SECONDS,
     }),
   );
+  // Public, like the API's: the contract of the routes below.
+  app.get("/dp/openapi.json", (c) => c.json(dataPlaneOpenApiDocument(new URL(c.req.url).origin)));
   const authenticate = requireCapability(deps, limits.clockToleranceSec);
   // A service capability (skills) is genuine but names no Workdir: 403 before the Workdir
   // check. The skills routes authenticate service capabilities themselves (and refuse

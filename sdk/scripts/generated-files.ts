@@ -1,4 +1,5 @@
 import openapiTS from "openapi-typescript";
+import { dataPlaneOpenApiDocument } from "../../agent-host/data-plane/data-plane-openapi.ts";
 import { apiOpenApiDocument } from "./openapi-documents.ts";
 
 export type GeneratedFile = { readonly path: string; readonly content: string };
@@ -11,8 +12,14 @@ export async function generatedFiles(): Promise<GeneratedFile[]> {
   const api = await apiOpenApiDocument();
   // biome-ignore lint/suspicious/noExplicitAny: openapi-typescript takes its own schema type.
   const types = await openapiTS(api as any, { exportType: false, immutableTypes: false });
+  // As the local Workcell's data plane serves it (its default address).
+  const dataPlane = dataPlaneOpenApiDocument("http://127.0.0.1:8081");
   return [
     { path: "openapi/workcell-api.json", content: `${JSON.stringify(api, null, 2)}\n` },
+    {
+      path: "openapi/workcell-data-plane.json",
+      content: `${JSON.stringify(dataPlane, null, 2)}\n`,
+    },
     { path: "src/generated/api.ts", content: `${BANNER}${types}` },
   ];
 }

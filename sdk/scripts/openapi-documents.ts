@@ -25,7 +25,8 @@ export async function apiOpenApiDocument(): Promise<unknown> {
           ? undefined
           : inert(key),
   }) as AppDeps;
-  const res = await createApp(deps).request("/openapi.json");
+  // As the local Workcell serves it (its default address): `servers` names that origin.
+  const res = await createApp(deps).request("http://127.0.0.1:8080/openapi.json");
   if (res.status !== 200) throw new Error(`GET /openapi.json answered ${res.status}`);
   return res.json();
 }

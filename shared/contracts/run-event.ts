@@ -17,89 +17,105 @@ const envelope = {
   created_at: timestampSchema.describe("When the event was recorded."),
 };
 
-const runStatusEvent = z.object({
-  ...envelope,
-  type: z.literal("run.status").describe("Event type."),
-  data: z
-    .object({ status: z.enum(RUN_STATUSES).describe("The new status.") })
-    .describe("Status change."),
-});
+const runStatusEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("run.status").describe("Event type."),
+    data: z
+      .object({ status: z.enum(RUN_STATUSES).describe("The new status.") })
+      .describe("Status change."),
+  })
+  .openapi("RunStatusEvent");
 
-const messageDeltaEvent = z.object({
-  ...envelope,
-  type: z.literal("message.delta").describe("Event type."),
-  data: z
-    .object({ text: z.string().describe("Next piece of the assistant's reply.") })
-    .describe("Streamed text."),
-});
+const messageDeltaEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("message.delta").describe("Event type."),
+    data: z
+      .object({ text: z.string().describe("Next piece of the assistant's reply.") })
+      .describe("Streamed text."),
+  })
+  .openapi("MessageDeltaEvent");
 
-const messageCompletedEvent = z.object({
-  ...envelope,
-  type: z.literal("message.completed").describe("Event type."),
-  data: z
-    .object({ text: z.string().describe("The assistant's whole message.") })
-    .describe("A finished message."),
-});
+const messageCompletedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("message.completed").describe("Event type."),
+    data: z
+      .object({ text: z.string().describe("The assistant's whole message.") })
+      .describe("A finished message."),
+  })
+  .openapi("MessageCompletedEvent");
 
-const toolStartedEvent = z.object({
-  ...envelope,
-  type: z.literal("tool.started").describe("Event type."),
-  data: z
-    .object({
-      tool_call_id: z.string().describe("Pairs this event with its `tool.completed`."),
-      name: z.string().describe("Tool name."),
-      input: z.unknown().describe("Tool arguments as the model gave them."),
-    })
-    .describe("A tool call started."),
-});
+const toolStartedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("tool.started").describe("Event type."),
+    data: z
+      .object({
+        tool_call_id: z.string().describe("Pairs this event with its `tool.completed`."),
+        name: z.string().describe("Tool name."),
+        input: z.unknown().describe("Tool arguments as the model gave them."),
+      })
+      .describe("A tool call started."),
+  })
+  .openapi("ToolStartedEvent");
 
-const toolCompletedEvent = z.object({
-  ...envelope,
-  type: z.literal("tool.completed").describe("Event type."),
-  data: z
-    .object({
-      tool_call_id: z.string().describe("The `tool.started` this ends."),
-      is_error: z.boolean().describe("True when the tool failed."),
-      output: z.unknown().optional().describe("Tool result, possibly truncated."),
-    })
-    .describe("A tool call finished."),
-});
+const toolCompletedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("tool.completed").describe("Event type."),
+    data: z
+      .object({
+        tool_call_id: z.string().describe("The `tool.started` this ends."),
+        is_error: z.boolean().describe("True when the tool failed."),
+        output: z.unknown().optional().describe("Tool result, possibly truncated."),
+      })
+      .describe("A tool call finished."),
+  })
+  .openapi("ToolCompletedEvent");
 
-const subagentStartedEvent = z.object({
-  ...envelope,
-  type: z.literal("subagent.started").describe("Event type."),
-  data: z
-    .object({
-      tool_call_id: z.string().describe("The `spawn_subagent` tool call that created the child."),
-      run_id: uuidSchema.describe("The child run; its own events are at its own stream."),
-      thread_id: uuidSchema.describe("The child's thread (a child of this run's thread)."),
-    })
-    .describe("A sub-agent run was created and started."),
-});
+const subagentStartedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("subagent.started").describe("Event type."),
+    data: z
+      .object({
+        tool_call_id: z.string().describe("The `spawn_subagent` tool call that created the child."),
+        run_id: uuidSchema.describe("The child run; its own events are at its own stream."),
+        thread_id: uuidSchema.describe("The child's thread (a child of this run's thread)."),
+      })
+      .describe("A sub-agent run was created and started."),
+  })
+  .openapi("SubagentStartedEvent");
 
-const subagentCompletedEvent = z.object({
-  ...envelope,
-  type: z.literal("subagent.completed").describe("Event type."),
-  data: z
-    .object({
-      tool_call_id: z.string().describe("The `spawn_subagent` tool call that created the child."),
-      run_id: uuidSchema.describe("The child run."),
-      status: z.enum(TERMINAL_RUN_STATUSES).describe("How the child ended."),
-      error: runErrorSchema.optional().describe("Present when the child failed."),
-    })
-    .describe("A sub-agent run ended."),
-});
+const subagentCompletedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("subagent.completed").describe("Event type."),
+    data: z
+      .object({
+        tool_call_id: z.string().describe("The `spawn_subagent` tool call that created the child."),
+        run_id: uuidSchema.describe("The child run."),
+        status: z.enum(TERMINAL_RUN_STATUSES).describe("How the child ended."),
+        error: runErrorSchema.optional().describe("Present when the child failed."),
+      })
+      .describe("A sub-agent run ended."),
+  })
+  .openapi("SubagentCompletedEvent");
 
-const runCompletedEvent = z.object({
-  ...envelope,
-  type: z.literal("run.completed").describe("Event type."),
-  data: z
-    .object({
-      status: z.enum(TERMINAL_RUN_STATUSES).describe("How the run ended."),
-      error: runErrorSchema.optional().describe("Present when the run failed."),
-    })
-    .describe("The run ended; nothing follows."),
-});
+const runCompletedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("run.completed").describe("Event type."),
+    data: z
+      .object({
+        status: z.enum(TERMINAL_RUN_STATUSES).describe("How the run ended."),
+        error: runErrorSchema.optional().describe("Present when the run failed."),
+      })
+      .describe("The run ended; nothing follows."),
+  })
+  .openapi("RunCompletedEvent");
 
 export const RUN_EVENT_TYPES = [
   "run.status",

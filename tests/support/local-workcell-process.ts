@@ -10,7 +10,7 @@ import { removeContainersLabelled, requireDocker } from "./docker.ts";
 
 const REPO = join(import.meta.dirname, "../..");
 // Generous: on a loaded shared machine the first start (migrations, builtin skills) is slow.
-const STARTUP_TIMEOUT_MS = 180_000;
+const STARTUP_TIMEOUT_MS = 300_000;
 
 export type LocalWorkcell = {
   /** The API, e.g. http://127.0.0.1:41234. */

@@ -10,759 +10,67 @@
 export interface paths {
   "/v1/healthz": {
     /** Health of the API and each dependency */
-    get: {
-      responses: {
-        /** @description Every component is ok */
-        200: {
-          content: {
-            "application/json": components["schemas"]["Health"];
-          };
-        };
-        /** @description A dependency is down */
-        503: {
-          content: {
-            "application/json": components["schemas"]["Health"];
-          };
-        };
-      };
-    };
+    get: operations["getHealth"];
   };
   "/v1/projects": {
     /** The caller's projects, newest first */
-    get: {
-      responses: {
-        /** @description Projects */
-        200: {
-          content: {
-            "application/json": {
-              /** @description The items, all of them. */
-              items: components["schemas"]["Project"][];
-            };
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["listProjects"];
     /** Create a project (managed, or linked to an existing directory) */
-    post: {
-      parameters: {
-        header?: {
-          /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
-          "idempotency-key"?: string;
-        };
-      };
-      requestBody?: {
-        content: {
-          "application/json": components["schemas"]["ProjectCreateRequest"];
-        };
-      };
-      responses: {
-        /** @description The project */
-        201: {
-          content: {
-            "application/json": components["schemas"]["Project"];
-          };
-        };
-        /** @description Bad body or workdir_path (also: a file or a symlink). */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description workdir_path does not exist in your workspace. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Idempotency-Key reused with another body. */
-        409: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Body too large. */
-        413: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["createProject"];
   };
   "/v1/projects/{id}": {
     /** One project */
-    get: {
-      parameters: {
-        path: {
-          /** @description Project id; a malformed id answers 404 like an unknown one. */
-          id: string;
-        };
-      };
-      responses: {
-        /** @description The project */
-        200: {
-          content: {
-            "application/json": components["schemas"]["Project"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such project for this user. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["getProject"];
   };
   "/v1/threads": {
     /** The caller's threads, newest first, cursor-paged */
-    get: {
-      parameters: {
-        query?: {
-          /** @description Opaque cursor from `next_cursor` of the previous page; omit for the first page. */
-          cursor?: string;
-          /** @description Items per page, 1 to 100 (default 50). */
-          limit?: number;
-        };
-      };
-      responses: {
-        /** @description One page */
-        200: {
-          content: {
-            "application/json": {
-              /** @description The items of this page. */
-              items: components["schemas"]["Thread"][];
-              /** @description Pass as `cursor` to get the next page; null on the last page. */
-              next_cursor: string | null;
-            };
-          };
-        };
-        /** @description Bad cursor or limit. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["listThreads"];
     /** Create a thread (and, without project_id, an implicit managed project) */
-    post: {
-      parameters: {
-        header?: {
-          /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
-          "idempotency-key"?: string;
-        };
-      };
-      requestBody?: {
-        content: {
-          "application/json": components["schemas"]["ThreadCreateRequest"];
-        };
-      };
-      responses: {
-        /** @description The thread */
-        201: {
-          content: {
-            "application/json": components["schemas"]["Thread"];
-          };
-        };
-        /** @description Bad body. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description project_id or parent_thread_id names nothing of yours. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Idempotency-Key reused with another body. */
-        409: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Body too large. */
-        413: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description workdir_path given, or a child naming another project than its parent's. */
-        422: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["createThread"];
   };
   "/v1/threads/{thread_id}": {
     /** One thread */
-    get: {
-      parameters: {
-        path: {
-          /** @description Thread id; a malformed id answers 404 like an unknown one. */
-          thread_id: string;
-        };
-      };
-      responses: {
-        /** @description The thread */
-        200: {
-          content: {
-            "application/json": components["schemas"]["Thread"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such thread for this user (deleted threads too). */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["getThread"];
     /** Soft-delete a thread */
-    delete: {
-      parameters: {
-        path: {
-          /** @description Thread id; a malformed id answers 404 like an unknown one. */
-          thread_id: string;
-        };
-      };
-      responses: {
-        /** @description Deleted */
-        204: {
-          content: never;
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such thread for this user. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A run of the thread is active. */
-        409: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    delete: operations["deleteThread"];
   };
   "/v1/threads/{thread_id}/runs": {
     /**
      * A thread's runs with their inputs (the conversation history)
      * @description Oldest first, the newest runs only (see `truncated`). Each run's replies and tool calls are its events (GET /v1/runs/{run_id}/events replays them). docs/decisions/0023-thread-history.md.
      */
-    get: {
-      parameters: {
-        path: {
-          /** @description Thread id; a malformed id answers 404 like an unknown one. */
-          thread_id: string;
-        };
-      };
-      responses: {
-        /** @description The runs */
-        200: {
-          content: {
-            "application/json": components["schemas"]["ThreadRunList"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such thread for this user (deleted threads too). */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["getThreadsByThreadIdRuns"];
     /**
      * Start a run in a thread
      * @description Message, request and run are committed in one transaction, then the run is put on the run queue.
      */
-    post: {
-      parameters: {
-        header?: {
-          /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
-          "idempotency-key"?: string;
-        };
-        path: {
-          /** @description Thread id; a malformed id answers 404 like an unknown one. */
-          thread_id: string;
-        };
-      };
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["ThreadRunSubmitRequest"];
-        };
-      };
-      responses: {
-        /** @description The pending run */
-        202: {
-          content: {
-            "application/json": components["schemas"]["Run"];
-          };
-        };
-        /** @description Bad body. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such thread for this user. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Idempotency-Key reused with another body. */
-        409: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Body too large. */
-        413: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["createThreadRun"];
   };
   "/v1/runs": {
     /** Start a run in a new thread (and, without project_id, a new implicit project) */
-    post: {
-      parameters: {
-        header?: {
-          /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
-          "idempotency-key"?: string;
-        };
-      };
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["RunSubmitRequest"];
-        };
-      };
-      responses: {
-        /** @description The pending run and its new thread */
-        202: {
-          content: {
-            "application/json": components["schemas"]["RunSubmitResponse"];
-          };
-        };
-        /** @description Bad body. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description project_id names nothing of yours. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Idempotency-Key reused with another body. */
-        409: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Body too large. */
-        413: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description workdir_path given: a thread takes its Workdir from its project. */
-        422: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["createRun"];
   };
   "/v1/runs/{run_id}": {
     /** One run */
-    get: {
-      parameters: {
-        path: {
-          /** @description Run id; a malformed id answers 404 like an unknown one. */
-          run_id: string;
-        };
-      };
-      responses: {
-        /** @description The run */
-        200: {
-          content: {
-            "application/json": components["schemas"]["Run"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such run for this user. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["getRun"];
   };
   "/v1/runs/{run_id}/cancel": {
     /** Cancel a run (idempotent) */
-    post: {
-      parameters: {
-        path: {
-          /** @description Run id; a malformed id answers 404 like an unknown one. */
-          run_id: string;
-        };
-      };
-      requestBody?: {
-        content: {
-          "application/json": Record<string, never>;
-        };
-      };
-      responses: {
-        /** @description Cancellation requested (a pending run is cancelled at once) */
-        202: {
-          content: {
-            "application/json": components["schemas"]["Run"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such run for this user. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The run already finished. */
-        409: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["cancelRun"];
   };
   "/v1/runs/{run_id}/changes": {
     /**
      * Files the run changed in its Workdir
      * @description The union of the run's change batches (one per command, docs/decisions/0014); `?batch=` gives one command's batch. `truncated` is true whenever the list may be incomplete.
      */
-    get: {
-      parameters: {
-        query?: {
-          /** @description Only this batch's files (one command); 404 if it is not one of this run's. */
-          batch?: string;
-        };
-        path: {
-          /** @description Run id; a malformed id answers 404 like an unknown one. */
-          run_id: string;
-        };
-      };
-      responses: {
-        /** @description Changed files */
-        200: {
-          content: {
-            "application/json": components["schemas"]["RunChangeList"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such run for this user, or no such batch of the run. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["listRunChanges"];
   };
   "/v1/runs/{run_id}/events": {
     /**
      * The run's events as Server-Sent Events
      * @description Each SSE frame has `id` = the event's seq, `event` = its type and `data` = a RunEvent as JSON. Send `Last-Event-ID` to resume after an event. The stream ends after `run.completed`; it may also end earlier (duration limit): reconnect with Last-Event-ID.
      */
-    get: {
-      parameters: {
-        path: {
-          /** @description Run id; a malformed id answers 404 like an unknown one. */
-          run_id: string;
-        };
-      };
-      responses: {
-        /** @description The event stream */
-        200: {
-          content: {
-            "text/event-stream": string;
-          };
-        };
-        /** @description Malformed Last-Event-ID. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such run for this user. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["streamRunEvents"];
   };
   "/v1/runs/{run_id}/events/ticket": {
     /**
@@ -776,710 +84,64 @@ export interface paths {
      * A short-lived data-plane capability scoped to the thread's Workdir
      * @description Call `<base_url>/dp/v1/...` with `Authorization: Bearer <token>` to list, read, write or delete files of the Workdir (the operations asked for, nothing else).
      */
-    post: {
-      parameters: {
-        path: {
-          /** @description Thread id; a malformed id answers 404 like an unknown one. */
-          thread_id: string;
-        };
-      };
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["FilesAccessRequest"];
-        };
-      };
-      responses: {
-        /** @description The capability */
-        200: {
-          content: {
-            "application/json": components["schemas"]["FilesAccessResponse"];
-          };
-        };
-        /** @description Bad body. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such thread for this user. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["createFilesAccess"];
   };
   "/v1/attachments/uploads": {
     /**
      * Presigned PUT URLs for files to attach (step 1 of 2)
      * @description PUT each file's bytes to its `upload_url` with exactly `headers` before `expires_at`, then confirm the group into a thread. Also deletes the caller's unconfirmed groups older than 24 h. Not idempotent on purpose: a retry gets fresh URLs (the abandoned group expires).
      */
-    post: {
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["UploadsRequest"];
-        };
-      };
-      responses: {
-        /** @description Where to upload each file */
-        201: {
-          content: {
-            "application/json": components["schemas"]["UploadsResponse"];
-          };
-        };
-        /** @description Bad body (e.g. a malformed content_type). */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A file, or the group together, is over the size limit. */
-        413: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["createAttachmentUploads"];
   };
   "/v1/threads/{thread_id}/attachments/confirm": {
     /**
      * Import uploaded files into the thread's Workdir (step 2 of 2)
      * @description All or nothing: each file lands in `uploads/` (a taken name gets a suffix like ` (1)`, nothing is overwritten); with `parse` its text goes to `uploads/attachments/<name>.md`.
      */
-    post: {
-      parameters: {
-        header?: {
-          /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
-          "idempotency-key"?: string;
-        };
-        path: {
-          /** @description Thread id; a malformed id answers 404 like an unknown one. */
-          thread_id: string;
-        };
-      };
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["AttachmentsConfirmRequest"];
-        };
-      };
-      responses: {
-        /** @description The attachments, in request order */
-        200: {
-          content: {
-            "application/json": {
-              /** @description The items, all of them. */
-              items: components["schemas"]["Attachment"][];
-            };
-          };
-        };
-        /** @description A file was never uploaded or has another size than announced, or cannot be parsed; nothing was written. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The Workdir's uploads/ is a symbolic link. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such thread, group or file for this user; nothing was written. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Already confirmed, or Idempotency-Key reused with another body. */
-        409: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Body too large. */
-        413: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["confirmAttachments"];
   };
   "/v1/threads/{thread_id}/attachments": {
     /** The thread's attachments, oldest first */
-    get: {
-      parameters: {
-        path: {
-          /** @description Thread id; a malformed id answers 404 like an unknown one. */
-          thread_id: string;
-        };
-      };
-      responses: {
-        /** @description All of them */
-        200: {
-          content: {
-            "application/json": {
-              /** @description The items, all of them. */
-              items: components["schemas"]["Attachment"][];
-            };
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such thread for this user. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["listAttachments"];
   };
   "/v1/threads/{thread_id}/attachments/{file_id}": {
     /** Delete an attachment and its files */
-    delete: {
-      parameters: {
-        path: {
-          /** @description Thread id; a malformed id answers 404 like an unknown one. */
-          thread_id: string;
-          /** @description Attachment id; a malformed id answers 404 like an unknown one. */
-          file_id: string;
-        };
-      };
-      responses: {
-        /** @description Deleted */
-        204: {
-          content: never;
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such thread or attachment for this user. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A pending or running run of the thread uses the attachment. */
-        409: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    delete: operations["deleteAttachment"];
   };
   "/v1/skills": {
     /** The caller's visible skills: granted builtin and shared skills, and personal ones */
-    get: {
-      responses: {
-        /** @description Skills */
-        200: {
-          content: {
-            "application/json": {
-              /** @description The items, all of them. */
-              items: components["schemas"]["Skill"][];
-            };
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["listSkills"];
   };
   "/v1/admin/skills": {
     /** Admin: the whole catalogue (builtin and shared skills, versions, grant counts) */
-    get: {
-      responses: {
-        /** @description The catalogue */
-        200: {
-          content: {
-            "application/json": components["schemas"]["SkillCatalogue"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["listSkillCatalogue"];
     /**
      * Admin: register or update a shared skill from an uploaded archive
      * @description The archive is imported by the agent-host's safe extractor: only regular files and directories, no absolute or `..` names, no duplicates, bounded sizes and compression ratio, and a SKILL.md at its top (or in its one top directory). A refused archive changes nothing.
      */
-    post: {
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["SkillImportRequest"];
-        };
-      };
-      responses: {
-        /** @description An existing skill, updated (or unchanged) */
-        200: {
-          content: {
-            "application/json": components["schemas"]["AdminSkill"];
-          };
-        };
-        /** @description A new skill */
-        201: {
-          content: {
-            "application/json": components["schemas"]["AdminSkill"];
-          };
-        };
-        /** @description Bad body, or nothing was uploaded for upload_id. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The slug belongs to a builtin skill. */
-        409: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The archive is larger than allowed. */
-        413: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The archive was refused (details.problem says why; details.entry names the entry). */
-        422: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["importSkill"];
   };
   "/v1/admin/skills/uploads": {
     /** Admin: a presigned URL to upload a skill archive (zip or tar.gz) */
-    post: {
-      requestBody: {
-        content: {
-          "application/json": components["schemas"]["SkillUploadRequest"];
-        };
-      };
-      responses: {
-        /** @description Where to PUT the archive */
-        201: {
-          content: {
-            "application/json": components["schemas"]["SkillUploadResponse"];
-          };
-        };
-        /** @description Bad body. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The archive is larger than allowed. */
-        413: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["createSkillUpload"];
   };
   "/v1/admin/skills/{slug}/grants/{uid}": {
     /** Admin: grant a skill to a user (idempotent); the user's projection is refreshed */
-    put: {
-      parameters: {
-        path: {
-          /** @description Skill slug: lowercase words of letters and digits joined by single hyphens, e.g. `pdf-tools`. */
-          slug: string;
-          /** @description A user id: the OIDC subject (`sub`) of the caller. */
-          uid: string;
-        };
-      };
-      responses: {
-        /** @description The grant */
-        200: {
-          content: {
-            "application/json": components["schemas"]["SkillGrant"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such skill. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    put: operations["grantSkill"];
     /** Admin: revoke a grant (idempotent); answers once the skill is gone from the user's sandboxes */
-    delete: {
-      parameters: {
-        path: {
-          /** @description Skill slug: lowercase words of letters and digits joined by single hyphens, e.g. `pdf-tools`. */
-          slug: string;
-          /** @description A user id: the OIDC subject (`sub`) of the caller. */
-          uid: string;
-        };
-      };
-      responses: {
-        /** @description Revoked, and removed from the user's projection */
-        204: {
-          content: never;
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such skill. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Revoked, but the projection could not be refreshed yet: retry the DELETE. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    delete: operations["revokeSkill"];
   };
   "/v1/admin/nodes": {
     /** Admin: every agent-host node with its state, heartbeat, tiers and load */
-    get: {
-      responses: {
-        /** @description Nodes */
-        200: {
-          content: {
-            "application/json": components["schemas"]["AdminNodeList"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["listNodes"];
   };
   "/v1/admin/nodes/{node_id}/quiesce": {
     /** Admin: the node takes no new sandboxes and drains */
-    post: {
-      parameters: {
-        path: {
-          node_id: string;
-        };
-      };
-      responses: {
-        /** @description Accepted: the node follows at its next heartbeat */
-        202: {
-          content: never;
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such node. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["quiesceNode"];
   };
   "/v1/admin/nodes/{node_id}/resume": {
     /** Admin: the node takes sandboxes again */
-    post: {
-      parameters: {
-        path: {
-          node_id: string;
-        };
-      };
-      responses: {
-        /** @description Accepted: the node follows at its next heartbeat */
-        202: {
-          content: never;
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description No such node. */
-        404: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    post: operations["resumeNode"];
   };
 }
 
@@ -1488,7 +150,8 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     /** @description One event of a run's event stream. */
-    RunEvent: ({
+    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["RunCompletedEvent"];
+    RunStatusEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
       /**
@@ -1514,7 +177,8 @@ export interface components {
          */
         status: "pending" | "running" | "succeeded" | "failed" | "cancelled";
       };
-    }) | {
+    };
+    MessageDeltaEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
       /**
@@ -1537,7 +201,8 @@ export interface components {
         /** @description Next piece of the assistant's reply. */
         text: string;
       };
-    } | {
+    };
+    MessageCompletedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
       /**
@@ -1560,7 +225,8 @@ export interface components {
         /** @description The assistant's whole message. */
         text: string;
       };
-    } | {
+    };
+    ToolStartedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
       /**
@@ -1587,7 +253,8 @@ export interface components {
         /** @description Tool arguments as the model gave them. */
         input?: unknown;
       };
-    } | {
+    };
+    ToolCompletedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
       /**
@@ -1614,7 +281,8 @@ export interface components {
         /** @description Tool result, possibly truncated. */
         output?: unknown;
       };
-    } | {
+    };
+    SubagentStartedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
       /**
@@ -1647,7 +315,8 @@ export interface components {
          */
         thread_id: string;
       };
-    } | ({
+    };
+    SubagentCompletedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
       /**
@@ -1687,7 +356,8 @@ export interface components {
           message: string;
         };
       };
-    }) | ({
+    };
+    RunCompletedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
       /**
@@ -1720,7 +390,7 @@ export interface components {
           message: string;
         };
       };
-    });
+    };
     /** @description Health of the API and its dependencies. */
     Health: {
       /**
@@ -2350,6 +1020,774 @@ export type external = Record<string, never>;
 
 export interface operations {
 
+  /** Health of the API and each dependency */
+  getHealth: {
+    responses: {
+      /** @description Every component is ok */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Health"];
+        };
+      };
+      /** @description A dependency is down */
+      503: {
+        content: {
+          "application/json": components["schemas"]["Health"];
+        };
+      };
+    };
+  };
+  /** The caller's projects, newest first */
+  listProjects: {
+    responses: {
+      /** @description Projects */
+      200: {
+        content: {
+          "application/json": {
+            /** @description The items, all of them. */
+            items: components["schemas"]["Project"][];
+          };
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Create a project (managed, or linked to an existing directory) */
+  createProject: {
+    parameters: {
+      header?: {
+        /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
+        "idempotency-key"?: string;
+      };
+    };
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *   "name": "reports",
+         *   "workdir_path": "work/reports"
+         * }
+         */
+        "application/json": components["schemas"]["ProjectCreateRequest"];
+      };
+    };
+    responses: {
+      /** @description The project */
+      201: {
+        content: {
+          "application/json": components["schemas"]["Project"];
+        };
+      };
+      /** @description Bad body or workdir_path (also: a file or a symlink). */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description workdir_path does not exist in your workspace. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Idempotency-Key reused with another body. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body too large. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** One project */
+  getProject: {
+    parameters: {
+      path: {
+        /** @description Project id; a malformed id answers 404 like an unknown one. */
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The project */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Project"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such project for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The caller's threads, newest first, cursor-paged */
+  listThreads: {
+    parameters: {
+      query?: {
+        /** @description Opaque cursor from `next_cursor` of the previous page; omit for the first page. */
+        cursor?: string;
+        /** @description Items per page, 1 to 100 (default 50). */
+        limit?: number;
+      };
+    };
+    responses: {
+      /** @description One page */
+      200: {
+        content: {
+          "application/json": {
+            /** @description The items of this page. */
+            items: components["schemas"]["Thread"][];
+            /** @description Pass as `cursor` to get the next page; null on the last page. */
+            next_cursor: string | null;
+          };
+        };
+      };
+      /** @description Bad cursor or limit. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Create a thread (and, without project_id, an implicit managed project) */
+  createThread: {
+    parameters: {
+      header?: {
+        /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
+        "idempotency-key"?: string;
+      };
+    };
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *   "project_id": "0b9f7a1e-1b2c-4d3e-8f90-123456789abc",
+         *   "title": "Quarterly report"
+         * }
+         */
+        "application/json": components["schemas"]["ThreadCreateRequest"];
+      };
+    };
+    responses: {
+      /** @description The thread */
+      201: {
+        content: {
+          "application/json": components["schemas"]["Thread"];
+        };
+      };
+      /** @description Bad body. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description project_id or parent_thread_id names nothing of yours. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Idempotency-Key reused with another body. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body too large. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description workdir_path given, or a child naming another project than its parent's. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** One thread */
+  getThread: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    responses: {
+      /** @description The thread */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Thread"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread for this user (deleted threads too). */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Soft-delete a thread */
+  deleteThread: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    responses: {
+      /** @description Deleted */
+      204: {
+        content: never;
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A run of the thread is active. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * A thread's runs with their inputs (the conversation history)
+   * @description Oldest first, the newest runs only (see `truncated`). Each run's replies and tool calls are its events (GET /v1/runs/{run_id}/events replays them). docs/decisions/0023-thread-history.md.
+   */
+  getThreadsByThreadIdRuns: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    responses: {
+      /** @description The runs */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ThreadRunList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread for this user (deleted threads too). */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Start a run in a thread
+   * @description Message, request and run are committed in one transaction, then the run is put on the run queue.
+   */
+  createThreadRun: {
+    parameters: {
+      header?: {
+        /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
+        "idempotency-key"?: string;
+      };
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "input": "Summarize uploads/report.pdf into outputs/summary.md"
+         * }
+         */
+        "application/json": components["schemas"]["ThreadRunSubmitRequest"];
+      };
+    };
+    responses: {
+      /** @description The pending run */
+      202: {
+        content: {
+          "application/json": components["schemas"]["Run"];
+        };
+      };
+      /** @description Bad body. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Idempotency-Key reused with another body. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body too large. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Start a run in a new thread (and, without project_id, a new implicit project) */
+  createRun: {
+    parameters: {
+      header?: {
+        /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
+        "idempotency-key"?: string;
+      };
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "input": "echo hello > outputs/hello.txt",
+         *   "title": "Hello",
+         *   "agent": {
+         *     "max_steps": 20
+         *   }
+         * }
+         */
+        "application/json": components["schemas"]["RunSubmitRequest"];
+      };
+    };
+    responses: {
+      /** @description The pending run and its new thread */
+      202: {
+        content: {
+          "application/json": components["schemas"]["RunSubmitResponse"];
+        };
+      };
+      /** @description Bad body. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description project_id names nothing of yours. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Idempotency-Key reused with another body. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body too large. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description workdir_path given: a thread takes its Workdir from its project. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** One run */
+  getRun: {
+    parameters: {
+      path: {
+        /** @description Run id; a malformed id answers 404 like an unknown one. */
+        run_id: string;
+      };
+    };
+    responses: {
+      /** @description The run */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Run"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such run for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Cancel a run (idempotent) */
+  cancelRun: {
+    parameters: {
+      path: {
+        /** @description Run id; a malformed id answers 404 like an unknown one. */
+        run_id: string;
+      };
+    };
+    requestBody?: {
+      content: {
+        /** @example {} */
+        "application/json": Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description Cancellation requested (a pending run is cancelled at once) */
+      202: {
+        content: {
+          "application/json": components["schemas"]["Run"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such run for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The run already finished. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Files the run changed in its Workdir
+   * @description The union of the run's change batches (one per command, docs/decisions/0014); `?batch=` gives one command's batch. `truncated` is true whenever the list may be incomplete.
+   */
+  listRunChanges: {
+    parameters: {
+      query?: {
+        /** @description Only this batch's files (one command); 404 if it is not one of this run's. */
+        batch?: string;
+      };
+      path: {
+        /** @description Run id; a malformed id answers 404 like an unknown one. */
+        run_id: string;
+      };
+    };
+    responses: {
+      /** @description Changed files */
+      200: {
+        content: {
+          "application/json": components["schemas"]["RunChangeList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such run for this user, or no such batch of the run. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * The run's events as Server-Sent Events
+   * @description Each SSE frame has `id` = the event's seq, `event` = its type and `data` = a RunEvent as JSON. Send `Last-Event-ID` to resume after an event. The stream ends after `run.completed`; it may also end earlier (duration limit): reconnect with Last-Event-ID.
+   */
+  streamRunEvents: {
+    parameters: {
+      header?: {
+        /**
+         * @description Resume after this event (its `seq`, the SSE `id`); EventSource sends it on reconnect.
+         * @example 12
+         */
+        "Last-Event-ID"?: string;
+      };
+      path: {
+        /** @description Run id; a malformed id answers 404 like an unknown one. */
+        run_id: string;
+      };
+    };
+    responses: {
+      /** @description The event stream */
+      200: {
+        content: {
+          "text/event-stream": components["schemas"]["RunEvent"];
+        };
+      };
+      /** @description Malformed Last-Event-ID. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such run for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
   /**
    * A ticket URL for reading the run's events with EventSource
    * @description EventSource cannot send an Authorization header. The returned `url` carries a signed ticket that opens `GET /v1/runs/{run_id}/events` for this run and this user only (every other route and run refuses it with 401), for at most an hour. Treat it like a short-lived password: it ends up in URLs.
@@ -2375,6 +1813,733 @@ export interface operations {
         };
       };
       /** @description No such run for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * A short-lived data-plane capability scoped to the thread's Workdir
+   * @description Call `<base_url>/dp/v1/...` with `Authorization: Bearer <token>` to list, read, write or delete files of the Workdir (the operations asked for, nothing else).
+   */
+  createFilesAccess: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "ops": [
+         *     "read",
+         *     "write"
+         *   ]
+         * }
+         */
+        "application/json": components["schemas"]["FilesAccessRequest"];
+      };
+    };
+    responses: {
+      /** @description The capability */
+      200: {
+        content: {
+          "application/json": components["schemas"]["FilesAccessResponse"];
+        };
+      };
+      /** @description Bad body. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Presigned PUT URLs for files to attach (step 1 of 2)
+   * @description PUT each file's bytes to its `upload_url` with exactly `headers` before `expires_at`, then confirm the group into a thread. Also deletes the caller's unconfirmed groups older than 24 h. Not idempotent on purpose: a retry gets fresh URLs (the abandoned group expires).
+   */
+  createAttachmentUploads: {
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "files": [
+         *     {
+         *       "name": "report.pdf",
+         *       "size": 48213,
+         *       "content_type": "application/pdf"
+         *     }
+         *   ]
+         * }
+         */
+        "application/json": components["schemas"]["UploadsRequest"];
+      };
+    };
+    responses: {
+      /** @description Where to upload each file */
+      201: {
+        content: {
+          "application/json": components["schemas"]["UploadsResponse"];
+        };
+      };
+      /** @description Bad body (e.g. a malformed content_type). */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A file, or the group together, is over the size limit. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Import uploaded files into the thread's Workdir (step 2 of 2)
+   * @description All or nothing: each file lands in `uploads/` (a taken name gets a suffix like ` (1)`, nothing is overwritten); with `parse` its text goes to `uploads/attachments/<name>.md`.
+   */
+  confirmAttachments: {
+    parameters: {
+      header?: {
+        /** @description Idempotency-Key: the same key with the same body returns the original result; with another body, 409. Keys are per user. */
+        "idempotency-key"?: string;
+      };
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "group_id": "5d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+         *   "items": [
+         *     {
+         *       "file_id": "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d",
+         *       "parse": true
+         *     }
+         *   ]
+         * }
+         */
+        "application/json": components["schemas"]["AttachmentsConfirmRequest"];
+      };
+    };
+    responses: {
+      /** @description The attachments, in request order */
+      200: {
+        content: {
+          "application/json": {
+            /** @description The items, all of them. */
+            items: components["schemas"]["Attachment"][];
+          };
+        };
+      };
+      /** @description A file was never uploaded or has another size than announced, or cannot be parsed; nothing was written. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The Workdir's uploads/ is a symbolic link. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread, group or file for this user; nothing was written. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Already confirmed, or Idempotency-Key reused with another body. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Body too large. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The thread's attachments, oldest first */
+  listAttachments: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    responses: {
+      /** @description All of them */
+      200: {
+        content: {
+          "application/json": {
+            /** @description The items, all of them. */
+            items: components["schemas"]["Attachment"][];
+          };
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Delete an attachment and its files */
+  deleteAttachment: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+        /** @description Attachment id; a malformed id answers 404 like an unknown one. */
+        file_id: string;
+      };
+    };
+    responses: {
+      /** @description Deleted */
+      204: {
+        content: never;
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread or attachment for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A pending or running run of the thread uses the attachment. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The caller's visible skills: granted builtin and shared skills, and personal ones */
+  listSkills: {
+    responses: {
+      /** @description Skills */
+      200: {
+        content: {
+          "application/json": {
+            /** @description The items, all of them. */
+            items: components["schemas"]["Skill"][];
+          };
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Admin: the whole catalogue (builtin and shared skills, versions, grant counts) */
+  listSkillCatalogue: {
+    responses: {
+      /** @description The catalogue */
+      200: {
+        content: {
+          "application/json": components["schemas"]["SkillCatalogue"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Admin: register or update a shared skill from an uploaded archive
+   * @description The archive is imported by the agent-host's safe extractor: only regular files and directories, no absolute or `..` names, no duplicates, bounded sizes and compression ratio, and a SKILL.md at its top (or in its one top directory). A refused archive changes nothing.
+   */
+  importSkill: {
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "slug": "pdf-tools",
+         *   "upload_id": "3f2e1d0c-9b8a-4f7e-8d6c-5b4a3f2e1d0c"
+         * }
+         */
+        "application/json": components["schemas"]["SkillImportRequest"];
+      };
+    };
+    responses: {
+      /** @description An existing skill, updated (or unchanged) */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminSkill"];
+        };
+      };
+      /** @description A new skill */
+      201: {
+        content: {
+          "application/json": components["schemas"]["AdminSkill"];
+        };
+      };
+      /** @description Bad body, or nothing was uploaded for upload_id. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The slug belongs to a builtin skill. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The archive is larger than allowed. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The archive was refused (details.problem says why; details.entry names the entry). */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Admin: a presigned URL to upload a skill archive (zip or tar.gz) */
+  createSkillUpload: {
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "size": 20480
+         * }
+         */
+        "application/json": components["schemas"]["SkillUploadRequest"];
+      };
+    };
+    responses: {
+      /** @description Where to PUT the archive */
+      201: {
+        content: {
+          "application/json": components["schemas"]["SkillUploadResponse"];
+        };
+      };
+      /** @description Bad body. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The archive is larger than allowed. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Admin: grant a skill to a user (idempotent); the user's projection is refreshed */
+  grantSkill: {
+    parameters: {
+      path: {
+        /** @description Skill slug: lowercase words of letters and digits joined by single hyphens, e.g. `pdf-tools`. */
+        slug: string;
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    responses: {
+      /** @description The grant */
+      200: {
+        content: {
+          "application/json": components["schemas"]["SkillGrant"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such skill. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Admin: revoke a grant (idempotent); answers once the skill is gone from the user's sandboxes */
+  revokeSkill: {
+    parameters: {
+      path: {
+        /** @description Skill slug: lowercase words of letters and digits joined by single hyphens, e.g. `pdf-tools`. */
+        slug: string;
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    responses: {
+      /** @description Revoked, and removed from the user's projection */
+      204: {
+        content: never;
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such skill. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Revoked, but the projection could not be refreshed yet: retry the DELETE. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Admin: every agent-host node with its state, heartbeat, tiers and load */
+  listNodes: {
+    responses: {
+      /** @description Nodes */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminNodeList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Admin: the node takes no new sandboxes and drains */
+  quiesceNode: {
+    parameters: {
+      path: {
+        node_id: string;
+      };
+    };
+    responses: {
+      /** @description Accepted: the node follows at its next heartbeat */
+      202: {
+        content: never;
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such node. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Admin: the node takes sandboxes again */
+  resumeNode: {
+    parameters: {
+      path: {
+        node_id: string;
+      };
+    };
+    responses: {
+      /** @description Accepted: the node follows at its next heartbeat */
+      202: {
+        content: never;
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such node. */
       404: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];

@@ -19,7 +19,7 @@ let alice: Workcell;
 beforeAll(async () => {
   local = await startLocalWorkcell();
   alice = new Workcell({ baseUrl: local.url, token: await local.token("alice") });
-}, 200_000);
+}, 320_000);
 afterAll(async () => {
   await local?.stop();
 });

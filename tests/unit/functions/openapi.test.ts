@@ -83,10 +83,15 @@ describe("GET /openapi.json", () => {
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(methods)) {
         if (path === "/v1/healthz") {
-          expect(op.security).toBeUndefined();
+          expect(op.security).toEqual([]);
           continue;
         }
-        expect(op.security, `${method} ${path}`).toEqual([{ bearer: [] }]);
+        // The event stream also takes its ticket (EventSource sends no header).
+        const expected =
+          path === "/v1/runs/{run_id}/events"
+            ? [{ bearer: [] }, { eventTicket: [] }]
+            : [{ bearer: [] }];
+        expect(op.security, `${method} ${path}`).toEqual(expected);
         expect(op.responses, `${method} ${path}`).toHaveProperty("401");
       }
     }
@@ -112,5 +117,63 @@ describe("GET /openapi.json", () => {
       const res = await u.app.request(path, { method });
       expect(res.status, route).toBe(route === "GET /v1/healthz" ? 503 : 401);
     }
+  });
+});
+
+describe("the documents a client generator and Redocly read", () => {
+  type Op = {
+    operationId?: string;
+    tags?: string[];
+    security?: unknown[];
+    parameters?: Array<{ name: string; in: string }>;
+    requestBody?: { content: Record<string, { example?: unknown }> };
+    responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+  };
+  const ops = () =>
+    Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, op]) => ({ key: `${method} ${path}`, op: op as Op })),
+    );
+
+  test("unique operationIds, tags, examples for every JSON body, security [] on health", () => {
+    const ids = ops().map(({ op }) => op.operationId);
+    expect(ids.every((id) => typeof id === "string")).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const { key, op } of ops()) {
+      expect(op.tags?.length, key).toBe(1);
+      const json = op.requestBody?.content["application/json"];
+      if (json !== undefined) expect(json.example, key).toBeDefined();
+    }
+    expect((doc.paths["/v1/healthz"]?.get as Op | undefined)?.security).toEqual([]);
+    expect((doc as unknown as { servers: Array<{ url: string }> }).servers[0]?.url).toBe(
+      "http://localhost",
+    );
+  });
+
+  test("the event stream: RunEvent frames, Last-Event-ID, and the ticket as an alternative", () => {
+    const events = doc.paths["/v1/runs/{run_id}/events"]?.get as unknown as Op;
+    expect(events.responses["200"]?.content?.["text/event-stream"]?.schema?.$ref).toBe(
+      "#/components/schemas/RunEvent",
+    );
+    expect(events.parameters?.map((p) => `${p.in}:${p.name.toLowerCase()}`)).toContain(
+      "header:last-event-id",
+    );
+    expect(events.security).toEqual([{ bearer: [] }, { eventTicket: [] }]);
+    const post = doc.paths["/v1/runs"]?.post as unknown as Op;
+    expect(post.parameters?.map((p) => `${p.in}:${p.name}`)).toContain("header:idempotency-key");
+    expect(Object.keys(doc.components.schemas)).toContain("RunEvent");
+  });
+
+  test("the data plane serves its own document of the Workdir files API", async () => {
+    const { dataPlaneOpenApiDocument } = await import(
+      "../../../agent-host/data-plane/data-plane-openapi.ts"
+    );
+    const dp = dataPlaneOpenApiDocument("http://127.0.0.1:8081") as unknown as OpenApiDoc;
+    expect(Object.keys(dp.paths).sort()).toEqual([
+      "/dp/v1/dirs",
+      "/dp/v1/files",
+      "/dp/v1/files/batch",
+      "/dp/v1/files/content",
+    ]);
+    expect(Object.keys(dp.components.securitySchemes)).toEqual(["capability"]);
   });
 });

@@ -1,0 +1,110 @@
+import { parseArgs } from "node:util";
+import { WorkcellError } from "../src/index.ts";
+import { configPath, loadConfig } from "./cli-config.ts";
+import { type CliContext, type CliIo, createContext, EXIT, UsageError } from "./cli-context.ts";
+import { adminCommand, skillsCommand } from "./commands/admin-commands.ts";
+import { attachCommand, filesCommand } from "./commands/file-commands.ts";
+import { loginCommand } from "./commands/login-command.ts";
+import { runCommand } from "./commands/run-command.ts";
+import { cancelCommand, changesCommand, threadsCommand } from "./commands/thread-commands.ts";
+
+export const HELP = `workcell: the Workcell API from a terminal
+
+  workcell login --url <api> --token <token>   store the API and your token
+  workcell run "<input>" [--thread <id>] [--max-steps n] [--model m]
+                                                start a run and stream it; exit 0 only if it succeeded
+  workcell threads [ls | show <id> | rm <id>]
+  workcell files ls [dir] | cat <path> | put <local> [path] | rm <path>   [--thread <id>]
+  workcell attach <file>... [--thread <id>]     attachments into uploads/
+  workcell changes [<run_id>]                   files a run changed
+  workcell cancel [<run_id>]
+  workcell skills
+  workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | limits <uid> [key=value...]
+
+  --json         machine-readable output      --url, --token   override the login
+  Without --thread, files/attach use the thread of your last 'workcell run'.
+  Exit codes: 0 ok, 1 failed (the run, or the request), 2 usage, 3 the run was cancelled.
+`;
+
+const COMMANDS: Record<string, (ctx: CliContext) => Promise<number>> = {
+  login: loginCommand,
+  run: runCommand,
+  threads: threadsCommand,
+  files: filesCommand,
+  attach: attachCommand,
+  changes: changesCommand,
+  cancel: cancelCommand,
+  skills: skillsCommand,
+  admin: adminCommand,
+};
+
+/** The CLI as a function: argv in, exit code out (tests call it; main.ts wires the process). */
+export async function runCli(
+  argv: readonly string[],
+  io: CliIo,
+  signal: AbortSignal,
+): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    io.stderr(`${(error as Error).message}\n\n${HELP}`);
+    return EXIT.usage;
+  }
+  const [command, ...args] = parsed.positionals;
+  if (command === undefined || command === "help" || parsed.values.help) {
+    io.stdout(HELP);
+    return command === undefined && !parsed.values.help ? EXIT.usage : EXIT.ok;
+  }
+  const handler = COMMANDS[command];
+  if (handler === undefined) {
+    io.stderr(`unknown command '${command}'\n\n${HELP}`);
+    return EXIT.usage;
+  }
+  const configFile = configPath(io.env);
+  try {
+    const ctx = createContext({
+      io,
+      args,
+      flags: parsed.values,
+      config: await loadConfig(configFile),
+      configFile,
+      signal,
+    });
+    return await handler(ctx);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`${error.message}\n`);
+      return EXIT.usage;
+    }
+    if (parsed.values.json) {
+      io.stderr(`${JSON.stringify({ error: describe(error) })}\n`);
+    } else {
+      io.stderr(`error: ${describe(error).message}\n`);
+    }
+    return EXIT.failed;
+  }
+}
+
+function parse(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+      url: { type: "string" },
+      token: { type: "string" },
+      thread: { type: "string" },
+      "max-steps": { type: "string" },
+      model: { type: "string" },
+    },
+  });
+}
+
+function describe(error: unknown): { code: string; message: string } {
+  if (error instanceof WorkcellError) {
+    return { code: error.code, message: `${error.message} (${error.code}, HTTP ${error.status})` };
+  }
+  return { code: "error", message: error instanceof Error ? error.message : String(error) };
+}

@@ -1,0 +1,130 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
+
+// The `workcell` CLI as a user runs it (`node bin/workcell.ts`, the package's bin) against
+// the local Workcell, with its own config file.
+
+const REPO = join(import.meta.dirname, "../../..");
+
+let local: LocalWorkcell;
+let home: string;
+
+type Result = { code: number; stdout: string; stderr: string };
+
+function workcell(...args: string[]): Promise<Result> {
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      ["bin/workcell.ts", ...args],
+      {
+        cwd: REPO,
+        env: { ...process.env, WORKCELL_CONFIG: join(home, "config.json"), WORKCELL_TOKEN: "" },
+      },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
+        done({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+beforeAll(async () => {
+  home = await mkdtemp(join(tmpdir(), "workcell-cli-"));
+  local = await startLocalWorkcell();
+}, 320_000);
+afterAll(async () => {
+  await local?.stop();
+  await rm(home, { recursive: true, force: true });
+});
+
+describe("the workcell CLI", () => {
+  test("login, run, files cat, changes; a failing run exits non-zero", async () => {
+    const notYet = await workcell("run", "echo hi");
+    expect(notYet.code).toBe(2);
+    expect(notYet.stderr).toMatch(/workcell login/);
+
+    const bad = await workcell("login", "--url", local.url, "--token", "not-a-token");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/unauthenticated/);
+    await expect(stat(join(home, "config.json"))).rejects.toThrow();
+
+    const login = await workcell(
+      "login",
+      "--url",
+      local.url,
+      "--token",
+      await local.token("alice"),
+    );
+    expect(login.code).toBe(0);
+    expect((await stat(join(home, "config.json"))).mode & 0o777).toBe(0o600);
+
+    const run = await workcell("run", "echo hi > outputs/a.txt && echo written");
+    expect(run).toMatchObject({ code: 0, stdout: "written\n" });
+    expect(run.stderr).toMatch(/^run [0-9a-f-]{36} \(thread [0-9a-f-]{36}\)\n/);
+    expect(run.stderr).toMatch(/> bash .*echo hi/);
+    expect(run.stderr).toMatch(/succeeded\n$/);
+
+    const cat = await workcell("files", "cat", "outputs/a.txt");
+    expect(cat).toMatchObject({ code: 0, stdout: "hi\n" });
+
+    const ls = await workcell("files", "ls", "outputs", "--json");
+    expect(JSON.parse(ls.stdout).items.map((e: { name: string }) => e.name)).toEqual(["a.txt"]);
+
+    const changes = await workcell("changes");
+    expect(changes.stdout).toMatch(/added\s+3\s+outputs\/a\.txt/);
+
+    const local_ = join(home, "notes.txt");
+    await writeFile(local_, "from disk\n");
+    expect((await workcell("files", "put", local_, "notes.txt")).code).toBe(0);
+    expect((await workcell("files", "cat", "notes.txt")).stdout).toBe("from disk\n");
+    expect((await workcell("files", "put", local_, "notes.txt")).code).toBe(1);
+    expect((await workcell("files", "rm", "notes.txt")).code).toBe(0);
+    const gone = await workcell("files", "cat", "notes.txt");
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/not_found/);
+
+    // One step cannot both run the command and answer: the run fails at its step limit.
+    const failing = await workcell("run", "echo never answered", "--max-steps", "1");
+    expect(failing.code).toBe(1);
+    expect(failing.stderr).toMatch(/\nfailed: /);
+
+    const json = await workcell("run", "echo json", "--json");
+    expect(json.code).toBe(0);
+    const lines = json.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.at(-2).type).toBe("run.completed");
+    expect(lines.at(-1).run.status).toBe("succeeded");
+
+    // Saved for a human to look at (the report quotes it).
+    await writeFile(
+      join(tmpdir(), "workcell-cli-output.txt"),
+      [run, cat, changes, failing]
+        .map((r) => `${r.stderr}${r.stdout}[exit ${r.code}]\n`)
+        .join("\n"),
+    );
+    expect(await readFile(join(home, "config.json"), "utf8")).toContain(local.url);
+  });
+
+  test("threads and skills; admin commands need an admin token", async () => {
+    const threads = await workcell("threads", "--json");
+    expect(threads.code).toBe(0);
+    expect(JSON.parse(threads.stdout).items.length).toBeGreaterThan(0);
+    expect((await workcell("skills")).code).toBe(0);
+    const refused = await workcell("admin", "skills");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/forbidden/);
+    const admin = await local.token("root", { admin: true });
+    const catalogue = await workcell("admin", "skills", "--token", admin);
+    expect(catalogue.code).toBe(0);
+    expect(catalogue.stdout).toMatch(/hello\s+builtin\s+0/);
+    expect((await workcell("admin", "grant", "hello", "alice", "--token", admin)).code).toBe(0);
+    expect((await workcell("skills")).stdout).toMatch(/hello\s+builtin/);
+    expect((await workcell("admin", "revoke", "hello", "alice", "--token", admin)).code).toBe(0);
+  });
+});

@@ -56,19 +56,23 @@ export function classifyToolError(error: unknown, signal: AbortSignal): ToolFail
     if (REFUSAL_CODES.has(error.code) && (reason === undefined || !FATAL_REASONS.has(reason))) {
       return { kind: "refused", result: refusalResult(error.code, reason, error.message) };
     }
+    // The sandbox went away under the call (engine blip, destroy): the command may
+    // already have run, so the run must not read as "nothing happened, retry".
+    if (reason === "stale_generation") return { kind: "fatal", error: TOOL_INTERRUPTED };
     return { kind: "fatal", error: { code: reason ?? error.code, message: error.message } };
   }
   // Not a WorkcellError: its message may carry host paths or internals, so the run
   // reports a generic one and the loop logs the error itself.
-  return {
-    kind: "fatal",
-    error: {
-      code: "internal",
-      message:
-        "A tool failed unexpectedly: retry the run; if it persists, report it to the operator.",
-    },
-  };
+  // A retry would repeat whatever the command already did (issue 14 (5)).
+  return { kind: "fatal", error: TOOL_INTERRUPTED };
 }
+
+/** A tool call cut off after its command may have run (lost engine, a bug mid-call). */
+export const TOOL_INTERRUPTED: RunError = Object.freeze({
+  code: "tool_interrupted",
+  message:
+    "The tool call was cut off before its result came back: the command may have completed; check the Workdir before retrying. If it persists, report it to the operator.",
+});
 
 /** The result the model sees for a refusal: the code, the reason and how to fix it. */
 export function refusalResult(

@@ -241,17 +241,19 @@ describe("runAgentLoop", () => {
   });
 
   describe("fatal tool errors end the run", () => {
-    it("an unexpected error: failed/internal, without leaking its message", async () => {
+    it("an unexpected error: failed/tool_interrupted (the command may have run), without leaking its message", async () => {
       const t = setup([{ toolCalls: [{ name: "boom", arguments: {} }] }, { text: "never" }], {
         tools: [throwingTool("boom", () => new Error("/srv/data-root/secret path")) as Tool],
       });
       const result = await t.run();
-      expect(result).toMatchObject({ status: "failed", error: { code: "internal" } });
+      expect(result).toMatchObject({ status: "failed", error: { code: "tool_interrupted" } });
+      expect(result.error?.message).toContain("the command may have completed; check the Workdir");
+      expect(result.error?.message).not.toMatch(/retry the run/);
       expect(JSON.stringify(t.events)).not.toContain("/srv/data-root");
       expect(t.model.requests).toHaveLength(1);
     });
 
-    it("a sandbox generation that is over: failed/stale_generation", async () => {
+    it("a sandbox generation that is over mid-call: failed/tool_interrupted, never 'retry the run'", async () => {
       const t = setup(
         [
           {
@@ -269,7 +271,7 @@ describe("runAgentLoop", () => {
         },
       );
       const result = await t.run();
-      expect(result).toMatchObject({ status: "failed", error: { code: "stale_generation" } });
+      expect(result).toMatchObject({ status: "failed", error: { code: "tool_interrupted" } });
       expect(t.types().filter((type) => type === "tool.started")).toHaveLength(1);
       // The transcript stays well-formed: every call has a result.
       expect(result.newMessages.filter((m) => m.role === "tool")).toHaveLength(2);

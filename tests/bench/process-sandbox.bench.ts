@@ -17,6 +17,7 @@ import { DockerDriver } from "../../agent-host/sandbox/docker-driver.ts";
 import type { SandboxDriver } from "../../agent-host/sandbox/driver.ts";
 import { ProcessDriver } from "../../agent-host/sandbox/process/process-driver.ts";
 import { processPreflight } from "../../agent-host/sandbox/process/process-preflight.ts";
+import type { SandboxCgroups } from "../../agent-host/sandbox/process/sandbox-cgroups.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import type { SandboxHandle } from "../../agent-host/sandbox/sandbox-handle.ts";
 import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
@@ -50,6 +51,7 @@ const stateDir = join(tmpdir(), `workcell-bench-process-${randomUUID().slice(0, 
 let sql: postgres.Sql | undefined;
 const logger = pino({ level: "silent" });
 let processDriver: ProcessDriver | undefined;
+let cgroups: SandboxCgroups | undefined;
 
 try {
   await prepareTemplateDatabase(cluster.adminUrl);
@@ -67,6 +69,7 @@ try {
   const runtimeDir = await busyboxRuntimeDir();
   const found = await processPreflight({ stateDir, cgroupParent: `workcell-bench/${nodeId}` });
   if (!found.ready) throw new Error(`process tier not ready: ${found.missing}`);
+  cgroups = found.parts.cgroups;
   processDriver = new ProcessDriver({
     logger,
     dataRoot,
@@ -157,4 +160,5 @@ try {
   await cluster.stop();
   await rm(dataRoot, { recursive: true, force: true });
   await rm(stateDir, { recursive: true, force: true });
+  await cgroups?.removeParent().catch(() => {});
 }

@@ -120,6 +120,7 @@ export async function processTierFixture(p: {
         if (c) await driver.destroy(c, signal);
       }
       await rm(parts.stateDir, { recursive: true, force: true });
+      await parts.cgroups.removeParent().catch(() => {});
     },
   };
 }

@@ -45,6 +45,8 @@ export interface SandboxCgroups {
   kill(sandbox: string, exec?: string): Promise<{ survivors: number }>;
   /** Sandbox names that have a group (reconciliation after a restart). */
   list(): Promise<string[]>;
+  /** Removes the (empty) parent group itself: a node or test that is gone for good. */
+  removeParent(): Promise<void>;
 }
 
 /** Which layout this host has, or why neither is usable (preflight reports it). */
@@ -136,6 +138,10 @@ class CgroupsV1 implements SandboxCgroups {
   async list(): Promise<string[]> {
     return subgroups(this.#dir("pids"));
   }
+
+  async removeParent(): Promise<void> {
+    for (const c of V1_CONTROLLERS) await removeTree(this.#dir(c));
+  }
 }
 
 class CgroupsV2 implements SandboxCgroups {
@@ -185,6 +191,10 @@ class CgroupsV2 implements SandboxCgroups {
 
   list(): Promise<string[]> {
     return subgroups(this.#base);
+  }
+
+  removeParent(): Promise<void> {
+    return removeTree(this.#base);
   }
 }
 

@@ -57,6 +57,7 @@ describe("process tier preflight", () => {
     const stateDir = join(tmpdir(), `workcell-preflight-${randomUUID()}`);
     const found = await processPreflight({ stateDir, cgroupParent: "workcell-test/preflight" });
     expect(found.ready && found.detail).toMatch(/bubblewrap \d+\.\d+\.\d+, cgroup v[12]/);
+    if (found.ready) await found.parts.cgroups.removeParent();
     await rm(stateDir, { recursive: true, force: true });
   });
 

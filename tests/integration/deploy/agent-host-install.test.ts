@@ -23,6 +23,7 @@ describe("agent-host install", () => {
     await run("shellcheck", [
       join(repo, "infra/agent-host/install.sh"),
       join(repo, "infra/sst/typecheck.sh"),
+      join(repo, "infra/agent-host/image/build-image.sh"),
     ]).catch((error: { stdout?: string; message: string }) => {
       throw new Error(`shellcheck (apt-get install shellcheck): ${error.stdout ?? error.message}`);
     });

@@ -13,6 +13,7 @@ import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
 import { NodeHeartbeat } from "./node-heartbeat.ts";
 import { createNodeReadiness, type ReadinessCheck } from "./node-readiness.ts";
+import { createAccountingQuota } from "./quota/workspace-quota.ts";
 import { registerNode } from "./register-node.ts";
 import type { ModelConfig } from "./runs/agent/model-config.ts";
 import type { ListenFn } from "./runs/listen.ts";
@@ -109,6 +110,9 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       // (and then the sandbox user cannot write them: run agent-hosts as root).
       ...(process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {}),
     });
+    // No filesystem quota on the data roots this runs on so far: the accounting mode
+    // (docs/decisions/0017).
+    const quota = createAccountingQuota({ dataRoot: deps.dataRoot });
     const skills = createAgentHostSkills({
       db: deps.db,
       sys,
@@ -126,6 +130,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       hostname: deps.dataPlane.hostname,
       app: createDataPlaneApp({
         userWorkspaces,
+        quota,
         publicKeys: deps.capabilityPublicKeys,
         logger,
         attachments: {

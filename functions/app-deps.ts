@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
+import type { UserLimits } from "../shared/limits/user-limits.ts";
 import type { AppLimits } from "./app-limits.ts";
 import type { AttachmentDeps } from "./attachments/attachment-deps.ts";
 import type { TokenVerifier } from "./auth/token-verifier.ts";
@@ -49,4 +50,6 @@ export type AppDeps = SkillsDeps & {
   /** Defaults to `recordedRunChanges(db)` (the run worker's `run_changes` table). */
   runChanges?: RunChangesSource;
   limits?: Partial<AppLimits>;
+  /** The deployment's per-uid limits where no admin override applies (DEFAULT_USER_LIMITS). */
+  userLimitDefaults?: UserLimits;
 };

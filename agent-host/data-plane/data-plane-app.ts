@@ -77,7 +77,11 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   app.use("/dp/v1/*", refuseService, authenticate);
   app.use("/internal/v1/*", except(SKILLS_INTERNAL_ROUTES, refuseService, authenticate));
 
-  const routeDeps = { userWorkspaces: deps.userWorkspaces, limits };
+  const routeDeps = {
+    userWorkspaces: deps.userWorkspaces,
+    limits,
+    ...(deps.quota === undefined ? {} : { quota: deps.quota }),
+  };
   registerHealthRoutes(app, deps.readiness ?? (() => undefined));
   registerListRoute(app, routeDeps);
   registerContentRoutes(app, routeDeps);

@@ -3,6 +3,7 @@ import type { CapabilityPublicKey } from "../../shared/capability/capability-key
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
 import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
 import type { ReadinessCheck } from "../node-readiness.ts";
+import type { WorkspaceQuotaAccounting } from "../quota/workspace-quota.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
 import type { DataPlaneLimits } from "./data-plane-limits.ts";
 import type { SkillsInternalHandlers } from "./routes/skills-internal-routes.ts";
@@ -23,6 +24,11 @@ export interface DataPlaneDeps {
   readonly issuer?: string;
   readonly logger: Logger;
   readonly limits?: Partial<DataPlaneLimits>;
+  /**
+   * UserWorkspace quotas, from the `quota` claim of each capability (createAccountingQuota
+   * over the data root). Without it writes are bounded by their own limits only.
+   */
+  readonly quota?: WorkspaceQuotaAccounting;
   /**
    * Origins allowed to call `/dp/v1/*` from a browser (CORS, DATA_PLANE_CORS_ORIGINS);
    * default none. Even `"*"` would be safe: authorization is a bearer capability, never a

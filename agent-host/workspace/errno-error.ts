@@ -68,8 +68,12 @@ export function errnoError(errno: number, ctx: ErrnoErrorContext): WorkcellError
       return new WorkcellError("invalid_request", `'${ctx.path}' is too long.`, {
         details: { ...details, reason: "name_too_long" },
       });
-    case Errno.ENOSPC:
     case Errno.EDQUOT:
+      // The UserWorkspace's filesystem quota (project quota, docs/decisions/0017).
+      return new WorkcellError("quota_exceeded", undefined, {
+        details: { ...details, reason: "workspace_quota" },
+      });
+    case Errno.ENOSPC:
     case Errno.EFBIG:
       return new WorkcellError(
         "payload_too_large",

@@ -1,3 +1,4 @@
+import type { WorkspaceQuota } from "../../shared/capability/capability-claims.ts";
 import type {
   AttachmentImportItem,
   ImportedAttachment,
@@ -5,7 +6,12 @@ import type {
 import type { WorkcellError } from "../../shared/errors/workcell-error.ts";
 
 /** Whose Workdir: the capability is minted for exactly this uid and Workdir. */
-export type ImportTarget = { readonly uid: string; readonly workdirPath: string };
+export type ImportTarget = {
+  readonly uid: string;
+  readonly workdirPath: string;
+  /** The uid's UserWorkspace quota, carried by the import capability. */
+  readonly quota?: WorkspaceQuota;
+};
 
 /**
  * `ok`: every file landed. Otherwise the data plane refused the batch (not uploaded, size

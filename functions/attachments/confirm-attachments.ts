@@ -8,8 +8,10 @@ import type {
 import type { Db } from "../../shared/db/client.ts";
 import type { TmpUpload } from "../../shared/db/schema.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { UserLimits } from "../../shared/limits/user-limits.ts";
 import { idempotencyScope } from "../idempotency/idempotency-scope.ts";
 import { runIdempotent, storedResponse } from "../idempotency/idempotent-transaction.ts";
+import { findEffectiveLimits } from "../limits/user-limits-store.ts";
 import { findActiveThread } from "../threads/thread-store.ts";
 import { attachmentBody } from "./attachment-body.ts";
 import type { AttachmentDeps } from "./attachment-deps.ts";
@@ -23,6 +25,8 @@ export type ConfirmAttachmentsDeps = Pick<AttachmentDeps, "s3" | "bucket" | "imp
   db: Db;
   logger: Logger;
   limits: Pick<AttachmentLimits, "removeTimeoutMs">;
+  /** The deployment's per-uid limits (the import capability carries the quota). */
+  userLimitDefaults: UserLimits;
 };
 
 export type ConfirmInput = {
@@ -70,7 +74,12 @@ export async function confirmAttachments(
   const thread = await findActiveThread(deps.db, uid, threadId);
   if (thread === undefined) throw new WorkcellError("not_found", "No such thread.");
   const uploads = await groupItems(deps.db, uid, request);
-  const target: ImportTarget = { uid, workdirPath: thread.workdirPath };
+  const limits = await findEffectiveLimits(deps.db, uid, deps.userLimitDefaults);
+  const target: ImportTarget = {
+    uid,
+    workdirPath: thread.workdirPath,
+    quota: { workspace_bytes: limits.workspace_bytes, workspace_inodes: limits.workspace_inodes },
+  };
   const items: AttachmentImportItem[] = request.items.map((item, index) => {
     const upload = uploads[index] as TmpUpload;
     return {

@@ -50,7 +50,13 @@ export function createHttpAttachmentImporter(
     async importFiles(target, items, signal) {
       const timed = AbortSignal.any([signal, AbortSignal.timeout(importTimeoutMs)]);
       const { token } = await options.capabilities.mint(
-        { uid: target.uid, workdirPath: target.workdirPath, ops: ["import"], ttlSeconds },
+        {
+          uid: target.uid,
+          workdirPath: target.workdirPath,
+          ops: ["import"],
+          ttlSeconds,
+          ...(target.quota === undefined ? {} : { quota: target.quota }),
+        },
         timed,
       );
       const response = await send(fetchImpl, importUrl, timed, signal, {

@@ -1,3 +1,4 @@
+import type { WorkspaceQuota } from "../../shared/capability/capability-claims.ts";
 import type { CapabilityOp } from "../../shared/capability/capability-ops.ts";
 import type { ServiceCapabilityOp } from "../../shared/capability/service-capability-ops.ts";
 
@@ -6,6 +7,8 @@ export type CapabilityRequest = {
   /** Canonical Workdir path (normalizeWorkdirPath) the capability is scoped to. */
   readonly workdirPath: string;
   readonly ops: readonly CapabilityOp[];
+  /** The uid's UserWorkspace quota (its effective limits), for capabilities that write. */
+  readonly quota?: WorkspaceQuota;
   /** Default: the minter's TTL (DEFAULT_CAPABILITY_TTL_SECONDS). */
   readonly ttlSeconds?: number;
 };

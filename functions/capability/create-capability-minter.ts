@@ -36,6 +36,7 @@ export function createCapabilityMinter(
         uid: request.uid,
         workdirPath: request.workdirPath,
         ops: request.ops,
+        ...(request.quota === undefined ? {} : { quota: request.quota }),
         signal,
         ...(request.ttlSeconds === undefined ? {} : { ttlSeconds: request.ttlSeconds }),
         ...(options.privateJwk.kid === undefined ? {} : { keyId: options.privateJwk.kid }),

@@ -8,6 +8,7 @@ import {
 } from "../../shared/contracts/attachment.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { DEFAULT_USER_LIMITS, type UserLimits } from "../../shared/limits/user-limits.ts";
 import type { AppEnv } from "../app-env.ts";
 import { attachmentBody } from "../attachments/attachment-body.ts";
 import type { AttachmentDeps } from "../attachments/attachment-deps.ts";
@@ -31,6 +32,7 @@ export type AttachmentRouteDeps = {
   readonly db: Db;
   readonly logger: Logger;
   readonly attachments: AttachmentDeps;
+  readonly userLimitDefaults?: UserLimits;
 };
 
 const attachmentParams = z.object({
@@ -151,7 +153,15 @@ export function registerAttachmentRoutes(
 
   app.openapi(confirmRoute, async (c) => {
     const body = await confirmAttachments(
-      { db, s3, bucket, importer, logger: c.var.logger, limits },
+      {
+        db,
+        s3,
+        bucket,
+        importer,
+        logger: c.var.logger,
+        limits,
+        userLimitDefaults: deps.userLimitDefaults ?? DEFAULT_USER_LIMITS,
+      },
       {
         uid: c.var.principal.uid,
         threadId: c.req.valid("param").thread_id,

@@ -4,9 +4,11 @@ import {
   filesAccessResponseSchema,
 } from "../../shared/contracts/files-access.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppEnv } from "../app-env.ts";
 import { isoTime } from "../db/iso-time.ts";
+import { findEffectiveLimits } from "../limits/user-limits-store.ts";
 import { findActiveThread } from "../threads/thread-store.ts";
 import { bearerSecurity, commonErrors, errorResponse, threadIdParams } from "./openapi-common.ts";
 
@@ -40,14 +42,28 @@ const route = createRoute({
  */
 export function registerFilesAccessRoute(
   app: OpenAPIHono<AppEnv>,
-  deps: Pick<AppDeps, "db" | "capabilities" | "dataPlaneUrl">,
+  deps: Pick<AppDeps, "db" | "capabilities" | "dataPlaneUrl" | "userLimitDefaults">,
 ): void {
   app.openapi(route, async (c) => {
     const { uid } = c.var.principal;
     const found = await findActiveThread(deps.db, uid, c.req.valid("param").thread_id);
     if (found === undefined) throw new WorkcellError("not_found", "No such thread.");
+    const limits = await findEffectiveLimits(
+      deps.db,
+      uid,
+      deps.userLimitDefaults ?? DEFAULT_USER_LIMITS,
+    );
     const minted = await deps.capabilities.mint(
-      { uid, workdirPath: found.workdirPath, ops: c.req.valid("json").ops },
+      {
+        uid,
+        workdirPath: found.workdirPath,
+        ops: c.req.valid("json").ops,
+        // The data plane enforces the quota from the capability: it needs no database.
+        quota: {
+          workspace_bytes: limits.workspace_bytes,
+          workspace_inodes: limits.workspace_inodes,
+        },
+      },
       c.req.raw.signal,
     );
     return c.json(

@@ -16,6 +16,13 @@ export const CAPABILITY_TOKEN_TYPE = "wc-capability+jwt";
 /** The only signature algorithm: Ed25519 (ARCHITECTURE.md §1). */
 export const CAPABILITY_ALGORITHM = "EdDSA";
 
+/** The UserWorkspace quota a capability carries (docs/decisions/0017). */
+export const workspaceQuotaSchema = z.object({
+  workspace_bytes: z.number().int().nonnegative(),
+  workspace_inodes: z.number().int().nonnegative(),
+});
+export type WorkspaceQuota = z.output<typeof workspaceQuotaSchema>;
+
 /** True when `path` is already canonical: a capability names exactly one directory. */
 function isCanonicalWorkdirPath(path: string): boolean {
   try {
@@ -51,6 +58,11 @@ export const capabilityClaimsSchema = z.object({
   iat: z.number().int().nonnegative().describe("Issued at, seconds since the epoch."),
   exp: z.number().int().positive().describe("Expires at, seconds since the epoch."),
   jti: z.string().min(1).max(128).describe("Unique id of this capability, for logs and audits."),
+  quota: workspaceQuotaSchema
+    .optional()
+    .describe(
+      "The uid's UserWorkspace quota, as functions/ read it when minting; absent: the data plane's defaults.",
+    ),
 });
 
 export type CapabilityClaims = z.output<typeof capabilityClaimsSchema>;

@@ -3,6 +3,7 @@ import {
   CAPABILITY_TOKEN_TYPE,
   type CapabilityClaims,
   capabilityClaimsSchema,
+  type WorkspaceQuota,
 } from "./capability-claims.ts";
 import type { CapabilityOp } from "./capability-ops.ts";
 import {
@@ -16,6 +17,8 @@ export interface MintCapabilityOptions extends MintCapabilityJwtOptions {
   /** Any accepted spelling; the token carries the canonical form (normalizeWorkdirPath). */
   readonly workdirPath: string;
   readonly ops: readonly CapabilityOp[];
+  /** The uid's UserWorkspace quota, enforced by the data plane on every write. */
+  readonly quota?: WorkspaceQuota;
 }
 
 export type MintedCapability = MintedCapabilityJwt<CapabilityClaims>;
@@ -34,6 +37,7 @@ export async function mintCapability(options: MintCapabilityOptions): Promise<Mi
       uid: options.uid,
       workdir_path: normalizeWorkdirPath(options.workdirPath),
       ops: [...options.ops],
+      ...(options.quota === undefined ? {} : { quota: { ...options.quota } }),
       ...registered,
     }),
   );

@@ -15,3 +15,4 @@ export * from "./schema/run-events.ts";
 export * from "./schema/sandboxes.ts";
 export * from "./schema/skills.ts";
 export * from "./schema/tmp-uploads.ts";
+export * from "./schema/user-limits.ts";

@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   "conflict",
   "payload_too_large",
   "rate_limited",
+  "quota_exceeded",
   "unavailable",
   "internal",
 ] as const;
@@ -72,6 +73,12 @@ export const ERROR_CATALOGUE: Readonly<Record<ErrorCode, ErrorSpec>> = Object.fr
     httpStatus: 429,
     retryable: true,
     message: "Too many requests: wait and retry with backoff.",
+  },
+  quota_exceeded: {
+    httpStatus: 507,
+    retryable: false,
+    message:
+      "This would take your workspace over its quota: delete files you no longer need, or ask an administrator to raise your limits.",
   },
   unavailable: {
     httpStatus: 503,

@@ -25,6 +25,7 @@ export function queueDisposition(code: ErrorCode): QueueDisposition {
     case "not_found":
     case "conflict":
     case "payload_too_large":
+    case "quota_exceeded":
       return "dead_letter";
     default:
       return assertNever(code);

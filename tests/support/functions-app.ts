@@ -69,6 +69,8 @@ export type TestFunctionsApp = {
   deps: AppDeps;
   /** A dev token for `uid` (minted once per uid). */
   token(uid: string): Promise<string>;
+  /** A dev token for `uid` carrying the admin claim. */
+  adminToken(uid: string): Promise<string>;
   /** One request through `app.request` (the whole app, in-process), as `uid` (null: no token). */
   call(method: string, path: string, options?: CallOptions): Promise<Response>;
 };
@@ -136,6 +138,7 @@ export function createTestFunctionsApp(options: TestFunctionsAppOptions): TestFu
     app,
     deps,
     token,
+    adminToken: (uid) => mintDevToken(secret, uid, { admin: true }),
     async call(method, path, o = {}) {
       const uid = o.uid === undefined ? ALICE : o.uid;
       const headers: Record<string, string> = { ...o.headers };

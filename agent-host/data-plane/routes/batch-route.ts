@@ -6,6 +6,7 @@ import { requireOp } from "../capability-auth.ts";
 import type { DataPlaneEnv } from "../data-plane-env.ts";
 import { createdJson } from "../entry-json.ts";
 import { queryPath } from "../query-path.ts";
+import { writeUnderQuota } from "../quota-guard.ts";
 import { withWorkdir } from "../workdir-opener.ts";
 import type { RouteDeps } from "./route-deps.ts";
 
@@ -33,26 +34,39 @@ export function registerBatchRoute(app: Hono<DataPlaneEnv>, deps: RouteDeps): vo
     async (c) => {
       const claims = requireOp(c, "write");
       const dir = queryPath(c);
-      const files = await batchFiles(c);
+      const { files, bytes } = await batchFiles(c);
       const signal = c.req.raw.signal;
-      const written = await withWorkdir(
-        deps.userWorkspaces,
+      const written = await writeUnderQuota(
+        deps.quota,
         claims,
-        { create: true, signal },
-        (fs) =>
-          fs.writeBatch(dir, files, {
-            maxFiles: deps.limits.maxBatchFiles,
-            maxBytes: deps.limits.maxBatchBodyBytes,
-            maxFileBytes: deps.limits.maxUploadBytes,
-            signal,
+        deps.limits.maxBatchBodyBytes,
+        signal,
+        {
+          // The parts are parsed already: their sizes are known before anything is written.
+          incoming: { bytes, inodes: files.length },
+          write: (bound) =>
+            withWorkdir(deps.userWorkspaces, claims, { create: true, signal }, (fs) =>
+              fs.writeBatch(dir, files, {
+                maxFiles: deps.limits.maxBatchFiles,
+                maxBytes: bound,
+                maxFileBytes: Math.min(deps.limits.maxUploadBytes, bound),
+                signal,
+              }),
+            ),
+          added: (infos) => ({
+            bytes: infos.reduce((sum, info) => sum + info.size, 0),
+            inodes: infos.length,
           }),
+        },
       );
       return c.json({ items: written.map((info) => createdJson(dir, info)) }, 201);
     },
   );
 }
 
-async function batchFiles(c: Context<DataPlaneEnv>): Promise<BatchFile[]> {
+async function batchFiles(
+  c: Context<DataPlaneEnv>,
+): Promise<{ files: BatchFile[]; bytes: number }> {
   const type = c.req.header("Content-Type") ?? "";
   if (!/^multipart\/form-data\s*;/i.test(type)) {
     throw new WorkcellError(
@@ -71,6 +85,7 @@ async function batchFiles(c: Context<DataPlaneEnv>): Promise<BatchFile[]> {
     });
   }
   const files: BatchFile[] = [];
+  let bytes = 0;
   for (const [field, value] of form.entries()) {
     if (typeof value === "string") {
       throw new WorkcellError(
@@ -82,6 +97,7 @@ async function batchFiles(c: Context<DataPlaneEnv>): Promise<BatchFile[]> {
     // The filename is the entry name, validated by the workspace layer as a single name:
     // `..`, `/`, `\`, NUL, control characters and over-long names are a bad name (400).
     files.push({ name: value.name, source: value.stream() });
+    bytes += value.size;
   }
-  return files;
+  return { files, bytes };
 }

@@ -5,6 +5,7 @@ import { requireOp } from "../capability-auth.ts";
 import type { DataPlaneEnv } from "../data-plane-env.ts";
 import { createdJson } from "../entry-json.ts";
 import { parentOf, queryPath } from "../query-path.ts";
+import { writeUnderQuota } from "../quota-guard.ts";
 import { openWorkdir, withWorkdir } from "../workdir-opener.ts";
 import type { RouteDeps } from "./route-deps.ts";
 
@@ -43,9 +44,14 @@ export function registerContentRoutes(app: Hono<DataPlaneEnv>, deps: RouteDeps):
     if (Number.isFinite(declared) && declared > maxBytes) throw uploadTooLarge(maxBytes);
     const signal = c.req.raw.signal;
     const body = c.req.raw.body ?? new Uint8Array(0);
-    const written = await withWorkdir(deps.userWorkspaces, claims, { create: true, signal }, (fs) =>
-      fs.writeFile(path, body, { maxBytes, signal }),
-    );
+    const written = await writeUnderQuota(deps.quota, claims, maxBytes, signal, {
+      incoming: { bytes: Number.isFinite(declared) ? declared : 0, inodes: 1 },
+      write: (bound) =>
+        withWorkdir(deps.userWorkspaces, claims, { create: true, signal }, (fs) =>
+          fs.writeFile(path, body, { maxBytes: bound, signal }),
+        ),
+      added: (info) => ({ bytes: info.size, inodes: 1 }),
+    });
     return c.json(createdJson(parentOf(path), written), 201);
   });
 }

@@ -18,6 +18,7 @@ import { importRefusalError } from "../../attachments/import-refusal-error.ts";
 import { limitBody } from "../body-limit.ts";
 import { requireOp } from "../capability-auth.ts";
 import type { DataPlaneEnv } from "../data-plane-env.ts";
+import { writeUnderQuota } from "../quota-guard.ts";
 import { withWorkdir } from "../workdir-opener.ts";
 import type { RouteDeps } from "./route-deps.ts";
 
@@ -71,18 +72,27 @@ export function registerImportRoute(app: Hono<DataPlaneEnv>, deps: ImportRouteDe
         }
       }
       const signal = c.req.raw.signal;
-      const outcome = await withWorkdir(
-        deps.userWorkspaces,
-        claims,
-        { create: true, signal },
-        (fs) =>
-          importAttachments(
-            { objects: config.objects, extractor, limits, logger: c.var.logger },
-            fs,
-            body.items,
-            signal,
+      const announced = body.items.reduce((sum, item) => sum + item.size, 0);
+      // Checked before streaming from S3; while streaming each object is cut off at its
+      // announced size (import-attachments.ts), so the announced total is also the bound.
+      // An extracted text file per parsed item counts as one more inode.
+      const outcome = await writeUnderQuota(deps.quota, claims, Number.MAX_SAFE_INTEGER, signal, {
+        incoming: {
+          bytes: announced,
+          inodes: body.items.length + body.items.filter((item) => item.parse).length,
+        },
+        write: () =>
+          withWorkdir(deps.userWorkspaces, claims, { create: true, signal }, (fs) =>
+            importAttachments(
+              { objects: config.objects, extractor, limits, logger: c.var.logger },
+              fs,
+              body.items,
+              signal,
+            ),
           ),
-      );
+        added: (result) =>
+          result.ok ? { bytes: announced, inodes: result.items.length } : { bytes: 0, inodes: 0 },
+      });
       if (!outcome.ok) throw importRefusalError(outcome);
       return c.json({ items: outcome.items }, 200);
     },

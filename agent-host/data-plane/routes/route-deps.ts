@@ -1,3 +1,4 @@
+import type { WorkspaceQuotaAccounting } from "../../quota/workspace-quota.ts";
 import type { UserWorkspaces } from "../../workspace/user-workspaces.ts";
 import type { DataPlaneLimits } from "../data-plane-limits.ts";
 
@@ -5,4 +6,6 @@ import type { DataPlaneLimits } from "../data-plane-limits.ts";
 export interface RouteDeps {
   readonly userWorkspaces: UserWorkspaces;
   readonly limits: DataPlaneLimits;
+  /** UserWorkspace quotas; absent, writes are bounded by their own limits only. */
+  readonly quota?: WorkspaceQuotaAccounting;
 }

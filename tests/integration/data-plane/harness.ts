@@ -7,6 +7,7 @@ import {
   type DataPlaneServer,
   startDataPlaneServer,
 } from "../../../agent-host/data-plane/index.ts";
+import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
 import {
   createLibcSyscalls,
   createPathResolver,
@@ -73,6 +74,8 @@ export interface SetupOptions {
   readonly kind?: ResolverKind;
   readonly limits?: Partial<DataPlaneLimits>;
   readonly workspaceLimits?: Partial<WorkspaceLimits>;
+  /** How long a quota measurement is reused (default DEFAULT_MAX_USAGE_AGE_MS). */
+  readonly quotaMaxUsageAgeMs?: number;
   /** DATA_PLANE_CORS_ORIGINS; default [ALLOWED_ORIGIN]. */
   readonly allowedOrigins?: readonly string[] | "*";
 }
@@ -120,6 +123,12 @@ export async function setupDataPlane(options: SetupOptions = {}): Promise<DataPl
 
   const app = createDataPlaneApp({
     userWorkspaces: users,
+    quota: createAccountingQuota({
+      dataRoot: root.path,
+      ...(options.quotaMaxUsageAgeMs === undefined
+        ? {}
+        : { maxUsageAgeMs: options.quotaMaxUsageAgeMs }),
+    }),
     publicKeys: [keys.publicJwk],
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
     allowedOrigins: options.allowedOrigins ?? [ALLOWED_ORIGIN],

@@ -34,6 +34,8 @@ const API_MD_ROUTES = [
   "GET /v1/admin/nodes",
   "POST /v1/admin/nodes/{node_id}/quiesce",
   "POST /v1/admin/nodes/{node_id}/resume",
+  "GET /v1/admin/users/{uid}/limits",
+  "PUT /v1/admin/users/{uid}/limits",
 ];
 // docs/decisions/0007-skills.md: the presigned upload of a skill archive.
 // docs/decisions/0023-thread-history.md: the conversation history of the web console.

@@ -22,6 +22,7 @@ const API_STATUS = {
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
+  quota_exceeded: 507,
   rate_limited: 429,
   unavailable: 503,
   internal: 500,

@@ -4,6 +4,7 @@ import {
   createDataPlaneApp,
   startDataPlaneServer,
 } from "../../../../agent-host/data-plane/index.ts";
+import { createAccountingQuota } from "../../../../agent-host/quota/workspace-quota.ts";
 import {
   createLibcSyscalls,
   createPathResolver,
@@ -31,6 +32,7 @@ export async function startTestDataPlane(p: {
 }): Promise<TestDataPlane> {
   const sys = createLibcSyscalls();
   const app = createDataPlaneApp({
+    quota: createAccountingQuota({ dataRoot: p.dataRoot, maxUsageAgeMs: 0 }),
     userWorkspaces: createUserWorkspaces({
       dataRoot: p.dataRoot,
       sys,

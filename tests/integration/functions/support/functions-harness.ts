@@ -44,6 +44,7 @@ export type FunctionsHarness = {
   dataRoot: string;
   dataPlane: TestDataPlane;
   token(uid: string): Promise<string>;
+  adminToken(uid: string): Promise<string>;
   /** One request through `app.request` (the whole app, in-process), as `uid` (null: no token). */
   call(method: string, path: string, options?: CallOptions): Promise<Response>;
   /** Receives (and deletes) every message now on the run queue; the dispatched run ids. */
@@ -92,7 +93,7 @@ export async function startFunctionsHarness(
     options.runEvents === "poll"
       ? createPollingRunEventWaiter()
       : createNotifyRunEventWaiter({ listen: postgresListen(database.sql), logger });
-  const { app, deps, token, call } = createTestFunctionsApp({
+  const { app, deps, token, adminToken, call } = createTestFunctionsApp({
     db,
     sqs,
     queueUrl,
@@ -121,6 +122,7 @@ export async function startFunctionsHarness(
     dataRoot: root.path,
     dataPlane,
     token,
+    adminToken,
     call,
     async drainDispatches() {
       const ids: string[] = [];

@@ -1,0 +1,157 @@
+import { join } from "node:path";
+import type { WorkspaceQuota as QuotaClaim } from "../../shared/capability/capability-claims.ts";
+import { WorkcellError } from "../../shared/errors/index.ts";
+import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
+import { uidDirname } from "../../shared/paths/index.ts";
+import { USERS_DIR, WORKSPACE_DIR } from "../workspace/user-workspaces.ts";
+import { measureWorkspaceUsage, type WorkspaceUsage } from "./workspace-usage.ts";
+
+/** How the node enforces UserWorkspace quotas (reported per node; docs/decisions/0017). */
+export type QuotaEnforcementMode = "accounting";
+
+/** Room held for one write while it runs; settle it with what was really written. */
+export interface QuotaReservation {
+  /** Bytes this write may still add (the bound while streaming). */
+  readonly remainingBytes: number;
+  /** Records what the write added (0 when it failed) and frees the reservation. */
+  settle(added: WorkspaceUsage): void;
+}
+
+export interface WorkspaceQuotaAccounting {
+  readonly mode: QuotaEnforcementMode;
+  /**
+   * Admits a write of `incoming` into `uid`'s UserWorkspace under `quota` (the
+   * capability's claim; absent: the deployment defaults), or throws `quota_exceeded`
+   * before anything is written. `incoming.bytes` may be 0 for a body of unknown length:
+   * the returned `remainingBytes` then bounds it while streaming.
+   */
+  reserve(
+    uid: string,
+    quota: QuotaClaim | undefined,
+    incoming: WorkspaceUsage,
+    signal: AbortSignal,
+  ): Promise<QuotaReservation>;
+  /** The usage as this node last measured it, plus what it wrote since. */
+  usage(uid: string, signal: AbortSignal): Promise<WorkspaceUsage>;
+}
+
+export type AccountingQuotaOptions = {
+  readonly dataRoot: string;
+  /**
+   * A measurement is reused this long; writes by this node are added to it meanwhile.
+   * Bounds how long bytes written by a sandbox or another node go unseen (a write may
+   * pass the quota by at most what they wrote in that window).
+   */
+  readonly maxUsageAgeMs?: number;
+  readonly now?: () => number;
+};
+
+export const DEFAULT_MAX_USAGE_AGE_MS = 5_000;
+
+type Entry = { measured: WorkspaceUsage; measuredAt: number; added: Mutable; reserved: Mutable };
+type Mutable = { bytes: number; inodes: number };
+
+/**
+ * The weaker mode, for a data root without filesystem quotas: this node measures each
+ * UserWorkspace (a no-follow walk, cached for maxUsageAgeMs) and refuses any data-plane
+ * write that would take it over its quota. In-flight writes hold reservations, so two
+ * concurrent uploads cannot both take the last free bytes. Commands in the sandbox are
+ * not stopped mid-write in this mode; the run worker refuses new runs once over.
+ */
+export function createAccountingQuota(options: AccountingQuotaOptions): WorkspaceQuotaAccounting {
+  const maxAgeMs = options.maxUsageAgeMs ?? DEFAULT_MAX_USAGE_AGE_MS;
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, Entry>();
+
+  const entryFor = async (uid: string, signal: AbortSignal): Promise<Entry> => {
+    const cached = entries.get(uid);
+    if (cached !== undefined && now() - cached.measuredAt < maxAgeMs) return cached;
+    const root = join(options.dataRoot, USERS_DIR, uidDirname(uid), WORKSPACE_DIR);
+    const measuredAt = now();
+    const measured = await measureWorkspaceUsage(root, signal);
+    // Read again after the await: a concurrent write may have reserved room meanwhile, and
+    // reservations survive a re-measurement (their writes are still running).
+    const latest = entries.get(uid);
+    if (latest !== undefined && latest.measuredAt > measuredAt) return latest;
+    const entry: Entry = {
+      measured,
+      measuredAt,
+      added: { bytes: 0, inodes: 0 },
+      reserved: latest?.reserved ?? { bytes: 0, inodes: 0 },
+    };
+    entries.set(uid, entry);
+    return entry;
+  };
+
+  const used = (e: Entry): Mutable => ({
+    bytes: e.measured.bytes + e.added.bytes + e.reserved.bytes,
+    inodes: e.measured.inodes + e.added.inodes + e.reserved.inodes,
+  });
+
+  return {
+    mode: "accounting",
+    async reserve(uid, quota, incoming, signal) {
+      const limit = quota ?? {
+        workspace_bytes: DEFAULT_USER_LIMITS.workspace_bytes,
+        workspace_inodes: DEFAULT_USER_LIMITS.workspace_inodes,
+      };
+      const entry = await entryFor(uid, signal);
+      const now = used(entry);
+      if (
+        now.bytes + incoming.bytes > limit.workspace_bytes ||
+        now.inodes + incoming.inodes > limit.workspace_inodes
+      ) {
+        throw quotaExceeded(limit, now, incoming);
+      }
+      const remainingBytes = limit.workspace_bytes - now.bytes;
+      // Hold the whole remaining room for a body of unknown length, the declared size else.
+      const held = {
+        bytes: incoming.bytes > 0 ? incoming.bytes : remainingBytes,
+        inodes: incoming.inodes,
+      };
+      entry.reserved.bytes += held.bytes;
+      entry.reserved.inodes += held.inodes;
+      let settled = false;
+      return {
+        remainingBytes,
+        settle(added) {
+          if (settled) return;
+          settled = true;
+          const current = entries.get(uid) ?? entry;
+          current.reserved.bytes -= held.bytes;
+          current.reserved.inodes -= held.inodes;
+          current.added.bytes += added.bytes;
+          current.added.inodes += added.inodes;
+        },
+      };
+    },
+    async usage(uid, signal) {
+      const entry = await entryFor(uid, signal);
+      return {
+        bytes: entry.measured.bytes + entry.added.bytes,
+        inodes: entry.measured.inodes + entry.added.inodes,
+      };
+    },
+  };
+}
+
+export function quotaExceeded(
+  limit: QuotaClaim,
+  used: WorkspaceUsage,
+  incoming: WorkspaceUsage,
+): WorkcellError {
+  return new WorkcellError(
+    "quota_exceeded",
+    "This write would take your workspace over its quota: delete files you no longer need, or ask an administrator to raise your limits.",
+    {
+      details: {
+        reason: "workspace_quota",
+        workspace_bytes: used.bytes,
+        workspace_inodes: used.inodes,
+        limit_bytes: limit.workspace_bytes,
+        limit_inodes: limit.workspace_inodes,
+        incoming_bytes: incoming.bytes,
+      },
+    },
+  );
+}

@@ -1,0 +1,64 @@
+import { z } from "@hono/zod-openapi";
+
+/**
+ * Per-uid limits (ARCHITECTURE.md §9, API.md "Limits and usage"). A field an admin has not
+ * set takes the deployment's default; these are the defaults of a deployment that set none.
+ */
+export const DEFAULT_USER_LIMITS: UserLimits = Object.freeze({
+  workspace_bytes: 10 * 1024 ** 3,
+  workspace_inodes: 1_000_000,
+  max_concurrent_runs: 4,
+  requests_per_minute: 600,
+});
+
+/** Upper bounds an admin can set (sanity: a typo must not become "unlimited"). */
+const MAX_WORKSPACE_BYTES = 2 ** 50;
+const MAX_WORKSPACE_INODES = 2 ** 40;
+
+export const userLimitsOverrideSchema = z
+  .object({
+    workspace_bytes: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_WORKSPACE_BYTES)
+      .optional()
+      .describe("Bytes of regular files the UserWorkspace may hold."),
+    workspace_inodes: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_WORKSPACE_INODES)
+      .optional()
+      .describe("Files, directories and links the UserWorkspace may hold."),
+    max_concurrent_runs: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .optional()
+      .describe("Runs of this user executing at once, across all nodes; more wait."),
+    requests_per_minute: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .optional()
+      .describe("API requests per minute (token bucket); more get 429 with Retry-After."),
+  })
+  .strict()
+  .openapi("UserLimitsOverride")
+  .describe("An admin's overrides; a field left out takes the deployment's default.");
+
+export type UserLimitsOverride = z.output<typeof userLimitsOverrideSchema>;
+export type UserLimits = Required<UserLimitsOverride>;
+
+/** The limits in force: each override, else the default. */
+export function effectiveLimits(override: UserLimitsOverride, defaults: UserLimits): UserLimits {
+  return {
+    workspace_bytes: override.workspace_bytes ?? defaults.workspace_bytes,
+    workspace_inodes: override.workspace_inodes ?? defaults.workspace_inodes,
+    max_concurrent_runs: override.max_concurrent_runs ?? defaults.max_concurrent_runs,
+    requests_per_minute: override.requests_per_minute ?? defaults.requests_per_minute,
+  };
+}

@@ -143,6 +143,101 @@ export interface paths {
     /** Admin: the node takes sandboxes again */
     post: operations["resumeNode"];
   };
+  "/v1/admin/users/{uid}/limits": {
+    /** A user's limits and an admin's overrides (admin only) */
+    get: {
+      parameters: {
+        path: {
+          /** @description A user id: the OIDC subject (`sub`) of the caller. */
+          uid: string;
+        };
+      };
+      responses: {
+        /** @description Limits */
+        200: {
+          content: {
+            "application/json": components["schemas"]["AdminUserLimits"];
+          };
+        };
+        /** @description Missing or invalid token. */
+        401: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description The caller is not an admin. */
+        403: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description Internal error (no internals in the message). */
+        500: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description A dependency is temporarily unavailable. */
+        503: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+      };
+    };
+    /** Replace a user's overrides; fields left out take the defaults (admin only) */
+    put: {
+      parameters: {
+        path: {
+          /** @description A user id: the OIDC subject (`sub`) of the caller. */
+          uid: string;
+        };
+      };
+      requestBody?: {
+        content: {
+          "application/json": components["schemas"]["UserLimitsOverride"];
+        };
+      };
+      responses: {
+        /** @description Limits */
+        200: {
+          content: {
+            "application/json": components["schemas"]["AdminUserLimits"];
+          };
+        };
+        /** @description Bad body. */
+        400: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description Missing or invalid token. */
+        401: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description The caller is not an admin. */
+        403: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description Internal error (no internals in the message). */
+        500: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+        /** @description A dependency is temporarily unavailable. */
+        503: {
+          content: {
+            "application/json": components["schemas"]["ErrorBody"];
+          };
+        };
+      };
+    };
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -454,7 +549,7 @@ export interface components {
          * @description Machine-readable code; the HTTP status follows from it.
          * @enum {string}
          */
-        code: "invalid_request" | "unprocessable" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "rate_limited" | "unavailable" | "internal";
+        code: "invalid_request" | "unprocessable" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "rate_limited" | "quota_exceeded" | "unavailable" | "internal";
         /** @description Human-readable text that says how to fix the problem. */
         message: string;
         /** @description Structured context, e.g. `reason`, `field`, `rule` or `issues`. */
@@ -1004,6 +1099,34 @@ export interface components {
       live_sandboxes: number;
       /** @description Runs running on the node at the last heartbeat. */
       running_runs: number;
+    };
+    AdminUserLimits: {
+      /** @description A user id: the OIDC subject (`sub`) of the caller. */
+      uid: string;
+      limits: components["schemas"]["UserLimits"];
+      overrides: components["schemas"]["UserLimitsOverride"];
+    };
+    /** @description The limits in force: each override, else the deployment's default. */
+    UserLimits: {
+      /** @description Bytes of regular files the UserWorkspace may hold. */
+      workspace_bytes: number;
+      /** @description Files, directories and links the UserWorkspace may hold. */
+      workspace_inodes: number;
+      /** @description Runs of this user executing at once, across all nodes; more wait. */
+      max_concurrent_runs: number;
+      /** @description API requests per minute (token bucket); more get 429 with Retry-After. */
+      requests_per_minute: number;
+    };
+    /** @description What an admin set; the rest are defaults. */
+    UserLimitsOverride: {
+      /** @description Bytes of regular files the UserWorkspace may hold. */
+      workspace_bytes?: number;
+      /** @description Files, directories and links the UserWorkspace may hold. */
+      workspace_inodes?: number;
+      /** @description Runs of this user executing at once, across all nodes; more wait. */
+      max_concurrent_runs?: number;
+      /** @description API requests per minute (token bucket); more get 429 with Retry-After. */
+      requests_per_minute?: number;
     };
   };
   responses: never;

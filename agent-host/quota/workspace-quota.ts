@@ -48,7 +48,17 @@ export type AccountingQuotaOptions = {
 
 export const DEFAULT_MAX_USAGE_AGE_MS = 5_000;
 
-type Entry = { measured: WorkspaceUsage; measuredAt: number; added: Mutable; reserved: Mutable };
+/**
+ * One uid's figures. `settled` lists the writes this node finished, with when: a new
+ * measurement keeps those that finished after its walk started (the walk may have missed
+ * them; counting one twice until the next measurement errs on the safe side).
+ */
+type Entry = {
+  measured: WorkspaceUsage;
+  measuredAt: number;
+  settled: Array<{ at: number; bytes: number; inodes: number }>;
+  reserved: Mutable;
+};
 type Mutable = { bytes: number; inodes: number };
 
 /**
@@ -76,17 +86,24 @@ export function createAccountingQuota(options: AccountingQuotaOptions): Workspac
     const entry: Entry = {
       measured,
       measuredAt,
-      added: { bytes: 0, inodes: 0 },
+      settled: (latest?.settled ?? []).filter((s) => s.at >= measuredAt),
       reserved: latest?.reserved ?? { bytes: 0, inodes: 0 },
     };
     entries.set(uid, entry);
     return entry;
   };
 
-  const used = (e: Entry): Mutable => ({
-    bytes: e.measured.bytes + e.added.bytes + e.reserved.bytes,
-    inodes: e.measured.inodes + e.added.inodes + e.reserved.inodes,
+  const added = (e: Entry): Mutable => ({
+    bytes: e.settled.reduce((sum, s) => sum + s.bytes, 0),
+    inodes: e.settled.reduce((sum, s) => sum + s.inodes, 0),
   });
+  const used = (e: Entry): Mutable => {
+    const a = added(e);
+    return {
+      bytes: e.measured.bytes + a.bytes + e.reserved.bytes,
+      inodes: e.measured.inodes + a.inodes + e.reserved.inodes,
+    };
+  };
 
   return {
     mode: "accounting",
@@ -96,14 +113,14 @@ export function createAccountingQuota(options: AccountingQuotaOptions): Workspac
         workspace_inodes: DEFAULT_USER_LIMITS.workspace_inodes,
       };
       const entry = await entryFor(uid, signal);
-      const now = used(entry);
+      const inUse = used(entry);
       if (
-        now.bytes + incoming.bytes > limit.workspace_bytes ||
-        now.inodes + incoming.inodes > limit.workspace_inodes
+        inUse.bytes + incoming.bytes > limit.workspace_bytes ||
+        inUse.inodes + incoming.inodes > limit.workspace_inodes
       ) {
-        throw quotaExceeded(limit, now, incoming);
+        throw quotaExceeded(limit, inUse, incoming);
       }
-      const remainingBytes = limit.workspace_bytes - now.bytes;
+      const remainingBytes = limit.workspace_bytes - inUse.bytes;
       // Hold the whole remaining room for a body of unknown length, the declared size else.
       const held = {
         bytes: incoming.bytes > 0 ? incoming.bytes : remainingBytes,
@@ -114,23 +131,20 @@ export function createAccountingQuota(options: AccountingQuotaOptions): Workspac
       let settled = false;
       return {
         remainingBytes,
-        settle(added) {
+        settle(written) {
           if (settled) return;
           settled = true;
           const current = entries.get(uid) ?? entry;
           current.reserved.bytes -= held.bytes;
           current.reserved.inodes -= held.inodes;
-          current.added.bytes += added.bytes;
-          current.added.inodes += added.inodes;
+          current.settled.push({ at: now(), bytes: written.bytes, inodes: written.inodes });
         },
       };
     },
     async usage(uid, signal) {
       const entry = await entryFor(uid, signal);
-      return {
-        bytes: entry.measured.bytes + entry.added.bytes,
-        inodes: entry.measured.inodes + entry.added.inodes,
-      };
+      const a = added(entry);
+      return { bytes: entry.measured.bytes + a.bytes, inodes: entry.measured.inodes + a.inodes };
     },
   };
 }

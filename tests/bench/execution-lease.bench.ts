@@ -35,7 +35,7 @@ const UID = "bench";
 const SIZES = [
   { files: 10, rounds: 60 },
   { files: 1_000, rounds: 60 },
-  { files: 100_000, rounds: 8 },
+  { files: 100_000, rounds: 4 },
 ];
 
 const image = (

@@ -68,26 +68,26 @@ export class ExecutionLeases {
     if (signal.aborted) return { ok: false, reason: "cancelled" };
     const leaseId = randomUUID();
     const rootKey = leaseRootKey(workdirPath);
+    // The fast path is one transaction of four statements (lock, insert, grant, commit):
+    // a command on a free root pays little more than two round trips for its lease.
     const first = await this.#transaction(fence.uid, async (tx) => {
-      const [live] = await executeRows<{ live: boolean }>(
-        tx,
-        sql`
-        select exists (
-          select 1 from agent_runs r
-          where r.run_id = ${fence.runId} and r.uid = ${fence.uid} and r.attempt = ${fence.attempt}
-            and r.status = 'running' and r.lease_expires_at > now()
-        ) as live`,
-      );
-      if (live?.live !== true) return undefined;
       const [row] = await executeRows<{ seq: string | number }>(
         tx,
         sql`
         insert into execution_leases (lease_id, uid, root_key, run_id, attempt, node_id, state)
-        values (${leaseId}, ${fence.uid}, ${rootKey}, ${fence.runId}, ${fence.attempt},
-                ${this.#deps.nodeId}, 'waiting')
+        select ${leaseId}, ${fence.uid}, ${rootKey}, ${fence.runId}, ${fence.attempt},
+               ${this.#deps.nodeId}, 'waiting'
+        where exists (
+          select 1 from agent_runs r
+          where r.run_id = ${fence.runId} and r.uid = ${fence.uid} and r.attempt = ${fence.attempt}
+            and r.status = 'running' and r.lease_expires_at > now())
         returning seq`,
       );
-      const seq = Number(row?.seq);
+      if (row === undefined) return undefined;
+      const seq = Number(row.seq);
+      if (await this.#grantIfFree(tx, fence.uid, leaseId, rootKey, seq)) {
+        return { seq, granted: "granted" as Grant };
+      }
       return { seq, granted: await this.#tryGrant(tx, fence.uid, leaseId, rootKey, seq) };
     });
     if (first === undefined) return { ok: false, reason: "run_not_live" };
@@ -132,6 +132,29 @@ export class ExecutionLeases {
     }
   }
 
+  /** Grants the lease in one statement when no earlier live row of the uid overlaps it. */
+  async #grantIfFree(
+    tx: DbTransaction,
+    uid: string,
+    leaseId: string,
+    rootKey: string,
+    seq: number,
+  ): Promise<boolean> {
+    const granted = await executeRows<{ seq: unknown }>(
+      tx,
+      sql`
+      update execution_leases set state = 'held', acquired_at = now()
+      where lease_id = ${leaseId} and not exists (
+        select 1 from execution_leases o
+        where o.uid = ${uid} and o.seq < ${seq}
+          and (left(o.root_key, char_length(${rootKey})) = ${rootKey}
+               or left(${rootKey}, char_length(o.root_key)) = o.root_key)
+          and ${liveRow(sql`o`)})
+      returning seq`,
+    );
+    return granted.length > 0;
+  }
+
   async #tryGrant(
     tx: DbTransaction,
     uid: string,
@@ -168,14 +191,13 @@ export class ExecutionLeases {
   /** A transaction bounded server-side, under the uid's arrival lock when `uid` is given. */
   #transaction<T>(uid: string | undefined, work: (tx: DbTransaction) => Promise<T>): Promise<T> {
     return this.#deps.db.transaction(async (tx) => {
+      const timeout = sql`set_config('statement_timeout', ${String(this.#deps.statementTimeoutMs)}, true)`;
+      // One round trip: the bound (for the statements after it) and the uid's arrival lock.
       await tx.execute(
-        sql`select set_config('statement_timeout', ${String(this.#deps.statementTimeoutMs)}, true)`,
+        uid === undefined
+          ? sql`select ${timeout}`
+          : sql`select ${timeout}, pg_advisory_xact_lock(hashtextextended(${LEASE_LOCK_NAMESPACE + uid}, 0))`,
       );
-      if (uid !== undefined) {
-        await tx.execute(
-          sql`select pg_advisory_xact_lock(hashtextextended(${LEASE_LOCK_NAMESPACE + uid}, 0))`,
-        );
-      }
       return work(tx);
     });
   }
@@ -191,8 +213,9 @@ export async function releaseIn(
   tx: DbOrTransaction,
   lease: Pick<HeldExecutionLease, "leaseId" | "uid">,
 ): Promise<void> {
-  await tx.execute(sql`delete from execution_leases where lease_id = ${lease.leaseId}`);
-  await tx.execute(sql`select pg_notify(${EXECUTION_LEASE_CHANNEL}, ${lease.uid})`);
+  await tx.execute(sql`
+    with released as (delete from execution_leases where lease_id = ${lease.leaseId} returning uid)
+    select pg_notify(${EXECUTION_LEASE_CHANNEL}, uid) from released`);
 }
 
 /** The row `alias` belongs to a run that is running under the same attempt, lease unexpired. */

@@ -21,6 +21,7 @@ import { modelClientFactoryFor } from "./runs/model-client-factory.ts";
 import type { RunSandboxes } from "./runs/run-sandboxes.ts";
 import { RunWorker } from "./runs/run-worker.ts";
 import { IMAGE_SHELL, type SandboxShell, type ShellFor } from "./runs/sandbox-exec-adapter.ts";
+import { createSqsWorkQueue } from "./runs/sqs-work-queue.ts";
 import { type RuntimeAssetsReport, verifyRuntimeAssets } from "./runtime/runtime-assets.ts";
 import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
@@ -234,11 +235,13 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     const worker = new RunWorker({
       db: deps.db,
       dataRoot: deps.dataRoot,
-      sqs: deps.sqs,
-      queueUrl: deps.runQueueUrl,
-      ...(deps.deadLetterQueueUrl === undefined
-        ? {}
-        : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
+      queue: createSqsWorkQueue({
+        sqs: deps.sqs,
+        queueUrl: deps.runQueueUrl,
+        ...(deps.deadLetterQueueUrl === undefined
+          ? {}
+          : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
+      }),
       sandboxManager: sandboxes,
       shell: shellFor(runtime),
       userWorkspaces,

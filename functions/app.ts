@@ -1,12 +1,12 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { runEventSchema } from "../shared/contracts/run-event.ts";
 import { WorkcellError } from "../shared/errors/index.ts";
+import { limitBody } from "../shared/http/body-limit.ts";
 import type { AppDeps } from "./app-deps.ts";
 import type { AppEnv } from "./app-env.ts";
 import { DEFAULT_APP_LIMITS } from "./app-limits.ts";
 import { apiCors } from "./middleware/api-cors.ts";
 import { authenticate } from "./middleware/authenticate.ts";
-import { limitBody } from "./middleware/body-limit.ts";
 import { errorHandler } from "./middleware/error-handler.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { requireAdmin } from "./middleware/require-admin.ts";

@@ -9,10 +9,9 @@ import {
   verifyCapability,
 } from "../../shared/capability/verify-capability.ts";
 import { WorkcellError } from "../../shared/errors/index.ts";
+import { bearerToken } from "../../shared/http/bearer-token.ts";
 import type { DataPlaneDeps } from "./data-plane-deps.ts";
 import type { DataPlaneEnv } from "./data-plane-env.ts";
-
-const BEARER = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
 
 /**
  * Verifies the `Authorization: Bearer <capability>` of every request before anything else
@@ -31,7 +30,7 @@ export function requireCapability(
 ): MiddlewareHandler<DataPlaneEnv> {
   return async function requireCapabilityMiddleware(c, next) {
     const header = c.req.header("Authorization");
-    const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+    const token = bearerToken(header);
     const result: CapabilityVerification =
       header === undefined
         ? { ok: false, reason: "missing" }

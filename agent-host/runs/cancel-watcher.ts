@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
+import type { ListenFn } from "../../shared/listen/listen-fn.ts";
+import { RunIdFanOut } from "../../shared/listen/run-id-fan-out.ts";
 import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
-import type { ListenFn } from "./listen.ts";
 
 /**
  * One LISTEN per worker on the cancel channel, fanned out to the runs executing here by
@@ -14,7 +15,7 @@ import type { ListenFn } from "./listen.ts";
 export class CancelWatcher {
   readonly #listen: ListenFn | undefined;
   readonly #logger: Logger;
-  readonly #watchers = new Map<string, Set<() => void>>();
+  readonly #watchers = new RunIdFanOut();
   #unlisten: (() => Promise<void>) | undefined;
 
   constructor(deps: { readonly listen?: ListenFn; readonly logger: Logger }) {
@@ -25,7 +26,9 @@ export class CancelWatcher {
   async start(): Promise<void> {
     if (this.#listen === undefined || this.#unlisten !== undefined) return;
     try {
-      this.#unlisten = await this.#listen(RUN_CANCEL_CHANNEL, (runId) => this.#notify(runId));
+      this.#unlisten = await this.#listen(RUN_CANCEL_CHANNEL, (runId) =>
+        this.#watchers.notify(runId),
+      );
     } catch (error) {
       this.#logger.warn(
         { err: error },
@@ -44,16 +47,6 @@ export class CancelWatcher {
 
   /** Calls `onCancel` when a cancel of `runId` is notified; the returned function stops it. */
   watch(runId: string, onCancel: () => void): () => void {
-    const set = this.#watchers.get(runId) ?? new Set();
-    this.#watchers.set(runId, set);
-    set.add(onCancel);
-    return () => {
-      set.delete(onCancel);
-      if (set.size === 0 && this.#watchers.get(runId) === set) this.#watchers.delete(runId);
-    };
-  }
-
-  #notify(runId: string): void {
-    for (const onCancel of [...(this.#watchers.get(runId) ?? [])]) onCancel();
+    return this.#watchers.add(runId, onCancel);
   }
 }

@@ -36,4 +36,6 @@ export {
   type SkillProjection,
   type SkillProjectionOutcome,
 } from "./skill-projection.ts";
+export { createSqsWorkQueue, type SqsWorkQueueOptions } from "./sqs-work-queue.ts";
 export { cleanupExecutionTree, type TreeCleanupOutcome } from "./tree-cleanup.ts";
+export type { ReceivedMessage, WorkQueue } from "./work-queue.ts";

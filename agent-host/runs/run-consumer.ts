@@ -1,19 +1,12 @@
-import {
-  ChangeMessageVisibilityCommand,
-  DeleteMessageCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
 import { parseQueueMessage, type QueueMessage } from "../../shared/contracts/queue-message.ts";
 import type { ErrorCode } from "../../shared/errors/error-catalogue.ts";
 import { queueDisposition } from "../../shared/errors/queue-disposition.ts";
 import { isWorkcellError } from "../../shared/errors/workcell-error.ts";
+import { sleepRejectOnAbort } from "../../shared/sleep/sleep-reject-on-abort.ts";
 import { receiveBackoffMs } from "./receive-backoff.ts";
 import { MAX_MESSAGES_PER_RECEIVE, type RunWorkerLimits } from "./run-limits.ts";
-import { sleep } from "./sleep.ts";
+import type { ReceivedMessage, WorkQueue } from "./work-queue.ts";
 
 /** What a handler can do with its message besides finishing. */
 export interface MessageContext {
@@ -38,13 +31,7 @@ export interface MessageContext {
 export type MessageHandler = (message: QueueMessage, context: MessageContext) => Promise<void>;
 
 export interface RunConsumerDeps {
-  readonly sqs: SQSClient;
-  readonly queueUrl: string;
-  /**
-   * Where messages that can never succeed go (the queue's DLQ). Without it they are
-   * deleted after being logged: SQS has no "dead-letter now" call.
-   */
-  readonly deadLetterQueueUrl?: string;
+  readonly queue: WorkQueue;
   readonly handle: MessageHandler;
   readonly logger: Logger;
   readonly limits: Pick<
@@ -104,25 +91,21 @@ export class RunConsumer {
         });
         continue;
       }
-      let messages: Message[];
+      let messages: readonly ReceivedMessage[];
       try {
-        const out = await this.#deps.sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: this.#deps.queueUrl,
-            MaxNumberOfMessages: Math.min(free, MAX_MESSAGES_PER_RECEIVE),
-            WaitTimeSeconds: limits.receiveWaitSeconds,
-            VisibilityTimeout: limits.visibilityTimeoutSeconds,
-          }),
+        messages = await this.#deps.queue.receive(
+          {
+            max: Math.min(free, MAX_MESSAGES_PER_RECEIVE),
+            waitSeconds: limits.receiveWaitSeconds,
+            visibilityTimeoutSeconds: limits.visibilityTimeoutSeconds,
+          },
           // The long poll answers within its wait; one that does not (a stalled
           // connection) is abandoned after the wait plus one call's bound.
-          {
-            abortSignal: AbortSignal.any([
-              stopping,
-              AbortSignal.timeout(limits.receiveWaitSeconds * 1000 + limits.queueCallTimeoutMs),
-            ]),
-          },
+          AbortSignal.any([
+            stopping,
+            AbortSignal.timeout(limits.receiveWaitSeconds * 1000 + limits.queueCallTimeoutMs),
+          ]),
         );
-        messages = out.Messages ?? [];
         failures = 0;
       } catch (error) {
         if (stopping.aborted) break;
@@ -133,7 +116,7 @@ export class RunConsumer {
           limits.receiveBackoffMaxMs,
         );
         logger.warn({ err: error, failures, delay_ms: delayMs }, "queue receive failed");
-        await sleep(delayMs, stopping).catch(() => {});
+        await sleepRejectOnAbort(delayMs, stopping).catch(() => {});
         continue;
       }
       for (const message of messages) this.#track(this.#process(message));
@@ -150,29 +133,28 @@ export class RunConsumer {
     });
   }
 
-  async #process(message: Message): Promise<void> {
-    const log = this.#deps.logger.child({ message_id: message.MessageId });
-    const receipt = message.ReceiptHandle;
-    if (receipt === undefined) return;
+  async #process(message: ReceivedMessage): Promise<void> {
+    const { queue } = this.#deps;
+    const log = this.#deps.logger.child({ message_id: message.messageId });
     let acked = false;
     const context: MessageContext = {
       ack: async () => {
         if (acked) return;
         acked = true;
-        await this.#delete(receipt);
+        await queue.ack(message, this.#callSignal());
       },
       release: async () => {
         if (acked) return;
         acked = true;
-        await this.#changeVisibility(receipt, 0);
+        await queue.release(message, this.#callSignal());
       },
       stopping: this.#stopping.signal,
     };
-    const parsed = parseQueueMessage(message.Body ?? "");
+    const parsed = parseQueueMessage(message.body);
     try {
       if (!parsed.ok) {
         log.warn({ err: parsed.error }, "queue message is not one of ours");
-        await this.#dispose(message, receipt, parsed.error.code, log);
+        await this.#dispose(message, parsed.error.code, log);
         return;
       }
       try {
@@ -185,7 +167,7 @@ export class RunConsumer {
         const code: ErrorCode = isWorkcellError(error) ? error.code : "internal";
         log.warn({ err: error, code }, "message handler failed");
         acked = true;
-        await this.#dispose(message, receipt, code, log);
+        await this.#dispose(message, code, log);
         return;
       }
       await context.ack();
@@ -196,39 +178,12 @@ export class RunConsumer {
     }
   }
 
-  async #dispose(message: Message, receipt: string, code: ErrorCode, log: Logger): Promise<void> {
+  async #dispose(message: ReceivedMessage, code: ErrorCode, log: Logger): Promise<void> {
     if (queueDisposition(code) === "retry") return; // reappears after its visibility timeout
-    if (this.#deps.deadLetterQueueUrl !== undefined) {
-      await this.#deps.sqs.send(
-        new SendMessageCommand({
-          QueueUrl: this.#deps.deadLetterQueueUrl,
-          MessageBody: message.Body ?? "",
-          MessageAttributes: { error_code: { DataType: "String", StringValue: code } },
-        }),
-        { abortSignal: this.#callSignal() },
-      );
-    } else {
-      log.error({ code }, "dropping a message that can never succeed (no dead-letter queue set)");
+    const result = await this.#deps.queue.deadLetter(message, code, this.#callSignal());
+    if (result === "dropped") {
+      log.error({ code }, "dropped a message that can never succeed (no dead-letter queue set)");
     }
-    await this.#delete(receipt);
-  }
-
-  async #delete(receipt: string): Promise<void> {
-    await this.#deps.sqs.send(
-      new DeleteMessageCommand({ QueueUrl: this.#deps.queueUrl, ReceiptHandle: receipt }),
-      { abortSignal: this.#callSignal() },
-    );
-  }
-
-  async #changeVisibility(receipt: string, seconds: number): Promise<void> {
-    await this.#deps.sqs.send(
-      new ChangeMessageVisibilityCommand({
-        QueueUrl: this.#deps.queueUrl,
-        ReceiptHandle: receipt,
-        VisibilityTimeout: seconds,
-      }),
-      { abortSignal: this.#callSignal() },
-    );
   }
 
   #callSignal(): AbortSignal {

@@ -1,13 +1,13 @@
 import { sql } from "drizzle-orm";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
-import { domainError } from "../../shared/errors/domain-errors.ts";
-import { RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
+import { executeRows } from "../../shared/db/execute-rows.ts";
 import {
-  executeRows,
   PG_FOREIGN_KEY_VIOLATION,
   PG_UNIQUE_VIOLATION,
-  postgresCodeOf,
-} from "./execute-rows.ts";
+  sqlStateOf,
+} from "../../shared/db/pg-error.ts";
+import { domainError } from "../../shared/errors/domain-errors.ts";
+import { RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
 import type { RunFence } from "./run-fence.ts";
 
 /** An event as the worker stores it: `type` + `data`; seq, run_id and created_at are added here. */
@@ -107,7 +107,7 @@ export class RunEventLog {
     try {
       ok = await appendFencedEvent(this.#db, this.#fence, this.#nextSeq, event);
     } catch (error) {
-      const code = postgresCodeOf(error);
+      const code = sqlStateOf(error);
       // Someone else wrote this seq (a stale worker of an older attempt cannot pass the
       // fence, so this means the run is no longer ours): stop like a lost lease.
       if (code === PG_UNIQUE_VIOLATION || code === PG_FOREIGN_KEY_VIOLATION) {

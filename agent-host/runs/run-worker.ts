@@ -1,4 +1,3 @@
-import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
 import {
   type QueueMessage,
@@ -21,15 +20,13 @@ import { type RunWorkerLimits, resolveRunWorkerLimits } from "./run-limits.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
 import type { ShellFor } from "./sandbox-exec-adapter.ts";
 import type { SkillProjection } from "./skill-projection.ts";
+import type { WorkQueue } from "./work-queue.ts";
 
 /** Everything the run worker needs, wired once in agent-host's main.ts. */
 export interface RunWorkerDeps {
   readonly db: Db;
-  readonly sqs: SQSClient;
-  /** RUN_QUEUE_URL: `run.dispatch` (and `skills.refresh`) messages. */
-  readonly queueUrl: string;
-  /** The queue's DLQ, for messages that can never succeed; optional (they are then dropped, logged). */
-  readonly deadLetterQueueUrl?: string;
+  /** The run queue (`run.dispatch` and `skills.refresh` messages): createSqsWorkQueue. */
+  readonly queue: WorkQueue;
   /** This node's SandboxManager (started: reconciled, reaper running). */
   readonly sandboxManager: RunSandboxes;
   /** The bash tool's shell: the Runtime Assets' bash, or why it is unavailable. */
@@ -112,11 +109,7 @@ export class RunWorker {
         : { systemPromptExtra: deps.systemPromptExtra }),
     });
     this.#consumer = new RunConsumer({
-      sqs: deps.sqs,
-      queueUrl: deps.queueUrl,
-      ...(deps.deadLetterQueueUrl === undefined
-        ? {}
-        : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
+      queue: deps.queue,
       handle: (message, context) => this.#handle(message, context),
       logger: this.#log,
       limits: this.#limits,
@@ -211,13 +204,10 @@ export class RunWorker {
   /** Puts a handed-back run on the queue again; the dispatch sweeper is the backstop. */
   async #redispatch(runId: string, result: RootRunResult & { kind: "handed_back" }) {
     try {
-      await this.#deps.sqs.send(
-        new SendMessageCommand({
-          QueueUrl: this.#deps.queueUrl,
-          MessageBody: serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
-          DelaySeconds: this.#limits.handBackDelaySeconds,
-        }),
-        { abortSignal: AbortSignal.timeout(this.#limits.queueCallTimeoutMs) },
+      await this.#deps.queue.send(
+        serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
+        this.#limits.handBackDelaySeconds,
+        AbortSignal.timeout(this.#limits.queueCallTimeoutMs),
       );
     } catch (error) {
       this.#log.warn(

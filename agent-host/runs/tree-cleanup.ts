@@ -1,12 +1,12 @@
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
+import { executeRows } from "../../shared/db/execute-rows.ts";
 import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
 import { lockTree } from "../../shared/runs/tree-lock.ts";
+import { sleepRejectOnAbort } from "../../shared/sleep/sleep-reject-on-abort.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
-import { executeRows } from "./execute-rows.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
-import { sleep } from "./sleep.ts";
 
 export interface TreeCleanupDeps {
   readonly db: Db;
@@ -169,6 +169,6 @@ async function waitForEnd(
           )}) and status in ('pending', 'running')`,
     );
     if (Number(row?.active ?? 0) === 0) return;
-    await sleep(deps.limits.treeCleanupPollMs, signal);
+    await sleepRejectOnAbort(deps.limits.treeCleanupPollMs, signal);
   }
 }

@@ -1,5 +1,7 @@
 import { and, eq, getTableColumns, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
 import type { Db, DbOrTransaction, DbTransaction } from "../../shared/db/client.ts";
+import { executeRows } from "../../shared/db/execute-rows.ts";
+import { PG_LOCK_NOT_AVAILABLE, sqlStateOf } from "../../shared/db/pg-error.ts";
 import { nodes } from "../../shared/db/schema/nodes.ts";
 import {
   nextSandboxGeneration,
@@ -38,27 +40,8 @@ export type NewGeneration = {
 /** The lock wait's statement_timeout exceeds its lock_timeout by this, so lock_timeout decides. */
 const LOCK_STATEMENT_MARGIN_MS = 5_000;
 
-/** SQLSTATE of a lock wait that ran into lock_timeout. */
-const LOCK_NOT_AVAILABLE = "55P03";
-
-/** The SQLSTATE of a driver error, drizzle-wrapped or not. */
-function postgresCodeOf(error: unknown): string | undefined {
-  for (let e = error; e instanceof Error; e = e.cause) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string") return code;
-  }
-  return undefined;
-}
-
 function lockKey(sandboxId: string) {
   return sql`${SANDBOX_LOCK_NAMESPACE}::int4, hashtext(${sandboxId})`;
-}
-
-function rowsOf(result: unknown): Record<string, unknown>[] {
-  // postgres.js returns an array of rows, PGlite an object holding them.
-  return Array.isArray(result)
-    ? result
-    : ((result as { rows?: Record<string, unknown>[] }).rows ?? []);
 }
 
 function olderThan(
@@ -110,7 +93,7 @@ export class SandboxStore {
       try {
         await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(sandboxId)})`);
       } catch (error) {
-        if (postgresCodeOf(error) !== LOCK_NOT_AVAILABLE) throw error;
+        if (sqlStateOf(error) !== PG_LOCK_NOT_AVAILABLE) throw error;
         throw new WorkcellError(
           "unavailable",
           "Another agent-host is still creating or deciding this sandbox: retry shortly.",
@@ -129,10 +112,11 @@ export class SandboxStore {
     fn: (tx: DbTransaction) => Promise<T>,
   ): Promise<{ locked: true; value: T } | { locked: false }> {
     return this.#db.transaction(async (tx) => {
-      const res = await tx.execute(
+      const [row] = await executeRows<{ locked: boolean }>(
+        tx,
         sql`select pg_try_advisory_xact_lock(${lockKey(sandboxId)}) as locked`,
       );
-      if (rowsOf(res)[0]?.locked !== true) return { locked: false };
+      if (row?.locked !== true) return { locked: false };
       return { locked: true, value: await fn(tx) };
     });
   }

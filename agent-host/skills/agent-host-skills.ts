@@ -1,6 +1,6 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { Logger } from "pino";
-import type { SkillsDataPlane } from "../../functions/skills/skills-data-plane.ts";
+import type { SkillsDataPlane } from "../../shared/contracts/skills-data-plane.ts";
 import type { Db } from "../../shared/db/client.ts";
 import type { FsSyscalls } from "../workspace/syscalls.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";

@@ -1,3 +1,4 @@
+import { assertNever } from "../../shared/assert-never.ts";
 import { hasControlCharacter } from "../../shared/paths/text-checks.ts";
 import { ArchiveRejection } from "./archive-rejection.ts";
 import type { SkillLimits } from "./skill-limits.ts";
@@ -221,12 +222,8 @@ function refuseKind(meta: ArchiveEntryMeta): void {
         meta.name,
       );
     default:
-      assertNever(meta.kind);
+      assertNever(meta.kind, "archive entry kind");
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled archive entry kind: ${String(value)}`);
 }
 
 /** A name for a message: control characters escaped, bounded. */

@@ -2,7 +2,7 @@ import { GetObjectCommand, type GetObjectCommandOutput, type S3Client } from "@a
 import type {
   SkillImportRequest,
   SkillImportResult,
-} from "../../functions/skills/skills-data-plane.ts";
+} from "../../shared/contracts/skills-data-plane.ts";
 import { WorkcellError } from "../../shared/errors/index.ts";
 import type { SkillImporter } from "./skill-importer.ts";
 import { DEFAULT_SKILL_LIMITS, type SkillLimits } from "./skill-limits.ts";

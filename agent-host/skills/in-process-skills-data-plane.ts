@@ -1,4 +1,4 @@
-import type { SkillsDataPlane } from "../../functions/skills/skills-data-plane.ts";
+import type { SkillsDataPlane } from "../../shared/contracts/skills-data-plane.ts";
 import type { SkillImportHandler } from "./import-handler.ts";
 import type { PersonalSkills } from "./personal-skills.ts";
 import type { SkillsRefreshHandler } from "./refresh-handler.ts";

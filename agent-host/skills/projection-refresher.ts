@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { asc, eq, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db, DbTransaction } from "../../shared/db/client.ts";
+import { PG_LOCK_NOT_AVAILABLE, sqlStateOf } from "../../shared/db/pg-error.ts";
 import { skillGrants, skills } from "../../shared/db/schema/skills.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import type { FsSyscalls } from "../workspace/syscalls.ts";
@@ -14,13 +15,7 @@ import {
   type RefreshTimeouts,
   type SkillLimits,
 } from "./skill-limits.ts";
-import {
-  grantLockKey,
-  lockTimeoutSql,
-  PG_LOCK_NOT_AVAILABLE,
-  pgErrorCode,
-  sourceLockKey,
-} from "./skill-locks.ts";
+import { grantLockKey, lockTimeoutSql, sourceLockKey } from "./skill-locks.ts";
 
 export type RefreshFailureReason =
   /** A symlink, FIFO, socket or device in the source: the slug's projection was removed. */
@@ -304,7 +299,7 @@ export function createProjectionRefresher(deps: ProjectionRefresherDeps): Projec
       if (outcome !== undefined) return logged(log, outcome);
       if (signal.aborted) throw error;
       if (phase === "grants") {
-        if (pgErrorCode(error) === PG_LOCK_NOT_AVAILABLE) {
+        if (sqlStateOf(error) === PG_LOCK_NOT_AVAILABLE) {
           return logged(
             log,
             busy({

@@ -26,19 +26,6 @@ export function sourceLockKey(slug: string): SQL {
   return sql`hashtextextended(${SOURCE_LOCK_NAMESPACE + slug}, 0)`;
 }
 
-/** Postgres SQLSTATE of an error, looking through driver and ORM wrappers (`cause`). */
-export function pgErrorCode(err: unknown): string | undefined {
-  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-/** SQLSTATE 55P03: lock_timeout expired while waiting for a lock. */
-export const PG_LOCK_NOT_AVAILABLE = "55P03";
-
 /** Runs `set_config('lock_timeout', …)` for the rest of the transaction. */
 export function lockTimeoutSql(ms: number): SQL {
   return sql`select set_config('lock_timeout', ${`${Math.max(1, Math.round(ms))}ms`}, true)`;

@@ -1,6 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
+import { PG_LOCK_NOT_AVAILABLE, sqlStateOf } from "../../shared/db/pg-error.ts";
 import { type SkillKind, skills } from "../../shared/db/schema/skills.ts";
 import { WorkcellError } from "../../shared/errors/index.ts";
 import { Errno, type FsSyscalls, RENAME_NOREPLACE } from "../workspace/syscalls.ts";
@@ -25,12 +26,7 @@ import {
   DEFAULT_SKILL_LIMITS,
   type SkillLimits,
 } from "./skill-limits.ts";
-import {
-  lockTimeoutSql,
-  PG_LOCK_NOT_AVAILABLE,
-  pgErrorCode,
-  sourceLockKey,
-} from "./skill-locks.ts";
+import { lockTimeoutSql, sourceLockKey } from "./skill-locks.ts";
 import { readSkillManifestAt } from "./skill-manifest.ts";
 import { isSkillSlug } from "./skill-slug.ts";
 
@@ -274,7 +270,7 @@ export function createSourceStore(deps: SourceStoreDeps): SourceStore {
           sys.close(tempDir.value);
         }
       } catch (err) {
-        if (pgErrorCode(err) === PG_LOCK_NOT_AVAILABLE) {
+        if (sqlStateOf(err) === PG_LOCK_NOT_AVAILABLE) {
           return {
             ok: false,
             reason: "busy",

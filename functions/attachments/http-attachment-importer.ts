@@ -2,16 +2,23 @@ import {
   ATTACHMENT_IMPORT_PATH,
   attachmentImportResponseSchema,
 } from "../../shared/contracts/attachment-import.ts";
-import { ERROR_CODES, type ErrorCode } from "../../shared/errors/error-catalogue.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { CapabilityMinter } from "../capability/capability-minter.ts";
+import {
+  CAPABILITY_REFUSALS,
+  createDataPlaneHttp,
+  type DataPlaneAnswer,
+  deadlineOf,
+  errorBodyOf,
+  errorReasonOf,
+  KEY_PAIR_MISMATCH,
+  parseJson,
+} from "../data-plane/data-plane-http.ts";
 import type { AttachmentImporter, ImportResult } from "./attachment-importer.ts";
 import { DEFAULT_ATTACHMENT_LIMITS } from "./attachment-limits.ts";
 
 /** The data plane's public delete (API.md "Workdir files"); spelled out, not imported. */
 const DELETE_FILE_PATH = "/dp/v1/files";
-/** Data-plane 403 reasons that mean our capability was wrong, not the user's Workdir. */
-const CAPABILITY_REFUSALS = new Set(["operation_not_granted", "capability_scope"]);
 /** Refusals of the data plane that are the client's to see (the batch wrote nothing). */
 const CLIENT_STATUSES = new Set([400, 403, 404, 409, 413]);
 
@@ -36,11 +43,7 @@ export type HttpAttachmentImporterOptions = {
 export function createHttpAttachmentImporter(
   options: HttpAttachmentImporterOptions,
 ): AttachmentImporter {
-  const fetchImpl = options.fetch ?? fetch;
-  const base = options.baseUrl.endsWith("/") ? options.baseUrl : `${options.baseUrl}/`;
-  // Relative to the base so a base URL with a path prefix (a proxy route) keeps it.
-  const importUrl = new URL(ATTACHMENT_IMPORT_PATH.slice(1), base).toString();
-  const deleteUrl = new URL(DELETE_FILE_PATH.slice(1), base).toString();
+  const http = createDataPlaneHttp(options);
   const importTimeoutMs = options.importTimeoutMs ?? DEFAULT_ATTACHMENT_LIMITS.importTimeoutMs;
   const removeTimeoutMs = options.removeTimeoutMs ?? DEFAULT_ATTACHMENT_LIMITS.removeTimeoutMs;
   const ttlSeconds =
@@ -48,7 +51,7 @@ export function createHttpAttachmentImporter(
 
   return {
     async importFiles(target, items, signal) {
-      const timed = AbortSignal.any([signal, AbortSignal.timeout(importTimeoutMs)]);
+      const timed = deadlineOf(signal, importTimeoutMs);
       const { token } = await options.capabilities.mint(
         {
           uid: target.uid,
@@ -59,13 +62,17 @@ export function createHttpAttachmentImporter(
         },
         timed,
       );
-      const response = await send(fetchImpl, importUrl, timed, signal, {
+      const answer = await http.request({
+        path: ATTACHMENT_IMPORT_PATH,
         method: "POST",
-        headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-        body: JSON.stringify({ workdir_path: target.workdirPath, items }),
+        token,
+        body: { workdir_path: target.workdirPath, items },
+        signal: timed,
+        callerSignal: signal,
+        purpose: "to import the attachments",
       });
-      if (response.status === 200) {
-        const parsed = attachmentImportResponseSchema.safeParse(await response.json());
+      if (answer.status === 200) {
+        const parsed = attachmentImportResponseSchema.safeParse(parseJson(answer.text));
         const ids = items.map((item) => item.file_id).join();
         if (!parsed.success || parsed.data.items.map((item) => item.file_id).join() !== ids) {
           throw new WorkcellError(
@@ -75,26 +82,28 @@ export function createHttpAttachmentImporter(
         }
         return { ok: true, items: parsed.data.items };
       }
-      return refusalOf(response);
+      return refusalOf(answer);
     },
 
     async removeFiles(target, paths, signal) {
       if (paths.length === 0) return [];
-      const timed = AbortSignal.any([signal, AbortSignal.timeout(removeTimeoutMs)]);
+      const timed = deadlineOf(signal, removeTimeoutMs);
       const { token } = await options.capabilities.mint(
         { uid: target.uid, workdirPath: target.workdirPath, ops: ["delete"], ttlSeconds },
         timed,
       );
       const failed: string[] = [];
       for (const path of paths) {
-        const url = `${deleteUrl}?${new URLSearchParams({ path: `/${path}` })}`;
         try {
-          const response = await send(fetchImpl, url, timed, signal, {
+          const answer = await http.request({
+            path: `${DELETE_FILE_PATH}?${new URLSearchParams({ path: `/${path}` })}`,
             method: "DELETE",
-            headers: { Authorization: `Bearer ${token}` },
+            token,
+            signal: timed,
+            callerSignal: signal,
+            purpose: "to remove an imported file",
           });
-          await response.body?.cancel();
-          if (response.status !== 204 && response.status !== 404) failed.push(path);
+          if (answer.status !== 204 && answer.status !== 404) failed.push(path);
         } catch {
           // Unreachable: reported as not removed; the caller logs it.
           signal.throwIfAborted();
@@ -106,42 +115,18 @@ export function createHttpAttachmentImporter(
   };
 }
 
-async function send(
-  fetchImpl: typeof fetch,
-  url: string,
-  timed: AbortSignal,
-  callerSignal: AbortSignal,
-  init: RequestInit,
-): Promise<Response> {
-  try {
-    return await fetchImpl(url, { ...init, signal: timed });
-  } catch (cause) {
-    callerSignal.throwIfAborted();
-    throw new WorkcellError(
-      "unavailable",
-      "The workspace service cannot be reached to import the attachments: retry later.",
-      { cause },
-    );
-  }
-}
-
 /** A non-200 answer of the import: the client's error, or ours (thrown). */
-async function refusalOf(response: Response): Promise<ImportResult> {
-  const body = await errorBodyOf(response);
-  const reason = typeof body?.details?.reason === "string" ? body.details.reason : undefined;
-  if (response.status === 401) {
-    throw new WorkcellError(
-      "internal",
-      "The data plane refused the control plane's capability: CAPABILITY_PRIVATE_KEY and the data plane's CAPABILITY_PUBLIC_KEY are not a pair.",
-    );
-  }
-  if (response.status === 403 && reason !== undefined && CAPABILITY_REFUSALS.has(reason)) {
+function refusalOf({ status, text }: DataPlaneAnswer): ImportResult {
+  const body = errorBodyOf(text);
+  const reason = errorReasonOf(body);
+  if (status === 401) throw new WorkcellError("internal", KEY_PAIR_MISMATCH);
+  if (status === 403 && reason !== undefined && CAPABILITY_REFUSALS.has(reason)) {
     throw new WorkcellError(
       "internal",
       `The data plane refused the import capability (${reason}): functions/ minted the wrong scope.`,
     );
   }
-  if (CLIENT_STATUSES.has(response.status) && body !== undefined) {
+  if (CLIENT_STATUSES.has(status) && body !== undefined) {
     return {
       ok: false,
       error: new WorkcellError(body.code, body.message, {
@@ -151,26 +136,6 @@ async function refusalOf(response: Response): Promise<ImportResult> {
   }
   throw new WorkcellError(
     "unavailable",
-    `The workspace service could not import the attachments (HTTP ${response.status}): retry later.`,
+    `The workspace service could not import the attachments (HTTP ${status}): retry later.`,
   );
-}
-
-type ErrorBody = { code: ErrorCode; message: string; details?: Record<string, unknown> };
-
-/** The API-shaped error of a data-plane answer, if it has one. */
-async function errorBodyOf(response: Response): Promise<ErrorBody | undefined> {
-  const text = await response.text().catch(() => "");
-  try {
-    const error = (JSON.parse(text) as { error?: Partial<ErrorBody> }).error;
-    if (
-      error === undefined ||
-      typeof error.message !== "string" ||
-      !(ERROR_CODES as readonly unknown[]).includes(error.code)
-    ) {
-      return undefined;
-    }
-    return error as ErrorBody;
-  } catch {
-    return undefined;
-  }
 }

@@ -1,6 +1,14 @@
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { CapabilityMinter } from "../capability/capability-minter.ts";
 import type { DataPlaneClient, WorkdirCheck } from "./data-plane-client.ts";
+import {
+  CAPABILITY_REFUSALS,
+  createDataPlaneHttp,
+  deadlineOf,
+  errorBodyOf,
+  errorReasonOf,
+  KEY_PAIR_MISMATCH,
+} from "./data-plane-http.ts";
 
 /**
  * Internal endpoint of the agent-host data plane (agent-host/data-plane/routes/
@@ -13,9 +21,6 @@ export const WORKDIR_CHECK_PATH = "/internal/v1/workdirs/check";
 export const DEFAULT_DATA_PLANE_TIMEOUT_MS = 5_000;
 /** The check's capability is used at once, by us: it needs to live only seconds. */
 export const CHECK_CAPABILITY_TTL_SECONDS = 30;
-/** Data-plane 403 reasons that mean our capability was wrong, not that the path is a symlink. */
-const CAPABILITY_REFUSALS = new Set(["operation_not_granted", "capability_scope"]);
-
 export type HttpDataPlaneClientOptions = {
   /** DATA_PLANE_URL: the data plane's base URL. */
   baseUrl: string;
@@ -29,47 +34,27 @@ export type HttpDataPlaneClientOptions = {
  * checked (`read` only), so the data plane needs no other trust in us than the key.
  */
 export function createHttpDataPlaneClient(options: HttpDataPlaneClientOptions): DataPlaneClient {
-  const fetchImpl = options.fetch ?? fetch;
-  // Relative to the base so a base URL with a path prefix (a proxy route) keeps it.
-  const url = new URL(WORKDIR_CHECK_PATH.slice(1), withTrailingSlash(options.baseUrl)).toString();
+  const http = createDataPlaneHttp(options);
   return {
     async checkExistingWorkdir(uid, workdirPath, signal) {
-      const timed = AbortSignal.any([
-        signal,
-        AbortSignal.timeout(options.timeoutMs ?? DEFAULT_DATA_PLANE_TIMEOUT_MS),
-      ]);
+      const timed = deadlineOf(signal, options.timeoutMs ?? DEFAULT_DATA_PLANE_TIMEOUT_MS);
       // `check` only: it proves the directory exists without letting the holder read it.
       const { token } = await options.capabilities.mint(
         { uid, workdirPath, ops: ["check"], ttlSeconds: CHECK_CAPABILITY_TTL_SECONDS },
         timed,
       );
-      let response: Response;
-      try {
-        response = await fetchImpl(url, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-          body: JSON.stringify({ workdir_path: workdirPath }),
-          signal: timed,
-        });
-      } catch (cause) {
-        signal.throwIfAborted();
-        throw unreachable(cause);
-      }
-      return outcomeOf(response.status, await errorReason(response));
+      const answer = await http.request({
+        path: WORKDIR_CHECK_PATH,
+        method: "POST",
+        token,
+        body: { workdir_path: workdirPath },
+        signal: timed,
+        callerSignal: signal,
+        purpose: "to check the directory",
+      });
+      return outcomeOf(answer.status, errorReasonOf(errorBodyOf(answer.text)));
     },
   };
-}
-
-/** `error.details.reason` of an error body, if any (bounded: the data plane's own body). */
-async function errorReason(response: Response): Promise<string | undefined> {
-  const text = await response.text().catch(() => "");
-  try {
-    const reason = (JSON.parse(text) as { error?: { details?: { reason?: unknown } } }).error
-      ?.details?.reason;
-    return typeof reason === "string" ? reason : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function outcomeOf(status: number, reason: string | undefined): WorkdirCheck {
@@ -83,24 +68,10 @@ function outcomeOf(status: number, reason: string | undefined): WorkdirCheck {
     );
   }
   if (status === 403) return "forbidden";
-  if (status === 401) {
-    // Our own capability was refused: the data plane holds a different public key.
-    throw new WorkcellError(
-      "internal",
-      "The data plane refused the control plane's capability: CAPABILITY_PRIVATE_KEY and the data plane's CAPABILITY_PUBLIC_KEY are not a pair.",
-    );
-  }
-  throw unreachable(new Error(`data plane answered HTTP ${status}`));
-}
-
-function unreachable(cause: unknown): WorkcellError {
-  return new WorkcellError(
+  // Our own capability was refused: the data plane holds a different public key.
+  if (status === 401) throw new WorkcellError("internal", KEY_PAIR_MISMATCH);
+  throw new WorkcellError(
     "unavailable",
-    "The workspace service cannot be reached to check the directory: retry later.",
-    { cause },
+    `The workspace service could not check the directory (HTTP ${status}): retry later.`,
   );
-}
-
-function withTrailingSlash(url: string): string {
-  return url.endsWith("/") ? url : `${url}/`;
 }

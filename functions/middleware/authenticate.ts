@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { bearerToken } from "../../shared/http/bearer-token.ts";
 import type { AppEnv } from "../app-env.ts";
-import { bearerToken } from "../auth/bearer-token.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { TokenVerifier } from "../auth/token-verifier.ts";
 import type { EventTickets } from "../run-events/event-tickets.ts";

@@ -1,3 +1,4 @@
+import { assertNever } from "../../shared/assert-never.ts";
 import type { ProjectCreateRequest } from "../../shared/contracts/project.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
@@ -37,10 +38,6 @@ export async function linkedWorkdir(
         { details: { field: "workdir_path", reason: "symlink_refused" } },
       );
     default:
-      return assertNever(outcome);
+      return assertNever(outcome, "workdir check outcome");
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled workdir check outcome: ${String(value)}`);
 }

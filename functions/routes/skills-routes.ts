@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { Logger } from "pino";
 import { skillListSchema } from "../../shared/contracts/skill.ts";
+import type { SkillsDataPlane } from "../../shared/contracts/skills-data-plane.ts";
 import type { Db } from "../../shared/db/client.ts";
 import type { AppEnv } from "../app-env.ts";
 import { isoTime } from "../db/iso-time.ts";
@@ -17,7 +18,6 @@ import {
 import type { SkillArchiveUploads } from "../skills/skill-archive-uploads.ts";
 import { createSkillCatalogue } from "../skills/skill-catalogue.ts";
 import type { SkillRefreshQueue } from "../skills/skill-refresh-queue.ts";
-import type { SkillsDataPlane } from "../skills/skills-data-plane.ts";
 import { createSkillsService, type SkillsLimits } from "../skills/skills-service.ts";
 import { bearerSecurity, commonErrors, errorResponse } from "./openapi-common.ts";
 

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { ListenFn } from "../../shared/listen/listen-fn.ts";
+import { RunIdFanOut } from "../../shared/listen/run-id-fan-out.ts";
 import { RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
 import type { RunEventWaiter } from "./run-event-waiter.ts";
 
@@ -14,17 +15,16 @@ export function createNotifyRunEventWaiter(p: {
   listen: ListenFn;
   logger: Logger;
 }): NotifyRunEventWaiter {
-  const waiting = new Map<string, Set<() => void>>();
+  const waiting = new RunIdFanOut();
   let listening: Promise<(() => Promise<void>) | undefined> | undefined;
 
-  const wake = (runId: string) => {
-    for (const resolve of waiting.get(runId) ?? []) resolve();
-  };
   const ensureListening = () => {
-    listening ??= p.listen(RUN_EVENTS_CHANNEL, wake).catch((error: unknown) => {
-      p.logger.warn({ err: error }, "LISTEN for run events failed; event streams poll instead");
-      return undefined;
-    });
+    listening ??= p
+      .listen(RUN_EVENTS_CHANNEL, (runId) => waiting.notify(runId))
+      .catch((error: unknown) => {
+        p.logger.warn({ err: error }, "LISTEN for run events failed; event streams poll instead");
+        return undefined;
+      });
     return listening;
   };
 
@@ -33,18 +33,15 @@ export function createNotifyRunEventWaiter(p: {
       await ensureListening();
       if (signal.aborted) return;
       await new Promise<void>((resolve) => {
-        const set = waiting.get(runId) ?? new Set();
-        waiting.set(runId, set);
         const done = () => {
           clearTimeout(timer);
           signal.removeEventListener("abort", done);
-          set.delete(done);
-          if (set.size === 0) waiting.delete(runId);
+          remove();
           resolve();
         };
         const timer = setTimeout(done, timeoutMs);
         signal.addEventListener("abort", done, { once: true });
-        set.add(done);
+        const remove = waiting.add(runId, done);
       });
     },
     async close() {

@@ -1,4 +1,4 @@
-import { sleep } from "./sleep.ts";
+import { sleepResolveOnAbort } from "../../shared/sleep/sleep-resolve-on-abort.ts";
 
 /**
  * How an event stream waits for a run's next events. Resolving means "look again": it
@@ -14,5 +14,5 @@ export interface RunEventWaiter {
  * connection that outlives the request cannot hold a LISTEN.
  */
 export function createPollingRunEventWaiter(): RunEventWaiter {
-  return { waitForEvents: (_runId, timeoutMs, signal) => sleep(timeoutMs, signal) };
+  return { waitForEvents: (_runId, timeoutMs, signal) => sleepResolveOnAbort(timeoutMs, signal) };
 }

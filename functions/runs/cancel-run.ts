@@ -1,4 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
+import { assertNever } from "../../shared/assert-never.ts";
 import type { Db, DbTransaction } from "../../shared/db/client.ts";
 import { type AgentRun, agentRuns } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
@@ -37,7 +38,7 @@ export async function cancelRun(db: Db, uid: string, runId: string): Promise<Age
       case "failed":
         throw domainError("run_finished", { details: { status: run.status } });
       default:
-        return assertNever(run.status);
+        return assertNever(run.status, "run status");
     }
   });
 }
@@ -65,8 +66,4 @@ async function requestCancel(tx: DbTransaction, run: AgentRun): Promise<AgentRun
   await tx.execute(sql`select pg_notify(${RUN_CANCEL_CHANNEL}, ${run.runId})`);
   if (updated === undefined) throw new Error("update of agent_runs returned no row");
   return updated;
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled run status: ${String(value)}`);
 }

@@ -1,8 +1,8 @@
 import { and, asc, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
+import { executeRows } from "../../shared/db/execute-rows.ts";
 import { agentRuns } from "../../shared/db/schema.ts";
-import { executeRows } from "../db/execute-rows.ts";
 import type { RunQueue } from "../queue/run-queue.ts";
 
 /**

@@ -6,8 +6,8 @@ import {
   type RunChangeBatch,
 } from "../../shared/contracts/run.ts";
 import type { DbOrTransaction } from "../../shared/db/client.ts";
+import { executeRows } from "../../shared/db/execute-rows.ts";
 import { MAX_BATCH_ITEMS, MAX_RUN_CHANGES_PER_RUN } from "../../shared/db/schema.ts";
-import { executeRows } from "../db/execute-rows.ts";
 import { isoTime } from "../db/iso-time.ts";
 import type { RunChangesSource } from "./run-changes.ts";
 

@@ -2,6 +2,8 @@ import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { AgentOptions } from "../../shared/contracts/run.ts";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
+import { executeRows } from "../../shared/db/execute-rows.ts";
+import { uniqueViolationConstraint } from "../../shared/db/pg-error.ts";
 import {
   type AgentRun,
   agentRuns,
@@ -11,8 +13,6 @@ import {
 } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
-import { executeRows } from "../db/execute-rows.ts";
-import { uniqueViolationConstraint } from "../db/pg-error.ts";
 import { tableRow } from "../db/table-row.ts";
 import { requestHash } from "../idempotency/request-hash.ts";
 import type { RunQueue } from "../queue/run-queue.ts";

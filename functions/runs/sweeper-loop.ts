@@ -1,4 +1,4 @@
-import { sleep } from "../run-events/sleep.ts";
+import { sleepResolveOnAbort } from "../../shared/sleep/sleep-resolve-on-abort.ts";
 import type { SweeperDeps } from "./dispatch-sweeper.ts";
 import { sweepRuns } from "./sweep-runs.ts";
 
@@ -21,6 +21,6 @@ export async function runSweeperLoop(
     } catch (error) {
       if (!signal.aborted) deps.logger.warn({ err: error }, "run sweep failed; retrying next tick");
     }
-    await sleep(intervalMs, signal);
+    await sleepResolveOnAbort(intervalMs, signal);
   }
 }

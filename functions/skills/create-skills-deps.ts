@@ -1,9 +1,9 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { SkillsDataPlane } from "../../shared/contracts/skills-data-plane.ts";
 import type { SkillRoutesDeps } from "../routes/skills-routes.ts";
 import { createS3SkillArchiveUploads } from "./skill-archive-uploads.ts";
 import { createSqsSkillRefreshQueue } from "./skill-refresh-queue.ts";
-import type { SkillsDataPlane } from "./skills-data-plane.ts";
 
 export type SkillsDeps = Pick<
   SkillRoutesDeps,

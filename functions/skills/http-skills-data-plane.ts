@@ -1,16 +1,22 @@
 import { z } from "zod";
-import { ERROR_CODES, type ErrorCode } from "../../shared/errors/error-catalogue.ts";
-import { WorkcellError } from "../../shared/errors/workcell-error.ts";
-import type {
-  ServiceCapabilityMinter,
-  ServiceCapabilityRequest,
-} from "../capability/capability-minter.ts";
 import type {
   PersonalSkillInfo,
   ProjectionRefreshResult,
   SkillImportResult,
   SkillsDataPlane,
-} from "./skills-data-plane.ts";
+} from "../../shared/contracts/skills-data-plane.ts";
+import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type {
+  ServiceCapabilityMinter,
+  ServiceCapabilityRequest,
+} from "../capability/capability-minter.ts";
+import {
+  createDataPlaneHttp,
+  deadlineOf,
+  errorBodyOf,
+  errorReasonOf,
+  parseJson,
+} from "../data-plane/data-plane-http.ts";
 
 /**
  * The data plane's skills routes (agent-host/data-plane/routes/skills-internal-routes.ts).
@@ -100,11 +106,10 @@ const personalResponseSchema = z.object({
  * wrong: an operator's or our bug, not the caller's).
  */
 export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): SkillsDataPlane {
-  const fetchImpl = options.fetch ?? fetch;
-  const base = options.baseUrl.endsWith("/") ? options.baseUrl : `${options.baseUrl}/`;
-  // Relative to the base so a base URL with a path prefix (a proxy route) keeps it.
-  const urlOf = (path: string) => new URL(path.slice(1), base).toString();
-  const maxResponseBytes = options.maxResponseBytes ?? MAX_SKILLS_RESPONSE_BYTES;
+  const http = createDataPlaneHttp({
+    ...options,
+    maxResponseBytes: options.maxResponseBytes ?? MAX_SKILLS_RESPONSE_BYTES,
+  });
 
   async function call<S extends z.ZodType>(
     path: string,
@@ -114,36 +119,20 @@ export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): 
     defaultTimeoutMs: number,
     signal: AbortSignal,
   ): Promise<z.output<S>> {
-    const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
-    const timed = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    const timed = deadlineOf(signal, options.timeoutMs ?? defaultTimeoutMs);
     const { token } = await options.capabilities.mintService(
       { ...capability, ttlSeconds: SKILLS_CAPABILITY_TTL_SECONDS },
       timed,
     );
-    let status: number;
-    let text: string;
-    try {
-      const response = await fetchImpl(urlOf(path), {
-        method: "POST",
-        headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-        body: JSON.stringify(body),
-        signal: timed,
-      });
-      status = response.status;
-      text = await readBounded(response, maxResponseBytes);
-    } catch (cause) {
-      // The caller gave up: its reason, not ours. Otherwise the agent-host is down, slow
-      // (our own timeout), cut the connection, or sent more than any answer of ours.
-      signal.throwIfAborted();
-      if (cause instanceof WorkcellError) throw cause;
-      throw new WorkcellError(
-        "unavailable",
-        timed.aborted
-          ? `The agent-host did not answer ${path} within ${timeoutMs} ms: retry later.`
-          : "The agent-host cannot be reached for skills: retry later.",
-        { cause },
-      );
-    }
+    const { status, text } = await http.request({
+      path,
+      method: "POST",
+      token,
+      body,
+      signal: timed,
+      callerSignal: signal,
+      purpose: `for skills (${path})`,
+    });
     if (status !== 200) throw refusalOf(path, status, text);
     const parsed = schema.safeParse(parseJson(text));
     if (!parsed.success) {
@@ -211,46 +200,10 @@ export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): 
   };
 }
 
-/** The body as text, refusing more than `maxBytes` (by Content-Length, then as it comes). */
-async function readBounded(response: Response, maxBytes: number): Promise<string> {
-  const tooLarge = () =>
-    new WorkcellError(
-      "unavailable",
-      `The agent-host's answer is larger than ${maxBytes} bytes: it is not a skills answer.`,
-    );
-  if (Number(response.headers.get("Content-Length") ?? 0) > maxBytes) {
-    await response.body?.cancel().catch(() => {});
-    throw tooLarge();
-  }
-  if (response.body === null) return "";
-  const decoder = new TextDecoder();
-  let text = "";
-  let total = 0;
-  for await (const chunk of response.body) {
-    total += chunk.byteLength;
-    if (total > maxBytes) {
-      await response.body.cancel().catch(() => {});
-      throw tooLarge();
-    }
-    text += decoder.decode(chunk, { stream: true });
-  }
-  return text + decoder.decode();
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-type ErrorBody = { code: ErrorCode; message: string; details?: Record<string, unknown> };
-
 /** A non-200 answer: the agent-host's error rethrown as it was, or ours (internal/unavailable). */
 function refusalOf(path: string, status: number, text: string): WorkcellError {
   const body = errorBodyOf(text);
-  const reason = typeof body?.details?.reason === "string" ? body.details.reason : undefined;
+  const reason = errorReasonOf(body);
   if (status === 401) {
     return new WorkcellError(
       "internal",
@@ -283,20 +236,4 @@ function refusalOf(path: string, status: number, text: string): WorkcellError {
   return new WorkcellError(body.code, body.message, {
     ...(body.details === undefined ? {} : { details: body.details }),
   });
-}
-
-/** The API-shaped error of a data-plane answer, if it is one. */
-function errorBodyOf(text: string): ErrorBody | undefined {
-  const error = (parseJson(text) as { error?: Partial<ErrorBody> } | undefined)?.error;
-  if (
-    error === undefined ||
-    error === null ||
-    typeof error.message !== "string" ||
-    !(ERROR_CODES as readonly unknown[]).includes(error.code)
-  ) {
-    return undefined;
-  }
-  const details =
-    typeof error.details === "object" && error.details !== null ? error.details : undefined;
-  return { code: error.code as ErrorCode, message: error.message, ...(details ? { details } : {}) };
 }

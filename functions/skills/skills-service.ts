@@ -1,15 +1,16 @@
 import type { Logger } from "pino";
+import { assertNever } from "../../shared/assert-never.ts";
 import type { Skill } from "../../shared/contracts/skill.ts";
+import type {
+  ImportedSkill,
+  ProjectionRefreshResult,
+  SkillsDataPlane,
+} from "../../shared/contracts/skills-data-plane.ts";
 import { WorkcellError } from "../../shared/errors/index.ts";
 import { MAX_SKILL_ARCHIVE_BYTES } from "./skill-admin-contracts.ts";
 import type { SkillArchiveUploads } from "./skill-archive-uploads.ts";
 import type { SkillCatalogue } from "./skill-catalogue.ts";
 import type { SkillRefreshQueue } from "./skill-refresh-queue.ts";
-import type {
-  ImportedSkill,
-  ProjectionRefreshResult,
-  SkillsDataPlane,
-} from "./skills-data-plane.ts";
 
 /** Bounds of the skills endpoints, with units. */
 export interface SkillsLimits {
@@ -229,10 +230,6 @@ function importError(
     case "archive_too_large":
       return new WorkcellError("payload_too_large", result.message);
     default:
-      return assertNever(result);
+      return assertNever(result, "import refusal");
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled import refusal: ${JSON.stringify(value)}`);
 }

@@ -1,3 +1,4 @@
+import { assertNever } from "../assert-never.ts";
 import type { ErrorCode } from "./error-catalogue.ts";
 
 /**
@@ -28,10 +29,6 @@ export function queueDisposition(code: ErrorCode): QueueDisposition {
     case "quota_exceeded":
       return "dead_letter";
     default:
-      return assertNever(code);
+      return assertNever(code, "error code");
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled error code: ${String(value)}`);
 }

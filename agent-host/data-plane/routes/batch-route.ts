@@ -1,7 +1,7 @@
 import type { Context, Hono } from "hono";
 import { WorkcellError } from "../../../shared/errors/index.ts";
+import { limitBody } from "../../../shared/http/body-limit.ts";
 import type { BatchFile } from "../../workspace/write-batch.ts";
-import { limitBody } from "../body-limit.ts";
 import { requireOp } from "../capability-auth.ts";
 import type { DataPlaneEnv } from "../data-plane-env.ts";
 import { createdJson } from "../entry-json.ts";

@@ -8,6 +8,7 @@ import {
 } from "../../../shared/contracts/attachment-import.ts";
 import { invalidRequestFromZod } from "../../../shared/contracts/contract-result.ts";
 import { WorkcellError } from "../../../shared/errors/index.ts";
+import { limitBody } from "../../../shared/http/body-limit.ts";
 import { normalizeWorkdirPath } from "../../../shared/paths/normalize-workdir-path.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import type { AttachmentImportConfig } from "../../attachments/attachment-import-config.ts";
@@ -15,7 +16,6 @@ import { DEFAULT_ATTACHMENT_IMPORT_LIMITS } from "../../attachments/attachment-i
 import { createTextExtractor } from "../../attachments/extraction/text-extractor.ts";
 import { importAttachments } from "../../attachments/import-attachments.ts";
 import { importRefusalError } from "../../attachments/import-refusal-error.ts";
-import { limitBody } from "../body-limit.ts";
 import { requireOp } from "../capability-auth.ts";
 import type { DataPlaneEnv } from "../data-plane-env.ts";
 import { writeUnderQuota } from "../quota-guard.ts";

@@ -1,7 +1,5 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import type { SkillImportResult } from "../../../functions/skills/skills-data-plane.ts";
 import { DEFAULT_CAPABILITY_AUDIENCE } from "../../../shared/capability/capability-claims.ts";
 import { capabilityTokenType } from "../../../shared/capability/capability-token-type.ts";
 import {
@@ -24,7 +22,10 @@ import {
 import { MAX_UID_CHARS } from "../../../shared/contracts/common.ts";
 import { invalidRequestFromZod } from "../../../shared/contracts/contract-result.ts";
 import { MAX_SKILL_SLUG_CHARS } from "../../../shared/contracts/skill.ts";
+import type { SkillImportResult } from "../../../shared/contracts/skills-data-plane.ts";
 import { WorkcellError } from "../../../shared/errors/index.ts";
+import { bearerToken } from "../../../shared/http/bearer-token.ts";
+import { limitBody } from "../../../shared/http/body-limit.ts";
 import type { SkillImportHandler } from "../../skills/import-handler.ts";
 import type { PersonalSkill, PersonalSkills } from "../../skills/personal-skills.ts";
 import type { RefreshOutcome } from "../../skills/projection-refresher.ts";
@@ -79,8 +80,6 @@ type SkillsRoutesEnv = {
   };
 };
 
-const BEARER = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
-
 /**
  * The skills operations of the control plane's SkillsDataPlane, over HTTP for the split
  * deployment (docs/decisions/0011-skills-over-the-data-plane.md). Each route is an RPC of
@@ -107,7 +106,7 @@ export function registerSkillsInternalRoutes(
   const routes = new Hono<SkillsRoutesEnv>();
   // Before anything else, including the body limit: an anonymous caller learns nothing.
   routes.use("*", authenticateService(deps));
-  const jsonLimit = limitJsonBody(deps.limits.maxJsonBodyBytes);
+  const jsonLimit = limitBody<SkillsRoutesEnv>(deps.limits.maxJsonBodyBytes);
 
   routes.post("/refresh", jsonLimit, async (c) => {
     const claims = requireServiceOp(c, "skills.refresh");
@@ -241,20 +240,6 @@ function authenticateService(deps: SkillsInternalRoutesDeps): MiddlewareHandler<
   };
 }
 
-/** As body-limit.ts's limitBody (413 before parsing), typed for this sub-app's variables. */
-function limitJsonBody(maxBytes: number): MiddlewareHandler<SkillsRoutesEnv> {
-  return bodyLimit({
-    maxSize: maxBytes,
-    onError: () => {
-      throw new WorkcellError(
-        "payload_too_large",
-        `The request body is larger than ${maxBytes} bytes: send less at once.`,
-        { details: { limit: maxBytes } },
-      );
-    },
-  });
-}
-
 function verifyOptions(
   deps: Pick<DataPlaneDeps, "publicKeys" | "audience" | "issuer">,
   clockToleranceSec: number,
@@ -267,10 +252,6 @@ function verifyOptions(
     clockToleranceSec,
     signal,
   };
-}
-
-function bearerToken(header: string | undefined): string | undefined {
-  return header === undefined ? undefined : BEARER.exec(header)?.[1];
 }
 
 function requireServiceOp(

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type SQL, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db, DbOrTransaction, DbTransaction } from "../../../shared/db/client.ts";
-import { executeRows } from "../execute-rows.ts";
+import { executeRows } from "../../../shared/db/execute-rows.ts";
 import type { RunFence } from "../run-fence.ts";
 import { leaseRootKey } from "./lease-root.ts";
 import { EXECUTION_LEASE_CHANNEL, type LeaseWakeups } from "./lease-wakeups.ts";

@@ -8,7 +8,6 @@ import { LeasedCommands } from "../../../agent-host/runs/change-batch/leased-com
 import { runRepairPass } from "../../../agent-host/runs/change-batch/repair-pass.ts";
 import { RepairRecords } from "../../../agent-host/runs/change-batch/repair-records.ts";
 import { TreeBatches } from "../../../agent-host/runs/change-batch/tree-batches.ts";
-import { executeRows } from "../../../agent-host/runs/execute-rows.ts";
 import { ExecutionLeases } from "../../../agent-host/runs/execution-lease/execution-leases.ts";
 import { LeaseWakeups } from "../../../agent-host/runs/execution-lease/lease-wakeups.ts";
 import {
@@ -18,6 +17,7 @@ import {
   type MetadataScanLimits,
 } from "../../../agent-host/workspace/index.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
+import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";

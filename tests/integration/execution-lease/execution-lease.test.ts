@@ -2,7 +2,6 @@ import { sql } from "drizzle-orm";
 import { pino } from "pino";
 import postgres from "postgres";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { executeRows } from "../../../agent-host/runs/execute-rows.ts";
 import {
   type AcquireResult,
   ExecutionLeases,
@@ -10,6 +9,7 @@ import {
 import { LeaseWakeups } from "../../../agent-host/runs/execution-lease/lease-wakeups.ts";
 import type { RunFence } from "../../../agent-host/runs/run-fence.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
+import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { postgresListen } from "../../../shared/listen/postgres-listen.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
 import { type LeaseChild, spawnLeaseChild } from "./lease-child-process.ts";

@@ -7,6 +7,7 @@ import { asc, eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import {
   createEmptySkillProjection,
+  createSqsWorkQueue,
   RUN_CANCEL_CHANNEL,
   RunWorker,
 } from "../../../agent-host/runs/index.ts";
@@ -98,8 +99,7 @@ it("runs, sub-agents, cancels and tree cleanup work on PGlite", async () => {
   worker = new RunWorker({
     db,
     dataRoot: dataRoot.path,
-    sqs,
-    queueUrl,
+    queue: createSqsWorkQueue({ sqs, queueUrl }),
     sandboxManager: manager,
     userWorkspaces: createUserWorkspaces({
       dataRoot: dataRoot.path,

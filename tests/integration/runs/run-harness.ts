@@ -3,6 +3,7 @@ import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { and, asc, eq, sql } from "drizzle-orm";
 import {
   createEmptySkillProjection,
+  createSqsWorkQueue,
   type ModelClientFactory,
   modelClientFactoryFor,
   postgresListen,
@@ -119,9 +120,7 @@ export async function runWorld(
       const worker = new RunWorker({
         db,
         dataRoot: base.dataRoot.path,
-        sqs,
-        queueUrl,
-        deadLetterQueueUrl: dlqUrl,
+        queue: createSqsWorkQueue({ sqs, queueUrl, deadLetterQueueUrl: dlqUrl }),
         sandboxManager,
         userWorkspaces,
         skillProjection: createEmptySkillProjection({ dataRoot: base.dataRoot.path }),

@@ -6,6 +6,7 @@ import Docker from "dockerode";
 import postgres from "postgres";
 import {
   createEmptySkillProjection,
+  createSqsWorkQueue,
   modelClientFactoryFor,
   postgresListen,
   RunWorker,
@@ -52,8 +53,7 @@ const sqs = new SQSClient({
 const worker = new RunWorker({
   db,
   dataRoot: args.dataRoot,
-  sqs,
-  queueUrl: args.queueUrl,
+  queue: createSqsWorkQueue({ sqs, queueUrl: args.queueUrl }),
   sandboxManager,
   userWorkspaces: createUserWorkspaces({
     dataRoot: args.dataRoot,

@@ -19,13 +19,13 @@ import {
 } from "../../../agent-host/workspace/index.ts";
 import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
 import { createHttpSkillsDataPlane } from "../../../functions/skills/http-skills-data-plane.ts";
-import type { SkillsDataPlane } from "../../../functions/skills/skills-data-plane.ts";
 import {
   type MintCapabilityOptions,
   type MintServiceCapabilityOptions,
   mintCapability,
   mintServiceCapability,
 } from "../../../shared/capability/index.ts";
+import type { SkillsDataPlane } from "../../../shared/contracts/skills-data-plane.ts";
 import { freshBucket, s3Client } from "../../support/aws.ts";
 import { newKeyPair, type TestKeyPair } from "../../unit/capability/capability-keys.ts";
 import { type SkillsEnv, setupSkills, silentLogger, writeTree } from "../skills/skills-harness.ts";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
 import { createHttpSkillsDataPlane } from "../../../functions/skills/http-skills-data-plane.ts";
-import type { SkillsDataPlane } from "../../../functions/skills/skills-data-plane.ts";
+import type { SkillsDataPlane } from "../../../shared/contracts/skills-data-plane.ts";
 import { WorkcellError } from "../../../shared/errors/index.ts";
 import { newKeyPair } from "../../unit/capability/capability-keys.ts";
 import { buildZip } from "../skills/archive-builder.ts";

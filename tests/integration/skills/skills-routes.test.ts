@@ -21,8 +21,8 @@ import { validationHook } from "../../../functions/middleware/validation-hook.ts
 import { registerSkillRoutes } from "../../../functions/routes/skills-routes.ts";
 import { createS3SkillArchiveUploads } from "../../../functions/skills/skill-archive-uploads.ts";
 import { createSqsSkillRefreshQueue } from "../../../functions/skills/skill-refresh-queue.ts";
-import type { SkillsDataPlane } from "../../../functions/skills/skills-data-plane.ts";
 import { parseQueueMessage } from "../../../shared/contracts/queue-message.ts";
+import type { SkillsDataPlane } from "../../../shared/contracts/skills-data-plane.ts";
 import { freshBucket, freshQueue, s3Client, sqsClient } from "../../support/aws.ts";
 import { buildZip } from "./archive-builder.ts";
 import { namesIn, type SkillsEnv, setupSkills, silentLogger } from "./skills-harness.ts";

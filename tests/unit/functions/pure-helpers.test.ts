@@ -1,5 +1,4 @@
 import { describe, expect, test } from "vitest";
-import { bearerToken } from "../../../functions/auth/bearer-token.ts";
 import { canonicalJson, requestHash } from "../../../functions/idempotency/request-hash.ts";
 import { parseLastEventId } from "../../../functions/run-events/last-event-id.ts";
 import { runEventFrame } from "../../../functions/run-events/sse-frame.ts";
@@ -8,6 +7,7 @@ import {
   encodeThreadCursor,
 } from "../../../functions/threads/thread-cursor.ts";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
+import { bearerToken } from "../../../shared/http/bearer-token.ts";
 
 describe("thread cursor", () => {
   test("round-trips with microsecond precision and is opaque base64url", () => {

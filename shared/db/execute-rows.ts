@@ -1,9 +1,9 @@
 import type { SQL } from "drizzle-orm";
-import type { DbOrTransaction } from "../../shared/db/client.ts";
+import type { DbOrTransaction } from "./client.ts";
 
 /**
  * Rows of a raw statement. `db.execute()` returns the rows themselves on postgres.js and
- * `{rows}` on PGlite; everything in functions/ must run on both.
+ * `{rows}` on PGlite (the local one-process mode); both planes must run on both.
  */
 export async function executeRows<T>(db: DbOrTransaction, query: SQL): Promise<T[]> {
   const result: unknown = await db.execute(query);

@@ -1,5 +1,5 @@
 /** Resolves after `ms`, or at once when `signal` aborts (it never rejects: callers check the signal). */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+export function sleepResolveOnAbort(ms: number, signal: AbortSignal): Promise<void> {
   if (signal.aborted || ms <= 0) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {

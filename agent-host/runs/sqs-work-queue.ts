@@ -1,0 +1,85 @@
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
+import type { ReceivedMessage, WorkQueue } from "./work-queue.ts";
+
+export interface SqsWorkQueueOptions {
+  readonly sqs: SQSClient;
+  /** RUN_QUEUE_URL: `run.dispatch` (and `skills.refresh`) messages. */
+  readonly queueUrl: string;
+  /**
+   * Where messages that can never succeed go (the queue's DLQ). Without it they are
+   * deleted (deadLetter answers `dropped`): SQS has no "dead-letter now" call.
+   */
+  readonly deadLetterQueueUrl?: string;
+}
+
+/** The WorkQueue over SQS (fauxqs in tests and the local Workcell). */
+export function createSqsWorkQueue(options: SqsWorkQueueOptions): WorkQueue {
+  const { sqs, queueUrl, deadLetterQueueUrl } = options;
+  const remove = (message: ReceivedMessage, signal: AbortSignal) =>
+    sqs
+      .send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receipt }), {
+        abortSignal: signal,
+      })
+      .then(() => undefined);
+  return {
+    async receive(request, signal) {
+      const out = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: request.max,
+          WaitTimeSeconds: request.waitSeconds,
+          VisibilityTimeout: request.visibilityTimeoutSeconds,
+        }),
+        { abortSignal: signal },
+      );
+      const received: ReceivedMessage[] = [];
+      for (const m of out.Messages ?? []) {
+        // A message without a receipt cannot be deleted or released: leave it to reappear.
+        if (m.ReceiptHandle === undefined) continue;
+        received.push({ messageId: m.MessageId, body: m.Body ?? "", receipt: m.ReceiptHandle });
+      }
+      return received;
+    },
+    ack: remove,
+    async release(message, signal) {
+      await sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: queueUrl,
+          ReceiptHandle: message.receipt,
+          VisibilityTimeout: 0,
+        }),
+        { abortSignal: signal },
+      );
+    },
+    async deadLetter(message, code, signal) {
+      if (deadLetterQueueUrl !== undefined) {
+        await sqs.send(
+          new SendMessageCommand({
+            QueueUrl: deadLetterQueueUrl,
+            MessageBody: message.body,
+            MessageAttributes: { error_code: { DataType: "String", StringValue: code } },
+          }),
+          { abortSignal: signal },
+        );
+      }
+      await remove(message, signal);
+      return deadLetterQueueUrl === undefined ? "dropped" : "moved";
+    },
+    async send(body, delaySeconds, signal) {
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: body,
+          DelaySeconds: delaySeconds,
+        }),
+        { abortSignal: signal },
+      );
+    },
+  };
+}

@@ -21,7 +21,13 @@ import { sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
 
 const MIB = 1024 * 1024;
 const NANO_CPUS_PER_CPU = 1_000_000_000;
-/** The run worker wants 2 × concurrency + 4 connections (agent-host/runs/README.md). */
+/**
+ * The run worker wants 2 × concurrency + 4 connections (agent-host/runs/README.md); the
+ * other 4 are for the rest of the agent-host, which shares the pool: a skills refresh
+ * holds its transaction (and the grant lock) for a whole copy, an import holds one for
+ * its swap, and the sandbox manager's reaper and reconciler query while runs execute.
+ * (postgres.js LISTENs on a dedicated connection, outside the pool.)
+ */
 const poolSize = (concurrency: number) => 2 * concurrency + 8;
 
 const env = parseEnv(agentHostEnvSchema, process.env);

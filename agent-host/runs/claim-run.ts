@@ -24,8 +24,10 @@ export interface ClaimRequest {
  * `not_pending` and do nothing.
  *
  * The UPDATE runs under the execution-tree lock of the run's (uid, scope), so it is
- * ordered against tree cleanup: either the cleanup sees this run running and keeps the
- * sandbox, or the claim comes after the destroy and acquires a new generation.
+ * ordered against the tree cleanup's decision (shared/runs/tree-lock.ts): either the
+ * cleanup sees this run running and keeps the sandbox, or the claim commits after the
+ * decision and the run acquires a new generation (at worst it ends `stale_generation`);
+ * it never executes in the destroyed one.
  */
 export async function claimRun(db: Db, request: ClaimRequest): Promise<ClaimOutcome> {
   const [seen] = await db

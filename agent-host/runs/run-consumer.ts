@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
+import { sleepRejectOnAbort } from "../../shared/async/sleep-reject-on-abort.ts";
 import { parseQueueMessage, type QueueMessage } from "../../shared/contracts/queue-message.ts";
 import type { ErrorCode } from "../../shared/errors/error-catalogue.ts";
 import { queueDisposition } from "../../shared/errors/queue-disposition.ts";
 import { isWorkcellError } from "../../shared/errors/workcell-error.ts";
-import { sleepRejectOnAbort } from "../../shared/sleep/sleep-reject-on-abort.ts";
 import { receiveBackoffMs } from "./receive-backoff.ts";
 import { MAX_MESSAGES_PER_RECEIVE, type RunWorkerLimits } from "./run-limits.ts";
 import type { ReceivedMessage, WorkQueue } from "./work-queue.ts";

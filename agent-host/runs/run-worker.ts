@@ -33,7 +33,7 @@ export interface RunWorkerDeps {
   readonly shell?: ShellFor;
   /** Built with `owner: {uid: 1000, gid: 1000}`, so the sandbox user owns what it creates. */
   readonly userWorkspaces: UserWorkspaces;
-  /** agent-host/skills' refresher, or createEmptySkillProjection until it is wired. */
+  /** agent-host/skills' refresher (createEmptySkillProjection in tests without skills). */
   readonly skillProjection: SkillProjection;
   readonly modelClientFactory: ModelClientFactory;
   /** This agent-host's node id; its `nodes` row must exist. */

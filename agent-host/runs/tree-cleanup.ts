@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
+import { sleepRejectOnAbort } from "../../shared/async/sleep-reject-on-abort.ts";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
 import { executeRows } from "../../shared/db/execute-rows.ts";
 import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
 import { lockTree } from "../../shared/runs/tree-lock.ts";
-import { sleepRejectOnAbort } from "../../shared/sleep/sleep-reject-on-abort.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
 

@@ -1,4 +1,3 @@
-import { runtimeWorkdirPath } from "../../shared/paths/runtime-paths.ts";
 import type { ContainerRef } from "./driver.ts";
 
 /**
@@ -10,12 +9,14 @@ export type SandboxHandle = ContainerRef & {
   runtimeScopeId: string;
   workdirPath: string;
   nodeId: string;
-  /** The Workdir as seen inside the sandbox, e.g. /home/gem/user-data/projects/<uuid>. */
-  cwd: string;
 };
 
-export function sandboxHandle(fields: Omit<SandboxHandle, "cwd">): SandboxHandle {
-  return { ...fields, cwd: runtimeWorkdirPath(fields.workdirPath) };
+/**
+ * A handle from its fields. (The Workdir as seen inside the sandbox is
+ * runtimeWorkdirPath(handle.workdirPath); the handle does not carry a copy of it.)
+ */
+export function sandboxHandle(fields: SandboxHandle): SandboxHandle {
+  return { ...fields };
 }
 
 /** The outcome of an operation fenced by generation (ARCHITECTURE.md §4.3). */

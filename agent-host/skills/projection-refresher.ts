@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { asc, eq, inArray, sql } from "drizzle-orm";
 import type { Logger } from "pino";
+import { untilAborted } from "../../shared/async/until-aborted.ts";
 import type { Db, DbTransaction } from "../../shared/db/client.ts";
 import { PG_LOCK_NOT_AVAILABLE, sqlStateOf } from "../../shared/db/pg-error.ts";
 import { skillGrants, skills } from "../../shared/db/schema/skills.ts";
@@ -183,147 +183,142 @@ export function createProjectionRefresher(deps: ProjectionRefresherDeps): Projec
     return { ...outcomeOf(emptied), ok: false, failures: [failure] };
   }
 
+  /** Whether the transaction, and with it the uid's advisory lock, is still ours. */
+  async function stillLocked(tx: DbTransaction, txFailed: AbortSignal): Promise<boolean> {
+    if (txFailed.aborted) return false;
+    // A silent connection (a network partition) never answers: bounded by the liveness
+    // timeout, and by the transaction failing meanwhile.
+    const probe = tx.execute(sql`select 1`).then(() => true);
+    const deadline = AbortSignal.any([txFailed, AbortSignal.timeout(timeouts.livenessTimeoutMs)]);
+    return untilAborted(probe, deadline).then(
+      (ok) => ok && !txFailed.aborted,
+      () => false,
+    );
+  }
+
+  /**
+   * The transaction's body: the grant lock and the grants (steps 1-2), then the
+   * projection under the flock (3) and the liveness check (4). It always ends: the grants
+   * phase's queries give up when the transaction fails or the caller aborts (`stop`), and
+   * past them its only query is the bounded liveness probe. Failures of the grants phase
+   * are a value (`grants_failed`); one while projecting is thrown.
+   */
+  async function projectUnderGrantLock(
+    tx: DbTransaction,
+    target: { uid: string; dirname: string; log: Logger },
+    stop: AbortSignal,
+    txFailed: AbortSignal,
+  ): Promise<BodyResult> {
+    const { uid, dirname, log } = target;
+    let desired: DesiredSkill[];
+    try {
+      await untilAborted(tx.execute(lockTimeoutSql(timeouts.advisoryLockTimeoutMs)), stop);
+      await untilAborted(tx.execute(sql`select pg_advisory_xact_lock(${grantLockKey(uid)})`), stop);
+      desired = await untilAborted(readDesiredSkills(tx, uid), stop);
+      stop.throwIfAborted();
+    } catch (error) {
+      return { kind: "grants_failed", error };
+    }
+    const applied = await underFlock(uid, dirname, stop, async (projectionsFd, sourcesFd) => {
+      const result = await apply(uid, dirname, projectionsFd, sourcesFd, desired, stop);
+      if (await stillLocked(tx, txFailed)) return { outcome: outcomeOf(result), lost: false };
+      // A revoke may have committed unseen since the lock went: fail closed before the
+      // flock is released.
+      log.error("database lost during the refresh: emptying the projection");
+      const emptied = await apply(uid, dirname, projectionsFd, sourcesFd, [], stop);
+      return {
+        outcome: {
+          ...outcomeOf(emptied),
+          ok: false,
+          failures: [
+            {
+              slug: null,
+              reason: "grants_unavailable" as const,
+              message:
+                "The database connection was lost during the refresh: the projection was emptied.",
+            },
+          ],
+        },
+        lost: true,
+      };
+    });
+    if (applied === "timeout") {
+      const message = "Another refresh of this projection held its lock too long: retry.";
+      return {
+        kind: "projected",
+        outcome: busy({ slug: null, reason: "busy", message }),
+        lost: false,
+      };
+    }
+    return { kind: "projected", ...applied };
+  }
+
   return {
     async refresh(uid, signal) {
       signal.throwIfAborted();
       const dirname = uidDirname(uid);
       const log = deps.logger.child({ uid, component: "skills-projection" });
-      // Widened on purpose: the callback below moves it on, which TypeScript cannot see.
-      let phase = "grants" as "grants" | "projecting";
-      let outcome: RefreshOutcome | undefined;
-      let lost = false;
-      // Set as soon as the transaction fails: postgres.js rejects a transaction the moment
-      // its connection closes, while our callback may still be copying under the flock.
-      let transactionFailed = false;
-      let transactionError: unknown;
-      let body: { error?: unknown } | undefined;
-      let bodyEnded!: () => void;
-      const bodyEnd = new Promise<void>((resolve) => {
-        bodyEnded = resolve;
-      });
-
-      /** Whether the transaction, and with it the uid's advisory lock, is still ours. */
-      async function stillLocked(tx: DbTransaction): Promise<boolean> {
-        if (transactionFailed) return false;
-        const probe = tx.execute(sql`select 1`).then(() => "ok" as const);
-        // A silent connection (a network partition) never answers: bounded, and the
-        // promises left behind settle quietly.
-        probe.catch(() => {});
-        const timer = new AbortController();
-        const timedOut = sleep(timeouts.livenessTimeoutMs, "timeout" as const, {
-          signal: timer.signal,
-        });
-        timedOut.catch(() => {});
-        try {
-          return (await Promise.race([probe, timedOut])) === "ok" && !transactionFailed;
-        } catch {
-          return false;
-        } finally {
-          timer.abort();
-        }
-      }
-
+      // postgres.js rejects a transaction the moment its connection closes, while the
+      // body may still be copying under the flock: the body is then waited for (it holds
+      // the flock) and its queries give up at once.
+      const txFailed = new AbortController();
+      const stop = AbortSignal.any([signal, txFailed.signal]);
+      const started = Promise.withResolvers<Promise<BodyResult>>();
       const transaction = deps.db.transaction(
         async (tx) => {
-          try {
-            await tx.execute(lockTimeoutSql(timeouts.advisoryLockTimeoutMs));
-            await tx.execute(sql`select pg_advisory_xact_lock(${grantLockKey(uid)})`);
-            const desired = await readDesiredSkills(tx, uid);
-            signal.throwIfAborted();
-            phase = "projecting";
-            const applied = await underFlock(
-              uid,
-              dirname,
-              signal,
-              async (projectionsFd, sourcesFd) => {
-                const result = await apply(uid, dirname, projectionsFd, sourcesFd, desired, signal);
-                if (await stillLocked(tx)) return outcomeOf(result);
-                // A revoke may have committed unseen since the lock went: fail closed
-                // before the flock is released.
-                log.error("database lost during the refresh: emptying the projection");
-                lost = true;
-                const emptied = await apply(uid, dirname, projectionsFd, sourcesFd, [], signal);
-                return {
-                  ...outcomeOf(emptied),
-                  ok: false,
-                  failures: [
-                    {
-                      slug: null,
-                      reason: "grants_unavailable" as const,
-                      message:
-                        "The database connection was lost during the refresh: the projection was emptied.",
-                    },
-                  ],
-                };
-              },
-            );
-            outcome =
-              applied === "timeout"
-                ? busy({
-                    slug: null,
-                    reason: "busy",
-                    message: "Another refresh of this projection held its lock too long: retry.",
-                  })
-                : applied;
-            body = {};
-            bodyEnded();
-          } catch (error) {
-            body = { error };
-            bodyEnded();
-            throw error;
-          }
+          const body = projectUnderGrantLock(tx, { uid, dirname, log }, stop, txFailed.signal);
+          started.resolve(body);
+          const result = await body;
+          if (result.kind === "grants_failed") throw result.error;
           // Never commit on a connection we know is gone.
-          if (lost) throw new Error("database connection lost during the refresh");
+          if (result.lost) throw new Error("database connection lost during the refresh");
         },
         { isolationLevel: "read committed" },
       );
       const transactionEnd = transaction.then(
-        () => {},
+        () => undefined,
         (error: unknown) => {
-          transactionFailed = true;
-          transactionError = error;
+          txFailed.abort(error);
+          return { error };
         },
       );
-
-      await Promise.race([transactionEnd, bodyEnd]);
-      // The transaction may end first (its connection closed). A callback that got as far
-      // as the flock is waited for: it holds the flock, and its one query from there on
-      // (the liveness probe) is bounded. One still in the grants phase is not: it may
-      // wait forever on the dead connection, and if it ever goes on, its liveness probe
-      // fails and it empties the projection.
-      if (body === undefined && phase === "projecting") await bodyEnd;
-      // The commit (or rollback), except on a connection known to be lost.
-      if (body !== undefined && !lost && !transactionFailed) await transactionEnd;
-      const error = body?.error ?? transactionError;
-      // Projected and verified under the lock (or emptied): only the commit could fail.
-      if (outcome !== undefined) return logged(log, outcome);
-      if (signal.aborted) throw error;
-      if (phase === "grants") {
-        if (sqlStateOf(error) === PG_LOCK_NOT_AVAILABLE) {
-          return logged(
-            log,
-            busy({
-              slug: null,
-              reason: "busy",
-              message: "The user's grants are locked by another operation: retry.",
-            }),
+      // The body once it has started (it always ends, see projectUnderGrantLock); until
+      // then the transaction failing to begin, or the caller giving up.
+      const begun = await untilAborted(
+        Promise.race([started.promise.then((body) => ({ body })), transactionEnd]),
+        signal,
+      );
+      const result: BodyResult =
+        begun !== undefined && "body" in begun
+          ? await begun.body
+          : { kind: "grants_failed", error: begun?.error };
+      if (result.kind === "projected") {
+        // Projected and verified under the lock (or emptied): only the commit is left.
+        // Waited for, so the grant lock is free when we answer, but bounded: a commit on
+        // a silent connection does not hold the answer up.
+        if (!result.lost) {
+          await untilAborted(transactionEnd, AbortSignal.timeout(timeouts.livenessTimeoutMs)).catch(
+            () => {},
           );
         }
-        log.error({ err: error }, "grants unavailable: emptying the projection (fail closed)");
-        return logged(
-          log,
-          await failClosed(
-            uid,
-            dirname,
-            signal,
-            "The grants could not be read: the projection was emptied.",
-          ),
-        );
+        return logged(log, result.outcome);
       }
-      throw error;
+      if (signal.aborted) throw result.error;
+      if (sqlStateOf(result.error) === PG_LOCK_NOT_AVAILABLE) {
+        const message = "The user's grants are locked by another operation: retry.";
+        return logged(log, busy({ slug: null, reason: "busy", message }));
+      }
+      log.error({ err: result.error }, "grants unavailable: emptying the projection (fail closed)");
+      const message = "The grants could not be read: the projection was emptied.";
+      return logged(log, await failClosed(uid, dirname, signal, message));
     },
   };
 }
+
+/** What the transaction's body came to (see projectUnderGrantLock). */
+type BodyResult =
+  | { readonly kind: "projected"; readonly outcome: RefreshOutcome; readonly lost: boolean }
+  | { readonly kind: "grants_failed"; readonly error: unknown };
 
 /**
  * The uid's granted skills with their catalogue rows, read under the uid's advisory lock.

@@ -1,4 +1,4 @@
-import { sleepResolveOnAbort } from "../../shared/sleep/sleep-resolve-on-abort.ts";
+import { sleepResolveOnAbort } from "../../shared/async/sleep-resolve-on-abort.ts";
 
 /**
  * How an event stream waits for a run's next events. Resolving means "look again": it

@@ -1,4 +1,4 @@
-import { sleepResolveOnAbort } from "../../shared/sleep/sleep-resolve-on-abort.ts";
+import { sleepResolveOnAbort } from "../../shared/async/sleep-resolve-on-abort.ts";
 import type { SweeperDeps } from "./dispatch-sweeper.ts";
 import { sweepRuns } from "./sweep-runs.ts";
 

@@ -11,10 +11,22 @@ export const TREE_LOCK_NAMESPACE = "workcell.runs.tree:";
 
 /**
  * One lock per (uid, runtime scope): the scope's execution trees and their sandbox.
- * Claims of the scope's runs, the tree cleanup's "anything still active? then destroy"
- * and the expired-lease sweep all hold it, so a run can never be claimed between the
- * cleanup's check and its destroy (it would start on a sandbox about to vanish). Here in
- * shared/ because the run worker and the control plane's sweeper must take the same key.
+ * Claims of the scope's runs (claim-run.ts), the tree cleanup's decision "is another run
+ * of the scope running? then keep the sandbox, else this generation goes"
+ * (tree-cleanup.ts) and the expired-lease sweep all hold it, so every claim is ordered
+ * against that decision:
+ *
+ * - the claim commits first: the cleanup sees the run running and keeps the sandbox
+ *   (`kept`); the run's own root cleans up when it ends;
+ * - the claim commits after: the generation is already doomed. The destroy runs right
+ *   after the deciding transaction, outside this lock (tree-cleanup.ts says why), and
+ *   the sandbox manager refuses new uses of a generation being destroyed, so the
+ *   claimed run acquires a new generation, or at worst (another agent-host process on
+ *   the same node, within one round trip) ends `stale_generation`. It never executes in
+ *   a destroyed sandbox.
+ *
+ * Here in shared/ because the run worker and the control plane's sweeper must take the
+ * same key.
  *
  * The uid is an arbitrary string and may contain ':'; the scope is a uuid and never does,
  * so the last ':' separates them and no two pairs render the same text.

@@ -173,15 +173,15 @@ describe("shell model in a real sandbox", () => {
 
   it("cancelling kills the command and ends the run cancelled", async () => {
     const controller = new AbortController();
-    const started = performance.now();
-    const running = run("sleep 30", controller.signal);
+    // Far longer than the test's timeout: the run can only end in time if the abort
+    // kills the command (no wall-clock assertion needed).
+    const running = run("sleep 3000", controller.signal);
     setTimeout(() => controller.abort(), 500);
     const { result, events } = await running;
     expect(result.status).toBe("cancelled");
-    expect(performance.now() - started).toBeLessThan(20_000);
     expect(events.at(-1)).toEqual({ type: "run.completed", data: { status: "cancelled" } });
     // The sandbox's own keep-alive is `sleep 2147483647`; ours must be gone.
-    const { result: ps } = await run("ps -o args | grep -c '^sleep 30' || true");
+    const { result: ps } = await run("ps -o args | grep -c '^sleep 3000' || true");
     expect(ps.finalText.trim()).toBe("0");
   });
 

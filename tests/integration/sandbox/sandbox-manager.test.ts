@@ -8,6 +8,7 @@ import { SANDBOX_LOCK_NAMESPACE } from "../../../agent-host/sandbox/sandbox-stor
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
+import { runtimeWorkdirPath } from "../../../shared/paths/runtime-paths.ts";
 import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
 import { materializeWorkdir } from "./sandbox-fixture.ts";
 
@@ -52,7 +53,9 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     expect(first.created).toBe(true);
     const { handle } = first;
     expect(handle.sandboxId).toBe(sandboxId(request.uid, request.runtimeScopeId));
-    expect(handle.cwd).toBe(`/home/gem/user-data/${request.workdirPath}`);
+    expect(runtimeWorkdirPath(handle.workdirPath)).toBe(
+      `/home/gem/user-data/${request.workdirPath}`,
+    );
     expect(await row(handle.sandboxId)).toMatchObject({
       generation: handle.generation,
       state: "running",
@@ -65,7 +68,9 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     expect(again).toEqual({ ok: true, handle, created: false });
 
     const ran = await manager.exec(handle, { cmd: ["sh", "-c", "pwd; id -u"] }, signal());
-    expect(ran.ok && ran.result.stdout.bytes.toString()).toBe(`${handle.cwd}\n1000\n`);
+    expect(ran.ok && ran.result.stdout.bytes.toString()).toBe(
+      `${runtimeWorkdirPath(handle.workdirPath)}\n1000\n`,
+    );
 
     expect(await manager.destroy(handle, signal())).toEqual({ ok: true });
     expect(await row(handle.sandboxId)).toMatchObject({
@@ -165,7 +170,9 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     });
     expect((await runningContainers()).map((c) => c.containerId)).toEqual([live.containerId]);
     const ran = await manager.exec(live, { cmd: ["pwd"] }, signal());
-    expect(ran.ok && ran.result.stdout.bytes.toString()).toBe(`${live.cwd}\n`);
+    expect(ran.ok && ran.result.stdout.bytes.toString()).toBe(
+      `${runtimeWorkdirPath(live.workdirPath)}\n`,
+    );
   });
 
   it("lets exactly one of two concurrent acquires with different Workdirs win", async () => {

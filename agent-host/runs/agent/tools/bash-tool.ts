@@ -28,7 +28,12 @@ const bashArgs = z.strictObject({
 
 export type BashArgs = z.output<typeof bashArgs>;
 
-/** Runs a command in the execution tree's sandbox, cwd = the Workdir, bounded in time and output. */
+/**
+ * Runs a command in the execution tree's sandbox, cwd = the Workdir, bounded in time and
+ * output. Named `bash` because that is the name models are trained to call, but the
+ * command runs as `/bin/sh -c` (sandbox-exec-adapter.ts: the image may have no bash), and
+ * the description tells the model so.
+ */
 export function createBashTool(options: Partial<BashToolOptions> = {}): Tool<BashArgs> {
   const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_BASH_TIMEOUT_MS;
   const maxTimeoutMs = options.maxTimeoutMs ?? MAX_BASH_TIMEOUT_MS;
@@ -36,7 +41,7 @@ export function createBashTool(options: Partial<BashToolOptions> = {}): Tool<Bas
   return {
     name: BASH_TOOL_NAME,
     description:
-      "Run a shell command in your sandbox (Linux, as an unprivileged user). The working directory is your Workdir; " +
+      "Run a command line with /bin/sh -c (POSIX sh; bash itself may not be installed) in your sandbox (Linux, as an unprivileged user). The working directory is your Workdir; " +
       "the whole workspace is under /home/gem/user-data, skills are read-only under /home/gem/skills. " +
       `Output is capped at ${maxOutputBytes} bytes per stream; the default timeout is ${defaultTimeoutMs} ms.`,
     parameters: bashArgs,

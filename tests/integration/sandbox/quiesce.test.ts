@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
@@ -62,11 +63,39 @@ describe.each(TIERS)("quiesce (%s tier)", (tier) => {
 
   it("drains creates in flight: none survives the quiesce", async () => {
     const requests = await Promise.all(Array.from({ length: 4 }, () => scope()));
-    const other = world.manager();
-    const acquiring = requests.map((r, i) => (i % 2 ? manager : other).acquire(r, signal()));
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    await manager.quiesce(signal());
+    // The real driver, with every create held at its start until the quiesce has begun,
+    // so that the quiesce provably meets creates in flight (in both processes).
+    const allEntered = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    let entered = 0;
+    let returned = 0;
+    const held = new Proxy(world.driver, {
+      get(target, prop) {
+        if (prop === "create") {
+          return async (...args: Parameters<SandboxDriver["create"]>) => {
+            if (++entered === requests.length) allEntered.resolve();
+            await release.promise;
+            try {
+              return await target.create(...args);
+            } finally {
+              returned++;
+            }
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const mine = world.manager(held);
+    const other = world.manager(held);
+    const acquiring = requests.map((r, i) => (i % 2 ? mine : other).acquire(r, signal()));
+    await allEntered.promise;
+    expect(returned).toBe(0);
+    const quiescing = mine.quiesce(signal());
+    release.resolve();
+    await quiescing;
     const outcomes = await Promise.all(acquiring);
+    expect(entered).toBe(requests.length);
     for (const out of outcomes) expect(out.ok || out.reason === "node_quiesced").toBe(true);
     expect(await world.sandboxes()).toEqual([]);
     expect(await runningRows()).toEqual([]);

@@ -3,7 +3,7 @@ import { chown, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { asc, eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { executeRows } from "../../../agent-host/runs/execute-rows.ts";
+import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { changeBatches } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { type Project, type RunWorld, runWorld, UID } from "./run-harness.ts";

@@ -1,6 +1,7 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
 import { Navigate, Route, Routes } from "react-router";
+import { AdminNodesPage } from "./admin/admin-nodes-page.tsx";
 import { AdminSkillsPage } from "./admin/admin-skills-page.tsx";
 import { createSdkConsoleApi } from "./api/sdk-console-api.ts";
 import { apiBaseUrl, type ConsoleConfig, loadConsoleConfig } from "./auth/console-config.ts";
@@ -67,6 +68,7 @@ function SignedInGate({ config }: { config: ConsoleConfig }) {
           <Route path="threads/:threadId/*" element={<ThreadPage />} />
           <Route path="skills" element={<SkillsPage />} />
           <Route path="admin/skills" element={<AdminSkillsPage />} />
+          <Route path="admin/nodes" element={<AdminNodesPage />} />
           <Route path={OIDC_CALLBACK_PATH.slice(1)} element={<Navigate to="/" replace />} />
           <Route path="*" element={<p className="empty">No such page.</p>} />
         </Route>

@@ -16,6 +16,7 @@ export function Layout() {
           </NavLink>
           <NavLink to="/skills">Skills</NavLink>
           {session.admin && <NavLink to="/admin/skills">Admin</NavLink>}
+          {session.admin && <NavLink to="/admin/nodes">Nodes</NavLink>}
         </nav>
         <span className="whoami" data-testid="whoami">
           {session.uid}

@@ -276,11 +276,27 @@ describe("web console", () => {
     await expect
       .poll(() => text(admin.getByTestId("grant-result")), WAIT)
       .toContain("Granted hello to grace");
+    await expect.poll(() => text(admin.getByTestId("grants-hello")), WAIT).toBe("1");
     await screenshot(admin, "07a-admin-grant");
 
     await user.reload();
     await expect.poll(() => text(user.getByTestId("skill-list")), WAIT).toContain("hello");
     await screenshot(user, "07b-user-skills");
+  });
+
+  test("as admin, the nodes page shows the local agent-host active with its heartbeat", async () => {
+    const admin = await freshPage();
+    await signIn(admin, workcell.url, "root", true);
+    await admin.getByRole("link", { name: "Nodes" }).click();
+    const table = admin.getByTestId("node-table");
+    await expect.poll(() => text(table.locator("tbody tr").first()), WAIT).toContain("active");
+    expect(await text(table)).toContain("local-");
+    await screenshot(admin, "09-admin-nodes");
+
+    const user = await freshPage();
+    await signIn(user, workcell.url, "kim");
+    await user.goto(`${workcell.url}/admin/nodes`);
+    await visible(user.getByText("This page is for administrators."));
   });
 
   test("works at mobile width: chat, thread list and files are usable", async () => {

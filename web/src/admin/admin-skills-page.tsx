@@ -4,8 +4,9 @@ import { type FormEvent, useState } from "react";
 import type { SkillGrant } from "../api/types.ts";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
+import { SkillCatalogue } from "./skill-catalogue.tsx";
 
-/** Grants and archive uploads (admin). The catalogue list waits for GET /v1/admin/skills. */
+/** The catalogue, grants and archive uploads (admin). */
 export function AdminSkillsPage() {
   const { api, session } = useConsole();
   const queryClient = useQueryClient();
@@ -19,10 +20,14 @@ export function AdminSkillsPage() {
       await api.skills.revoke(slug.trim(), uid.trim());
       return undefined;
     },
-    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["skills"] }),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ["skills"] });
+      void queryClient.invalidateQueries({ queryKey: ["admin-catalogue"] });
+    },
   });
   const upload = useMutation({
     mutationFn: () => api.skills.importArchive(archiveSlug.trim(), archive as File),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["admin-catalogue"] }),
   });
 
   if (!session.admin) {
@@ -35,6 +40,7 @@ export function AdminSkillsPage() {
   return (
     <section className="page">
       <h2>Skills administration</h2>
+      <SkillCatalogue />
       <form className="card stack" onSubmit={onGrant} aria-labelledby="grant-title">
         <h3 id="grant-title">Grant a skill</h3>
         <Label.Root htmlFor="grant-slug">Skill</Label.Root>

@@ -1,6 +1,8 @@
 import type {
   Attachment,
+  CatalogueSkill,
   FileEntry,
+  NodeInfo,
   Project,
   Run,
   RunChanges,
@@ -58,6 +60,13 @@ export interface ConsoleApi {
       options: { parse: boolean; onProgress?: (p: UploadProgress) => void },
     ): Promise<Attachment[]>;
     delete(threadId: string, fileId: string): Promise<void>;
+  };
+  /** Admin only; the server answers 403 otherwise. */
+  admin: {
+    catalogue(signal?: AbortSignal): Promise<CatalogueSkill[]>;
+    nodes(signal?: AbortSignal): Promise<NodeInfo[]>;
+    quiesce(nodeId: string): Promise<void>;
+    resume(nodeId: string): Promise<void>;
   };
   skills: {
     list(signal?: AbortSignal): Promise<Skill[]>;

@@ -1,6 +1,16 @@
 import { Workcell, WorkcellError } from "../../../sdk/src/index.ts";
 import { type ConsoleApi, ConsoleApiError, type WorkdirFiles } from "./console-api.ts";
-import type { Attachment, Project, Run, RunEvent, Skill, Thread, ThreadRun } from "./types.ts";
+import type {
+  Attachment,
+  CatalogueSkill,
+  NodeInfo,
+  Project,
+  Run,
+  RunEvent,
+  Skill,
+  Thread,
+  ThreadRun,
+} from "./types.ts";
 import { xhrUploadFetch } from "./xhr-upload-fetch.ts";
 
 /** The SDK's typed errors as the console shows them (code + the server's message). */
@@ -154,6 +164,13 @@ export function createSdkConsoleApi(p: {
           })) as Attachment[];
         }),
       delete: (threadId, fileId) => sdk(() => workcell.attachments.delete(threadId, fileId)),
+    },
+    admin: {
+      catalogue: (signal) =>
+        sdk(async () => (await workcell.admin.skills.list(opts(signal))) as CatalogueSkill[]),
+      nodes: (signal) => sdk(async () => (await workcell.admin.nodes(opts(signal))) as NodeInfo[]),
+      quiesce: (nodeId) => sdk(() => workcell.admin.quiesceNode(nodeId)),
+      resume: (nodeId) => sdk(() => workcell.admin.resumeNode(nodeId)),
     },
     skills: {
       list: (signal) => sdk(async () => (await workcell.skills.list(opts(signal))) as Skill[]),

@@ -66,3 +66,18 @@ export type Attachment = {
 
 export type Skill = { slug: string; kind: "builtin" | "shared" | "personal"; description: string };
 export type SkillGrant = { slug: string; uid: string; projection: "refreshed" | "queued" };
+
+export type CatalogueSkill = Skill & {
+  content_hash: string;
+  grant_count: number;
+  updated_at?: string;
+};
+
+export type NodeInfo = {
+  node_id: string;
+  state: "active" | "quiesced" | "lost";
+  heartbeat_at: string;
+  sandbox_tiers: unknown;
+  live_sandboxes: number;
+  running_runs: number;
+};

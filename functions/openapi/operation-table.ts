@@ -42,6 +42,7 @@ export const OPERATIONS: Readonly<Record<string, OperationInfo>> = {
   "GET /v1/threads": { operationId: "listThreads", tag: "Threads" },
   "GET /v1/threads/{thread_id}": { operationId: "getThread", tag: "Threads" },
   "DELETE /v1/threads/{thread_id}": { operationId: "deleteThread", tag: "Threads" },
+  "GET /v1/threads/{thread_id}/runs": { operationId: "listThreadRuns", tag: "Threads" },
   "POST /v1/threads/{thread_id}/runs": {
     operationId: "createThreadRun",
     tag: "Runs",

@@ -39,7 +39,7 @@ export interface paths {
      * A thread's runs with their inputs (the conversation history)
      * @description Oldest first, the newest runs only (see `truncated`). Each run's replies and tool calls are its events (GET /v1/runs/{run_id}/events replays them). docs/decisions/0023-thread-history.md.
      */
-    get: operations["getThreadsByThreadIdRuns"];
+    get: operations["listThreadRuns"];
     /**
      * Start a run in a thread
      * @description Message, request and run are committed in one transaction, then the run is put on the run queue.
@@ -1517,7 +1517,7 @@ export interface operations {
    * A thread's runs with their inputs (the conversation history)
    * @description Oldest first, the newest runs only (see `truncated`). Each run's replies and tool calls are its events (GET /v1/runs/{run_id}/events replays them). docs/decisions/0023-thread-history.md.
    */
-  getThreadsByThreadIdRuns: {
+  listThreadRuns: {
     parameters: {
       path: {
         /** @description Thread id; a malformed id answers 404 like an unknown one. */

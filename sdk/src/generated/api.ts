@@ -145,98 +145,9 @@ export interface paths {
   };
   "/v1/admin/users/{uid}/limits": {
     /** A user's limits and an admin's overrides (admin only) */
-    get: {
-      parameters: {
-        path: {
-          /** @description A user id: the OIDC subject (`sub`) of the caller. */
-          uid: string;
-        };
-      };
-      responses: {
-        /** @description Limits */
-        200: {
-          content: {
-            "application/json": components["schemas"]["AdminUserLimits"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    get: operations["getAdminUsersByUidLimits"];
     /** Replace a user's overrides; fields left out take the defaults (admin only) */
-    put: {
-      parameters: {
-        path: {
-          /** @description A user id: the OIDC subject (`sub`) of the caller. */
-          uid: string;
-        };
-      };
-      requestBody?: {
-        content: {
-          "application/json": components["schemas"]["UserLimitsOverride"];
-        };
-      };
-      responses: {
-        /** @description Limits */
-        200: {
-          content: {
-            "application/json": components["schemas"]["AdminUserLimits"];
-          };
-        };
-        /** @description Bad body. */
-        400: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Missing or invalid token. */
-        401: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description The caller is not an admin. */
-        403: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description Internal error (no internals in the message). */
-        500: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-        /** @description A dependency is temporarily unavailable. */
-        503: {
-          content: {
-            "application/json": components["schemas"]["ErrorBody"];
-          };
-        };
-      };
-    };
+    put: operations["putAdminUsersByUidLimits"];
   };
 }
 
@@ -2664,6 +2575,99 @@ export interface operations {
       };
       /** @description No such node. */
       404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** A user's limits and an admin's overrides (admin only) */
+  getAdminUsersByUidLimits: {
+    parameters: {
+      path: {
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    responses: {
+      /** @description Limits */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminUserLimits"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Replace a user's overrides; fields left out take the defaults (admin only) */
+  putAdminUsersByUidLimits: {
+    parameters: {
+      path: {
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    requestBody?: {
+      content: {
+        "application/json": components["schemas"]["UserLimitsOverride"];
+      };
+    };
+    responses: {
+      /** @description Limits */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminUserLimits"];
+        };
+      };
+      /** @description Bad body. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

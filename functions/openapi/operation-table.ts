@@ -101,4 +101,10 @@ export const OPERATIONS: Readonly<Record<string, OperationInfo>> = {
   "GET /v1/admin/nodes": { operationId: "listNodes", tag: "Admin" },
   "POST /v1/admin/nodes/{node_id}/quiesce": { operationId: "quiesceNode", tag: "Admin" },
   "POST /v1/admin/nodes/{node_id}/resume": { operationId: "resumeNode", tag: "Admin" },
+  "GET /v1/admin/users/{uid}/limits": { operationId: "getUserLimits", tag: "Admin" },
+  "PUT /v1/admin/users/{uid}/limits": {
+    operationId: "putUserLimits",
+    tag: "Admin",
+    example: { workspace_bytes: 21474836480, max_concurrent_runs: 2 },
+  },
 };

@@ -145,9 +145,9 @@ export interface paths {
   };
   "/v1/admin/users/{uid}/limits": {
     /** A user's limits and an admin's overrides (admin only) */
-    get: operations["getAdminUsersByUidLimits"];
+    get: operations["getUserLimits"];
     /** Replace a user's overrides; fields left out take the defaults (admin only) */
-    put: operations["putAdminUsersByUidLimits"];
+    put: operations["putUserLimits"];
   };
 }
 
@@ -2594,7 +2594,7 @@ export interface operations {
     };
   };
   /** A user's limits and an admin's overrides (admin only) */
-  getAdminUsersByUidLimits: {
+  getUserLimits: {
     parameters: {
       path: {
         /** @description A user id: the OIDC subject (`sub`) of the caller. */
@@ -2635,7 +2635,7 @@ export interface operations {
     };
   };
   /** Replace a user's overrides; fields left out take the defaults (admin only) */
-  putAdminUsersByUidLimits: {
+  putUserLimits: {
     parameters: {
       path: {
         /** @description A user id: the OIDC subject (`sub`) of the caller. */
@@ -2644,6 +2644,12 @@ export interface operations {
     };
     requestBody?: {
       content: {
+        /**
+         * @example {
+         *   "workspace_bytes": 21474836480,
+         *   "max_concurrent_runs": 2
+         * }
+         */
         "application/json": components["schemas"]["UserLimitsOverride"];
       };
     };

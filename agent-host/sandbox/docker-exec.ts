@@ -6,10 +6,10 @@ import type { Logger } from "pino";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { SANDBOX_USER } from "./container-spec.ts";
 import { isGoneError } from "./docker-errors.ts";
-import type { ContainerRef, ExecOutcome, ExecRequest, ExecResult, ExecStatus } from "./driver.ts";
+import type { ContainerRef, ExecOutcome, ExecRequest } from "./driver.ts";
+import { startExecCapture } from "./exec-capture.ts";
 import { execEnvEntries } from "./exec-env.ts";
 import { killExecProcesses } from "./kill-exec-processes.ts";
-import { OutputCapture } from "./output-capture.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
 import { createDemuxer, STDERR_STREAM, STDOUT_STREAM } from "./stream-demuxer.ts";
 
@@ -34,27 +34,7 @@ export async function runDockerExec(
   request: ExecRequest,
   signal: AbortSignal,
 ): Promise<ExecOutcome> {
-  const started = performance.now();
-  const timeoutMs = Math.min(
-    request.timeoutMs ?? deps.config.execTimeoutMs,
-    deps.config.execTimeoutMs,
-  );
-  const capBytes = Math.min(
-    request.maxOutputBytesPerStream ?? deps.config.maxOutputBytesPerStream,
-    deps.config.maxOutputBytesPerStream,
-  );
-  const stdout = new OutputCapture(capBytes, request.onStdout);
-  const stderr = new OutputCapture(capBytes, request.onStderr);
-  const finish = (status: ExecStatus, exitCode: number | null): ExecOutcome => ({
-    ok: true,
-    result: {
-      status,
-      exitCode,
-      stdout: stdout.result(),
-      stderr: stderr.result(),
-      durationMs: performance.now() - started,
-    } satisfies ExecResult,
-  });
+  const { timeoutMs, stdout, stderr, finish } = startExecCapture(deps.config, request);
   if (signal.aborted) return finish("cancelled", null);
 
   const hasStdin = request.stdin !== undefined;

@@ -10,8 +10,8 @@ import {
   SANDBOX_SKILLS_MOUNT,
   SANDBOX_USER_DATA_MOUNT,
 } from "../../../shared/paths/runtime-paths.ts";
-import type { ExecOutcome, ExecRequest, ExecResult, ExecStatus } from "../driver.ts";
-import { OutputCapture } from "../output-capture.ts";
+import type { ExecOutcome, ExecRequest } from "../driver.ts";
+import { startExecCapture } from "../exec-capture.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
 import {
   bwrapArgs,
@@ -68,27 +68,7 @@ export async function runProcessExec(
   request: ExecRequest,
   signal: AbortSignal,
 ): Promise<ExecOutcome> {
-  const started = performance.now();
-  const timeoutMs = Math.min(
-    request.timeoutMs ?? deps.config.execTimeoutMs,
-    deps.config.execTimeoutMs,
-  );
-  const capBytes = Math.min(
-    request.maxOutputBytesPerStream ?? deps.config.maxOutputBytesPerStream,
-    deps.config.maxOutputBytesPerStream,
-  );
-  const stdout = new OutputCapture(capBytes, request.onStdout);
-  const stderr = new OutputCapture(capBytes, request.onStderr);
-  const finish = (status: ExecStatus, exitCode: number | null): ExecOutcome => ({
-    ok: true,
-    result: {
-      status,
-      exitCode,
-      stdout: stdout.result(),
-      stderr: stderr.result(),
-      durationMs: performance.now() - started,
-    } satisfies ExecResult,
-  });
+  const { timeoutMs, stdout, stderr, finish } = startExecCapture(deps.config, request);
   if (signal.aborted) return finish("cancelled", null);
 
   const { mounts } = target;

@@ -85,6 +85,7 @@ const expectedTables = [
   "skill_grants",
   "skills",
   "tmp_uploads",
+  "user_limits",
 ];
 
 describe("migrations on PostgreSQL", () => {

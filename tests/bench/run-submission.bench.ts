@@ -10,13 +10,7 @@ import { spawn } from "node:child_process";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { S3Client } from "@aws-sdk/client-s3";
-import {
-  CreateQueueCommand,
-  DeleteMessageBatchCommand,
-  PurgeQueueCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-} from "@aws-sdk/client-sqs";
+import { CreateQueueCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import pino from "pino";
@@ -41,6 +35,7 @@ import { ed25519PrivateJwkVar } from "../../shared/env/env-vars.ts";
 import { freePort } from "../setup/free-port.ts";
 import { startPostgresCluster } from "../setup/postgres-cluster.ts";
 import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
+import { drainRunIds } from "../support/drain-run-ids.ts";
 import { report, type Sample } from "./measure.ts";
 
 const CONCURRENCY = 32;
@@ -202,30 +197,6 @@ try {
 async function countRuns(sql: postgres.Sql): Promise<number> {
   const [row] = await sql`select count(*)::int as n from agent_runs`;
   return Number(row?.n ?? 0);
-}
-
-/** Every run id on the queue (received and deleted, 10 at a time, until it is empty). */
-async function drainRunIds(sqs: SQSClient, queueUrl: string): Promise<string[]> {
-  const ids: string[] = [];
-  for (;;) {
-    const out = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 0,
-        VisibilityTimeout: 600,
-      }),
-    );
-    const messages = out.Messages ?? [];
-    if (messages.length === 0) return ids;
-    for (const m of messages) ids.push((JSON.parse(m.Body ?? "{}") as { run_id: string }).run_id);
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
-      }),
-    );
-  }
 }
 
 /** fauxqs in a child process, so its work does not share the servers' event loop. */

@@ -1,10 +1,6 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import {
-  DeleteMessageBatchCommand,
-  ReceiveMessageCommand,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
+import type { SQSClient } from "@aws-sdk/client-sqs";
 import { eq } from "drizzle-orm";
 import pino from "pino";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -14,6 +10,7 @@ import { sweepPendingRuns } from "../../../functions/runs/dispatch-sweeper.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
 import { awsConfig, freshQueue, sqsClient } from "../../support/aws.ts";
+import { drainRunIds as drainShared } from "../../support/drain-run-ids.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
 
 // Micro-batched run dispatch (functions/queue/batching-run-queue.ts, decision 0030):
@@ -35,29 +32,7 @@ afterEach(async () => {
   await database.drop();
 });
 
-/** Every run id on the queue, received and deleted until it is empty. */
-async function drainRunIds(): Promise<string[]> {
-  const ids: string[] = [];
-  for (;;) {
-    const out = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 0,
-        VisibilityTimeout: 600,
-      }),
-    );
-    const messages = out.Messages ?? [];
-    if (messages.length === 0) return ids;
-    for (const m of messages) ids.push((JSON.parse(m.Body ?? "{}") as { run_id: string }).run_id);
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
-      }),
-    );
-  }
-}
+const drainRunIds = () => drainShared(sqs, queueUrl);
 
 it("concurrent dispatches share batches and each resolves once its message is on the queue", async () => {
   const sends: number[] = [];

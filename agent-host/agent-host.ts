@@ -14,6 +14,7 @@ import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
 import { NodeHeartbeat } from "./node-heartbeat.ts";
 import { createNodeReadiness, type ReadinessCheck } from "./node-readiness.ts";
 import { createAccountingQuota } from "./quota/workspace-quota.ts";
+import { recordNodeRuntime } from "./record-node-runtime.ts";
 import { registerNode } from "./register-node.ts";
 import type { ModelConfig } from "./runs/agent/model-config.ts";
 import type { ListenFn } from "./runs/listen.ts";
@@ -161,10 +162,11 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     // Every asset's checksums and probe, once per start (ARCHITECTURE.md §3), in the
     // background: a first verification hashes ~300 MB. Until it is done the process
     // tier's bash waits for it; a failure leaves every asset not ready.
+    const stopping = new AbortController();
     const runtime = verifyRuntimeAssets({
       treeDir: deps.sandboxTiers.runtimeDir,
       bwrap: "bwrap",
-      signal: AbortSignal.timeout(RUNTIME_VERIFY_TIMEOUT_MS),
+      signal: AbortSignal.any([stopping.signal, AbortSignal.timeout(RUNTIME_VERIFY_TIMEOUT_MS)]),
     }).catch(
       (error: unknown): RuntimeAssetsReport => ({
         version: "unknown",
@@ -172,10 +174,31 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         error: (error as Error).message,
       }),
     );
-    void runtime.then((report) => {
+    // The runtime report operators read (GET /v1/admin/runtime): the tiers now, the
+    // assets once verified; a failed write is logged, the node runs on.
+    const tiers = deps.sandboxTiers.statuses.map(({ tier, ready, detail }) => ({
+      tier,
+      ready,
+      detail,
+    }));
+    await recordNodeRuntime(deps.db, deps.nodeId, { tiers }, starting.signal);
+    const recorded = runtime.then(async (report) => {
       for (const asset of report.assets.filter((a) => !a.ready)) {
         logger.warn({ asset: asset.name, reason: asset.reason }, "runtime asset not ready");
       }
+      await recordNodeRuntime(
+        deps.db,
+        deps.nodeId,
+        { tiers, assets: report },
+        stopping.signal,
+      ).catch((error: unknown) => {
+        if (!stopping.signal.aborted)
+          logger.warn({ err: error }, "could not record the Runtime Assets report");
+      });
+    });
+    stops.push(async () => {
+      stopping.abort();
+      await recorded;
     });
     let sandboxes: RunSandboxes;
     let manager: SandboxManager | undefined;

@@ -168,7 +168,7 @@ export async function verifyRuntimeAssets(
       );
       continue;
     }
-    const probe = await runProbe(input.bwrap, input.treeDir, asset);
+    const probe = await runProbe(input.bwrap, input.treeDir, asset, input.signal);
     assets.push(probe === undefined ? status(true) : status(false, probe));
   }
   return { version, assets };
@@ -276,6 +276,7 @@ async function runProbe(
   bwrap: string,
   treeDir: string,
   asset: RuntimeAssetSpec,
+  signal: AbortSignal,
 ): Promise<string | undefined> {
   const args = [
     "--unshare-all",
@@ -315,7 +316,7 @@ async function runProbe(
     ...asset.probe,
   ];
   try {
-    const { stdout } = await run(bwrap, args, { timeout: PROBE_TIMEOUT_MS, env: {} });
+    const { stdout } = await run(bwrap, args, { timeout: PROBE_TIMEOUT_MS, env: {}, signal });
     return asset.expect.test(stdout)
       ? undefined
       : `probe printed ${JSON.stringify(stdout.slice(0, 80))}`;

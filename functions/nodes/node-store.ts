@@ -1,5 +1,9 @@
 import { asc, eq, sql } from "drizzle-orm";
 import type { AdminNode } from "../../shared/contracts/node.ts";
+import {
+  type AdminNodeRuntime,
+  storedNodeRuntimeSchema,
+} from "../../shared/contracts/node-runtime.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { type NodeState, nodes } from "../../shared/db/schema/nodes.ts";
 import { nodeIsLost } from "../../shared/runs/node-liveness.ts";
@@ -27,6 +31,51 @@ export async function listNodes(db: Db, nodeTtlMs: number): Promise<AdminNode[]>
     live_sandboxes: r.liveSandboxes,
     running_runs: r.runningRuns,
   }));
+}
+
+/**
+ * Every node's runtime report (API.md `GET /v1/admin/runtime`) as the node wrote it. A
+ * tier is ready only if its preflight passed and the last heartbeat still found it
+ * answering (a Docker engine that went away since start reads as not ready); a row the
+ * node never wrote, or one this code cannot read, is `unknown`, never a guess.
+ */
+export async function listNodeRuntimes(db: Db, nodeTtlMs: number): Promise<AdminNodeRuntime[]> {
+  const rows = await db
+    .select({
+      nodeId: nodes.nodeId,
+      state: nodes.state,
+      lost: sql<boolean>`${nodeIsLost(nodeTtlMs)}`,
+      heartbeatAt: nodes.heartbeatAt,
+      sandboxTiers: nodes.sandboxTiers,
+      runtime: nodes.runtime,
+    })
+    .from(nodes)
+    .orderBy(asc(nodes.nodeId));
+  return rows.map((r) => {
+    const stored = storedNodeRuntimeSchema.safeParse(r.runtime);
+    const runtime = stored.success ? stored.data : undefined;
+    const live = new Set(r.sandboxTiers);
+    return {
+      node_id: r.nodeId,
+      state: r.lost ? "lost" : r.state,
+      heartbeat_at: isoTime(r.heartbeatAt),
+      sandbox_tiers: (runtime?.tiers ?? []).map((t) =>
+        t.ready && !live.has(t.tier)
+          ? {
+              tier: t.tier,
+              ready: false,
+              detail: `ready at start (${t.detail}) but not answering at the last heartbeat`,
+            }
+          : t,
+      ),
+      runtime_assets:
+        runtime === undefined
+          ? { state: "unknown", version: "unknown", assets: [] }
+          : runtime.assets === undefined
+            ? { state: "verifying", version: "unknown", assets: [] }
+            : { state: "verified", ...runtime.assets },
+    };
+  });
 }
 
 /**

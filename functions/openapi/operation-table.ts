@@ -99,6 +99,7 @@ export const OPERATIONS: Readonly<Record<string, OperationInfo>> = {
   "PUT /v1/admin/skills/{slug}/grants/{uid}": { operationId: "grantSkill", tag: "Admin" },
   "DELETE /v1/admin/skills/{slug}/grants/{uid}": { operationId: "revokeSkill", tag: "Admin" },
   "GET /v1/admin/nodes": { operationId: "listNodes", tag: "Admin" },
+  "GET /v1/admin/runtime": { operationId: "listNodeRuntimes", tag: "Admin" },
   "POST /v1/admin/nodes/{node_id}/quiesce": { operationId: "quiesceNode", tag: "Admin" },
   "POST /v1/admin/nodes/{node_id}/resume": { operationId: "resumeNode", tag: "Admin" },
   "GET /v1/admin/users/{uid}/limits": { operationId: "getUserLimits", tag: "Admin" },

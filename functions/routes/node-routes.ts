@@ -1,10 +1,11 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { adminNodeListSchema, nodeIdParamSchema } from "../../shared/contracts/node.ts";
+import { adminRuntimeListSchema } from "../../shared/contracts/node-runtime.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { DEFAULT_NODE_TTL_MS } from "../../shared/runs/node-liveness.ts";
 import type { AppEnv } from "../app-env.ts";
-import { listNodes, setNodeState } from "../nodes/node-store.ts";
+import { listNodeRuntimes, listNodes, setNodeState } from "../nodes/node-store.ts";
 import { bearerSecurity, commonErrors, errorResponse } from "./openapi-common.ts";
 
 const list = createRoute({
@@ -14,6 +15,21 @@ const list = createRoute({
   security: bearerSecurity,
   responses: {
     200: { description: "Nodes", content: { "application/json": { schema: adminNodeListSchema } } },
+    403: errorResponse("The caller is not an admin."),
+    ...commonErrors,
+  },
+});
+
+const runtime = createRoute({
+  method: "get",
+  path: "/v1/admin/runtime",
+  summary: "Admin: per node, each sandbox tier's readiness and each Runtime Asset's",
+  security: bearerSecurity,
+  responses: {
+    200: {
+      description: "Runtime reports, one per node",
+      content: { "application/json": { schema: adminRuntimeListSchema } },
+    },
     403: errorResponse("The caller is not an admin."),
     ...commonErrors,
   },
@@ -43,6 +59,7 @@ export type NodeRoutesDeps = { db: Db; nodeTtlMs?: number };
 export function registerNodeRoutes(app: OpenAPIHono<AppEnv>, deps: NodeRoutesDeps): void {
   const ttl = deps.nodeTtlMs ?? DEFAULT_NODE_TTL_MS;
   app.openapi(list, async (c) => c.json({ items: await listNodes(deps.db, ttl) }, 200));
+  app.openapi(runtime, async (c) => c.json({ items: await listNodeRuntimes(deps.db, ttl) }, 200));
   for (const [route, state] of [
     [quiesce, "quiesced"],
     [resume, "active"],

@@ -6,6 +6,7 @@ export * from "./error-body.ts";
 export * from "./files-access.ts";
 export * from "./health.ts";
 export * from "./node.ts";
+export * from "./node-runtime.ts";
 export * from "./project.ts";
 export * from "./queue-message.ts";
 export * from "./run.ts";

@@ -135,6 +135,10 @@ export interface paths {
     /** Admin: every agent-host node with its state, heartbeat, tiers and load */
     get: operations["listNodes"];
   };
+  "/v1/admin/runtime": {
+    /** Admin: per node, each sandbox tier's readiness and each Runtime Asset's */
+    get: operations["listNodeRuntimes"];
+  };
   "/v1/admin/nodes/{node_id}/quiesce": {
     /** Admin: the node takes no new sandboxes and drains */
     post: operations["quiesceNode"];
@@ -1010,6 +1014,47 @@ export interface components {
       live_sandboxes: number;
       /** @description Runs running on the node at the last heartbeat. */
       running_runs: number;
+    };
+    AdminRuntimeList: {
+      items: components["schemas"]["AdminNodeRuntime"][];
+    };
+    AdminNodeRuntime: {
+      node_id: string;
+      /** @enum {string} */
+      state: "active" | "quiesced" | "lost";
+      /** @description Last heartbeat (RFC 3339). */
+      heartbeat_at: string;
+      sandbox_tiers: components["schemas"]["SandboxTierReport"][];
+      runtime_assets: {
+        /**
+         * @description `verifying` while the node hashes and probes its assets after a start; `unknown` when the node never reported (an agent-host older than this report).
+         * @enum {string}
+         */
+        state: "verifying" | "verified" | "unknown";
+        /** @description The Runtime Assets build (suite and key), or `missing`. */
+        version: string;
+        /** @description Why verification itself failed. */
+        error?: string;
+        assets: components["schemas"]["RuntimeAssetStatus"][];
+      };
+    };
+    SandboxTierReport: {
+      /** @enum {string} */
+      tier: "container" | "process";
+      /** @description Ready at start (preflight) and still answering at the last heartbeat. */
+      ready: boolean;
+      /** @description What preflight found, or the part that is missing. */
+      detail: string;
+    };
+    RuntimeAssetStatus: {
+      /** @description The asset (`bash`, `python3`, `node`, `git`, …). */
+      name: string;
+      /** @description Its Debian package version in this build. */
+      version: string;
+      /** @description Checksums match and the probe printed what it must. */
+      ready: boolean;
+      /** @description Why it is not ready. */
+      reason?: string;
     };
     AdminUserLimits: {
       /** @description A user id: the OIDC subject (`sub`) of the caller. */
@@ -2477,6 +2522,41 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["AdminNodeList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Admin: per node, each sandbox tier's readiness and each Runtime Asset's */
+  listNodeRuntimes: {
+    responses: {
+      /** @description Runtime reports, one per node */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminRuntimeList"];
         };
       };
       /** @description Missing or invalid token. */

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { integer, jsonb, pgTable, text } from "drizzle-orm/pg-core";
+import type { StoredNodeRuntime } from "../../contracts/node-runtime.ts";
 import { enumCheck, timestamptz } from "./columns.ts";
 
 /**
@@ -26,6 +27,11 @@ export const nodes = pgTable(
     sandboxTiers: jsonb("sandbox_tiers").$type<string[]>().notNull().default(sql`'[]'::jsonb`),
     liveSandboxes: integer("live_sandboxes").notNull().default(0),
     runningRuns: integer("running_runs").notNull().default(0),
+    /**
+     * The node's own runtime report (GET /v1/admin/runtime): each tier's preflight and,
+     * once verified, each Runtime Asset. Null until the node first wrote it.
+     */
+    runtime: jsonb("runtime").$type<StoredNodeRuntime>(),
     /** Set by a clean stop (SIGTERM): the node is gone at once, not after the TTL. */
     stoppedAt: timestamptz("stopped_at"),
   },

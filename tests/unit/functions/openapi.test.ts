@@ -34,6 +34,7 @@ const API_MD_ROUTES = [
   "GET /v1/admin/nodes",
   "POST /v1/admin/nodes/{node_id}/quiesce",
   "POST /v1/admin/nodes/{node_id}/resume",
+  "GET /v1/admin/runtime",
   "GET /v1/admin/users/{uid}/limits",
   "PUT /v1/admin/users/{uid}/limits",
 ];

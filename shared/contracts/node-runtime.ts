@@ -1,0 +1,70 @@
+import { z } from "@hono/zod-openapi";
+import { ADMIN_NODE_STATES } from "./node.ts";
+import { SANDBOX_TIER_VALUES } from "./run.ts";
+
+// What each agent-host reports about its runtime (API.md "Nodes and runtimes",
+// `GET /v1/admin/runtime`): each sandbox tier's preflight and each Runtime Asset's
+// verification. The node writes it into its `nodes` row (agent-host/record-node-runtime.ts);
+// the control plane only reads it back.
+
+export const runtimeAssetStatusSchema = z
+  .object({
+    name: z.string().describe("The asset (`bash`, `python3`, `node`, `git`, …)."),
+    version: z.string().describe("Its Debian package version in this build."),
+    ready: z.boolean().describe("Checksums match and the probe printed what it must."),
+    reason: z.string().optional().describe("Why it is not ready."),
+  })
+  .openapi("RuntimeAssetStatus");
+
+export const sandboxTierReportSchema = z
+  .object({
+    tier: z.enum(SANDBOX_TIER_VALUES),
+    ready: z
+      .boolean()
+      .describe("Ready at start (preflight) and still answering at the last heartbeat."),
+    detail: z.string().describe("What preflight found, or the part that is missing."),
+  })
+  .openapi("SandboxTierReport");
+
+/** The shape stored in `nodes.runtime` (jsonb), written by the node itself. */
+export const storedNodeRuntimeSchema = z.object({
+  tiers: z.array(
+    z.object({ tier: z.enum(SANDBOX_TIER_VALUES), ready: z.boolean(), detail: z.string() }),
+  ),
+  /** Absent while the node is still verifying its Runtime Assets. */
+  assets: z
+    .object({
+      version: z.string(),
+      assets: z.array(runtimeAssetStatusSchema),
+      error: z.string().optional(),
+    })
+    .optional(),
+});
+export type StoredNodeRuntime = z.infer<typeof storedNodeRuntimeSchema>;
+
+export const RUNTIME_ASSETS_STATES = ["verifying", "verified", "unknown"] as const;
+
+export const adminNodeRuntimeSchema = z
+  .object({
+    node_id: z.string(),
+    state: z.enum(ADMIN_NODE_STATES),
+    heartbeat_at: z.string().describe("Last heartbeat (RFC 3339)."),
+    sandbox_tiers: z.array(sandboxTierReportSchema),
+    runtime_assets: z.object({
+      state: z
+        .enum(RUNTIME_ASSETS_STATES)
+        .describe(
+          "`verifying` while the node hashes and probes its assets after a start; `unknown` when the node never reported (an agent-host older than this report).",
+        ),
+      version: z.string().describe("The Runtime Assets build (suite and key), or `missing`."),
+      error: z.string().optional().describe("Why verification itself failed."),
+      assets: z.array(runtimeAssetStatusSchema),
+    }),
+  })
+  .openapi("AdminNodeRuntime");
+
+export const adminRuntimeListSchema = z
+  .object({ items: z.array(adminNodeRuntimeSchema) })
+  .openapi("AdminRuntimeList");
+
+export type AdminNodeRuntime = z.infer<typeof adminNodeRuntimeSchema>;

@@ -6,6 +6,7 @@ import { freePort } from "../../setup/free-port.ts";
 import { sqsClient } from "../../support/aws.ts";
 import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import type { TestDatabase } from "../../support/postgres.ts";
+import { checkCors } from "./support/check-cors.ts";
 import { driveThreadAndRun, receiveRunIds } from "./support/drive.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
@@ -14,6 +15,7 @@ import { type ServerProcess, startServerProcess } from "./support/server-process
 
 const ROOT = join(import.meta.dirname, "../../..");
 const SECRET = "node-entry-secret-0123456789abcdef";
+const CONSOLE_ORIGIN = "https://console.example.com";
 
 let database: TestDatabase;
 let queueUrl: string;
@@ -36,6 +38,7 @@ beforeAll(async () => {
       HOST: "127.0.0.1",
       PORT: String(port),
       SWEEP_INTERVAL_MS: "1000",
+      WORKCELL_CORS_ORIGINS: `${CONSOLE_ORIGIN},http://localhost:5173`,
     },
     cwd: ROOT,
     url: `http://127.0.0.1:${port}`,
@@ -55,6 +58,14 @@ test("a thread and a run over HTTP, with live events woken by LISTEN/NOTIFY", as
     database,
     sqs: sqsClient(),
     queueUrl,
+  });
+});
+
+test("CORS (WORKCELL_CORS_ORIGINS): the allowed origin's preflight and request; nothing for others", async () => {
+  await checkCors({
+    url: server.url,
+    token: await mintDevToken(SECRET, "cora"),
+    allowedOrigin: CONSOLE_ORIGIN,
   });
 });
 

@@ -10,6 +10,7 @@ import { freePort } from "../../setup/free-port.ts";
 import { sqsClient } from "../../support/aws.ts";
 import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import type { TestDatabase } from "../../support/postgres.ts";
+import { checkCors } from "./support/check-cors.ts";
 import { driveThreadAndRun, receiveRunIds } from "./support/drive.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
@@ -22,6 +23,7 @@ const ROOT = join(import.meta.dirname, "../../..");
 const WRANGLER = join(ROOT, "node_modules/.bin/wrangler");
 const CONFIG = join(ROOT, "infra/wrangler.toml");
 const SECRET = "worker-test-secret-0123456789abcdef";
+const CONSOLE_ORIGIN = "https://console.example.com";
 const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1" };
 
 let scratch: string;
@@ -40,7 +42,7 @@ beforeAll(async () => {
   const envFile = join(scratch, "worker.env");
   await writeFile(
     envFile,
-    Object.entries(vars)
+    Object.entries({ ...vars, WORKCELL_CORS_ORIGINS: CONSOLE_ORIGIN })
       .map(([k, v]) => `${k}='${v}'`)
       .join("\n"),
   );
@@ -105,6 +107,14 @@ describe("Cloudflare Workers", () => {
       database,
       sqs: sqsClient(),
       queueUrl,
+    });
+  });
+
+  test("CORS under wrangler dev: the allowed origin's preflight and request; nothing for others", async () => {
+    await checkCors({
+      url: worker.url,
+      token: await mintDevToken(SECRET, "cora"),
+      allowedOrigin: CONSOLE_ORIGIN,
     });
   });
 

@@ -50,6 +50,12 @@ export function createSandboxExec(
           timeoutMs: options.timeoutMs,
           maxOutputBytesPerStream: options.maxOutputBytes,
           ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
+          ...(options.onOutput === undefined
+            ? {}
+            : {
+                onStdout: (chunk: Buffer) => options.onOutput?.("stdout", chunk),
+                onStderr: (chunk: Buffer) => options.onOutput?.("stderr", chunk),
+              }),
         },
         options.signal,
       );

@@ -75,6 +75,32 @@ const toolCompletedEvent = z
   })
   .openapi("ToolCompletedEvent");
 
+const toolOutputEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("tool.output").describe("Event type."),
+    data: z
+      .object({
+        tool_call_id: z
+          .string()
+          .describe("The running `tool.started` call this output belongs to."),
+        stream: z.enum(["stdout", "stderr"]).describe("Which output stream of the command."),
+        text: z
+          .string()
+          .describe(
+            "The next piece of that stream as UTF-8 text, in order; a few chunks coalesced, at most a few KiB.",
+          ),
+        truncated: z
+          .boolean()
+          .optional()
+          .describe(
+            "True on the last `tool.output` of the run: its live-output bound is reached and `text` is the marker saying so. `tool.completed` still carries the bounded summary.",
+          ),
+      })
+      .describe("Live output of a running command, as it arrives."),
+  })
+  .openapi("ToolOutputEvent");
+
 const subagentStartedEvent = z
   .object({
     ...envelope,
@@ -122,6 +148,7 @@ export const RUN_EVENT_TYPES = [
   "message.delta",
   "message.completed",
   "tool.started",
+  "tool.output",
   "tool.completed",
   "subagent.started",
   "subagent.completed",
@@ -134,6 +161,7 @@ export const runEventSchema = z
     messageDeltaEvent,
     messageCompletedEvent,
     toolStartedEvent,
+    toolOutputEvent,
     toolCompletedEvent,
     subagentStartedEvent,
     subagentCompletedEvent,

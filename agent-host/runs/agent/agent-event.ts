@@ -44,7 +44,7 @@ export interface SubagentCompletedEvent {
  * adds seq / run_id / created_at and appends them to `run_events` without gaps.
  *
  * Order of one run: `run.status` (running) first; per model turn some `message.delta`,
- * then `message.completed` when the turn produced text; per tool call `tool.started` …
+ * then `message.completed` when the turn produced text; per tool call `tool.started`, `tool.output` while a command prints …
  * (`subagent.*` in between for `spawn_subagent`) … `tool.completed`; `run.completed` last.
  */
 export type AgentEvent =
@@ -52,6 +52,7 @@ export type AgentEvent =
   | ContractEvent<"message.delta">
   | ContractEvent<"message.completed">
   | ContractEvent<"tool.started">
+  | ContractEvent<"tool.output">
   | ContractEvent<"tool.completed">
   | ContractEvent<"run.completed">
   | SubagentStartedEvent

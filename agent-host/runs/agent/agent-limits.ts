@@ -27,6 +27,15 @@ export interface AgentLimits {
    */
   readonly deltaFlushChars: number;
   readonly deltaFlushMs: number;
+  /**
+   * Live output of a running command (`tool.output`, tool-output-stream.ts): chunks are
+   * coalesced for up to `toolOutputFlushMs`, one event holds at most
+   * `toolOutputMaxEventBytes` of text, and one run's events at most `toolOutputMaxRunBytes`
+   * in all (then a marker, then nothing until `tool.completed`).
+   */
+  readonly toolOutputFlushMs: number;
+  readonly toolOutputMaxEventBytes: number;
+  readonly toolOutputMaxRunBytes: number;
 }
 
 export const DEFAULT_MAX_TURNS = 50;
@@ -34,6 +43,9 @@ export const DEFAULT_MAX_TOOL_OUTPUT_BYTES = 64 * 1024;
 export const DEFAULT_MAX_TOTAL_TOKENS = 2_000_000;
 export const DEFAULT_DELTA_FLUSH_CHARS = 128;
 export const DEFAULT_DELTA_FLUSH_MS = 100;
+export const DEFAULT_TOOL_OUTPUT_FLUSH_MS = 200;
+export const DEFAULT_TOOL_OUTPUT_MAX_EVENT_BYTES = 8 * 1024;
+export const DEFAULT_TOOL_OUTPUT_MAX_RUN_BYTES = 1024 * 1024;
 
 export const DEFAULT_AGENT_LIMITS: AgentLimits = Object.freeze({
   maxTurns: Math.min(DEFAULT_MAX_TURNS, MAX_AGENT_STEPS),
@@ -42,4 +54,7 @@ export const DEFAULT_AGENT_LIMITS: AgentLimits = Object.freeze({
   maxTotalTokens: DEFAULT_MAX_TOTAL_TOKENS,
   deltaFlushChars: DEFAULT_DELTA_FLUSH_CHARS,
   deltaFlushMs: DEFAULT_DELTA_FLUSH_MS,
+  toolOutputFlushMs: DEFAULT_TOOL_OUTPUT_FLUSH_MS,
+  toolOutputMaxEventBytes: DEFAULT_TOOL_OUTPUT_MAX_EVENT_BYTES,
+  toolOutputMaxRunBytes: DEFAULT_TOOL_OUTPUT_MAX_RUN_BYTES,
 });

@@ -15,6 +15,11 @@ import { createDeltaBuffer } from "./delta-buffer.ts";
 import type { ModelClient, ModelResult } from "./model-client.ts";
 import { type Tool, type ToolEnvironment, type ToolResult, toolSpecOf } from "./tool.ts";
 import { classifyToolError, refusalResult } from "./tool-failure.ts";
+import {
+  createToolOutputBudget,
+  createToolOutputStream,
+  type ToolOutputBudget,
+} from "./tool-output-stream.ts";
 import { capToolOutput } from "./truncate-utf8.ts";
 
 export interface AgentLoopInput {
@@ -97,6 +102,7 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
   // after it without trying anything else (the shell model always does), nothing handled
   // the timeout: the run fails with command_timeout instead of reading as succeeded.
   let unhandledTimeout: RunError | undefined;
+  const liveOutput = createToolOutputBudget(toolOutputLimits(limits));
 
   const emit = async (event: AgentEvent): Promise<void> => {
     try {
@@ -202,7 +208,7 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
     for (const [n, call] of reply.toolCalls.entries()) {
       const outcome = signal.aborted
         ? ({ kind: "cancelled" } as const)
-        : await runToolCall(call, toolsByName, input, limits, emit);
+        : await runToolCall(call, toolsByName, input, { limits, liveOutput }, emit);
       if (outcome.kind === "done") {
         newMessages.push(outcome.message);
         if (outcome.timedOut) {
@@ -234,7 +240,7 @@ async function runToolCall(
   call: ToolCall,
   toolsByName: ReadonlyMap<string, Tool>,
   input: AgentLoopInput,
-  limits: AgentLimits,
+  { limits, liveOutput }: { readonly limits: AgentLimits; readonly liveOutput: ToolOutputBudget },
   emit: (event: AgentEvent) => Promise<void>,
 ): Promise<ToolCallOutcome> {
   const { signal } = input;
@@ -275,7 +281,19 @@ async function runToolCall(
       try {
         result = await tool.execute(
           args.data,
-          { ...input.toolEnv, toolCallId: call.id, emit, logger },
+          {
+            ...input.toolEnv,
+            toolCallId: call.id,
+            emit,
+            logger,
+            liveOutput: () =>
+              createToolOutputStream({
+                toolCallId: call.id,
+                emit,
+                limits: toolOutputLimits(limits),
+                budget: liveOutput,
+              }),
+          },
           signal,
         );
       } catch (error) {
@@ -324,6 +342,14 @@ async function runToolCall(
     kind: "done",
     message: { role: "tool", toolCallId: call.id, content },
     timedOut: result.details?.status === "timed_out",
+  };
+}
+
+function toolOutputLimits(limits: AgentLimits) {
+  return {
+    flushMs: limits.toolOutputFlushMs,
+    maxEventBytes: limits.toolOutputMaxEventBytes,
+    maxRunBytes: limits.toolOutputMaxRunBytes,
   };
 }
 

@@ -12,6 +12,8 @@ export interface SandboxExecOptions {
   readonly stdin?: string;
   /** Aborting kills the process in the sandbox; the result then says `cancelled`. */
   readonly signal: AbortSignal;
+  /** Streaming: each chunk of output (under the per-stream cap) as the process writes it. */
+  readonly onOutput?: (stream: "stdout" | "stderr", chunk: Buffer) => void;
 }
 
 export interface SandboxExecResult {

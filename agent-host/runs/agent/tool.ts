@@ -5,6 +5,7 @@ import type { EmitFn } from "./agent-event.ts";
 import type { ToolSpec } from "./model-client.ts";
 import type { SandboxExec } from "./sandbox-exec.ts";
 import type { SubagentSpawner } from "./subagent-spawner.ts";
+import type { ToolOutputStream } from "./tool-output-stream.ts";
 
 /** What every tool of one run works with; built once per run by the worker. */
 export interface ToolEnvironment {
@@ -28,6 +29,11 @@ export interface ToolContext extends ToolEnvironment {
   readonly emit: EmitFn;
   /** The loop's logger with tool and tool_call_id bound. */
   readonly logger: Logger;
+  /**
+   * A stream for this call's live command output (`tool.output` events, bounded per event
+   * and per run); the caller must `close()` it before returning, error or not.
+   */
+  readonly liveOutput: () => ToolOutputStream;
 }
 
 export interface ToolResult {

@@ -54,6 +54,10 @@ function printEvent(ctx: CliContext, event: RunEvent): void {
     case "tool.started":
       ctx.io.stderr(`> ${event.data.name} ${summary(event.data.input)}\n`);
       return;
+    case "tool.output":
+      // A command's live output: on stderr, so stdout stays the assistant's reply.
+      ctx.io.stderr(event.data.text);
+      return;
     case "tool.completed":
       if (event.data.is_error) ctx.io.stderr(`! ${event.data.tool_call_id} failed\n`);
       return;

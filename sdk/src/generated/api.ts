@@ -160,7 +160,7 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     /** @description One event of a run's event stream. */
-    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["RunCompletedEvent"];
+    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["RunCompletedEvent"];
     RunStatusEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
@@ -262,6 +262,39 @@ export interface components {
         name: string;
         /** @description Tool arguments as the model gave them. */
         input?: unknown;
+      };
+    };
+    ToolOutputEvent: {
+      /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
+      seq: number;
+      /**
+       * Format: uuid
+       * @description The run.
+       */
+      run_id: string;
+      /**
+       * Format: date-time
+       * @description When the event was recorded.
+       */
+      created_at: string;
+      /**
+       * @description Event type.
+       * @enum {string}
+       */
+      type: "tool.output";
+      /** @description Live output of a running command, as it arrives. */
+      data: {
+        /** @description The running `tool.started` call this output belongs to. */
+        tool_call_id: string;
+        /**
+         * @description Which output stream of the command.
+         * @enum {string}
+         */
+        stream: "stdout" | "stderr";
+        /** @description The next piece of that stream as UTF-8 text, in order; a few chunks coalesced, at most a few KiB. */
+        text: string;
+        /** @description True on the last `tool.output` of the run: its live-output bound is reached and `text` is the marker saying so. `tool.completed` still carries the bounded summary. */
+        truncated?: boolean;
       };
     };
     ToolCompletedEvent: {

@@ -93,8 +93,9 @@ const isTerminal = (run: AgentRun) => ["succeeded", "failed", "cancelled"].inclu
 
 export async function runWorld(
   sandboxOverrides: Parameters<typeof managerWorld>[0] = {},
+  tier: Parameters<typeof managerWorld>[1] = "container",
 ): Promise<RunWorld> {
-  const base = await managerWorld(sandboxOverrides);
+  const base = await managerWorld(sandboxOverrides, tier);
   const sqs = sqsClient();
   const queueUrl = await freshQueue(sqs, "runs");
   const dlqUrl = await freshQueue(sqs, "runs-dlq");

@@ -48,6 +48,7 @@ it("runs a shell command end to end: file in the Workdir, reply, gap-free events
   expect(events.map((e) => e.type)).toEqual([
     "run.status",
     "tool.started",
+    "tool.output",
     "tool.completed",
     "message.delta",
     "message.completed",

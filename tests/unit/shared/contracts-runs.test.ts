@@ -151,6 +151,16 @@ describe("run events", () => {
       },
       {
         ...base,
+        type: "tool.output",
+        data: { tool_call_id: "c1", stream: "stdout", text: "a\n" },
+      },
+      {
+        ...base,
+        type: "tool.output",
+        data: { tool_call_id: "c1", stream: "stderr", text: "[cut]", truncated: true },
+      },
+      {
+        ...base,
         type: "tool.completed",
         data: { tool_call_id: "c1", is_error: false, output: "a" },
       },
@@ -166,7 +176,7 @@ describe("run events", () => {
       },
       { ...base, type: "run.completed", data: { status: "succeeded" } },
     ];
-    expect(events.map((e) => e.type).sort()).toEqual([...RUN_EVENT_TYPES].sort());
+    expect([...new Set(events.map((e) => e.type))].sort()).toEqual([...RUN_EVENT_TYPES].sort());
     for (const event of events) expect(runEventSchema.parse(event)).toEqual(event);
   });
 

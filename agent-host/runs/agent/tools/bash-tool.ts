@@ -47,12 +47,23 @@ export function createBashTool(options: Partial<BashToolOptions> = {}): Tool<Bas
     parameters: bashArgs,
     async execute(args, ctx, signal) {
       const timeoutMs = Math.min(args.timeout_ms ?? defaultTimeoutMs, maxTimeoutMs);
-      const result = await ctx.sandbox.exec(args.command, {
-        cwd: runtimeWorkdirPath(ctx.workdirPath),
-        timeoutMs,
-        maxOutputBytes,
-        signal,
-      });
+      // Live output reaches the run's event stream while the command runs (tool.output);
+      // every pending piece is appended before tool.completed, which the loop emits next.
+      const live = ctx.liveOutput();
+      let result: SandboxExecResult;
+      try {
+        result = await ctx.sandbox.exec(args.command, {
+          cwd: runtimeWorkdirPath(ctx.workdirPath),
+          timeoutMs,
+          maxOutputBytes,
+          signal,
+          onOutput: (stream, chunk) => live.push(stream, chunk),
+        });
+      } catch (error) {
+        await live.close().catch(() => {});
+        throw error;
+      }
+      await live.close();
       // A cancelled exec is the run being cancelled, not a result for the model.
       if (result.status === "cancelled") signal.throwIfAborted();
       return {

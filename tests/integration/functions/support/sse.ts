@@ -34,6 +34,30 @@ export async function readSse(
   }
 }
 
+/**
+ * The frames of an SSE body one at a time, as they arrive: for tests that act between
+ * frames (e.g. let a command go on only once its output was delivered).
+ */
+export async function* sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let boundary = buffer.indexOf("\n\n");
+      while (boundary !== -1) {
+        yield parseFrame(buffer.slice(0, boundary));
+        buffer = buffer.slice(boundary + 2);
+        boundary = buffer.indexOf("\n\n");
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}
+
 function parseFrame(text: string): SseFrame {
   const frame: SseFrame = {};
   for (const line of text.split("\n")) {

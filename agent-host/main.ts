@@ -49,6 +49,7 @@ const sandboxConfig = sandboxConfigSchema.parse({
   idleTimeoutMs: env.SANDBOX_IDLE_TIMEOUT_SECONDS * 1000,
   nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
   keepWarmMs: env.SANDBOX_KEEP_WARM_SECONDS * 1000,
+  dockerCallTimeoutMs: env.DOCKER_CALL_TIMEOUT_SECONDS * 1000,
 });
 
 const host = await startAgentHost({

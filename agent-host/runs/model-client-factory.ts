@@ -48,7 +48,10 @@ export function modelClientFactoryFor(
  * every run at its first model call.
  */
 export function modelConfigFromEnv(
-  env: Pick<AgentHostEnv, "MODEL_BASE_URL" | "MODEL_API_KEY" | "MODEL_NAME">,
+  env: Pick<
+    AgentHostEnv,
+    "MODEL_BASE_URL" | "MODEL_API_KEY" | "MODEL_NAME" | "MODEL_REQUEST_TIMEOUT_SECONDS"
+  >,
 ): ModelConfig {
   if (env.MODEL_BASE_URL === undefined) return modelConfigSchema.parse({ kind: "shell" });
   if (env.MODEL_NAME === undefined) {
@@ -65,5 +68,8 @@ export function modelConfigFromEnv(
     baseUrl: env.MODEL_BASE_URL,
     model: env.MODEL_NAME,
     ...(env.MODEL_API_KEY === undefined ? {} : { apiKey: env.MODEL_API_KEY }),
+    ...(env.MODEL_REQUEST_TIMEOUT_SECONDS === undefined
+      ? {}
+      : { requestTimeoutMs: env.MODEL_REQUEST_TIMEOUT_SECONDS * 1000 }),
   });
 }

@@ -9,6 +9,7 @@ import { SANDBOX_SKILLS_MOUNT, SANDBOX_USER_DATA_MOUNT } from "../../shared/path
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { containerName, nodeLabelFilters, parseSandboxLabels } from "./container-labels.ts";
 import { containerCreateOptions } from "./container-spec.ts";
+import { boundedDockerCall } from "./docker-call.ts";
 import { isNotFoundError } from "./docker-errors.ts";
 import { runDockerExec } from "./docker-exec.ts";
 import type {
@@ -85,10 +86,18 @@ export class DockerDriver implements SandboxDriver {
       },
       config,
     );
+    const call = <T>(purpose: string, run: (bounded: AbortSignal) => Promise<T>) =>
+      boundedDockerCall({ timeoutMs: config.dockerCallTimeoutMs, purpose }, signal, run);
     try {
-      const container = await docker.createContainer({ ...options, abortSignal: signal });
-      await container.start({ abortSignal: signal });
-      const info = await container.inspect({ abortSignal: signal });
+      const container = await call("to create the sandbox container", (bounded) =>
+        docker.createContainer({ ...options, abortSignal: bounded }),
+      );
+      await call("to start the sandbox container", (bounded) =>
+        container.start({ abortSignal: bounded }),
+      );
+      const info = await call("to inspect the new sandbox container", (bounded) =>
+        container.inspect({ abortSignal: bounded }),
+      );
       assertRunning(info);
       const swapped = await firstSwappedMount(info.State.Pid, opened);
       if (swapped === "exited") {
@@ -132,11 +141,20 @@ export class DockerDriver implements SandboxDriver {
     }
   }
 
+  /** Every Docker call of the driver: the caller's signal and the per-call bound. */
+  #call<T>(purpose: string, signal: AbortSignal, run: (bounded: AbortSignal) => Promise<T>) {
+    return boundedDockerCall(
+      { timeoutMs: this.#deps.config.dockerCallTimeoutMs, purpose },
+      signal,
+      run,
+    );
+  }
+
   async inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined> {
     try {
-      const info = await this.#deps.docker
-        .getContainer(containerId)
-        .inspect({ abortSignal: signal });
+      const info = await this.#call("to inspect a sandbox container", signal, (bounded) =>
+        this.#deps.docker.getContainer(containerId).inspect({ abortSignal: bounded }),
+      );
       return toSandboxContainer(info.Id, info.Config.Labels, info.State.Running);
     } catch (error) {
       if (isNotFoundError(error)) return undefined;
@@ -157,7 +175,9 @@ export class DockerDriver implements SandboxDriver {
     const container = this.#deps.docker.getContainer(ref.containerId);
     for (;;) {
       try {
-        await container.remove({ force: true, v: true, abortSignal: signal });
+        await this.#call("to remove a sandbox container", signal, (bounded) =>
+          container.remove({ force: true, v: true, abortSignal: bounded }),
+        );
         return { ok: true, existed: true };
       } catch (error) {
         if (isNotFoundError(error)) return { ok: true, existed: true };
@@ -170,11 +190,13 @@ export class DockerDriver implements SandboxDriver {
   }
 
   async list(nodeId: string, signal: AbortSignal): Promise<SandboxContainer[]> {
-    const found = await this.#deps.docker.listContainers({
-      all: true,
-      filters: { label: nodeLabelFilters(nodeId) },
-      abortSignal: signal,
-    });
+    const found = await this.#call("to list this node's sandbox containers", signal, (bounded) =>
+      this.#deps.docker.listContainers({
+        all: true,
+        filters: { label: nodeLabelFilters(nodeId) },
+        abortSignal: bounded,
+      }),
+    );
     return found.flatMap((c) => toSandboxContainer(c.Id, c.Labels, c.State === "running") ?? []);
   }
 }

@@ -5,6 +5,7 @@ import type Docker from "dockerode";
 import type { Logger } from "pino";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { SANDBOX_USER } from "./container-spec.ts";
+import { boundedDockerCall, type CommandRan, dockerUnresponsive } from "./docker-call.ts";
 import { isGoneError } from "./docker-errors.ts";
 import type { ContainerRef, ExecOutcome, ExecRequest } from "./driver.ts";
 import { startExecCapture } from "./exec-capture.ts";
@@ -20,7 +21,10 @@ const EXIT_CODE_POLL_MS = 5;
 export type DockerExecDeps = {
   docker: Docker;
   logger: Logger;
-  config: Pick<SandboxConfig, "execTimeoutMs" | "maxOutputBytesPerStream" | "killGraceMs">;
+  config: Pick<
+    SandboxConfig,
+    "execTimeoutMs" | "maxOutputBytesPerStream" | "killGraceMs" | "dockerCallTimeoutMs"
+  >;
 };
 
 /**
@@ -34,30 +38,40 @@ export async function runDockerExec(
   request: ExecRequest,
   signal: AbortSignal,
 ): Promise<ExecOutcome> {
-  const { timeoutMs, stdout, stderr, finish } = startExecCapture(deps.config, request);
+  const capture = startExecCapture(deps.config, request);
+  const { stdout, stderr, finish } = capture;
   if (signal.aborted) return finish("cancelled", null);
 
   const hasStdin = request.stdin !== undefined;
   const container = deps.docker.getContainer(ref.containerId);
+  const timeoutMs = deps.config.dockerCallTimeoutMs;
   let exec: Docker.Exec;
-  let stream: Duplex | Readable;
   try {
-    exec = await container.exec({
-      Cmd: request.cmd,
-      Env: envList(request.env),
-      User: SANDBOX_USER,
-      ...(request.cwd === undefined ? {} : { WorkingDir: request.cwd }),
-      AttachStdin: hasStdin,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: false,
-      abortSignal: signal,
-    });
-    // No abortSignal on start: aborting the request would only close our end of the
-    // stream and leave the process running. Cancellation is the kill below.
-    stream = (await exec.start({ hijack: hasStdin, stdin: hasStdin })) as Duplex | Readable;
+    exec = await boundedDockerCall(
+      { timeoutMs, purpose: "to create the exec", commandRan: "no" },
+      signal,
+      (bounded) =>
+        container.exec({
+          Cmd: request.cmd,
+          Env: envList(request.env),
+          User: SANDBOX_USER,
+          ...(request.cwd === undefined ? {} : { WorkingDir: request.cwd }),
+          AttachStdin: hasStdin,
+          AttachStdout: true,
+          AttachStderr: true,
+          Tty: false,
+          abortSignal: bounded,
+        }),
+    );
   } catch (error) {
     if (signal.aborted && (error as Error).name === "AbortError") return finish("cancelled", null);
+    if (isGoneError(error)) return { ok: false, reason: "sandbox_gone" };
+    throw error;
+  }
+  let stream: Duplex | Readable;
+  try {
+    stream = await startExec(deps, ref, exec, hasStdin);
+  } catch (error) {
     if (isGoneError(error)) return { ok: false, reason: "sandbox_gone" };
     throw error;
   }
@@ -82,7 +96,7 @@ export async function runDockerExec(
   const timer = setTimeout(() => {
     stopReason ??= "timed_out";
     stopped.abort();
-  }, timeoutMs);
+  }, capture.timeoutMs);
   const onAbort = () => {
     stopReason ??= "cancelled";
     stopped.abort();
@@ -99,9 +113,9 @@ export async function runDockerExec(
   }
 
   try {
-    if (stopReason === undefined) return finish("exited", await exitCodeOf(exec));
+    if (stopReason === undefined) return finish("exited", await exitCodeOf(deps, exec));
     try {
-      await killExec(deps, ref, exec);
+      await killExec(deps, ref, exec, "yes");
       // The kill closes the process's pipes, so the stream ends; if something still
       // holds them, stop waiting after the grace.
       await raceTimeout(closed, deps.config.killGraceMs);
@@ -123,17 +137,64 @@ async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void>
   timer.abort();
 }
 
-async function killExec(deps: DockerExecDeps, ref: ContainerRef, exec: Docker.Exec): Promise<void> {
-  const log = deps.logger.child({ container_id: ref.containerId, exec_id: exec.id });
-  const pid = await execPid(exec);
-  if (pid === undefined) return; // it never started
-  const info = await deps.docker
-    .getContainer(ref.containerId)
-    .inspect()
-    .catch((error: unknown) => {
-      if (isGoneError(error)) return undefined; // gone with everything in it
-      throw error;
+/**
+ * Starts the exec and returns its attached stream. The caller's signal is not passed:
+ * aborting the request would only close our end of the stream and leave the process
+ * running (cancellation is the kill after the stream). Only our own deadline may abort
+ * it, and only while the start is unanswered: the request's signal stays bound to the
+ * stream for its whole life, so a later abort would cut a running command's output.
+ * Unanswered, the command may have started; it is killed if Docker still lets us.
+ */
+async function startExec(
+  deps: DockerExecDeps,
+  ref: ContainerRef,
+  exec: Docker.Exec,
+  hasStdin: boolean,
+): Promise<Duplex | Readable> {
+  const timeoutMs = deps.config.dockerCallTimeoutMs;
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), timeoutMs);
+  try {
+    return (await exec.start({
+      hijack: hasStdin,
+      stdin: hasStdin,
+      abortSignal: deadline.signal,
+    })) as Duplex | Readable;
+  } catch (error) {
+    if (!deadline.signal.aborted) throw error;
+    await killExec(deps, ref, exec, "maybe").catch((killError: unknown) => {
+      deps.logger.warn(
+        { err: killError, container_id: ref.containerId, exec_id: exec.id },
+        "could not kill an exec whose start did not answer",
+      );
     });
+    throw dockerUnresponsive(
+      { timeoutMs, purpose: "to start the command", commandRan: "maybe" },
+      error,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function killExec(
+  deps: DockerExecDeps,
+  ref: ContainerRef,
+  exec: Docker.Exec,
+  commandRan: CommandRan,
+): Promise<void> {
+  const log = deps.logger.child({ container_id: ref.containerId, exec_id: exec.id });
+  const timeoutMs = deps.config.dockerCallTimeoutMs;
+  const pid = await execPid(deps, exec, commandRan);
+  if (pid === undefined) return; // it never started
+  const info = await boundedDockerCall(
+    { timeoutMs, purpose: "to stop the command", commandRan },
+    new AbortController().signal,
+    (bounded) => deps.docker.getContainer(ref.containerId).inspect({ abortSignal: bounded }),
+  ).catch((error: unknown) => {
+    if (isGoneError(error)) return undefined; // gone with everything in it
+    throw error;
+  });
   if (!info) return;
   const initPid = info.State.Pid;
   const pidNamespace = initPid > 0 ? await readlink(`/proc/${initPid}/ns/pid`).catch(() => "") : "";
@@ -150,16 +211,34 @@ async function killExec(deps: DockerExecDeps, ref: ContainerRef, exec: Docker.Ex
   else log.debug({ ...report, pid }, "killed exec processes");
 }
 
+/** One exec inspect, bounded: Docker may stop answering mid-exec like any other call. */
+function inspectExec(
+  deps: DockerExecDeps,
+  exec: Docker.Exec,
+  purpose: string,
+  commandRan: CommandRan,
+): Promise<Docker.ExecInspectInfo> {
+  return boundedDockerCall(
+    { timeoutMs: deps.config.dockerCallTimeoutMs, purpose, commandRan },
+    new AbortController().signal,
+    (bounded) => exec.inspect({ abortSignal: bounded }),
+  );
+}
+
 /**
  * The exec's host pid. Docker keeps reporting it after the process has exited, which
  * matters: the exec may be gone while children it left in its session still run (and
  * hold the output stream open); the session is still identified by that pid. Undefined
  * only when the process never started.
  */
-async function execPid(exec: Docker.Exec): Promise<number | undefined> {
+async function execPid(
+  deps: DockerExecDeps,
+  exec: Docker.Exec,
+  commandRan: CommandRan,
+): Promise<number | undefined> {
   const deadline = performance.now() + EXIT_CODE_WAIT_MS;
   for (;;) {
-    const info = await exec.inspect();
+    const info = await inspectExec(deps, exec, "to find the command's process", commandRan);
     if (info.Pid > 0) return info.Pid;
     if (!info.Running && info.ExitCode !== null) return undefined;
     if (performance.now() > deadline) return undefined;
@@ -168,10 +247,10 @@ async function execPid(exec: Docker.Exec): Promise<number | undefined> {
 }
 
 /** Docker may report the stream closed a moment before it records the exit code. */
-async function exitCodeOf(exec: Docker.Exec): Promise<number | null> {
+async function exitCodeOf(deps: DockerExecDeps, exec: Docker.Exec): Promise<number | null> {
   const deadline = performance.now() + EXIT_CODE_WAIT_MS;
   for (;;) {
-    const info = await exec.inspect();
+    const info = await inspectExec(deps, exec, "with the command's exit code", "yes");
     if (!info.Running && info.ExitCode !== null) return info.ExitCode;
     if (performance.now() > deadline) return null;
     await sleep(EXIT_CODE_POLL_MS);

@@ -52,6 +52,11 @@ export const sandboxConfigSchema = z
       .describe(
         "Bound on one create (Docker create + start + checks), and on waiting for another's.",
       ),
+    dockerCallTimeoutMs: positiveInt()
+      .default(30 * SECOND_MS)
+      .describe(
+        "Longest one Docker API call may take (an inspect, an exec's create or start, a remove; an exec's run time is execTimeoutMs): a hung engine fails the call with a message instead of holding it for ever.",
+      ),
     drainTimeoutMs: positiveInt()
       .default(30 * SECOND_MS)
       .describe("How long destroy waits for in-flight execs before cancelling them."),

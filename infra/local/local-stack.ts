@@ -139,6 +139,7 @@ export async function startLocalStack(p: {
     const sandboxConfig = sandboxConfigSchema.parse({
       image: p.env.SANDBOX_IMAGE,
       keepWarmMs: p.env.SANDBOX_KEEP_WARM_SECONDS * 1000,
+      dockerCallTimeoutMs: p.env.DOCKER_CALL_TIMEOUT_SECONDS * 1000,
     });
     // Docker when it answers, else the process tier, else runs are refused (§8).
     const sandboxTiers =

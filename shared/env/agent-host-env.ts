@@ -37,6 +37,9 @@ export const MAX_SANDBOX_PIDS_LIMIT = 65_536;
 export const DEFAULT_SANDBOX_IDLE_TIMEOUT_SECONDS = 900;
 export const MAX_SANDBOX_IDLE_TIMEOUT_SECONDS = 86_400;
 export const DEFAULT_SANDBOX_KEEP_WARM_SECONDS = 60;
+export const DEFAULT_DOCKER_CALL_TIMEOUT_SECONDS = 30;
+export const MAX_DOCKER_CALL_TIMEOUT_SECONDS = 600;
+export const MAX_MODEL_REQUEST_TIMEOUT_SECONDS = 3_600;
 export const MAX_SANDBOX_KEEP_WARM_SECONDS = 3_600;
 export const DEFAULT_WORKER_CONCURRENCY = 4;
 export const MAX_WORKER_CONCURRENCY = 256;
@@ -131,6 +134,11 @@ export const agentHostEnvSchema = z.object({
     .describe(
       `Idle sandboxes are reaped after this many seconds (default ${DEFAULT_SANDBOX_IDLE_TIMEOUT_SECONDS}).`,
     ),
+  DOCKER_CALL_TIMEOUT_SECONDS: intVar(1, MAX_DOCKER_CALL_TIMEOUT_SECONDS)
+    .default(DEFAULT_DOCKER_CALL_TIMEOUT_SECONDS)
+    .describe(
+      `Longest one Docker API call may take (inspect, exec create/start, remove), not the command itself; a hung engine then fails the call with a message (default ${DEFAULT_DOCKER_CALL_TIMEOUT_SECONDS}).`,
+    ),
   ...nodeTtlEnv,
   ...nodeHeartbeatEnv,
   SANDBOX_KEEP_WARM_SECONDS: intVar(0, MAX_SANDBOX_KEEP_WARM_SECONDS)
@@ -158,6 +166,11 @@ export const agentHostEnvSchema = z.object({
     .optional()
     .describe(
       "Model id sent to MODEL_BASE_URL, e.g. gpt-4o-mini or llama3.1; required with it (checked by modelConfigFromEnv).",
+    ),
+  MODEL_REQUEST_TIMEOUT_SECONDS: intVar(1, MAX_MODEL_REQUEST_TIMEOUT_SECONDS)
+    .optional()
+    .describe(
+      "Longest silence of the model server (before its answer, between streamed chunks) before the call is retried or fails; raise it for slow local models (default 60).",
     ),
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",

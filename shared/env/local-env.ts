@@ -39,6 +39,8 @@ export const localEnvSchema = z.object({
   MODEL_BASE_URL: agentHostEnvSchema.shape.MODEL_BASE_URL,
   MODEL_API_KEY: agentHostEnvSchema.shape.MODEL_API_KEY,
   MODEL_NAME: agentHostEnvSchema.shape.MODEL_NAME,
+  MODEL_REQUEST_TIMEOUT_SECONDS: agentHostEnvSchema.shape.MODEL_REQUEST_TIMEOUT_SECONDS,
+  DOCKER_CALL_TIMEOUT_SECONDS: agentHostEnvSchema.shape.DOCKER_CALL_TIMEOUT_SECONDS,
   SANDBOX_IMAGE: z
     .string()
     .min(1)

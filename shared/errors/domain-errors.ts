@@ -95,6 +95,11 @@ const DOMAIN_ERROR_TABLE = {
     message:
       "The sandbox tier this run asked for (agent.sandbox) is not ready on this node: ask an operator (GET /v1/admin/runtime says what is missing) or choose the other tier.",
   },
+  sandbox_engine_unresponsive: {
+    code: "unavailable",
+    message:
+      "The sandbox engine (Docker) on this node did not answer in time: check that dockerd answers (`docker info`) and raise DOCKER_CALL_TIMEOUT_SECONDS if it is only slow.",
+  },
   no_isolation_available: {
     code: "unavailable",
     message:

@@ -1,28 +1,44 @@
+import { rm } from "node:fs/promises";
 import { createConnection, createServer, type Socket } from "node:net";
 
-/** A TCP proxy a test can stop answering (connections stay open, nothing is forwarded). */
+/** A TCP or unix-socket proxy a test can stop answering (connections stay open, nothing is forwarded). */
 export type PausableProxy = {
-  /** host:port the proxy listens on (127.0.0.1, a free port). */
+  /** The TCP port the proxy listens on (127.0.0.1, a free port); 0 when it listens on a path. */
   port: number;
+  /** The unix socket path it listens on, when asked for one. */
+  path: string | undefined;
   /** Stops forwarding in both directions: peers see a connection that hangs, not one that fails. */
   pause(): void;
   resume(): void;
   close(): Promise<void>;
 };
 
+export type ProxyTarget = { host: string; port: number } | { path: string };
+
+export type PausableProxyOptions = {
+  /** Listen on this unix socket path instead of a TCP port (e.g. in front of docker.sock). */
+  listenPath?: string;
+  /**
+   * Called with every chunk a client sends; true pauses the proxy before that chunk is
+   * forwarded, so a test can hang one exact request (an exec start) and nothing before it.
+   */
+  pauseBefore?: (chunk: Buffer) => boolean;
+};
+
 /**
- * Forwards 127.0.0.1:<port> to `target`. pause() holds every byte in both directions
- * (the sockets stop being read), which is what a stalled network path or a frozen peer
- * looks like to a client: no error, no answer.
+ * Forwards connections to `target`. pause() holds every byte in both directions (the
+ * sockets stop being read), which is what a stalled network path or a frozen peer looks
+ * like to a client: no error, no answer.
  */
-export async function startPausableProxy(target: {
-  host: string;
-  port: number;
-}): Promise<PausableProxy> {
+export async function startPausableProxy(
+  target: ProxyTarget,
+  options: PausableProxyOptions = {},
+): Promise<PausableProxy> {
   const pairs = new Set<[Socket, Socket]>();
   // Bytes that arrived while paused, in order, with where they were going.
   let held: Array<[Socket, Buffer]> | undefined;
-  const forward = (to: Socket) => (chunk: Buffer) => {
+  const forward = (to: Socket, fromClient: boolean) => (chunk: Buffer) => {
+    if (!held && fromClient && options.pauseBefore?.(chunk)) held = [];
     if (held) held.push([to, chunk]);
     else to.write(chunk);
   };
@@ -30,8 +46,8 @@ export async function startPausableProxy(target: {
     const upstream = createConnection(target);
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
-    client.on("data", forward(upstream));
-    upstream.on("data", forward(client));
+    client.on("data", forward(upstream, true));
+    upstream.on("data", forward(client, false));
     const end = () => {
       pairs.delete(pair);
       client.destroy();
@@ -40,11 +56,17 @@ export async function startPausableProxy(target: {
     client.on("error", end).on("close", end);
     upstream.on("error", end).on("close", end);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { listenPath } = options;
+  if (listenPath !== undefined) await rm(listenPath, { force: true });
+  await new Promise<void>((resolve) => {
+    if (listenPath === undefined) server.listen(0, "127.0.0.1", resolve);
+    else server.listen(listenPath, resolve);
+  });
   const address = server.address();
-  if (address === null || typeof address === "string") throw new Error("proxy has no port");
+  if (address === null) throw new Error("proxy is not listening");
   return {
-    port: address.port,
+    port: typeof address === "string" ? 0 : address.port,
+    path: listenPath,
     pause() {
       held ??= [];
     },
@@ -59,6 +81,7 @@ export async function startPausableProxy(target: {
         b.destroy();
       }
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (listenPath !== undefined) await rm(listenPath, { force: true });
     },
   };
 }

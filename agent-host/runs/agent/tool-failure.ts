@@ -59,6 +59,10 @@ export function classifyToolError(error: unknown, signal: AbortSignal): ToolFail
     // The sandbox went away under the call (engine blip, destroy): the command may
     // already have run, so the run must not read as "nothing happened, retry".
     if (reason === "stale_generation") return { kind: "fatal", error: TOOL_INTERRUPTED };
+    // Docker stopped answering mid-call: its message says whether the command ran.
+    if (reason === "sandbox_engine_unresponsive" && error.details?.command_ran !== "no") {
+      return { kind: "fatal", error: { code: TOOL_INTERRUPTED.code, message: error.message } };
+    }
     return { kind: "fatal", error: { code: reason ?? error.code, message: error.message } };
   }
   // Not a WorkcellError: its message may carry host paths or internals, so the run

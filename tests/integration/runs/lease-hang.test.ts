@@ -58,17 +58,12 @@ it("a Postgres that stops answering during a run: the lease is lost within the T
     );
     return out.ok ? out.result.stdout.bytes.toString("utf8").trim() : "gone";
   };
-  expect(await sleeping()).toBe("1");
+  // tool.started is recorded just before the exec: wait until the command runs.
+  await expect.poll(sleeping, { timeout: 20_000 }).toBe("1");
 
   proxy.pause();
   // No query of the worker fails: they all hang. Only the lease's timer can decide.
-  const deadline = performance.now() + 30_000;
-  let left = await sleeping();
-  while (left !== "0" && performance.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    left = await sleeping();
-  }
-  expect(left).toBe("0");
+  await expect.poll(sleeping, { timeout: 30_000, interval: 100 }).toBe("0");
 
   // The worker recorded nothing: the run is still `running` (the sweeper's to end), with
   // no tool.completed written by a worker that had lost its lease.

@@ -278,6 +278,38 @@ describe("runAgentLoop", () => {
     });
   });
 
+  describe("a Docker engine that did not answer", () => {
+    const engineTimeout = (commandRan: string) =>
+      setup([{ toolCalls: [{ name: "hung", arguments: {} }] }, { text: "never" }], {
+        tools: [
+          throwingTool("hung", () =>
+            domainError("sandbox_engine_unresponsive", {
+              message: `Docker did not answer (${commandRan})`,
+              details: { command_ran: commandRan },
+            }),
+          ) as Tool,
+        ],
+      });
+
+    it("before the command ran: failed with its own code, the message says nothing ran", async () => {
+      const result = await engineTimeout("no").run();
+      expect(result).toMatchObject({
+        status: "failed",
+        error: { code: "sandbox_engine_unresponsive", message: "Docker did not answer (no)" },
+      });
+    });
+
+    it("once the command may have run: failed/tool_interrupted with the engine's message", async () => {
+      for (const ran of ["maybe", "yes"]) {
+        const result = await engineTimeout(ran).run();
+        expect(result).toMatchObject({
+          status: "failed",
+          error: { code: "tool_interrupted", message: `Docker did not answer (${ran})` },
+        });
+      }
+    });
+  });
+
   it("a model failure fails the run with its kind", async () => {
     const t = setup([
       { failure: { kind: "rate_limited", message: "Slow down.", httpStatus: 429 } },

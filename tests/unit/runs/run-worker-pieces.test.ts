@@ -127,6 +127,13 @@ describe("modelConfigFromEnv", () => {
       model: "llama3.1",
       apiKey: "k",
     });
+    expect(
+      modelConfigFromEnv({
+        MODEL_BASE_URL: "http://127.0.0.1:11434/v1",
+        MODEL_NAME: "llama3.1",
+        MODEL_REQUEST_TIMEOUT_SECONDS: 300,
+      }),
+    ).toMatchObject({ requestTimeoutMs: 300_000 });
     expect(() => modelConfigFromEnv({ MODEL_BASE_URL: "http://127.0.0.1:11434/v1" })).toThrow(
       /MODEL_NAME: is required when MODEL_BASE_URL is set/,
     );

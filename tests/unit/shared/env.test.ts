@@ -5,6 +5,7 @@ import {
   DEFAULT_AWS_EMULATOR_PORT,
   DEFAULT_CONSOLE_DIR,
   DEFAULT_DATA_PLANE_PORT,
+  DEFAULT_DOCKER_CALL_TIMEOUT_SECONDS,
   DEFAULT_LOCAL_DATA_DIR,
   DEFAULT_LOCAL_PORT,
   DEFAULT_RUNTIME_ASSETS_DIR,
@@ -213,6 +214,8 @@ describe("agentHostEnvSchema", () => {
     ["SANDBOX_MEMORY_MB", "1"],
     ["SANDBOX_CPUS", "0.01"],
     ["SANDBOX_PIDS_LIMIT", "-5"],
+    ["DOCKER_CALL_TIMEOUT_SECONDS", "0"],
+    ["MODEL_REQUEST_TIMEOUT_SECONDS", "1.5"],
   ])("rejects %s=%j", (variable, value) => {
     const err = envError(() =>
       parseEnv(agentHostEnvSchema, { ...agentHostBase, [variable]: value }),
@@ -233,6 +236,7 @@ describe("localEnvSchema", () => {
       SANDBOX_STATE_DIR: DEFAULT_SANDBOX_STATE_DIR,
       CONSOLE_DIR: DEFAULT_CONSOLE_DIR,
       SANDBOX_KEEP_WARM_SECONDS: DEFAULT_SANDBOX_KEEP_WARM_SECONDS,
+      DOCKER_CALL_TIMEOUT_SECONDS: DEFAULT_DOCKER_CALL_TIMEOUT_SECONDS,
       LOG_LEVEL: "info",
     });
   });

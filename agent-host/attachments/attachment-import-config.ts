@@ -11,6 +11,6 @@ export interface AttachmentImportConfig {
   /** The attachments bucket functions/ presigns uploads into. */
   readonly objects: AttachmentObjectStore;
   readonly limits?: Partial<AttachmentImportLimits>;
-  /** Default: createTextExtractor(limits) (worker threads for HTML, PDF, DOCX). */
+  /** Default: createTextExtractor(limits) (a capped child process per HTML, PDF, DOCX). */
   readonly extractor?: TextExtractor;
 }

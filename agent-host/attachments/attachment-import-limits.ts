@@ -26,10 +26,22 @@ export interface AttachmentImportLimits {
   readonly maxDocxInflatedBytes: number;
   /** DOCX: most entries in the archive. */
   readonly maxDocxEntries: number;
-  /** One extraction (in its worker thread) is stopped after this long. */
+  /** HTML (and a DOCX's HTML) nested deeper than this is refused before it is parsed. */
+  readonly maxHtmlDepth: number;
+  /** One extraction (in its child process) is killed after this long, wall clock. */
   readonly extractionTimeoutMs: number;
-  /** Heap of the extraction worker thread; a document that needs more fails, not the host. */
+  /** RLIMIT_CPU of the extraction process. */
+  readonly extractionCpuSeconds: number;
+  /**
+   * RLIMIT_AS of the extraction process: all of its memory, buffers included. Node
+   * reserves about 1.4 GiB of address space at start under this cap, so 2048 leaves the
+   * document roughly 600 MiB (measured: 640 MiB of ArrayBuffers, then allocation fails).
+   */
+  readonly extractionAddressSpaceMb: number;
+  /** V8's old-space bound of the extraction process (--max-old-space-size). */
   readonly extractionHeapMb: number;
+  /** Extraction processes running at once on this node; more wait for a slot. */
+  readonly maxConcurrentExtractions: number;
 }
 
 export const DEFAULT_ATTACHMENT_IMPORT_LIMITS: AttachmentImportLimits = Object.freeze({
@@ -42,6 +54,10 @@ export const DEFAULT_ATTACHMENT_IMPORT_LIMITS: AttachmentImportLimits = Object.f
   maxHtmlInputBytes: 8 * 1024 * 1024,
   maxDocxInflatedBytes: 256 * 1024 * 1024,
   maxDocxEntries: 10_000,
+  maxHtmlDepth: 512,
   extractionTimeoutMs: 60_000,
+  extractionCpuSeconds: 30,
+  extractionAddressSpaceMb: 2048,
   extractionHeapMb: 512,
+  maxConcurrentExtractions: 2,
 });

@@ -30,6 +30,7 @@ export type ImportRefusalReason =
   | "size_mismatch"
   | "unsupported_type"
   | "too_large_to_parse"
+  | "extraction_limit"
   | "unparseable";
 
 export type ImportRefusal = {
@@ -167,7 +168,7 @@ async function landOne(
     const extraction = await deps.extractor.extract(fs, originalPath, kind, signal);
     if (!extraction.ok) {
       return refusal(
-        extraction.reason === "too_large" ? "too_large_to_parse" : "unparseable",
+        REFUSAL_OF_EXTRACTION[extraction.reason],
         item,
         `'${item.name}' could not be parsed: ${extraction.message}`,
       );
@@ -190,6 +191,12 @@ async function landOne(
     { details: { reason: "name_exists", file_id: item.file_id } },
   );
 }
+
+const REFUSAL_OF_EXTRACTION = {
+  too_large: "too_large_to_parse",
+  limit: "extraction_limit",
+  unreadable: "unparseable",
+} as const satisfies Record<string, ImportRefusalReason>;
 
 function importedItem(
   item: AttachmentImportItem,

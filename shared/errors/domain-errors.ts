@@ -85,6 +85,11 @@ const DOMAIN_ERROR_TABLE = {
     code: "payload_too_large",
     message: "The file is larger than the attachment limit: send a smaller file.",
   },
+  extraction_limit: {
+    code: "unprocessable",
+    message:
+      "The document needs more memory, CPU time, nesting depth or output than text extraction allows: confirm it without parse, or attach a simpler document.",
+  },
   node_quiesced: {
     code: "unavailable",
     message:

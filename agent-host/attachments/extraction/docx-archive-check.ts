@@ -1,11 +1,12 @@
 import * as yauzl from "yauzl";
+import { ExtractionLimitError } from "./extraction-limit-error.ts";
 
 export interface DocxArchiveLimits {
   readonly maxInflatedBytes: number;
   readonly maxEntries: number;
 }
 
-/** Why a DOCX was refused before conversion; becomes a 400 for the batch. */
+/** Why a DOCX was refused before conversion as unreadable; becomes a 400 for the batch. */
 export class DocxRejected extends Error {
   override readonly name = "DocxRejected";
 }
@@ -16,7 +17,8 @@ export class DocxRejected extends Error {
  * heap limit. So every entry is inflated here first, streaming and counting: yauzl
  * (validateEntrySizes) stops an entry that inflates past its declared size, and the declared
  * sizes must fit `maxInflatedBytes` together. What passes cannot expand past the bound when
- * mammoth reads it again.
+ * mammoth reads it again. A bomb is an ExtractionLimitError (`extraction_limit`); a file
+ * that is not a zip at all is DocxRejected (`attachment_unparseable`).
  */
 export async function checkDocxArchive(bytes: Buffer, limits: DocxArchiveLimits): Promise<void> {
   let zip: yauzl.ZipFile;
@@ -36,10 +38,12 @@ export async function checkDocxArchive(bytes: Buffer, limits: DocxArchiveLimits)
       entries++;
       declared += entry.uncompressedSize;
       if (entries > limits.maxEntries) {
-        throw new DocxRejected(`the DOCX has more than ${limits.maxEntries} parts`);
+        throw new ExtractionLimitError(`the DOCX has more than ${limits.maxEntries} parts`);
       }
       if (declared > limits.maxInflatedBytes) {
-        throw new DocxRejected(`the DOCX inflates to more than ${limits.maxInflatedBytes} bytes`);
+        throw new ExtractionLimitError(
+          `the DOCX inflates to more than ${limits.maxInflatedBytes} bytes`,
+        );
       }
       if (entry.fileName.endsWith("/")) continue;
       const stream = await zip.openReadStreamPromise(entry);
@@ -49,7 +53,14 @@ export async function checkDocxArchive(bytes: Buffer, limits: DocxArchiveLimits)
       }
     }
   } catch (error) {
-    if (error instanceof DocxRejected) throw error;
+    if (error instanceof ExtractionLimitError) throw error;
+    // yauzl's validateEntrySizes: an entry inflating past the size its header declares is
+    // a zip bomb that lies, stopped at the lie; a cap, like the honest bomb above.
+    if (/too many bytes in the stream/.test((error as Error).message)) {
+      throw new ExtractionLimitError(
+        "a part of the DOCX inflates to more bytes than its header declares",
+      );
+    }
     throw new DocxRejected(`not a readable DOCX (zip) file: ${(error as Error).message}`);
   } finally {
     zip.close();

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { createReadStream, readFileSync, writeFileSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import { join } from "node:path";
 import {
   CompleteMultipartUploadCommand,
@@ -14,6 +14,7 @@ import {
   startAttachmentsHarness,
   type ThreadJson,
 } from "./support/attachments-harness.ts";
+import { peakRssBytes, resetPeakRss } from "./support/peak-rss.ts";
 
 // A 200 MiB object is confirmed with flat memory: the data plane runs in its own process
 // (support/data-plane-child.ts) so its peak resident memory (VmHWM, reset before the
@@ -33,16 +34,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
-
-function resetPeakRss(pid: number): void {
-  writeFileSync(`/proc/${pid}/clear_refs`, "5");
-}
-
-function peakRssBytes(pid: number): number {
-  const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  if (kb === undefined) throw new Error("VmHWM missing from /proc/<pid>/status");
-  return Number(kb) * 1024;
-}
 
 /** Deterministic, incompressible-looking bytes (a hash chain), so nothing dedupes them. */
 function patterned(bytes: number): Buffer {
@@ -140,5 +131,5 @@ describe("a large object", () => {
 
     const onDisk = join(h.workdirOnDisk(thread), "uploads", "big.bin");
     expect(await sha256OfFile(onDisk)).toBe(expected);
-  });
+  }, 300_000);
 });

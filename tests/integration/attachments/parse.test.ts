@@ -156,7 +156,7 @@ describe("confirm with parse: true", () => {
     ["declares its real size", undefined],
     ["lies about its size", 1000],
   ])(
-    "a DOCX zip bomb that %s is refused before conversion (400), nothing left",
+    "a DOCX zip bomb that %s is refused before conversion (422 extraction_limit), nothing left",
     async (_, declaredSize) => {
       const bomb = await deflatedZeros(64 * 1024 * 1024);
       const docx = buildZip([
@@ -168,9 +168,9 @@ describe("confirm with parse: true", () => {
         },
       ]);
       const { thread, response } = await confirmOne("bomb.docx", DOCX_TYPE, docx);
-      expect(response.status).toBe(400);
+      expect(response.status).toBe(422);
       expect(((await response.json()) as ErrorJson).error.details).toMatchObject({
-        reason: "attachment_unparseable",
+        reason: "extraction_limit",
       });
       expect(h.uploadsOnDisk(thread)).toEqual([]);
     },

@@ -284,15 +284,18 @@ describe("POST /v1/runs/{id}/cancel", () => {
     );
     await h.database.sql`update agent_runs set status = 'running', attempt = 1, owner_node = 'n1',
       lease_expires_at = now() + interval '1 minute', started_at = now() where run_id = ${run.run_id}`;
+    let onNotify: (runId: string) => void = () => {};
     const notified = new Promise<string>((resolve) => {
-      void h.database.sql.listen("workcell_run_cancel", resolve);
+      onNotify = resolve;
     });
-    await new Promise((r) => setTimeout(r, 100)); // LISTEN is issued
+    // Resolves once the LISTEN is issued, so the cancel's NOTIFY cannot be missed.
+    const listening = await h.database.sql.listen("workcell_run_cancel", (p) => onNotify(p));
     const res = await h.call("POST", `/v1/runs/${run.run_id}/cancel`);
     expect(res.status).toBe(202);
     expect(await jsonOf<Run>(res)).toMatchObject({ status: "running", cancel_requested: true });
     expect(await notified).toBe(run.run_id);
     expect((await h.call("POST", `/v1/runs/${run.run_id}/cancel`)).status).toBe(202);
+    await listening.unlisten();
   });
 
   test("a finished run: 409; another user's run: 404; a body with fields: 400", async () => {

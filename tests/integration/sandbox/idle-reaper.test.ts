@@ -5,7 +5,7 @@ import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.t
 import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
-import { materializeWorkdir } from "./sandbox-fixture.ts";
+import { materializeWorkdir, startedSignal } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
@@ -101,15 +101,20 @@ describe.each(TIERS)("idle reaper (%s tier)", (tier) => {
 
   it("does not reap a sandbox with an exec in flight", async () => {
     const handle = await acquireHandle(await scope());
-    const exec = manager.exec(handle, { cmd: ["sh", "-c", "sleep 0.5; echo ok"] }, signal());
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    const started = startedSignal();
+    const exec = manager.exec(
+      handle,
+      { cmd: ["sh", "-c", "echo started; sleep 0.5; echo ok"], onStdout: started.mark },
+      signal(),
+    );
+    await started.seen; // in flight: pinned
     await backdate(handle); // as if the exec had started long ago
     const [candidate] = await manager.findIdle(signal());
     expect(await manager.reapIfIdle(candidate as NonNullable<typeof candidate>, signal())).toBe(
       false,
     );
     const ran = await exec;
-    expect(ran.ok && ran.result.stdout.bytes.toString()).toBe("ok\n");
+    expect(ran.ok && ran.result.stdout.bytes.toString()).toBe("started\nok\n");
     expect(await state(handle)).toEqual({ generation: handle.generation, state: "running" });
   });
 
@@ -132,12 +137,10 @@ describe.each(TIERS)("idle reaper (%s tier)", (tier) => {
         signal(),
       );
       if (!out.ok) throw new Error("refused");
-      let left = 1;
-      for (let i = 0; i < 100 && left > 0; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        left = (await fast.sandboxes()).length;
-      }
-      expect(left).toBe(0);
+      // Nobody calls reapIdle: only the manager's own timer can remove it.
+      await expect
+        .poll(async () => (await fast.sandboxes()).length, { timeout: 20_000, interval: 100 })
+        .toBe(0);
     } finally {
       await fast.cleanup();
     }

@@ -6,7 +6,7 @@ import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
-import { materializeWorkdir } from "./sandbox-fixture.ts";
+import { materializeWorkdir, startedSignal } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
@@ -104,15 +104,16 @@ describe.each(TIERS)("quiesce (%s tier)", (tier) => {
   it("lets an exec in flight finish within the drain", async () => {
     const out = await manager.acquire(await scope(), signal());
     if (!out.ok) throw new Error("refused");
+    const started = startedSignal();
     const exec = manager.exec(
       out.handle,
-      { cmd: ["sh", "-c", "sleep 0.3; echo finished"] },
+      { cmd: ["sh", "-c", "echo started; sleep 0.3; echo finished"], onStdout: started.mark },
       signal(),
     );
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await started.seen; // the exec is in flight when the quiesce begins
     await manager.quiesce(signal());
     const ran = await exec;
-    expect(ran.ok && ran.result.stdout.bytes.toString()).toBe("finished\n");
+    expect(ran.ok && ran.result.stdout.bytes.toString()).toBe("started\nfinished\n");
     expect(await world.sandboxes()).toEqual([]);
   });
 });

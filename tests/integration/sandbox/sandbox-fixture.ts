@@ -70,3 +70,16 @@ export async function materializeWorkdir(
 export async function containersOfNode(docker: Docker, nodeId: string) {
   return docker.listContainers({ all: true, filters: { label: [`${LABEL.nodeId}=${nodeId}`] } });
 }
+
+/**
+ * A hook for "the command is running": pass `mark` as an exec's onStdout and have the
+ * command print first; `seen` settles when its first output arrives, so a test acts
+ * while the exec is in flight instead of guessing with a sleep.
+ */
+export function startedSignal(): { mark: () => void; seen: Promise<void> } {
+  let mark: () => void = () => {};
+  const seen = new Promise<void>((resolve) => {
+    mark = resolve;
+  });
+  return { mark: () => mark(), seen };
+}

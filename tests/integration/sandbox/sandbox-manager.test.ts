@@ -10,7 +10,7 @@ import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { runtimeWorkdirPath } from "../../../shared/paths/runtime-paths.ts";
 import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
-import { materializeWorkdir } from "./sandbox-fixture.ts";
+import { materializeWorkdir, startedSignal } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
@@ -269,21 +269,34 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
   describe("pins", () => {
     it("lets destroy wait for an exec that finishes within the drain", async () => {
       const { handle } = await acquireOk(await scope());
-      const exec = manager.exec(handle, { cmd: ["sh", "-c", "sleep 0.3; echo done"] }, signal());
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      const started = startedSignal();
+      const exec = manager.exec(
+        handle,
+        { cmd: ["sh", "-c", "echo started; sleep 0.3; echo done"], onStdout: started.mark },
+        signal(),
+      );
+      await started.seen; // the exec is in flight (pinned) when destroy begins
       const destroyed = await manager.destroy(handle, signal());
       const ran = await exec;
       expect(destroyed).toEqual({ ok: true });
       expect(ran.ok && ran.result).toMatchObject({ status: "exited", exitCode: 0 });
-      expect(ran.ok && ran.result.stdout.bytes.toString()).toBe("done\n");
+      expect(ran.ok && ran.result.stdout.bytes.toString()).toBe("started\ndone\n");
     });
 
     it("cancels an exec that outlives the drain, and refuses uses that arrive meanwhile", async () => {
       const { handle } = await acquireOk(await scope());
-      const exec = manager.exec(handle, { cmd: ["sleep", "1000"] }, signal());
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      const started = startedSignal();
+      const exec = manager.exec(
+        handle,
+        { cmd: ["sh", "-c", "echo started; exec sleep 1000"], onStdout: started.mark },
+        signal(),
+      );
+      await started.seen;
       const destroying = manager.destroy(handle, signal());
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The destroy has claimed the generation (and is draining) before the late use.
+      await expect
+        .poll(async () => (await row(handle.sandboxId))?.state, { timeout: 20_000 })
+        .toBe("destroying");
       const late = manager.exec(handle, { cmd: ["true"] }, signal());
       expect(await destroying).toEqual({ ok: true });
       const ran = await exec;

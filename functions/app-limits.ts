@@ -11,6 +11,14 @@ export type AppLimits = {
   maxBodyBytes: number;
   /** How long a submission waits for SQS before leaving the dispatch to the sweeper. */
   queueSendTimeoutMs: number;
+  /**
+   * Root runs of one uid that may wait to start (pending); a submission past it is 429
+   * `queued_runs_limit`. Counted without a lock, so concurrent submissions of one uid may
+   * pass it by as many as are in flight at once.
+   */
+  maxQueuedRunsPerUid: number;
+  /** Retry-After of that 429: a slot of the uid frees when one of its runs ends. */
+  queuedRunsRetryAfterSeconds: number;
   /** Event stream: first wait after finding no new events, doubled up to the max. */
   eventPollMinMs: number;
   eventPollMaxMs: number;
@@ -30,6 +38,8 @@ export type AppLimits = {
 export const DEFAULT_APP_LIMITS: AppLimits = {
   maxBodyBytes: 2 * 1024 * 1024,
   queueSendTimeoutMs: 3_000,
+  maxQueuedRunsPerUid: 200,
+  queuedRunsRetryAfterSeconds: 10,
   eventPollMinMs: 100,
   eventPollMaxMs: 1_000,
   eventKeepAliveMs: 15_000,

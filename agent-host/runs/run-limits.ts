@@ -1,4 +1,5 @@
 import { MAX_BATCH_ITEMS } from "../../shared/db/schema.ts";
+import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -10,6 +11,14 @@ const MINUTE_MS = 60 * SECOND_MS;
 export interface RunWorkerLimits {
   /** Root runs this node executes at once; their sub-agents run inside their slot. */
   readonly concurrency: number;
+  /**
+   * While a slot is free, how often the worker looks for waiting runs without being told
+   * (a NOTIFY on the slots channel normally wakes it at once): the bound on noticing a
+   * slot freed by a lost notification or by the sweeper.
+   */
+  readonly waitingPollMs: number;
+  /** max_concurrent_runs of a uid without an admin override (DEFAULT_USER_LIMITS). */
+  readonly defaultMaxConcurrentRuns: number;
   /** SQS long poll (1 to 20 s); an empty queue costs one request per this. */
   readonly receiveWaitSeconds: number;
   /**
@@ -74,6 +83,8 @@ export interface RunWorkerLimits {
 
 export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
   concurrency: 4,
+  waitingPollMs: 5 * SECOND_MS,
+  defaultMaxConcurrentRuns: DEFAULT_USER_LIMITS.max_concurrent_runs,
   receiveWaitSeconds: 20,
   visibilityTimeoutSeconds: 60,
   queueCallTimeoutMs: 10 * SECOND_MS,
@@ -115,6 +126,10 @@ export function resolveRunWorkerLimits(overrides: Partial<RunWorkerLimits> = {})
   const problems: string[] = [];
   if (!Number.isInteger(limits.concurrency) || limits.concurrency < 1) {
     problems.push("concurrency must be a positive integer");
+  }
+  if (!(limits.waitingPollMs >= 10)) problems.push("waitingPollMs must be at least 10");
+  if (!Number.isInteger(limits.defaultMaxConcurrentRuns) || limits.defaultMaxConcurrentRuns < 1) {
+    problems.push("defaultMaxConcurrentRuns must be a positive integer");
   }
   if (limits.receiveWaitSeconds < 0 || limits.receiveWaitSeconds > MAX_RECEIVE_WAIT_SECONDS) {
     problems.push(`receiveWaitSeconds must be 0 to ${MAX_RECEIVE_WAIT_SECONDS}`);

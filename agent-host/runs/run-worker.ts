@@ -11,7 +11,9 @@ import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import { CancelWatcher } from "./cancel-watcher.ts";
 import { RunBatches } from "./change-batch/run-batches.ts";
-import { claimRun } from "./claim-run.ts";
+import type { ClaimOutcome } from "./claim-run.ts";
+import { FairRunSlots } from "./fair-share/fair-run-slots.ts";
+import { parkRun } from "./fair-share/park-run.ts";
 import type { ListenFn } from "./listen.ts";
 import type { ModelClientFactory } from "./model-client-factory.ts";
 import { type MessageContext, RunConsumer } from "./run-consumer.ts";
@@ -55,9 +57,10 @@ export interface RunWorkerDeps {
 }
 
 /**
- * The run worker of one agent-host: consumes the run queue, claims each dispatched run in
- * Postgres (at-least-once in, exactly-once effect: a duplicate delivery finds the run no
- * longer pending and is dropped), executes it through RunExecutor, and on stop lets runs
+ * The run worker of one agent-host: consumes the run queue, puts each dispatched run in
+ * line in Postgres, claims waiting runs in fair order across uids (FairRunSlots;
+ * at-least-once in, exactly-once effect: a duplicate delivery finds the run no longer
+ * pending and is dropped), executes them through RunExecutor, and on stop lets runs
  * finish (bounded by `stopGraceMs`) before stopping the rest.
  */
 export class RunWorker {
@@ -68,6 +71,7 @@ export class RunWorker {
   readonly #executor: RunExecutor;
   readonly #batches: RunBatches;
   readonly #consumer: RunConsumer;
+  readonly #slots: FairRunSlots;
   /** Aborted when the grace period of stop() is over: runs still executing are stopped. */
   readonly #shutdown = new AbortController();
   #started = false;
@@ -108,6 +112,14 @@ export class RunWorker {
         ? {}
         : { systemPromptExtra: deps.systemPromptExtra }),
     });
+    this.#slots = new FairRunSlots({
+      db: deps.db,
+      nodeId: deps.nodeId,
+      logger: this.#log,
+      limits: this.#limits,
+      execute: (claim) => this.#execute(claim),
+      ...(deps.listen === undefined ? {} : { listen: deps.listen }),
+    });
     this.#consumer = new RunConsumer({
       queue: deps.queue,
       handle: (message, context) => this.#handle(message, context),
@@ -126,6 +138,7 @@ export class RunWorker {
     this.#started = true;
     await this.#cancels.start();
     await this.#batches.start();
+    await this.#slots.start();
     this.#consumer.start();
     this.#log.info({ concurrency: this.#limits.concurrency }, "run worker started");
   }
@@ -142,7 +155,8 @@ export class RunWorker {
 
   async #stop(): Promise<void> {
     await this.#consumer.stopReceiving();
-    const inflight = this.#consumer.inflight();
+    await this.#slots.stopTaking();
+    const inflight = [...this.#consumer.inflight(), ...this.#slots.inflight()];
     if (inflight.length > 0) {
       this.#log.info({ runs: inflight.length }, "run worker stopping; waiting for runs in flight");
       const grace = new Promise<"timeout">((resolve) => {
@@ -176,29 +190,31 @@ export class RunWorker {
     }
   }
 
+  /**
+   * A dispatch only puts the run in line: it waits in Postgres (`waiting_since`) and the
+   * message goes, so a user's long queue never stands in front of another user's run in
+   * SQS, and waiting costs no receive count (docs/decisions/0037). The slots then claim
+   * in fair order, this run or another.
+   */
   async #dispatch(message: RunDispatchMessage, context: MessageContext): Promise<void> {
     const runId = message.run_id;
     if (context.stopping.aborted) {
       await context.release();
       return;
     }
-    const claim = await claimRun(this.#deps.db, {
-      runId,
-      nodeId: this.#deps.nodeId,
-      leaseTtlMs: this.#limits.leaseTtlMs,
-    });
-    if (!claim.ok) {
+    const parked = await parkRun(this.#deps.db, runId);
+    if (!parked.ok) {
       // A duplicate delivery, a run another node took, a finished or unknown run: the
       // message has done its job (or never had one).
-      this.#log.info({ run_id: runId, reason: claim.reason }, "dispatch dropped: run not pending");
+      this.#log.info({ run_id: runId }, "dispatch dropped: run not pending");
       return;
     }
-    // From here the run's fate is in Postgres (lease, sweeper), not in the message.
-    await context.ack().catch((error: unknown) => {
-      this.#log.warn({ err: error, run_id: runId }, "could not delete a claimed run's message");
-    });
+    this.#slots.wake();
+  }
+
+  async #execute(claim: ClaimOutcome & { readonly ok: true }): Promise<void> {
     const result = await this.#executor.executeRoot(claim, this.#shutdown.signal);
-    if (result.kind === "handed_back") await this.#redispatch(runId, result);
+    if (result.kind === "handed_back") await this.#redispatch(claim.run.runId, result);
   }
 
   /** Puts a handed-back run on the queue again; the dispatch sweeper is the backstop. */

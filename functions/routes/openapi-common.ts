@@ -13,6 +13,9 @@ export function errorResponse(description: string) {
 /** The error responses every authenticated route shares. */
 export const commonErrors = {
   401: errorResponse("Missing or invalid token."),
+  429: errorResponse(
+    "Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After.",
+  ),
   500: errorResponse("Internal error (no internals in the message)."),
   503: errorResponse("A dependency is temporarily unavailable."),
 };

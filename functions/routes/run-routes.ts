@@ -130,7 +130,10 @@ const listChanges = createRoute({
 
 export type RunRouteDeps = Pick<AppDeps, "db" | "runQueue" | "logger"> & {
   runChanges: RunChangesSource;
-  limits: Pick<AppLimits, "queueSendTimeoutMs">;
+  limits: Pick<
+    AppLimits,
+    "queueSendTimeoutMs" | "maxQueuedRunsPerUid" | "queuedRunsRetryAfterSeconds"
+  >;
 };
 
 export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps): void {
@@ -139,6 +142,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
     runQueue: deps.runQueue,
     logger,
     queueSendTimeoutMs: deps.limits.queueSendTimeoutMs,
+    maxQueuedRuns: deps.limits.maxQueuedRunsPerUid,
+    queuedRunsRetryAfterSeconds: deps.limits.queuedRunsRetryAfterSeconds,
   });
 
   app.openapi(submitThreadRun, async (c) => {

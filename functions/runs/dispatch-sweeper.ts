@@ -54,7 +54,8 @@ export type SweeperDeps = {
  * a crash mid-sweep rolls the stamps back and the next sweep sends again (duplicates
  * are harmless: the worker's claim is a conditional update fenced by `attempt`).
  *
- * Sub-agent runs (parent_run_id set) are never swept: their parent's worker runs them.
+ * Sub-agent runs (parent_run_id set) are never swept: their parent's worker runs them;
+ * nor are waiting runs (`waiting_since` set): every node's run worker claims them.
  */
 export async function sweepPendingRuns(
   deps: SweeperDeps,
@@ -77,6 +78,9 @@ export async function sweepPendingRuns(
         and(
           eq(agentRuns.status, "pending"),
           isNull(agentRuns.parentRunId),
+          // A waiting run's message was consumed on purpose: it waits in Postgres for a
+          // fair slot (docs/decisions/0037), and sending it again would change nothing.
+          isNull(agentRuns.waitingSince),
           or(
             isNull(agentRuns.dispatchedAt),
             lt(

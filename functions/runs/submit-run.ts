@@ -13,6 +13,7 @@ import {
 } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { DEFAULT_APP_LIMITS } from "../app-limits.ts";
 import { tableRow } from "../db/table-row.ts";
 import { requestHash } from "../idempotency/request-hash.ts";
 import type { RunQueue } from "../queue/run-queue.ts";
@@ -43,6 +44,9 @@ export type SubmitRunDeps = {
   readonly runQueue: RunQueue;
   readonly logger: Logger;
   readonly queueSendTimeoutMs: number;
+  /** Pending root runs a uid may have; one more is 429 `queued_runs_limit` (default DEFAULT_APP_LIMITS). */
+  readonly maxQueuedRuns?: number;
+  readonly queuedRunsRetryAfterSeconds?: number;
 };
 
 /**
@@ -65,8 +69,8 @@ export async function submitRun(deps: SubmitRunDeps, p: SubmitRunInput): Promise
   try {
     submitted =
       p.target.kind === "thread"
-        ? await insertRunInThread(deps.db, p, p.target.threadId, hash)
-        : await insertRunInNewThread(deps.db, p, p.target, hash);
+        ? await insertRunInThread(deps, p, p.target.threadId, hash)
+        : await insertRunInNewThread(deps, p, p.target, hash);
   } catch (error) {
     // Another submission with the same key committed first (we waited on its unique
     // index entry); everything we wrote is rolled back. Answer with its run.
@@ -93,50 +97,65 @@ export async function submitRun(deps: SubmitRunDeps, p: SubmitRunInput): Promise
  * exist. No thread row (unknown, another uid's, deleted): nothing is inserted, 404.
  */
 async function insertRunInThread(
-  db: Db,
+  deps: SubmitRunDeps,
   p: SubmitRunInput,
   threadId: string,
   hash: string,
 ): Promise<SubmittedRun> {
   const thread = sql`select thread_id, root_thread_id from ${conversations}
     where thread_id = ${threadId} and uid = ${p.uid} and status = 'active' for share`;
-  const run = await insertMessageRequestRun(db, p, thread, hash);
-  if (run === undefined) throw new WorkcellError("not_found", "No such thread.");
+  const run = await insertMessageRequestRun(deps.db, p, thread, hash, maxQueuedOf(deps));
+  if (run === undefined) {
+    // Rare: only now is it worth a second query to tell the two refusals apart.
+    await refuseIfQueueFull(deps, deps.db, p.uid);
+    throw new WorkcellError("not_found", "No such thread.");
+  }
   return { run, thread: undefined };
 }
 
 /** A new thread (and maybe an implicit project) first, then the same three rows, in one transaction. */
 async function insertRunInNewThread(
-  db: Db,
+  deps: SubmitRunDeps,
   p: SubmitRunInput,
   target: Extract<RunTarget, { kind: "new_thread" }>,
   hash: string,
 ): Promise<SubmittedRun> {
-  return db.transaction(async (tx) => {
+  return deps.db.transaction(async (tx) => {
     const created = await createThreadIn(tx, p.uid, {
       project_id: target.projectId,
       title: target.title,
     });
     const thread = sql`select ${created.thread.threadId}::uuid as thread_id, ${created.thread.rootThreadId}::uuid as root_thread_id`;
-    const run = await insertMessageRequestRun(tx, p, thread, hash);
-    if (run === undefined) throw new Error("insert of a run into a new thread returned no row");
+    const run = await insertMessageRequestRun(tx, p, thread, hash, maxQueuedOf(deps));
+    if (run === undefined) {
+      // Throwing rolls the new thread (and implicit project) back with the refusal.
+      await refuseIfQueueFull(deps, tx, p.uid);
+      throw new Error("insert of a run into a new thread returned no row");
+    }
     return { run, thread: created };
   });
 }
 
 /**
  * message → request → run for the one thread `threadSelect` yields (`thread_id`,
- * `root_thread_id`); undefined when it yields none. The runtime scope is the root thread.
+ * `root_thread_id`); undefined when it yields none or the uid already has `maxQueued`
+ * pending root runs (counted in the same statement, at most `maxQueued` index entries
+ * read). The runtime scope is the root thread.
  */
 async function insertMessageRequestRun(
   db: DbOrTransaction,
   p: SubmitRunInput,
   threadSelect: SQL,
   hash: string,
+  maxQueued: number,
 ): Promise<AgentRun | undefined> {
   const [raw] = await executeRows<Record<string, unknown>>(
     db,
-    sql`with thread as (${threadSelect}),
+    sql`with candidate as (${threadSelect}),
+      thread as (
+        select candidate.* from candidate
+        where ${queuedRuns(p.uid, maxQueued)} < ${maxQueued}::int
+      ),
       message as (
         insert into ${messages} (uid, thread_id, role, content)
         select ${p.uid}, thread.thread_id, 'user', ${p.input} from thread
@@ -158,6 +177,37 @@ async function insertMessageRequestRun(
     returning *`,
   );
   return raw === undefined ? undefined : tableRow(agentRuns, raw);
+}
+
+/** Pending root runs of `uid`, counted up to `max` (enough to compare with it). */
+function queuedRuns(uid: string, max: number): SQL {
+  return sql`(select count(*) from (select 1 from ${agentRuns}
+    where uid = ${uid} and status = 'pending' and parent_run_id is null
+    limit ${max}::int) queued)`;
+}
+
+function maxQueuedOf(deps: SubmitRunDeps): number {
+  return deps.maxQueuedRuns ?? DEFAULT_APP_LIMITS.maxQueuedRunsPerUid;
+}
+
+async function refuseIfQueueFull(
+  deps: SubmitRunDeps,
+  db: DbOrTransaction,
+  uid: string,
+): Promise<void> {
+  const max = maxQueuedOf(deps);
+  const [row] = await executeRows<{ full: boolean }>(
+    db,
+    sql`select ${queuedRuns(uid, max)} >= ${max}::int as full`,
+  );
+  if (row?.full !== true) return;
+  throw domainError("queued_runs_limit", {
+    details: {
+      max_queued_runs: max,
+      retry_after_seconds:
+        deps.queuedRunsRetryAfterSeconds ?? DEFAULT_APP_LIMITS.queuedRunsRetryAfterSeconds,
+    },
+  });
 }
 
 async function dispatchAfterCommit(deps: SubmitRunDeps, runId: string): Promise<void> {

@@ -105,6 +105,21 @@ const DOMAIN_ERROR_TABLE = {
     message:
       "The sandbox engine (Docker) on this node did not answer in time: check that dockerd answers (`docker info`) and raise DOCKER_CALL_TIMEOUT_SECONDS if it is only slow.",
   },
+  queued_runs_limit: {
+    code: "rate_limited",
+    message:
+      "You have too many runs waiting to start: wait for some to finish (or cancel them), then submit again.",
+  },
+  requests_per_minute: {
+    code: "rate_limited",
+    message:
+      "Too many requests for your requests_per_minute limit: wait for Retry-After seconds, then retry.",
+  },
+  event_streams_limit: {
+    code: "rate_limited",
+    message:
+      "Too many event streams open at once: close one (or reuse a stream per run), then retry.",
+  },
   no_isolation_available: {
     code: "unavailable",
     message:

@@ -53,6 +53,8 @@ export function errorHandler<E extends RequestContextEnv = RequestContextEnv>(
     const requestId = c.var.requestId;
     if (requestId) c.header(REQUEST_ID_HEADER, requestId);
     if (status === 401) c.header("WWW-Authenticate", wwwAuthenticate);
+    // API.md: a 429 always carries Retry-After (whole seconds, at least 1).
+    if (status === 429) c.header("Retry-After", String(retryAfterSecondsOf(error)));
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
     return c.json(toErrorBody(error), status);
   };
@@ -72,6 +74,11 @@ function fromHttpException(err: HTTPException): WorkcellError | undefined {
     default:
       return undefined;
   }
+}
+
+function retryAfterSecondsOf(err: unknown): number {
+  const value = err instanceof WorkcellError ? err.details?.retry_after_seconds : undefined;
+  return typeof value === "number" && Number.isFinite(value) ? Math.max(1, Math.ceil(value)) : 1;
 }
 
 function reasonOf(err: unknown): unknown {

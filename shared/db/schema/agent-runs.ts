@@ -56,6 +56,10 @@ export const agentRuns = pgTable(
     // Last time the run was put on the queue; the sweeper re-dispatches pending runs
     // whose message was lost (commit, then enqueue: the enqueue can fail).
     dispatchedAt: timestamptz("dispatched_at"),
+    // Set when a worker took the run's message and left the run waiting in Postgres for a
+    // fair slot (docs/decisions/0037): from then on no message is needed, the run worker
+    // of any node claims it when its uid is under max_concurrent_runs and its turn comes.
+    waitingSince: timestamptz("waiting_since"),
   },
   // Annotated: messages -> agent_runs -> requests -> messages reference each other, and
   // TypeScript cannot infer a table type through that cycle.
@@ -104,6 +108,8 @@ export const agentRuns = pgTable(
     ),
     // Sweeper: pending runs, oldest first.
     index("agent_runs_pending_idx").on(t.status, t.createdAt).where(sql`${t.status} = 'pending'`),
+    // Fair share: each uid's oldest waiting run, and its queued runs at submission.
+    index("agent_runs_pending_uid_idx").on(t.uid, t.createdAt).where(sql`${t.status} = 'pending'`),
     // Lease recovery: running runs whose lease expired.
     index("agent_runs_lease_idx")
       .on(t.status, t.leaseExpiresAt)

@@ -104,19 +104,20 @@ it("stop() past its grace period ends the run failed/node_shutdown", async () =>
   await world.waitForNoContainers();
 });
 
-it("a quiesced node hands runs back untouched; they run once the node is active again", async () => {
+it("a quiesced node leaves runs waiting untouched; they run once the node is active again", async () => {
   await world.sandboxManager.quiesce(AbortSignal.timeout(30_000));
-  await world.worker({ limits: { handBackDelaySeconds: 1 } });
+  await world.worker({ limits: { handBackDelaySeconds: 1, waitingPollMs: 200 } });
   const thread = await world.thread(await world.project());
   const runId = await world.submit(thread, "echo after resume");
-  // Claimed and handed back at least once: attempt moved on, the run is pending again.
-  await world.waitForRun(runId, (run) => run.attempt >= 1 && run.status === "pending");
+  // Its message was taken: the run waits in Postgres, never claimed by the quiesced node.
+  const waiting = await world.waitForRun(runId, (run) => run.waitingSince !== null);
+  expect(waiting).toMatchObject({ status: "pending", attempt: 0 });
   expect(await world.events(runId)).toEqual([]);
 
   await world.sandboxManager.resume(AbortSignal.timeout(30_000));
   const run = await world.waitForRun(runId);
   expect(run.status).toBe("succeeded");
-  expect(run.attempt).toBeGreaterThanOrEqual(2);
+  expect(run.attempt).toBe(1);
   expectGapFree(await world.events(runId));
   expect(await world.assistantMessages(thread)).toEqual(["after resume\n"]);
 });

@@ -1,0 +1,144 @@
+import type { Logger } from "pino";
+import type { Db } from "../../../shared/db/client.ts";
+import type { ListenFn } from "../../../shared/listen/listen-fn.ts";
+import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
+import type { ClaimOutcome } from "../claim-run.ts";
+import type { RunWorkerLimits } from "../run-limits.ts";
+import { claimWaitingRun } from "./claim-waiting-run.ts";
+import { notifySlotFreed } from "./park-run.ts";
+
+export interface FairRunSlotsDeps {
+  readonly db: Db;
+  readonly nodeId: string;
+  readonly logger: Logger;
+  readonly limits: Pick<
+    RunWorkerLimits,
+    "concurrency" | "leaseTtlMs" | "waitingPollMs" | "defaultMaxConcurrentRuns"
+  >;
+  /** Executes one claimed root run; resolves when it has ended (whatever the outcome). */
+  readonly execute: (claim: ClaimOutcome & { readonly ok: true }) => Promise<void>;
+  /** LISTEN on the slots channel; without it only the poll finds work freed elsewhere. */
+  readonly listen?: ListenFn;
+}
+
+/** Claims in a row that may lose their races before the fill gives up until the next wake. */
+const MAX_CONTENDED_ROUNDS = 4;
+
+/**
+ * This node's `concurrency` slots for root runs, filled from the runs waiting in Postgres
+ * in fair order (claim-waiting-run.ts). A fill runs when a run was parked here, when one
+ * of this node's runs ended, when another node NOTIFYs the slots channel (it parked a run
+ * or freed a slot of a uid) and every `waitingPollMs` while a slot is free (a lost
+ * notification, a run ended by the sweeper). Fills never overlap: a wake during one
+ * makes it look once more.
+ */
+export class FairRunSlots {
+  readonly #deps: FairRunSlotsDeps;
+  readonly #inflight = new Set<Promise<void>>();
+  #filling: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+
+  constructor(deps: FairRunSlotsDeps) {
+    this.#deps = deps;
+  }
+
+  async start(): Promise<void> {
+    const { listen, limits, logger } = this.#deps;
+    if (listen !== undefined) {
+      try {
+        this.#unlisten = await listen(RUN_SLOTS_CHANNEL, () => this.wake());
+      } catch (error) {
+        logger.warn(
+          { err: error },
+          "LISTEN for free run slots failed; waiting runs are found by polling instead",
+        );
+      }
+    }
+    this.#timer = setInterval(() => {
+      if (this.#inflight.size < limits.concurrency) this.wake();
+    }, limits.waitingPollMs);
+    this.#timer.unref?.();
+    this.wake();
+  }
+
+  /** Looks for a waiting run to claim now (coalesced with a fill in progress). */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#filling !== undefined) {
+      this.#again = true;
+      return;
+    }
+    this.#filling = this.#fill().finally(() => {
+      this.#filling = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** Takes no more runs; those executing go on (see inflight()). */
+  async stopTaking(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    await this.#filling;
+    const unlisten = this.#unlisten;
+    this.#unlisten = undefined;
+    await unlisten?.().catch((error: unknown) => {
+      this.#deps.logger.warn({ err: error }, "UNLISTEN for free run slots failed");
+    });
+  }
+
+  /** Runs still executing. */
+  inflight(): Promise<void>[] {
+    return [...this.#inflight];
+  }
+
+  async #fill(): Promise<void> {
+    const { db, nodeId, limits, logger } = this.#deps;
+    let contended = 0;
+    while (!this.#stopped && this.#inflight.size < limits.concurrency) {
+      let claim: Awaited<ReturnType<typeof claimWaitingRun>>;
+      try {
+        claim = await claimWaitingRun(db, {
+          nodeId,
+          leaseTtlMs: limits.leaseTtlMs,
+          defaultMaxConcurrentRuns: limits.defaultMaxConcurrentRuns,
+        });
+      } catch (error) {
+        // The poll tries again; the runs keep waiting in Postgres meanwhile.
+        logger.warn({ err: error }, "claiming a waiting run failed");
+        return;
+      }
+      if (!claim.ok) {
+        if (claim.reason === "none" || ++contended >= MAX_CONTENDED_ROUNDS) return;
+        continue;
+      }
+      contended = 0;
+      this.#track(claim);
+    }
+  }
+
+  #track(claim: ClaimOutcome & { readonly ok: true }): void {
+    const { logger, db } = this.#deps;
+    const work = (async () => {
+      try {
+        await this.#deps.execute(claim);
+      } catch (error) {
+        logger.error({ err: error, run_id: claim.run.runId }, "run execution failed unexpectedly");
+      }
+      // Other nodes may hold waiting runs of this uid that its limit kept back.
+      await notifySlotFreed(db, claim.run.uid).catch((error: unknown) => {
+        logger.warn({ err: error }, "could not NOTIFY a freed run slot; other nodes poll");
+      });
+    })();
+    this.#inflight.add(work);
+    void work.finally(() => {
+      this.#inflight.delete(work);
+      this.wake();
+    });
+  }
+}

@@ -1,0 +1,2 @@
+ALTER TABLE "agent_runs" ADD COLUMN "waiting_since" timestamp with time zone;--> statement-breakpoint
+CREATE INDEX "agent_runs_pending_uid_idx" ON "agent_runs" USING btree ("uid","created_at") WHERE "agent_runs"."status" = 'pending';

@@ -1,0 +1,169 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { and, eq, isNull } from "drizzle-orm";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { type AgentRun, agentRuns, userLimits } from "../../../shared/db/schema.ts";
+import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
+import { awsConfig } from "../../support/aws.ts";
+import { removeContainersLabelled } from "../../support/docker.ts";
+import { registerNode } from "../sandbox/manager-fixture.ts";
+import { uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
+import { type Project, type RunWorld, runWorld, TEST_LIMITS } from "./run-harness.ts";
+import { spawnWorker, type WorkerProcess } from "./worker-process.ts";
+
+let world: RunWorld;
+const workers: WorkerProcess[] = [];
+let otherNode: string | undefined;
+
+beforeEach(async () => {
+  world = await runWorld();
+});
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop()));
+  if (otherNode !== undefined) {
+    await removeContainersLabelled(world.docker, LABEL.nodeId, otherNode);
+    otherNode = undefined;
+  }
+  await world.cleanup();
+});
+
+const GATE = "fair-share-gate";
+// A's runs hold their slot until the test opens the gate (a file in A's Workdir), so the
+// order of events does not depend on how fast the machine is.
+const GATED = `until [ -e ${GATE} ]; do sleep 0.05; done; echo a`;
+
+function openGate(project: Project): void {
+  const workdir = join(
+    world.dataRoot.path,
+    "users",
+    uidDirname(project.uid),
+    "workspace",
+    project.workdirPath,
+  );
+  writeFileSync(join(workdir, GATE), "");
+}
+
+async function runsOf(uid: string): Promise<AgentRun[]> {
+  return world.db.select().from(agentRuns).where(eq(agentRuns.uid, uid));
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const count = (runs: AgentRun[], status: string) => runs.filter((r) => r.status === status).length;
+const waiting = (runs: AgentRun[]) =>
+  runs.filter((r) => r.status === "pending" && r.waitingSince !== null).length;
+
+/** Most runs of the list whose [started_at, finished_at] overlap at one instant. */
+function maxOverlap(runs: AgentRun[]): number {
+  const edges = runs.flatMap((r) => {
+    if (r.startedAt === null || r.finishedAt === null) throw new Error(`${r.runId} did not run`);
+    // An end sorts before a start at the same instant: a freed slot was taken.
+    return [
+      { at: r.startedAt.getTime(), delta: 1 },
+      { at: r.finishedAt.getTime(), delta: -1 },
+    ];
+  });
+  edges.sort((x, y) => x.at - y.at || x.delta - y.delta);
+  let now = 0;
+  let most = 0;
+  for (const edge of edges) {
+    now += edge.delta;
+    most = Math.max(most, now);
+  }
+  return most;
+}
+
+it("another user's run takes the first freed slot, not the place after a user's 20 queued runs", async () => {
+  const slots = 3;
+  await world.worker({ limits: { concurrency: slots, waitingPollMs: 200 } });
+  const projectA = await world.project({ uid: "tenant-a" });
+  const threadA = await world.thread(projectA);
+  const projectB = await world.project({ uid: "tenant-b" });
+  const threadB = await world.thread(projectB);
+
+  const aRuns: string[] = [];
+  for (let i = 0; i < 20; i++) aRuns.push(await world.submit(threadA, GATED));
+  // A holds every slot (its default limit, 4, is above this node's 3), the rest wait.
+  await waitUntil("A fills the slots and the rest of A's runs wait", async () => {
+    const runs = await runsOf("tenant-a");
+    return count(runs, "running") === slots && waiting(runs) === 20 - slots;
+  });
+  const firstA = new Set((await runsOf("tenant-a")).filter((r) => r.startedAt).map((r) => r.runId));
+
+  const bRun = await world.submit(threadB, "echo b");
+  // B's message was taken from behind A's (not left in SQS behind them); B waits.
+  await world.waitForRun(bRun, (run) => run.waitingSince !== null);
+  expect((await world.run(bRun)).status).toBe("pending");
+
+  openGate(projectA);
+  const b = await world.waitForRun(bRun, undefined, 120_000);
+  expect(b.status).toBe("succeeded");
+  const a = await Promise.all(aRuns.map((id) => world.waitForRun(id, undefined, 120_000)));
+  expect(a.map((r) => r.status)).toEqual(aRuns.map(() => "succeeded"));
+
+  // Of A's runs that were waiting when B arrived, at most one (a tie of zero running runs
+  // each, broken by age) started before B: B starts in the first slot turnover.
+  const bStart = b.startedAt?.getTime() ?? Number.NaN;
+  const aheadOfB = a.filter((r) => !firstA.has(r.runId) && (r.startedAt?.getTime() ?? 0) < bStart);
+  expect(aheadOfB.length).toBeLessThanOrEqual(1);
+  expect(maxOverlap(a)).toBeLessThanOrEqual(slots);
+  // Every run ran once: waiting cost no attempt and no hand-back.
+  expect([...a, b].map((r) => r.attempt)).toEqual([...a, b].map(() => 1));
+}, 240_000);
+
+it("max_concurrent_runs holds across two nodes: A waits at its limit, B is not delayed", async () => {
+  otherNode = uniqueNodeId();
+  await registerNode(world.db, otherNode);
+  await world.db.insert(userLimits).values({ uid: "tenant-a", maxConcurrentRuns: 2 });
+  for (const nodeId of [world.nodeId, otherNode]) {
+    workers.push(
+      spawnWorker({
+        dbUrl: world.database.url,
+        dataRoot: world.dataRoot.path,
+        nodeId,
+        image: world.image,
+        queueUrl: world.queueUrl,
+        awsEndpoint: awsConfig().endpoint,
+        limits: { ...TEST_LIMITS, concurrency: 3, waitingPollMs: 200 },
+      }),
+    );
+  }
+  await Promise.all(workers.map((w) => w.next("ready")));
+
+  const projectA = await world.project({ uid: "tenant-a" });
+  const projectB = await world.project({ uid: "tenant-b" });
+  const aRuns: string[] = [];
+  // Separate threads: separate sandboxes, so either node may take any of them.
+  for (let i = 0; i < 8; i++) aRuns.push(await world.submit(await world.thread(projectA), GATED));
+  await waitUntil("A runs at its limit and the rest wait", async () => {
+    const runs = await runsOf("tenant-a");
+    return count(runs, "running") === 2 && waiting(runs) === 6;
+  });
+
+  // Six slots, two used: B runs now, while A's six still wait.
+  const bRun = await world.submit(await world.thread(projectB), "echo b");
+  expect((await world.waitForRun(bRun, undefined, 60_000)).status).toBe("succeeded");
+  const meanwhile = await runsOf("tenant-a");
+  expect(count(meanwhile, "running")).toBe(2);
+  expect(waiting(meanwhile)).toBe(6);
+
+  openGate(projectA);
+  const a = await Promise.all(aRuns.map((id) => world.waitForRun(id, undefined, 120_000)));
+  expect(a.map((r) => r.status)).toEqual(aRuns.map(() => "succeeded"));
+  // Never more than the limit at once, and not lost: each ran exactly once.
+  expect(maxOverlap(a)).toBeLessThanOrEqual(2);
+  expect(a.map((r) => r.attempt)).toEqual(aRuns.map(() => 1));
+  // Nothing is left waiting.
+  const left = await world.db
+    .select({ runId: agentRuns.runId })
+    .from(agentRuns)
+    .where(and(eq(agentRuns.uid, "tenant-a"), isNull(agentRuns.finishedAt)));
+  expect(left).toEqual([]);
+}, 240_000);

@@ -1,4 +1,4 @@
-// Helpers of run-e2e.bench.ts: the local Workcell started in this process and served on
+// Helpers of run-e2e.bench.ts and run-scaling.bench.ts: the local Workcell started in this process and served on
 // a loopback port, a client of its HTTP API (threads, runs, SSE events, cancel) that
 // times what a user would see, and a count of the sandbox containers Docker creates.
 import { mkdtemp, rm } from "node:fs/promises";
@@ -26,6 +26,8 @@ export type BenchStack = {
   /** The sandbox image the stack runs. */
   image: string;
   api: Api;
+  /** A client with a dev token of another user (the scaling benchmark's many tenants). */
+  apiFor(uid: string): Promise<Api>;
   stop(): Promise<void>;
 };
 
@@ -44,7 +46,8 @@ export async function startBenchStack(docker: Docker, uid: string): Promise<Benc
     DATA_DIR: dataDir,
     AWS_EMULATOR_PORT: String(await freePort()),
     DATA_PLANE_PORT: String(await freePort()),
-    LOG_LEVEL: "silent",
+    // BENCH_LOG_LEVEL=warn shows why a benchmark run failed; off by default (no I/O timed).
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "silent",
   });
   let stack: LocalStack | undefined;
   let server: ReturnType<typeof serve> | undefined;
@@ -68,20 +71,27 @@ export async function startBenchStack(docker: Docker, uid: string): Promise<Benc
       publicUrl: `http://127.0.0.1:${port}`,
       logger: pino({ level: env.LOG_LEVEL }),
     });
-    if (stack.sandboxDriver.kind !== "container") {
-      throw new Error(`the local stack has no sandbox driver: ${stack.sandboxDriver.detail}`);
+    const tiers = stack.sandboxDriver.tiers;
+    const notReady = tiers.filter((t) => !t.ready);
+    if (notReady.length > 0) {
+      // Both tiers are measured: a missing one would silently shrink the comparison.
+      throw new Error(
+        `sandbox tiers not ready: ${notReady.map((t) => `${t.tier}: ${t.detail}`).join("; ")}`,
+      );
     }
     const app = stack.app;
     await new Promise<void>((listening) => {
       server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, () => listening());
     });
     const url = `http://127.0.0.1:${port}`;
-    const token = await mintDevToken(stack.secrets.devJwtSecret, uid);
+    const secret = stack.secrets.devJwtSecret;
+    const token = await mintDevToken(secret, uid);
     return {
       url,
       nodeId: localNodeId(dataDir),
       image: env.SANDBOX_IMAGE,
       api: createApi(url, token),
+      apiFor: async (other) => createApi(url, await mintDevToken(secret, other)),
       stop,
     };
   } catch (error) {
@@ -97,18 +107,24 @@ export type RunTimes = {
   terminalMs: number;
   /** `run.completed`'s status. */
   status: string;
+  /** `run.completed`'s error, for the message when a benchmark run did not succeed. */
+  error?: unknown;
 };
+
+/** The run's `agent` options the benchmarks vary (API.md "Runs"). */
+export type AgentOptions = { sandbox?: "container" | "process" };
 
 export type Api = {
   /** A root thread (with its project: a new implicit one unless projectId is given). */
   newThread(projectId?: string): Promise<{ threadId: string; projectId: string }>;
   /** Submits `input` in the thread and follows its events to `run.completed`. */
-  run(threadId: string, input: string): Promise<RunTimes>;
+  run(threadId: string, input: string, agent?: AgentOptions): Promise<RunTimes>;
   /** Submits without waiting; `events` resolves at `run.completed`. */
   start(
     threadId: string,
     input: string,
     onEvent?: (type: string) => void,
+    agent?: AgentOptions,
   ): Promise<{ runId: string; events: Promise<RunTimes> }>;
   cancel(runId: string): Promise<void>;
 };
@@ -128,9 +144,12 @@ function createApi(url: string, token: string): Api {
     return res.json() as Promise<Record<string, unknown>>;
   };
 
-  const start: Api["start"] = async (threadId, input, onEvent) => {
+  const start: Api["start"] = async (threadId, input, onEvent, agent) => {
     const submittedAt = performance.now();
-    const run = await post(`/v1/threads/${threadId}/runs`, { input });
+    const run = await post(
+      `/v1/threads/${threadId}/runs`,
+      agent === undefined ? { input } : { input, agent },
+    );
     const runId = String(run.run_id);
     return { runId, events: follow(runId, submittedAt, onEvent) };
   };
@@ -164,7 +183,12 @@ function createApi(url: string, token: string): Api {
         onEvent?.(event.type);
         if (event.type === "run.completed") {
           await res.body.cancel().catch(() => {});
-          return { firstEventMs, terminalMs: at, status: String(event.data.status) };
+          return {
+            firstEventMs,
+            terminalMs: at,
+            status: String(event.data.status),
+            error: event.data.error,
+          };
         }
       }
     }
@@ -179,8 +203,8 @@ function createApi(url: string, token: string): Api {
       );
       return { threadId: String(thread.thread_id), projectId: String(thread.project_id) };
     },
-    async run(threadId, input) {
-      const { events } = await start(threadId, input);
+    async run(threadId, input, agent) {
+      const { events } = await start(threadId, input, undefined, agent);
       return events;
     },
     start,

@@ -5,16 +5,15 @@
 // then `GET /v1/runs/{id}/events` (SSE). Each run is timed from just before the POST to
 // the first SSE event and to `run.completed`.
 //
-// What "warm" can mean. When a root run ends, its execution tree's sandbox is kept warm
-// for the keep-warm window (SANDBOX_KEEP_WARM_SECONDS, default 60 s; decision 0030), so
-// the conversation's next turn reuses it: the "next turn (keep-warm window)" series
-// measures that, and the number of sandbox containers Docker created during it (counted
-// from Docker's events) is the evidence (one, for the untimed first turn). The other
-// warm case is a run submitted while another run of the same thread keeps the sandbox up: a keeper run (`sleep 3600`) is
-// started in the thread first, then the timed `true` runs go to the same thread, and no
-// container may be created during them (checked). A sub-agent also runs in its parent's
-// sandbox, but the shell model cannot spawn one.
-//  - cold: a new thread (same project, so its Workdir exists) for each run;
+// Warm means the keep-warm window: when a root run ends, its execution tree's sandbox is
+// kept for SANDBOX_KEEP_WARM_SECONDS (default 60 s; decision 0030), so the conversation's
+// next turn reuses it. The "next turn" series measures that, and the number of sandbox
+// containers Docker created during it (counted from Docker's events) is the evidence (one,
+// for the untimed first turn). A run submitted while another run of the thread holds the
+// sandbox is no longer a "warm" case to time: its command waits for the Execution Lease of
+// the other run's command (ARCHITECTURE.md §5), so it measures that command, not Workcell.
+//  - cold: a new thread (same project, so its Workdir exists) for each run, in the container
+//    tier and in the process tier (bubblewrap: no container is created at all);
 //  - baseline: a raw dockerode exec of `/bin/sh -c true` as the sandbox user in a container
 //    of the same image and hardening, created by this benchmark; for cold runs also the
 //    raw lifecycle of such a container (create + start + exec + remove).
@@ -28,15 +27,16 @@ import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts"
 import { countContainers, type RunTimes, startBenchStack } from "./local-stack-bench.ts";
 import { measure, report, type Sample } from "./measure.ts";
 
-const WARM_RUNS = 30;
 const COLD_RUNS = 15;
-const SAME_THREAD_RUNS = 10;
+const SAME_THREAD_RUNS = 20;
 const EXEC_RUNS = 100;
 const RAW_COLD_RUNS = 10;
 const UID = "bench";
 const WORKDIR = "work";
 /** Docker events arrive a little after the API call that caused them. */
 const EVENTS_SETTLE_MS = 300;
+const CONTAINER = { sandbox: "container" } as const;
+const PROCESS = { sandbox: "process" } as const;
 
 const docker = new Docker();
 const bench = await startBenchStack(docker, UID);
@@ -109,7 +109,8 @@ try {
     const createdBefore = containers.created();
     for (let i = -1; i < runs; i++) {
       const times = await next();
-      if (times.status !== "succeeded") throw new Error(`a ${label} run ended ${times.status}`);
+      if (times.status !== "succeeded")
+        throw new Error(`a ${label} run ended ${times.status}: ${JSON.stringify(times.error)}`);
       // The first round warms up (JIT, connections, the project's Workdir): not counted.
       if (i >= 0) {
         first.push(times.firstEventMs);
@@ -117,6 +118,8 @@ try {
       }
     }
     await new Promise((resolve) => setTimeout(resolve, EVENTS_SETTLE_MS));
+    const median = [...last].sort((a, b) => a - b)[Math.floor(last.length / 2)] ?? 0;
+    console.log(`  (${label}: ${runs} runs, median ${median.toFixed(0)} ms to terminal)`);
     return {
       first: sample(`${label}: submit → first event`, first),
       last: sample(`${label}: submit → terminal`, last),
@@ -127,31 +130,23 @@ try {
 
   // Runs of one thread back to back: the next turn within the keep-warm window.
   const sameThread = await series("next turn (keep-warm window)", SAME_THREAD_RUNS, () =>
-    api.run(firstThread, "true"),
+    api.run(firstThread, "true", CONTAINER),
   );
-
-  // Warm: a keeper run of the same thread holds the sandbox up between the timed runs.
-  const warmThread = await newThread();
-  let keeperStarted: () => void = () => {};
-  const keeperRunning = new Promise<void>((resolve) => {
-    keeperStarted = resolve;
-  });
-  const keeper = await api.start(warmThread, "sleep 3600", (type) => {
-    if (type === "tool.started") keeperStarted();
-  });
-  const keeperEnded = await Promise.race([keeperRunning.then(() => undefined), keeper.events]);
-  if (keeperEnded !== undefined) throw new Error(`keeper ended ${keeperEnded.status} at once`);
-  const warm = await series("warm", WARM_RUNS, () => api.run(warmThread, "true"));
-  await api.cancel(keeper.runId);
-  const keeperEnd = await keeper.events;
-  if (keeperEnd.status !== "cancelled") throw new Error(`keeper ended ${keeperEnd.status}`);
-  if (warm.created !== 0) {
-    throw new Error(`warm runs created ${warm.created} sandbox containers; they were not warm`);
-  }
 
   const cold = await series("cold (new thread)", COLD_RUNS, async () =>
-    api.run(await newThread(), "true"),
+    api.run(await newThread(), "true", CONTAINER),
   );
+  // The process tier (bubblewrap): a new thread's first run starts no container at all.
+  const processCold = await series("cold (new thread, process tier)", COLD_RUNS, async () =>
+    api.run(await newThread(), "true", PROCESS),
+  );
+  const processThread = await newThread();
+  const processTurn = await series("next turn (process tier)", SAME_THREAD_RUNS, () =>
+    api.run(processThread, "true", PROCESS),
+  );
+  if (processCold.created !== 0 || processTurn.created !== 0) {
+    throw new Error("process-tier runs created containers");
+  }
 
   const rawColdExec = await measure(
     "raw create + start + exec `true` + remove",
@@ -165,19 +160,21 @@ try {
 
   const title = "run `true` end to end over the local stack's HTTP API vs raw sandbox exec";
   report(title, exec, [
-    warm.first,
-    warm.last,
     sameThread.first,
     sameThread.last,
     cold.first,
     cold.last,
+    processCold.first,
+    processCold.last,
+    processTurn.first,
+    processTurn.last,
   ]);
   report("cold runs vs a raw container lifecycle", rawColdExec, [cold.first, cold.last]);
 
   const ratio = (s: Sample, base: Sample) =>
     `median ${(s.medianMs / base.medianMs).toFixed(1)}x, p99 ${(s.p99Ms / base.p99Ms).toFixed(1)}x`;
   console.log("\nend to end / raw sandbox exec (same run):");
-  for (const s of [warm.last, sameThread.last, cold.last]) {
+  for (const s of [sameThread.last, cold.last, processCold.last, processTurn.last]) {
     console.log(`  ${s.name.padEnd(46)} ${ratio(s, exec)}`);
   }
   console.log(
@@ -186,7 +183,6 @@ try {
   console.log("\nsandbox containers Docker created (runs include the untimed first one):");
   for (const [name, s] of [
     ["next turn (keep-warm)", sameThread],
-    ["warm (keeper run up)", warm],
     ["cold (new thread)", cold],
   ] as const) {
     console.log(`  ${name.padEnd(28)} ${String(s.created).padStart(3)} for ${s.runs} runs`);
@@ -198,6 +194,9 @@ try {
     sameThread.created <= 1
       ? "The thread's sandbox outlived each turn (keep-warm window): one create for the first turn only."
       : `The next turn did not always find the sandbox warm: ${sameThread.created} created for ${sameThread.runs} turns.`,
+  );
+  console.log(
+    `new thread, process tier / raw container exec: ${(processCold.last.medianMs / exec.medianMs).toFixed(2)}x (target <= 3)`,
   );
 } finally {
   containers.close();

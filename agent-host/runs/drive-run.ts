@@ -107,10 +107,13 @@ export async function driveRun(
         ),
         workspace,
         workdirPath: x.workdirPath,
+        // The sandbox's mounts decide the view; the file tools follow them.
+        fileView: x.handle.fileView,
         ...(subagents === undefined ? {} : { subagents }),
       },
       systemPrompt: buildSystemPrompt({
         workdirPath: x.workdirPath,
+        fileView: x.handle.fileView,
         skills: x.skills,
         subagent: x.depth > 0,
         ...(deps.systemPromptExtra === undefined ? {} : { extra: deps.systemPromptExtra }),

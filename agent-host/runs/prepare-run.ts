@@ -112,6 +112,7 @@ export async function prepareRun(
         runtimeScopeId: run.runtimeScopeId,
         workdirPath: context.workdirPath,
         ...(context.agent.sandbox === undefined ? {} : { tier: context.agent.sandbox }),
+        ...(context.agent.file_view === undefined ? {} : { fileView: context.agent.file_view }),
       },
       signal,
     );

@@ -1,6 +1,8 @@
 import type { DbTransaction } from "../../shared/db/client.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { DEFAULT_FILE_VIEW, type FileView } from "../../shared/paths/file-view.ts";
+import { destroyGeneration } from "./destroy-generation.ts";
 import type { CreateRefusal, SandboxContainer } from "./driver.ts";
 import { register } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
@@ -17,6 +19,8 @@ export type AcquireRequest = {
   workdirPath: string;
   /** The execution tree's isolation tier (`agent.sandbox`); the node's default when absent. */
   tier?: SandboxTier;
+  /** What the tree's sandbox may write (`agent.file_view`); `workspace` when absent. */
+  fileView?: FileView;
 };
 
 export type AcquireRefusal =
@@ -80,9 +84,12 @@ export async function acquireUnderLock(
           `Node ${ctx.nodeId} has no row in 'nodes': register the node before starting its sandbox manager.`,
         );
       }
-      const row = await ctx.store.read(tx, sandboxId);
+      let row = await ctx.store.read(tx, sandboxId);
       if (row?.state === "running") {
-        if (row.workdirPath !== request.workdirPath || !sameTier(row.containerId, request)) {
+        // Another tier or file view needs other mounts: a generation no run uses any more
+        // (kept warm after its tree ended) is replaced; one still in use is a mismatch.
+        const otherMounts = !sameTier(row.containerId, request) || !sameFileView(row, request);
+        if (row.workdirPath !== request.workdirPath || (otherMounts && row.releasedAt === null)) {
           return decide({
             ok: false,
             reason: "sandbox_identity_mismatch",
@@ -112,6 +119,15 @@ export async function acquireUnderLock(
           );
         }
         if (nodeState !== "active") return decide({ ok: false, reason: "node_quiesced" });
+        if (otherMounts) {
+          log.info(
+            { generation: row.generation, file_view: row.fileView },
+            "replacing a kept-warm sandbox made for another tier or file view",
+          );
+          await destroyGeneration(ctx, sandboxId, row.generation, signal);
+          row = await ctx.store.read(tx, sandboxId);
+          return createGeneration(ctx, tx, sandboxId, row, request, signal, progress);
+        }
         const handle = await reusable(ctx, row, signal);
         if (handle) {
           await ctx.store.takeForUse(tx, sandboxId, row.generation);
@@ -152,6 +168,11 @@ export function sameTier(containerId: string | null, request: { tier?: SandboxTi
   );
 }
 
+/** A live sandbox serves only requests of its own file view (absent = `workspace`). */
+export function sameFileView(live: { fileView: FileView }, request: { fileView?: FileView }) {
+  return live.fileView === (request.fileView ?? DEFAULT_FILE_VIEW);
+}
+
 /**
  * What the locked transaction decided. A create error is carried out as a value, not
  * thrown inside, so that the row's 'failed' state commits before the error surfaces.
@@ -172,7 +193,12 @@ async function createGeneration(
   signal: AbortSignal,
   progress: CreateProgress,
 ): Promise<Decision> {
-  const identity = { sandboxId, ...request, nodeId: ctx.nodeId };
+  const identity = {
+    sandboxId,
+    ...request,
+    fileView: request.fileView ?? DEFAULT_FILE_VIEW,
+    nodeId: ctx.nodeId,
+  };
   const generation = await ctx.store.claimGeneration(tx, observed, identity);
   if (generation === undefined) {
     throw new Error(`sandbox ${sandboxId}: generation claim lost while holding its lock`);

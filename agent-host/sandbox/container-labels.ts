@@ -1,3 +1,8 @@
+import {
+  DEFAULT_FILE_VIEW,
+  FILE_VIEW_VALUES,
+  type FileView,
+} from "../../shared/paths/file-view.ts";
 import type { SandboxContainer } from "./driver.ts";
 
 // Labels are how a container explains itself after the process that created it is gone:
@@ -12,6 +17,7 @@ export const LABEL = {
   runtimeScope: "workcell.runtime-scope",
   workdirPath: "workcell.workdir-path",
   nodeId: "workcell.node-id",
+  fileView: "workcell.file-view",
 } as const;
 
 /** The managed-by value: containers without it are never touched by Workcell. */
@@ -28,6 +34,7 @@ export function sandboxLabels(source: LabelSource): Record<string, string> {
     [LABEL.runtimeScope]: source.runtimeScopeId,
     [LABEL.workdirPath]: source.workdirPath,
     [LABEL.nodeId]: source.nodeId,
+    [LABEL.fileView]: source.fileView,
   };
 }
 
@@ -53,7 +60,11 @@ export function parseSandboxLabels(
   const nodeId = labels[LABEL.nodeId];
   if (!Number.isSafeInteger(generation) || generation < 1) return undefined;
   if (!sandboxId || !uidDirname || !runtimeScopeId || !workdirPath || !nodeId) return undefined;
-  return { sandboxId, generation, uidDirname, runtimeScopeId, workdirPath, nodeId };
+  // Containers created before file views carry no label: they mount the whole workspace.
+  const view = labels[LABEL.fileView] ?? DEFAULT_FILE_VIEW;
+  if (!(FILE_VIEW_VALUES as readonly string[]).includes(view)) return undefined;
+  const fileView = view as FileView;
+  return { sandboxId, generation, uidDirname, runtimeScopeId, workdirPath, nodeId, fileView };
 }
 
 /** The container's name: unique per generation, so two creators cannot share one. */

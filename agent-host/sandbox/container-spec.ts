@@ -1,4 +1,5 @@
 import type { ContainerCreateOptions } from "dockerode";
+import { DEFAULT_FILE_VIEW, type FileView } from "../../shared/paths/file-view.ts";
 import {
   runtimeWorkdirPath,
   SANDBOX_HOME,
@@ -20,10 +21,14 @@ export const SANDBOX_USER = "1000:1000";
  */
 export const KEEP_ALIVE_CMD = ["sleep", "2147483647"];
 
-export type ContainerSpecInput = LabelSource & {
+export type ContainerSpecInput = Omit<LabelSource, "fileView"> & {
+  /** `workdir`: the UserWorkspace read-only and the Workdir bound read-write on top (§5). */
+  fileView?: FileView;
   /** Host directories, already verified no-follow by the driver. */
   workspaceHostPath: string;
   skillsHostPath: string;
+  /** The Workdir on the host; needed for the `workdir` view only. */
+  workdirHostPath?: string;
   /** The Runtime Assets tree (operator-owned), bound read-only at /runtime. */
   runtimeHostPath?: string;
 };
@@ -47,6 +52,10 @@ export function containerCreateOptions(
   input: ContainerSpecInput,
   limits: Limits,
 ): ContainerCreateOptions {
+  const fileView = input.fileView ?? DEFAULT_FILE_VIEW;
+  if (fileView === "workdir" && input.workdirHostPath === undefined) {
+    throw new Error("the workdir file view needs the Workdir's host path");
+  }
   return {
     name: containerName(input.sandboxId, input.generation),
     Image: limits.image,
@@ -59,7 +68,7 @@ export function containerCreateOptions(
     // No environment from agent-host ever reaches a sandbox: only PATH, which puts the
     // Runtime Assets first (the image's own tools come after them).
     Env: [`PATH=${SANDBOX_PATH}`],
-    Labels: sandboxLabels(input),
+    Labels: sandboxLabels({ ...input, fileView }),
     AttachStdin: false,
     AttachStdout: false,
     AttachStderr: false,
@@ -68,13 +77,25 @@ export function containerCreateOptions(
     HostConfig: {
       Mounts: [
         // The caller's whole UserWorkspace: the uid mount is the boundary between users;
-        // the Workdir below it is only a cwd (ARCHITECTURE.md §2).
+        // the Workdir below it is only a cwd (ARCHITECTURE.md §2). Read-only in the
+        // `workdir` file view, with the Workdir bound read-write on top of itself (§5):
+        // Docker mounts by target depth, so the parent comes first.
         {
           Type: "bind",
           Source: input.workspaceHostPath,
           Target: SANDBOX_USER_DATA_MOUNT,
-          ReadOnly: false,
+          ReadOnly: fileView === "workdir",
         },
+        ...(fileView === "workdir"
+          ? [
+              {
+                Type: "bind" as const,
+                Source: input.workdirHostPath as string,
+                Target: runtimeWorkdirPath(input.workdirPath),
+                ReadOnly: false,
+              },
+            ]
+          : []),
         {
           Type: "bind",
           Source: input.skillsHostPath,

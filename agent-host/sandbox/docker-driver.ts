@@ -4,8 +4,13 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
+import type { FileView } from "../../shared/paths/file-view.ts";
 import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
-import { SANDBOX_SKILLS_MOUNT, SANDBOX_USER_DATA_MOUNT } from "../../shared/paths/runtime-paths.ts";
+import {
+  runtimeWorkdirPath,
+  SANDBOX_SKILLS_MOUNT,
+  SANDBOX_USER_DATA_MOUNT,
+} from "../../shared/paths/runtime-paths.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { containerName, nodeLabelFilters, parseSandboxLabels } from "./container-labels.ts";
 import { containerCreateOptions } from "./container-spec.ts";
@@ -22,7 +27,7 @@ import type {
   SandboxDriver,
   SandboxSpec,
 } from "./driver.ts";
-import { hostMountComponents, openMountDirs } from "./open-mount-dirs.ts";
+import { hostMountComponents, type OpenedMountDirs, openMountDirs } from "./open-mount-dirs.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
 
 /** Cleanup after a failed create must not inherit the caller's (maybe aborted) signal. */
@@ -67,7 +72,7 @@ export class DockerDriver implements SandboxDriver {
 
   async #createContainer(
     spec: SandboxSpec & { uidDirname: string },
-    opened: { workspace: FileHandle; skills: FileHandle },
+    opened: OpenedMountDirs,
     signal: AbortSignal,
   ): Promise<CreateResult> {
     const { docker, dataRoot, config } = this.#deps;
@@ -82,6 +87,7 @@ export class DockerDriver implements SandboxDriver {
         ...spec,
         workspaceHostPath: join(dataRoot, ...parts.workspace),
         skillsHostPath: join(dataRoot, ...parts.skills),
+        workdirHostPath: join(dataRoot, ...parts.workspace, ...spec.workdirPath.split("/")),
         ...(this.#deps.runtimeDir === undefined ? {} : { runtimeHostPath: this.#deps.runtimeDir }),
       },
       config,
@@ -99,7 +105,7 @@ export class DockerDriver implements SandboxDriver {
         container.inspect({ abortSignal: bounded }),
       );
       assertRunning(info);
-      const swapped = await firstSwappedMount(info.State.Pid, opened);
+      const swapped = await firstSwappedMount(info.State.Pid, opened, spec);
       if (swapped === "exited") {
         // The keep-alive died at once (a broken image), not a swapped directory; the
         // engine records the exit a moment later.
@@ -226,12 +232,18 @@ function toSandboxContainer(
  */
 async function firstSwappedMount(
   initPid: number,
-  opened: { workspace: FileHandle; skills: FileHandle },
+  opened: OpenedMountDirs,
+  spec: { workdirPath: string; fileView?: FileView },
 ): Promise<string | "exited" | undefined> {
-  const checks = [
+  // Docker resolves a bind source as a path; the Workdir's (`workdir` view) passes
+  // through directories the user can write, so it is checked like the other two.
+  const checks: Array<readonly [string, FileHandle]> = [
     [SANDBOX_USER_DATA_MOUNT, opened.workspace],
     [SANDBOX_SKILLS_MOUNT, opened.skills],
-  ] as const;
+    ...(spec.fileView === "workdir"
+      ? [[runtimeWorkdirPath(spec.workdirPath), opened.workdir] as const]
+      : []),
+  ];
   for (const [target, handle] of checks) {
     const [inside, expected] = await Promise.all([
       lstat(`/proc/${initPid}/root${target}`).catch(() => undefined),

@@ -1,3 +1,4 @@
+import type { FileView } from "../../shared/paths/file-view.ts";
 import type { SandboxTier } from "./sandbox-tier.ts";
 
 // The seam between the sandbox lifecycle (sandbox-manager.ts) and an isolation
@@ -21,6 +22,8 @@ export type SandboxSpec = {
   nodeId: string;
   /** The isolation tier to create it in; the node's default tier when absent. */
   tier?: SandboxTier;
+  /** What the sandbox may write (ARCHITECTURE.md §5); `workspace` when absent. */
+  fileView?: FileView;
 };
 
 /** A container as the driver sees it, decoded from its labels and state. */
@@ -32,6 +35,8 @@ export type SandboxContainer = {
   runtimeScopeId: string;
   workdirPath: string;
   nodeId: string;
+  /** The file view its mounts were made for (a container labelled before views: `workspace`). */
+  fileView: FileView;
   /** True while the keep-alive process runs; exec needs it. */
   running: boolean;
 };

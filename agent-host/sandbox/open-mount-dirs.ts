@@ -11,17 +11,19 @@ export function hostMountComponents(dirname: string) {
   } as const;
 }
 
-export type OpenedMountDirs = { workspace: FileHandle; skills: FileHandle };
+/** The Workdir is bound on its own only in the `workdir` file view; it is opened either way. */
+export type OpenedMountDirs = { workspace: FileHandle; skills: FileHandle; workdir: FileHandle };
 
 export type OpenMountDirsResult =
   | { ok: true; dirs: OpenedMountDirs; close(): Promise<void> }
   | { ok: false; reason: CreateRefusal; detail: string };
 
 /**
- * Opens, no-follow from the data root, the two host directories every sandbox binds
- * (both tiers): the uid's UserWorkspace, whose Workdir must exist (the run worker
- * materializes it first, §4.7), and its skill projection (created empty when the user
- * has no skill grant yet: mount an empty one, fail closed, rather than refuse).
+ * Opens, no-follow from the data root, the host directories a sandbox binds (both
+ * tiers): the uid's UserWorkspace, its Workdir, which must exist (the run worker
+ * materializes it first, §4.7) and is bound on its own in the `workdir` file view, and
+ * the skill projection (created empty when the user has no skill grant yet: mount an
+ * empty one, fail closed, rather than refuse).
  */
 export async function openMountDirs(
   dataRoot: string,
@@ -38,18 +40,21 @@ export async function openMountDirs(
       normalizeWorkdirPath(workdirPath).split("/"),
     );
     if (!workdir.ok) return { ...workdir, detail: `workspace/${workdir.detail}` };
-    await workdir.handle.close();
-    const skills = await openDirBeneath(dataRoot, parts.skills, { create: true });
-    if (!skills.ok) return skills;
-    keep = true;
-    const dirs = { workspace: workspace.handle, skills: skills.handle };
-    return {
-      ok: true,
-      dirs,
-      async close() {
-        await Promise.all([dirs.workspace.close(), dirs.skills.close()]);
-      },
-    };
+    try {
+      const skills = await openDirBeneath(dataRoot, parts.skills, { create: true });
+      if (!skills.ok) return skills;
+      keep = true;
+      const dirs = { workspace: workspace.handle, skills: skills.handle, workdir: workdir.handle };
+      return {
+        ok: true,
+        dirs,
+        async close() {
+          await Promise.all(Object.values(dirs).map((h) => h.close()));
+        },
+      };
+    } finally {
+      if (!keep) await workdir.handle.close();
+    }
   } finally {
     if (!keep) await workspace.handle.close();
   }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
+import type { FileView } from "../../shared/paths/file-view.ts";
 import type { AcquireResult } from "./acquire-sandbox.ts";
 import type { SandboxDriver } from "./driver.ts";
 import type { PinSet } from "./pin-set.ts";
@@ -38,6 +39,7 @@ export type SandboxContext = SandboxManagerDeps & {
 export type InflightAcquire = {
   workdirPath: string;
   tier: SandboxTier | undefined;
+  fileView: FileView | undefined;
   done: Promise<AcquireResult>;
   /** Callers still waiting for `done`; 0 when it settles means nobody will use a create. */
   waiting: number;

@@ -1,3 +1,4 @@
+import type { FileView } from "../../shared/paths/file-view.ts";
 import type { ContainerRef } from "./driver.ts";
 
 /**
@@ -9,6 +10,8 @@ export type SandboxHandle = ContainerRef & {
   runtimeScopeId: string;
   workdirPath: string;
   nodeId: string;
+  /** The generation's file view: what its sandbox may write. */
+  fileView: FileView;
 };
 
 /**
@@ -31,6 +34,7 @@ export function handleFromRow(row: {
   runtimeScopeId: string;
   workdirPath: string;
   nodeId: string;
+  fileView: FileView;
 }): SandboxHandle | undefined {
   if (row.containerId === null) return undefined;
   return sandboxHandle({
@@ -41,5 +45,6 @@ export function handleFromRow(row: {
     runtimeScopeId: row.runtimeScopeId,
     workdirPath: row.workdirPath,
     nodeId: row.nodeId,
+    fileView: row.fileView,
   });
 }

@@ -8,6 +8,7 @@ import {
   type AcquireRequest,
   type AcquireResult,
   acquireUnderLock,
+  sameFileView,
   sameTier,
 } from "./acquire-sandbox.ts";
 import { destroyGeneration } from "./destroy-generation.ts";
@@ -74,6 +75,7 @@ export class SandboxManager {
     // A different Workdir or tier is decided under the lock, against the row.
     if (!entry || entry.handle.workdirPath !== workdirPath) return undefined;
     if (!sameTier(entry.handle.containerId, request)) return undefined;
+    if (!sameFileView(entry.handle, request)) return undefined;
     if (await entry.pins.closeOutcome()) return undefined;
     if (!(await this.#ctx.store.takeForUse(this.#ctx.db, id, entry.handle.generation))) {
       forget(this.#ctx, id, entry.handle.generation);
@@ -96,7 +98,11 @@ export class SandboxManager {
     for (;;) {
       const pending = inflight.get(id);
       if (!pending) break;
-      if (pending.workdirPath === request.workdirPath && pending.tier === request.tier) {
+      if (
+        pending.workdirPath === request.workdirPath &&
+        pending.tier === request.tier &&
+        pending.fileView === request.fileView
+      ) {
         // A follower: the create (if any) was the leader's.
         const shared = await this.#wait(pending, signal);
         return shared.ok ? { ...shared, created: false } : shared;
@@ -115,6 +121,7 @@ export class SandboxManager {
     const entry: InflightAcquire = {
       workdirPath: request.workdirPath,
       tier: request.tier,
+      fileView: request.fileView,
       done,
       waiting: 0,
     };

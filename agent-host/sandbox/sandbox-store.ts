@@ -9,6 +9,7 @@ import {
   sandboxes,
 } from "../../shared/db/schema/sandboxes.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { FileView } from "../../shared/paths/file-view.ts";
 import { nodeIsLost } from "../../shared/runs/node-liveness.ts";
 
 // The Postgres half of the lifecycle. Every write that changes a sandbox's fate is a
@@ -35,6 +36,7 @@ export type NewGeneration = {
   runtimeScopeId: string;
   workdirPath: string;
   nodeId: string;
+  fileView: FileView;
 };
 
 /** The lock wait's statement_timeout exceeds its lock_timeout by this, so lock_timeout decides. */
@@ -177,6 +179,7 @@ export class SandboxStore {
       runtimeScopeId: values.runtimeScopeId,
       workdirPath: values.workdirPath,
       nodeId: values.nodeId,
+      fileView: values.fileView,
       state: "creating" as const,
       containerId: null,
       lastUsedAt: sql`now()`,

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { FILE_VIEW_VALUES } from "../paths/file-view.ts";
 import { emptyRequestSchema, timestampSchema, uuidSchema } from "./common.ts";
 import { MAX_THREAD_TITLE_CHARS, threadSchema } from "./thread.ts";
 
@@ -28,6 +29,12 @@ export const agentOptionsSchema = z
       .optional()
       .describe(
         "Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (container when ready). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.",
+      ),
+    file_view: z
+      .enum(FILE_VIEW_VALUES)
+      .optional()
+      .describe(
+        "What the run may write: 'workspace' (default: the whole UserWorkspace read-write) or 'workdir' (the UserWorkspace read-only, only the Workdir writable), in the sandbox and in the file tools. Sub-agents share their root run's view.",
       ),
     model: z
       .string()

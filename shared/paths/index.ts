@@ -1,4 +1,5 @@
 export * from "./canonical-uuid.ts";
+export * from "./file-view.ts";
 export * from "./managed-workdir-path.ts";
 export * from "./normalize-workdir-path.ts";
 export * from "./runtime-paths.ts";

@@ -1,3 +1,4 @@
+import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-view.ts";
 import {
   SANDBOX_HOME,
   SANDBOX_SKILLS_MOUNT,
@@ -33,6 +34,7 @@ export function resolveRuntimePath(
   input: string,
   workdirPath: string,
   access: PathAccess,
+  fileView: FileView = DEFAULT_FILE_VIEW,
 ): RuntimePathResolution {
   if (input.includes("\u0000")) {
     return refuse("invalid_request", "invalid_path", "The path contains a NUL character.", input);
@@ -43,7 +45,19 @@ export function resolveRuntimePath(
 
   const mount = SANDBOX_USER_DATA_MOUNT;
   if (absolute === mount || absolute.startsWith(`${mount}/`)) {
-    return { ok: true, workspacePath: absolute.slice(mount.length + 1), runtimePath: absolute };
+    const workspacePath = absolute.slice(mount.length + 1);
+    // The `workdir` view (ARCHITECTURE.md §5): the host-side tools obey the sandbox's
+    // mounts, where only the Workdir is writable.
+    const inWorkdir = workspacePath === workdirPath || workspacePath.startsWith(`${workdirPath}/`);
+    if (access === "write" && fileView === "workdir" && !inWorkdir) {
+      return refuse(
+        "forbidden",
+        "outside_workdir_view",
+        `${absolute} is outside your Workdir, and this run may only write inside it (file view "workdir"; the rest of ${mount} is read-only): write under ${mount}/${workdirPath} instead.`,
+        input,
+      );
+    }
+    return { ok: true, workspacePath, runtimePath: absolute };
   }
   if (absolute === SANDBOX_SKILLS_MOUNT || absolute.startsWith(`${SANDBOX_SKILLS_MOUNT}/`)) {
     return access === "write"

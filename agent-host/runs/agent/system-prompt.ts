@@ -1,3 +1,4 @@
+import type { FileView } from "../../../shared/paths/file-view.ts";
 import {
   runtimeWorkdirPath,
   SANDBOX_SKILLS_MOUNT,
@@ -7,6 +8,8 @@ import {
 export interface SystemPromptInput {
   /** The run's Workdir, relative to the UserWorkspace (e.g. projects/<uuid>). */
   readonly workdirPath: string;
+  /** What the sandbox may write (ARCHITECTURE.md §5); `workspace` when absent. */
+  readonly fileView?: FileView;
   /** Slugs of the skills projected into the sandbox, when the worker knows them. */
   readonly skills?: readonly string[];
   /** True for a sub-agent run: its answer goes to the agent that spawned it. */
@@ -24,7 +27,8 @@ export interface SystemPromptInput {
  * skill projection (ro), the file tools refuse anything outside the UserWorkspace and any
  * write to the skills, and the file layer never follows a symlink. Writing elsewhere in
  * the user's own workspace is allowed by all of those on purpose: a Workdir is a cwd and a
- * default view, not an isolation boundary between the threads of one user.
+ * default view, not an isolation boundary between the threads of one user, unless the run
+ * asked for the `workdir` file view, which the mounts and the file tools do enforce.
  */
 export function buildSystemPrompt(input: SystemPromptInput): string {
   const workdir = runtimeWorkdirPath(input.workdirPath);
@@ -35,8 +39,15 @@ export function buildSystemPrompt(input: SystemPromptInput): string {
     "",
     "Where you work:",
     `- Your Workdir is ${workdir}. It is the current directory of every command, and relative paths in the file tools start there.`,
-    `- ${SANDBOX_USER_DATA_MOUNT} is the user's whole workspace; other projects of the user live there too.`,
-    `- Do not create, change or delete anything outside your Workdir unless the user asks you to. Put files you produce for the user in ${workdir}/outputs/ (create it when you first need it); files the user attached are in ${workdir}/uploads/.`,
+    ...(input.fileView === "workdir"
+      ? [
+          `- ${SANDBOX_USER_DATA_MOUNT} is the user's whole workspace, read-only in this conversation: you can read the user's other projects there, but only your Workdir is writable (file view "workdir"). Writing anywhere else fails with "Read-only file system", in commands and in write_file alike.`,
+          `- Put files you produce for the user in ${workdir}/outputs/ (create it when you first need it); files the user attached are in ${workdir}/uploads/.`,
+        ]
+      : [
+          `- ${SANDBOX_USER_DATA_MOUNT} is the user's whole workspace; other projects of the user live there too.`,
+          `- Do not create, change or delete anything outside your Workdir unless the user asks you to. Put files you produce for the user in ${workdir}/outputs/ (create it when you first need it); files the user attached are in ${workdir}/uploads/.`,
+        ]),
     `- Skills are read-only under ${SANDBOX_SKILLS_MOUNT}: each is a directory with a SKILL.md describing when and how to use it. Read the SKILL.md (with bash, e.g. cat) before using a skill.`,
     "- /tmp and the rest of the home directory are private to this sandbox and are not kept after the conversation.",
   ];

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { z } from "zod";
+import type { FileView } from "../../../shared/paths/file-view.ts";
 import type { WorkspaceFs } from "../../workspace/index.ts";
 import type { EmitFn } from "./agent-event.ts";
 import type { ToolSpec } from "./model-client.ts";
@@ -18,6 +19,8 @@ export interface ToolEnvironment {
   readonly workspace: WorkspaceFs;
   /** The run's Workdir, relative to the UserWorkspace (normalizeWorkdirPath form). */
   readonly workdirPath: string;
+  /** What the run may write (`agent.file_view`); `workspace` when absent. */
+  readonly fileView?: FileView;
   /** Absent where sub-agents are not allowed (e.g. past the depth limit). */
   readonly subagents?: SubagentSpawner;
 }

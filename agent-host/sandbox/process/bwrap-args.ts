@@ -32,6 +32,8 @@ export type SandboxSources = {
   runtime: string;
   tmp: string;
   home: string;
+  /** The Workdir's host bind: present only in the `workdir` file view. */
+  workdir?: string;
 };
 
 /** The sandbox user (ARCHITECTURE.md §3); bwrap itself runs as it on the host. */
@@ -45,8 +47,11 @@ export type BwrapCommand = {
   cwd: string;
   /** The exec's own variables, already validated. */
   env: ReadonlyArray<readonly [string, string]>;
-  /** `workdir` file view (#12): the UserWorkspace read-only. */
-  workspaceReadOnly?: boolean;
+  /**
+   * Sandbox path of the Workdir in the `workdir` file view (ARCHITECTURE.md §5): the
+   * UserWorkspace is bound read-only and `sources.workdir` read-write on top, here.
+   */
+  workdirTarget?: string;
 };
 
 /** The fixed environment of every exec, before the exec's own (which may override it). */
@@ -60,6 +65,11 @@ export const BASE_ENV: ReadonlyArray<readonly [string, string]> = [
 ];
 
 export function bwrapArgs(command: BwrapCommand): string[] {
+  const { workdirTarget } = command;
+  const workdir = command.sources.workdir;
+  if ((workdirTarget === undefined) !== (workdir === undefined)) {
+    throw new Error("the workdir file view needs both the Workdir's source and its target");
+  }
   const env = new Map<string, string>(BASE_ENV);
   for (const [name, value] of command.env) env.set(name, value);
   return [
@@ -129,9 +139,14 @@ export function bwrapArgs(command: BwrapCommand): string[] {
     "--bind",
     command.sources.home,
     SANDBOX_HOME,
-    command.workspaceReadOnly ? "--ro-bind" : "--bind",
+    workdirTarget === undefined ? "--bind" : "--ro-bind",
     command.sources.workspace,
     SANDBOX_USER_DATA_MOUNT,
+    // After (so on top of) the read-only UserWorkspace: its own mount point is the
+    // Workdir itself, which exists there. Where it landed is verified like the rest.
+    ...(workdirTarget === undefined || workdir === undefined
+      ? []
+      : ["--bind", workdir, workdirTarget]),
     "--ro-bind",
     command.sources.skills,
     SANDBOX_SKILLS_MOUNT,

@@ -13,12 +13,14 @@ import {
 } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import type { FileView } from "../../../shared/paths/file-view.ts";
 import { type LabelSource, parseSandboxLabels, sandboxLabels } from "../container-labels.ts";
 import { openDirBeneath } from "../host-dir.ts";
 import type { OpenedMountDirs } from "../open-mount-dirs.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
 import type { SandboxSources } from "./bwrap-args.ts";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
+import type { ExecMounts } from "./process-exec.ts";
 
 const run = promisify(execFile);
 const MOUNT_TIMEOUT_MS = 10_000;
@@ -35,15 +37,29 @@ export type GenerationDirsDeps = {
 /** The generation's directories, opened for one exec: what to bind, and what each must be. */
 export type OpenedGeneration = {
   sources: SandboxSources;
-  handles: Record<keyof SandboxSources, FileHandle>;
+  handles: ExecMounts;
   close(): Promise<void>;
 };
 
-/** Host bind mounts of the uid's directories, one per generation (see create()). */
-const BINDS = { workspace: ["mnt", "user-data"], skills: ["mnt", "skills"] } as const;
+/**
+ * Host bind mounts of the uid's directories, one per generation (see create()); the
+ * Workdir's own only in the `workdir` file view.
+ */
+const BINDS = {
+  workspace: ["mnt", "user-data"],
+  skills: ["mnt", "skills"],
+  workdir: ["mnt", "workdir"],
+} as const;
 const TMPFS = { tmp: ["tmp"], home: ["home"] } as const;
-/** Unmount order: the binds, then the tmpfs. */
-const MOUNTS = [BINDS.workspace, BINDS.skills, TMPFS.tmp, TMPFS.home] as const;
+
+function bindsOf(fileView: FileView): Array<keyof typeof BINDS> {
+  return fileView === "workdir" ? ["workspace", "skills", "workdir"] : ["workspace", "skills"];
+}
+
+/** The mounts a generation of this view has, in unmount order: the binds, then the tmpfs. */
+function mountsOf(fileView: FileView): ReadonlyArray<readonly string[]> {
+  return [...bindsOf(fileView).map((key) => BINDS[key]), TMPFS.tmp, TMPFS.home];
+}
 
 /**
  * The host side of one process-tier generation: `<stateDir>/<id>/` (root only) with
@@ -80,10 +96,8 @@ export class GenerationDirs {
     await this.remove(id);
     await mkdir(this.#path(id), { mode: 0o711 });
     await mkdir(this.#path(id, "mnt"), { mode: 0o711 });
-    for (const [key, parts] of Object.entries(BINDS) as Array<
-      [keyof typeof BINDS, readonly string[]]
-    >) {
-      const target = this.#path(id, ...parts);
+    for (const key of bindsOf(labels.fileView)) {
+      const target = this.#path(id, ...BINDS[key]);
       await mkdir(target, { mode: 0o700 });
       await run(
         "mount",
@@ -117,9 +131,9 @@ export class GenerationDirs {
   }
 
   /** Every mount still in place (a reboot or a manual umount ends the generation). */
-  async mounted(id: string): Promise<boolean> {
+  async mounted(id: string, fileView: FileView): Promise<boolean> {
     const points = await mountPoints();
-    return MOUNTS.every((parts) => points.has(this.#path(id, ...parts)));
+    return mountsOf(fileView).every((parts) => points.has(this.#path(id, ...parts)));
   }
 
   /**
@@ -127,7 +141,11 @@ export class GenerationDirs {
    * re-made first if an earlier exec replaced them (say, by a symlink): the exec itself
    * verifies where every bind landed, this only keeps a user from wedging their sandbox.
    */
-  async open(id: string, runtimeDir: string): Promise<OpenedGeneration | undefined> {
+  async open(
+    id: string,
+    runtimeDir: string,
+    fileView: FileView,
+  ): Promise<OpenedGeneration | undefined> {
     const opened: FileHandle[] = [];
     const openBelow = async (parts: readonly string[]) => {
       const dir = await openDirBeneath(this.#deps.stateDir, [id, ...parts]);
@@ -139,7 +157,9 @@ export class GenerationDirs {
       const skills = await openBelow(BINDS.skills);
       const tmp = await openBelow(TMPFS.tmp);
       const home = await openBelow(TMPFS.home);
+      const workdir = fileView === "workdir" ? await openBelow(BINDS.workdir) : undefined;
       if (!workspace || !skills || !tmp || !home) return undefined;
+      if (fileView === "workdir" && !workdir) return undefined;
       for (const name of HOME_MOUNT_POINTS) {
         const path = `/proc/self/fd/${home.fd}/${name}`;
         const found = await lstat(path).catch(() => undefined);
@@ -150,7 +170,7 @@ export class GenerationDirs {
       }
       const runtime = await open(runtimeDir, constants.O_RDONLY | constants.O_DIRECTORY);
       opened.push(runtime);
-      const handles = { workspace, skills, runtime, tmp, home };
+      const handles = { workspace, skills, runtime, tmp, home, ...(workdir ? { workdir } : {}) };
       opened.length = 0;
       return {
         handles,
@@ -160,6 +180,7 @@ export class GenerationDirs {
           runtime: runtimeDir,
           tmp: this.#path(id, ...TMPFS.tmp),
           home: this.#path(id, ...TMPFS.home),
+          ...(workdir ? { workdir: this.#path(id, ...BINDS.workdir) } : {}),
         },
         async close() {
           await Promise.all(Object.values(handles).map((h) => h.close()));
@@ -172,13 +193,15 @@ export class GenerationDirs {
 
   /** Unmounts and deletes the generation's directory (absent: nothing to do). */
   async remove(id: string): Promise<void> {
+    // Whatever its view (the labels may be what is broken), every mount it could have.
+    const all = mountsOf("workdir");
     const points = await mountPoints();
-    for (const parts of MOUNTS) {
+    for (const parts of all) {
       const path = this.#path(id, ...parts);
       if (points.has(path)) await run("umount", [path], { timeout: MOUNT_TIMEOUT_MS });
     }
     const left = await mountPoints();
-    if (MOUNTS.some((parts) => left.has(this.#path(id, ...parts)))) {
+    if (all.some((parts) => left.has(this.#path(id, ...parts)))) {
       throw new Error(`process sandbox ${id}: a mount could not be removed; refusing to delete`);
     }
     await rm(this.#path(id), { recursive: true, force: true });

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
+import { DEFAULT_FILE_VIEW } from "../../../shared/paths/file-view.ts";
 import { runtimeWorkdirPath } from "../../../shared/paths/runtime-paths.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import type { LabelSource } from "../container-labels.ts";
@@ -65,6 +66,7 @@ export class ProcessDriver implements SandboxDriver {
       runtimeScopeId: spec.runtimeScopeId,
       workdirPath: spec.workdirPath,
       nodeId: spec.nodeId,
+      fileView: spec.fileView ?? DEFAULT_FILE_VIEW,
     };
     const id = processSandboxId(spec.sandboxId, spec.generation);
     try {
@@ -89,7 +91,7 @@ export class ProcessDriver implements SandboxDriver {
     if (!labels) return undefined;
     const running =
       (await this.#deps.cgroups.sandboxExists(containerId)) &&
-      (await this.#dirs.mounted(containerId));
+      (await this.#dirs.mounted(containerId, labels.fileView));
     return { ...labels, containerId, running };
   }
 
@@ -103,7 +105,11 @@ export class ProcessDriver implements SandboxDriver {
       return { ok: false, reason: "sandbox_gone" };
     }
     const env = execEnvEntries(request.env);
-    const generation = await this.#dirs.open(ref.containerId, this.#deps.runtimeDir);
+    const generation = await this.#dirs.open(
+      ref.containerId,
+      this.#deps.runtimeDir,
+      current.fileView,
+    );
     if (!generation) return { ok: false, reason: "sandbox_gone" };
     const execName = `exec-${randomBytes(6).toString("hex")}`;
     try {
@@ -125,6 +131,9 @@ export class ProcessDriver implements SandboxDriver {
           killTree: () => this.#deps.cgroups.kill(ref.containerId, execName),
           cwd: request.cwd ?? runtimeWorkdirPath(current.workdirPath),
           env,
+          ...(current.fileView === "workdir"
+            ? { workdirTarget: runtimeWorkdirPath(current.workdirPath) }
+            : {}),
         },
         request,
         signal,

@@ -22,7 +22,9 @@ import {
 } from "./bwrap-args.ts";
 
 /** Descriptors of one exec's bind sources, opened no-follow: what each mount must be. */
-export type ExecMounts = Record<keyof SandboxSources, FileHandle>;
+export type ExecMounts = Record<Exclude<keyof SandboxSources, "workdir">, FileHandle> & {
+  workdir?: FileHandle;
+};
 
 export type ProcessExecDeps = {
   logger: Logger;
@@ -40,7 +42,8 @@ export type ProcessExecTarget = {
   killTree(): Promise<{ survivors: number }>;
   cwd: string;
   env: Array<[string, string]>;
-  workspaceReadOnly?: boolean;
+  /** Sandbox path of the Workdir in the `workdir` file view (bound from `sources.workdir`). */
+  workdirTarget?: string;
 };
 
 /** The mount points checked before the command runs, with the descriptor each must be. */
@@ -89,7 +92,7 @@ export async function runProcessExec(
         cmd: request.cmd,
         cwd: target.cwd,
         env: target.env,
-        ...(target.workspaceReadOnly ? { workspaceReadOnly: true } : {}),
+        ...(target.workdirTarget === undefined ? {} : { workdirTarget: target.workdirTarget }),
       }),
     ],
     {
@@ -146,7 +149,7 @@ export async function runProcessExec(
         ? undefined
         : await stoppedOrExited(waitUntilBlocked(reported, stopped.signal));
     if (childPid !== undefined && stopReason === undefined) {
-      const wrong = await firstWrongMount(childPid, mounts);
+      const wrong = await firstWrongMount(childPid, mounts, target.workdirTarget);
       if (wrong !== undefined) {
         await target.killTree();
         throw new MountVerificationError(
@@ -234,11 +237,22 @@ const READ_SYSCALL: Partial<Record<NodeJS.Architecture, number>> = { x64: 0, arm
  * /proc/<pid>/root) without following a final symlink, and compares device and inode
  * with the descriptor that was bound: a bind redirected by any path trick shows up here.
  */
-async function firstWrongMount(pid: number, mounts: ExecMounts): Promise<string | undefined> {
-  for (const [target, key] of MOUNT_CHECKS) {
+async function firstWrongMount(
+  pid: number,
+  mounts: ExecMounts,
+  workdirTarget: string | undefined,
+): Promise<string | undefined> {
+  const checks: Array<readonly [string, FileHandle]> = MOUNT_CHECKS.map(
+    ([target, key]) => [target, mounts[key]] as const,
+  );
+  if (workdirTarget !== undefined) {
+    if (!mounts.workdir) return workdirTarget;
+    checks.push([workdirTarget, mounts.workdir]);
+  }
+  for (const [target, handle] of checks) {
     const [inside, expected] = await Promise.all([
       lstat(`/proc/${pid}/root${target}`).catch(() => undefined),
-      mounts[key].stat(),
+      handle.stat(),
     ]);
     if (!inside || inside.dev !== expected.dev || inside.ino !== expected.ino) return target;
   }

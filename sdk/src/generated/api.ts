@@ -684,6 +684,11 @@ export interface components {
          * @enum {string}
          */
         sandbox?: "container" | "process";
+        /**
+         * @description What the run may write: 'workspace' (default: the whole UserWorkspace read-write) or 'workdir' (the UserWorkspace read-only, only the Workdir writable), in the sandbox and in the file tools. Sub-agents share their root run's view.
+         * @enum {string}
+         */
+        file_view?: "workspace" | "workdir";
         /** @description Model id to use instead of the deployment's default. */
         model?: string;
         /** @description Stop the agent loop after this many steps (1 to 500). */
@@ -713,6 +718,11 @@ export interface components {
          * @enum {string}
          */
         sandbox?: "container" | "process";
+        /**
+         * @description What the run may write: 'workspace' (default: the whole UserWorkspace read-write) or 'workdir' (the UserWorkspace read-only, only the Workdir writable), in the sandbox and in the file tools. Sub-agents share their root run's view.
+         * @enum {string}
+         */
+        file_view?: "workspace" | "workdir";
         /** @description Model id to use instead of the deployment's default. */
         model?: string;
         /** @description Stop the agent loop after this many steps (1 to 500). */

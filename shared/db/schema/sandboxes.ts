@@ -10,6 +10,7 @@ import {
   unique,
   uuid,
 } from "drizzle-orm/pg-core";
+import { DEFAULT_FILE_VIEW, FILE_VIEW_VALUES } from "../../paths/file-view.ts";
 import { createdAt, enumCheck, timestamptz, workdirPathCheck } from "./columns.ts";
 import { nodes } from "./nodes.ts";
 
@@ -49,6 +50,9 @@ export const sandboxes = pgTable(
     // Fixed for the scope's lifetime: a different Workdir in the same scope is
     // SandboxIdentityMismatch, never a silent remount.
     workdirPath: text("workdir_path").notNull(),
+    // The generation's file view (ARCHITECTURE.md §5): fixed by its mounts at create, so
+    // a run asking for another view gets another generation, never a remount.
+    fileView: text("file_view", { enum: FILE_VIEW_VALUES }).notNull().default(DEFAULT_FILE_VIEW),
     generation: bigint("generation", { mode: "number" })
       .notNull()
       .default(sql`nextval('sandbox_generation_seq')`),
@@ -73,6 +77,7 @@ export const sandboxes = pgTable(
     check("sandboxes_generation_check", sql`${t.generation} >= 1`),
     enumCheck("sandboxes_state_check", t.state, SANDBOX_STATES),
     workdirPathCheck("sandboxes_workdir_path_check", t.workdirPath),
+    enumCheck("sandboxes_file_view_check", t.fileView, FILE_VIEW_VALUES),
     // Reconcile (a node's sandboxes by state) and the idle reaper (oldest last use).
     index("sandboxes_node_state_idx").on(t.nodeId, t.state, t.lastUsedAt),
   ],

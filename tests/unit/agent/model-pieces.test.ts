@@ -122,6 +122,16 @@ describe("buildSystemPrompt", () => {
     expect(prompt).toContain("/home/gem/skills/pdf");
   });
 
+  it("tells the agent what the workdir file view lets it write", () => {
+    const prompt = buildSystemPrompt({ workdirPath: WORKDIR, fileView: "workdir" });
+    expect(prompt).toContain("read-only in this conversation");
+    expect(prompt).toContain('only your Workdir is writable (file view "workdir")');
+    expect(prompt).not.toContain("unless the user asks");
+    expect(buildSystemPrompt({ workdirPath: WORKDIR, fileView: "workspace" })).toBe(
+      buildSystemPrompt({ workdirPath: WORKDIR }),
+    );
+  });
+
   it("refuses a bad Workdir rather than point the agent elsewhere", () => {
     expect(() => buildSystemPrompt({ workdirPath: "../etc" })).toThrow();
   });

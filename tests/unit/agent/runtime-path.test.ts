@@ -40,6 +40,40 @@ describe("resolveRuntimePath", () => {
     }
   });
 
+  describe("file view workdir", () => {
+    it.each([
+      ["notes.txt", `${WORKDIR}/notes.txt`],
+      [`/home/gem/user-data/${WORKDIR}/outputs/a`, `${WORKDIR}/outputs/a`],
+      ["sub/../b", `${WORKDIR}/b`],
+    ])("write %s inside the Workdir is allowed", (input, expected) => {
+      expect(resolveRuntimePath(input, WORKDIR, "write", "workdir")).toEqual(ok(expected));
+    });
+
+    it.each([
+      "../other/file",
+      "/home/gem/user-data/notes.txt",
+      `/home/gem/user-data/${WORKDIR}-evil/x`,
+      "sub/../../x",
+      "~/user-data/a",
+    ])("write %s outside it is refused (outside_workdir_view)", (input) => {
+      const result = resolveRuntimePath(input, WORKDIR, "write", "workdir");
+      expect(result.ok).toBe(false);
+      if (!result.ok) {
+        expect(result.refusal.details).toMatchObject({
+          error_code: "forbidden",
+          reason: "outside_workdir_view",
+        });
+        expect(result.refusal.content).toContain(`write under /home/gem/user-data/${WORKDIR}`);
+      }
+    });
+
+    it("still reads the rest of the workspace", () => {
+      expect(resolveRuntimePath("../other/file", WORKDIR, "read", "workdir")).toEqual(
+        ok("projects/other/file"),
+      );
+    });
+  });
+
   it("reading a skill points to bash", () => {
     const result = resolveRuntimePath("/home/gem/skills/pdf/SKILL.md", WORKDIR, "read");
     expect(result.ok).toBe(false);

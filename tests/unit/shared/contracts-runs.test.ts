@@ -32,7 +32,7 @@ const run = {
 describe("run submit", () => {
   test("thread run: input with optional agent options", () => {
     expect(threadRunSubmitRequestSchema.parse({ input: "hi" })).toEqual({ input: "hi" });
-    const withAgent = { input: "hi", agent: { model: "m-1", max_steps: 3 } };
+    const withAgent = { input: "hi", agent: { model: "m-1", max_steps: 3, file_view: "workdir" } };
     expect(threadRunSubmitRequestSchema.parse(withAgent)).toEqual(withAgent);
   });
 
@@ -46,6 +46,8 @@ describe("run submit", () => {
       { input: "hi", agent: { max_steps: 0 } },
       { input: "hi", agent: { max_steps: MAX_AGENT_STEPS + 1 } },
       { input: "hi", agent: { max_steps: 1.5 } },
+      { input: "hi", agent: { file_view: "home" } },
+      { input: "hi", agent: { file_view: "" } },
     ];
     for (const body of bad)
       expect(threadRunSubmitRequestSchema.safeParse(body).success).toBe(false);

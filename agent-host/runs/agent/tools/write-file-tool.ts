@@ -42,7 +42,7 @@ export function createWriteFileTool(
       "missing directories are created. An existing file is not replaced unless overwrite is true.",
     parameters: writeFileArgs,
     async execute(args, ctx, signal) {
-      const resolved = resolveRuntimePath(args.path, ctx.workdirPath, "write");
+      const resolved = resolveRuntimePath(args.path, ctx.workdirPath, "write", ctx.fileView);
       if (!resolved.ok) return resolved.refusal;
       const { workspacePath, runtimePath } = resolved;
       return refusingOnWorkspaceError(

@@ -1,0 +1,2 @@
+ALTER TABLE "sandboxes" ADD COLUMN "file_view" text DEFAULT 'workspace' NOT NULL;--> statement-breakpoint
+ALTER TABLE "sandboxes" ADD CONSTRAINT "sandboxes_file_view_check" CHECK ("sandboxes"."file_view" in ('workspace', 'workdir'));

@@ -24,6 +24,7 @@ import { RunWorker } from "./runs/run-worker.ts";
 import { IMAGE_SHELL, type SandboxShell, type ShellFor } from "./runs/sandbox-exec-adapter.ts";
 import { createSqsWorkQueue } from "./runs/sqs-work-queue.ts";
 import { type RuntimeAssetsReport, verifyRuntimeAssets } from "./runtime/runtime-assets.ts";
+import { runtimeAssetsImage } from "./runtime/sandbox-image.ts";
 import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
 import { SandboxManager } from "./sandbox/sandbox-manager.ts";
@@ -266,7 +267,12 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
           : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
       }),
       sandboxManager: sandboxes,
-      shell: shellFor(runtime),
+      shell: shellFor(
+        runtime,
+        runtimeAssetsImage(deps.sandboxTiers.runtimeDir).then(
+          (image) => image === deps.sandboxConfig.image,
+        ),
+      ),
       userWorkspaces,
       skillProjection: skills.refresher,
       modelClientFactory: modelClientFactoryFor(deps.modelConfig),
@@ -339,14 +345,18 @@ function driverStatus(tiers: SandboxTierSet): SandboxDriverStatus {
 }
 
 /**
- * The bash tool's shell per tier. The process tier has nothing but the Runtime Assets, so
- * it runs their bash, or refuses with the asset's reason. The container tier runs its
- * image's /bin/sh: the image is built from the same packages as the assets
- * (workcell-sandbox:<key>), or is the busybox test image, whose loader-less root cannot
- * run the assets' dynamically linked binaries (docs/decisions/0026).
+ * The bash tool's shell per tier. Both tiers run the Runtime Assets' bash at /runtime,
+ * or refuse with the asset's reason; nothing falls back to another binary. In the
+ * container tier that holds when the image is the Runtime Assets' own
+ * (workcell-sandbox:<key>, the default): its root has the same libc and loader as
+ * /runtime. Another image an operator configured (SANDBOX_IMAGE; the busybox test image)
+ * may have neither, so the tool runs that image's own /bin/sh (docs/decisions/0042).
  */
-function shellFor(runtime: Promise<RuntimeAssetsReport>): ShellFor {
-  const processShell = runtime.then((report): SandboxShell => {
+function shellFor(
+  runtime: Promise<RuntimeAssetsReport>,
+  containerImageIsAssets: Promise<boolean>,
+): ShellFor {
+  const runtimeShell = runtime.then((report): SandboxShell => {
     const bash = report.assets.find((a) => a.name === "bash");
     return bash?.ready
       ? { ok: true, argv: [`${SANDBOX_RUNTIME_MOUNT}/usr/bin/bash`, "-c"] }
@@ -355,6 +365,9 @@ function shellFor(runtime: Promise<RuntimeAssetsReport>): ShellFor {
           reason: `the bash Runtime Asset is not ready (${bash?.reason ?? report.error ?? "unknown"})`,
         };
   });
+  const containerShell = containerImageIsAssets.then((assets) =>
+    assets ? runtimeShell : IMAGE_SHELL,
+  );
   return (handle) =>
-    tierOfContainerId(handle.containerId) === "process" ? processShell : IMAGE_SHELL;
+    tierOfContainerId(handle.containerId) === "process" ? runtimeShell : containerShell;
 }

@@ -16,6 +16,7 @@ import { postgresListen } from "../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../shared/logging/safe-error-serializer.ts";
 import { startAgentHost } from "./agent-host.ts";
 import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
+import { resolveSandboxImage } from "./runtime/sandbox-image.ts";
 import { detectSandboxTiers } from "./sandbox/detect-sandbox-tiers.ts";
 import { sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
 
@@ -41,7 +42,10 @@ const sql = postgres(env.DATABASE_URL, {
 const { sqs, s3 } = createAwsClients(env);
 
 const sandboxConfig = sandboxConfigSchema.parse({
-  image: env.SANDBOX_IMAGE,
+  image: await resolveSandboxImage({
+    configured: env.SANDBOX_IMAGE,
+    runtimeDir: env.RUNTIME_ASSETS_DIR,
+  }),
   networkMode: env.SANDBOX_NETWORK,
   memoryBytes: env.SANDBOX_MEMORY_MB * MIB,
   nanoCpus: Math.round(env.SANDBOX_CPUS * NANO_CPUS_PER_CPU),

@@ -56,3 +56,4 @@ fi
 # The Runtime Assets at /runtime (both tiers) and the container image from the same
 # packages; cached by their key, so this is instant once built (a few minutes the first time).
 "$root/infra/runtime-assets/build-runtime-assets.sh"
+"$root/infra/runtime-assets/import-sandbox-image.sh"

@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
 import { abortable } from "../../shared/async/abortable.ts";
+import { RUNTIME_ASSETS_IMAGE_REPOSITORY } from "../runtime/sandbox-image.ts";
 import { DockerDriver } from "./docker-driver.ts";
 import type { SandboxDriver } from "./driver.ts";
 import { ProcessDriver } from "./process/process-driver.ts";
@@ -12,6 +13,8 @@ import { TieredDriver } from "./tiered-driver.ts";
 
 /** How long start-up waits for the Docker engine before reporting the container tier unavailable. */
 export const DOCKER_PING_TIMEOUT_MS = 3_000;
+/** How long start-up waits for the engine to say whether the sandbox image is there. */
+export const DOCKER_IMAGE_CHECK_TIMEOUT_MS = 10_000;
 
 export type SandboxTierInputs = {
   logger: Logger;
@@ -57,7 +60,7 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
   const runtimeMissing = await runtimeDirProblem(inputs.runtimeDir);
 
   if (inputs.docker) {
-    const detail = await dockerProblem(inputs.docker);
+    const detail = await dockerProblem(inputs.docker, inputs.config.image);
     if (detail.ok) {
       drivers.set(
         "container",
@@ -139,19 +142,46 @@ async function runtimeDirProblem(dir: string): Promise<string | undefined> {
   return `the Runtime Assets are missing at ${dir}: build them with scripts/ensure-system.sh (infra/runtime-assets/build-runtime-assets.sh)`;
 }
 
-async function dockerProblem(docker: Docker): Promise<{ ok: boolean; detail: string }> {
+async function dockerProblem(
+  docker: Docker,
+  image: string,
+): Promise<{ ok: boolean; detail: string }> {
+  let version: string;
   try {
-    const version = await Promise.race([
-      docker.ping().then(() => docker.version()),
-      new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error("no answer")), DOCKER_PING_TIMEOUT_MS).unref(),
-      ),
-    ]);
-    return { ok: true, detail: `engine ${version.Version}` };
+    version = (
+      await Promise.race([
+        docker.ping().then(() => docker.version()),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error("no answer")), DOCKER_PING_TIMEOUT_MS).unref(),
+        ),
+      ])
+    ).Version;
   } catch (error) {
     return {
       ok: false,
       detail: `the Docker engine does not answer (${(error as Error).message}); scripts/ensure-system.sh starts it`,
     };
   }
+  // Without its image every create would fail: the tier is not ready, and says why.
+  const present = await Promise.race([
+    docker
+      .getImage(image)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      ),
+    new Promise<boolean>((resolve) =>
+      setTimeout(() => resolve(false), DOCKER_IMAGE_CHECK_TIMEOUT_MS).unref(),
+    ),
+  ]);
+  if (!present) {
+    return {
+      ok: false,
+      detail: image.startsWith(`${RUNTIME_ASSETS_IMAGE_REPOSITORY}:`)
+        ? `the sandbox image ${image} is not in the Docker engine: build the Runtime Assets with Docker running (scripts/ensure-system.sh, infra/runtime-assets/build-runtime-assets.sh)`
+        : `the sandbox image ${image} (SANDBOX_IMAGE) is not in the Docker engine: load it, or unset SANDBOX_IMAGE for the Runtime Assets' image`,
+    };
+  }
+  return { ok: true, detail: `engine ${version}, image ${image}` };
 }

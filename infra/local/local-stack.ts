@@ -9,6 +9,7 @@ import Docker from "dockerode";
 import type { Logger } from "pino";
 import { type SandboxDriverStatus, startAgentHost } from "../../agent-host/agent-host.ts";
 import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
+import { resolveSandboxImage } from "../../agent-host/runtime/sandbox-image.ts";
 import {
   detectSandboxTiers,
   type SandboxTierSet,
@@ -137,7 +138,10 @@ export async function startLocalStack(p: {
     await mkdir(dataRoot, { recursive: true, mode: 0o700 });
     const nodeId = localNodeId(p.dataDir);
     const sandboxConfig = sandboxConfigSchema.parse({
-      image: p.env.SANDBOX_IMAGE,
+      image: await resolveSandboxImage({
+        configured: p.env.SANDBOX_IMAGE,
+        runtimeDir: p.env.RUNTIME_ASSETS_DIR,
+      }),
       keepWarmMs: p.env.SANDBOX_KEEP_WARM_SECONDS * 1000,
       dockerCallTimeoutMs: p.env.DOCKER_CALL_TIMEOUT_SECONDS * 1000,
     });

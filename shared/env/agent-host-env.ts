@@ -15,11 +15,22 @@ import {
 import { nodeHeartbeatEnv, nodeTtlEnv } from "./liveness-env.ts";
 
 export const DEFAULT_DATA_PLANE_PORT = 8081;
-/** Image the local stack builds from infra/; production sets its own tag. */
-// The offline image that infra/sandbox-image/build-test-image.sh builds on any machine
-// (busybox, no registry needed): the default wherever no production image is configured.
-// Its name lives in that JSON file only.
-export const DEFAULT_SANDBOX_IMAGE: string = offlineSandboxImage.name;
+
+/** SANDBOX_IMAGE, shared by an agent-host and the local stack. */
+export function sandboxImageVar() {
+  return z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "Container image of sandboxes; default: workcell-sandbox:<key>, the image built with the Runtime Assets at RUNTIME_ASSETS_DIR (same packages, libc and bash as /runtime). Another image runs the bash tool through its own /bin/sh.",
+    );
+}
+// The offline busybox image that infra/sandbox-image/build-test-image.sh builds on any
+// machine: tests that need a tiny image name it; it is no default (the container tier's
+// default is the Runtime Assets image, agent-host/runtime/sandbox-image.ts). Its name
+// lives in that JSON file only.
+export const TEST_SANDBOX_IMAGE: string = offlineSandboxImage.name;
 /** Where scripts/ensure-system.sh puts the Runtime Assets (infra/runtime-assets/). */
 export const DEFAULT_RUNTIME_ASSETS_DIR = "/var/lib/workcell/runtime-assets/current/tree";
 /** Node-local state of process-tier sandboxes (tmpfs mounts, labels); /run is cleared at boot. */
@@ -100,11 +111,7 @@ export const agentHostEnvSchema = z.object({
     .describe(
       "Browser origins allowed to call the data plane's /dp/v1 files API (CORS), comma-separated, e.g. https://console.example.com; `*` for any; unset: none.",
     ),
-  SANDBOX_IMAGE: z
-    .string()
-    .min(1)
-    .default(DEFAULT_SANDBOX_IMAGE)
-    .describe(`Container image of sandboxes (default ${DEFAULT_SANDBOX_IMAGE}).`),
+  SANDBOX_IMAGE: sandboxImageVar(),
   RUNTIME_ASSETS_DIR: absolutePathVar()
     .default(DEFAULT_RUNTIME_ASSETS_DIR)
     .describe(

@@ -1,9 +1,5 @@
 import { z } from "zod";
-import {
-  agentHostEnvSchema,
-  DEFAULT_DATA_PLANE_PORT,
-  DEFAULT_SANDBOX_IMAGE,
-} from "./agent-host-env.ts";
+import { agentHostEnvSchema, DEFAULT_DATA_PLANE_PORT } from "./agent-host-env.ts";
 import { corsOriginsVar, logLevelVar, portVar } from "./env-vars.ts";
 
 export const DEFAULT_LOCAL_PORT = 8080;
@@ -41,11 +37,7 @@ export const localEnvSchema = z.object({
   MODEL_NAME: agentHostEnvSchema.shape.MODEL_NAME,
   MODEL_REQUEST_TIMEOUT_SECONDS: agentHostEnvSchema.shape.MODEL_REQUEST_TIMEOUT_SECONDS,
   DOCKER_CALL_TIMEOUT_SECONDS: agentHostEnvSchema.shape.DOCKER_CALL_TIMEOUT_SECONDS,
-  SANDBOX_IMAGE: z
-    .string()
-    .min(1)
-    .default(DEFAULT_SANDBOX_IMAGE)
-    .describe(`Container image of sandboxes (default ${DEFAULT_SANDBOX_IMAGE}).`),
+  SANDBOX_IMAGE: agentHostEnvSchema.shape.SANDBOX_IMAGE,
   RUNTIME_ASSETS_DIR: agentHostEnvSchema.shape.RUNTIME_ASSETS_DIR,
   SANDBOX_STATE_DIR: agentHostEnvSchema.shape.SANDBOX_STATE_DIR,
   WORKCELL_CORS_ORIGINS: corsOriginsVar()

@@ -1,12 +1,14 @@
 // Helpers of run-e2e.bench.ts and run-scaling.bench.ts: the local Workcell started in this process and served on
 // a loopback port, a client of its HTTP API (threads, runs, SSE events, cancel) that
 // times what a user would see, and a count of the sandbox containers Docker creates.
+
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import type Docker from "dockerode";
 import { pino } from "pino";
+import { resolveSandboxImage } from "../../agent-host/runtime/sandbox-image.ts";
 import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
 import { mintDevToken } from "../../infra/local/dev-token.ts";
 import { type LocalStack, localNodeId, startLocalStack } from "../../infra/local/local-stack.ts";
@@ -89,7 +91,10 @@ export async function startBenchStack(docker: Docker, uid: string): Promise<Benc
     return {
       url,
       nodeId: localNodeId(dataDir),
-      image: env.SANDBOX_IMAGE,
+      image: await resolveSandboxImage({
+        configured: env.SANDBOX_IMAGE,
+        runtimeDir: env.RUNTIME_ASSETS_DIR,
+      }),
       api: createApi(url, token),
       apiFor: async (other) => createApi(url, await mintDevToken(secret, other)),
       stop,

@@ -1,13 +1,18 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import Docker from "dockerode";
+import { resolveSandboxImage } from "../../../agent-host/runtime/sandbox-image.ts";
 import { createAwsClients } from "../../../shared/aws/create-aws-clients.ts";
-import { agentHostEnvSchema } from "../../../shared/env/agent-host-env.ts";
+import {
+  agentHostEnvSchema,
+  DEFAULT_RUNTIME_ASSETS_DIR,
+} from "../../../shared/env/agent-host-env.ts";
 import { EnvError } from "../../../shared/env/env-error.ts";
 import { parseEnv } from "../../../shared/env/parse-env.ts";
 import type { OpsIo } from "../ops-io.ts";
 import { type DoctorResult, fail, formatResult, skip } from "./doctor-check.ts";
 import { filesystemChecks } from "./filesystem-checks.ts";
+import { runtimeAssetsCheck } from "./runtime-assets-check.ts";
 import { dockerChecks, processTierCheck } from "./sandbox-checks.ts";
 import { postgresChecks, s3Check, sqsCheck } from "./service-checks.ts";
 
@@ -38,7 +43,8 @@ export async function doctorCommand(argv: readonly string[], io: OpsIo): Promise
   else for (const r of await filesystemChecks(env.DATA_ROOT)) print(r);
 
   const docker = new Docker();
-  const image = env.SANDBOX_IMAGE ?? agentHostEnvSchema.shape.SANDBOX_IMAGE.parse(undefined);
+  const runtimeDir = env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;
+  const image = await resolveSandboxImage({ configured: env.SANDBOX_IMAGE, runtimeDir });
   const container = await dockerChecks(docker, image);
   for (const r of container) print(r);
   const processTier = await processTierCheck();
@@ -46,7 +52,7 @@ export async function doctorCommand(argv: readonly string[], io: OpsIo): Promise
   if (container[0]?.verdict !== "ok" && processTier.verdict !== "ok") {
     print(fail("sandbox tier", "no isolation tier is ready: this node would refuse every run"));
   }
-  print(skip("runtime assets", "not part of this release's agent-host yet: nothing to check"));
+  print(await runtimeAssetsCheck(runtimeDir));
 
   if (env.DATABASE_URL === undefined) print(skip("postgres", "DATABASE_URL is not usable"));
   else for (const r of await postgresChecks(env.DATABASE_URL)) print(r);
@@ -73,6 +79,7 @@ export async function doctorCommand(argv: readonly string[], io: OpsIo): Promise
 type DoctorEnv = Partial<{
   DATA_ROOT: string;
   SANDBOX_IMAGE: string;
+  RUNTIME_ASSETS_DIR: string;
   DATABASE_URL: string;
   RUN_QUEUE_URL: string;
   ATTACHMENTS_BUCKET: string;
@@ -96,6 +103,7 @@ function readEnv(
   const names = [
     "DATA_ROOT",
     "SANDBOX_IMAGE",
+    "RUNTIME_ASSETS_DIR",
     "DATABASE_URL",
     "RUN_QUEUE_URL",
     "ATTACHMENTS_BUCKET",

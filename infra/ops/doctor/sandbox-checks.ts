@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type Docker from "dockerode";
+import { RUNTIME_ASSETS_IMAGE_REPOSITORY } from "../../../agent-host/runtime/sandbox-image.ts";
 import { type DoctorResult, fail, ok, skip, warn, within } from "./doctor-check.ts";
 import { DOCTOR_CALL_TIMEOUT_MS } from "./service-checks.ts";
 
@@ -30,7 +31,9 @@ export async function dockerChecks(docker: Docker, image: string): Promise<Docto
       if ((error as { statusCode?: number }).statusCode === 404) {
         return fail(
           "sandbox image",
-          `${image} is missing: run infra/sandbox-image/build-test-image.sh or load your image`,
+          image.startsWith(`${RUNTIME_ASSETS_IMAGE_REPOSITORY}:`)
+            ? `${image} is missing: infra/runtime-assets/build-runtime-assets.sh builds it with the Runtime Assets (a Docker engine must answer then)`
+            : `${image} is missing: load your image (docker load), or unset SANDBOX_IMAGE for the Runtime Assets' own`,
         );
       }
       throw error;

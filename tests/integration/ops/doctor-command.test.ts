@@ -58,6 +58,7 @@ describe("workcell doctor", () => {
       "data root no-clobber publish",
       "docker engine",
       "sandbox image",
+      "runtime assets",
       "postgres",
       "clock skew",
       "sqs run queue",
@@ -75,6 +76,7 @@ describe("workcell doctor", () => {
     ["postgres", { DATABASE_URL: "postgres://workcell:pw-secret@127.0.0.1:1/workcell" }],
     ["data root", { DATA_ROOT: "/nonexistent/workcell-doctor" }],
     ["sandbox image", { SANDBOX_IMAGE: "workcell/not-built:never" }],
+    ["runtime assets", { RUNTIME_ASSETS_DIR: "/nonexistent/workcell-doctor/tree" }],
     ["sqs run queue", { RUN_QUEUE_URL: `${awsConfig().endpoint}/000000000000/no-such-queue` }],
     ["s3 attachments bucket", { ATTACHMENTS_BUCKET: "no-such-bucket-for-doctor" }],
   ])("without a working %s it says FAIL for that part by name", async (part, broken) => {

@@ -9,7 +9,6 @@ import {
   DEFAULT_LOCAL_DATA_DIR,
   DEFAULT_LOCAL_PORT,
   DEFAULT_RUNTIME_ASSETS_DIR,
-  DEFAULT_SANDBOX_IMAGE,
   DEFAULT_SANDBOX_KEEP_WARM_SECONDS,
   DEFAULT_SANDBOX_STATE_DIR,
   EnvError,
@@ -161,7 +160,8 @@ describe("agentHostEnvSchema", () => {
       WORKER_CONCURRENCY: "8",
     });
     expect(env.DATA_PLANE_PORT).toBe(DEFAULT_DATA_PLANE_PORT);
-    expect(env.SANDBOX_IMAGE).toBe(DEFAULT_SANDBOX_IMAGE);
+    // Unset: the entry takes the Runtime Assets' own image (agent-host/runtime/sandbox-image.ts).
+    expect(env.SANDBOX_IMAGE).toBeUndefined();
     expect(env.SANDBOX_NETWORK).toBe("none");
     expect(env.SANDBOX_CPUS).toBe(0.5);
     expect(env.WORKER_CONCURRENCY).toBe(8);
@@ -231,7 +231,6 @@ describe("localEnvSchema", () => {
       DATA_DIR: DEFAULT_LOCAL_DATA_DIR,
       AWS_EMULATOR_PORT: DEFAULT_AWS_EMULATOR_PORT,
       DATA_PLANE_PORT: DEFAULT_DATA_PLANE_PORT,
-      SANDBOX_IMAGE: DEFAULT_SANDBOX_IMAGE,
       RUNTIME_ASSETS_DIR: DEFAULT_RUNTIME_ASSETS_DIR,
       SANDBOX_STATE_DIR: DEFAULT_SANDBOX_STATE_DIR,
       CONSOLE_DIR: DEFAULT_CONSOLE_DIR,

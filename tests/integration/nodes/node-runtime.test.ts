@@ -8,28 +8,34 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AgentHost, startAgentHost } from "../../../agent-host/agent-host.ts";
 import { recordNodeRuntime } from "../../../agent-host/record-node-runtime.ts";
 import { modelConfigSchema } from "../../../agent-host/runs/agent/model-config.ts";
+import { resolveSandboxImage } from "../../../agent-host/runtime/sandbox-image.ts";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import { detectCgroups } from "../../../agent-host/sandbox/process/sandbox-cgroups.ts";
 import type { AdminNodeRuntime } from "../../../shared/contracts/node-runtime.ts";
+import type { Run } from "../../../shared/contracts/run.ts";
+import type { Thread } from "../../../shared/contracts/thread.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
+import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { freePort } from "../../setup/free-port.ts";
 import { freshBucket, s3Client } from "../../support/aws.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
 import {
+  ALICE,
   type FunctionsHarness,
   jsonOf,
   startFunctionsHarness,
 } from "../functions/support/functions-harness.ts";
 import { silentLogger, testConfig, uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
 
-// GET /v1/admin/runtime (API.md "Nodes and runtimes", issue 20 (5)): a real agent-host
-// with both tiers and the real Runtime Assets writes its report into its node row; the
-// control plane serves it to admins only.
+// One real agent-host with both tiers, the real Runtime Assets and the default sandbox
+// image (issue 20 (5)): its runtime report in its node row, served by GET
+// /v1/admin/runtime to admins only (API.md "Nodes and runtimes"); the bash tool running
+// real bash in both tiers.
 
 const treeDir = process.env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;
-const { docker, image } = requireDocker();
+const { docker } = requireDocker();
 let h: FunctionsHarness;
 let host: AgentHost | undefined;
 let nodeId: string;
@@ -45,7 +51,11 @@ beforeAll(async () => {
   nodeId = uniqueNodeId();
   const { publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
   const s3 = s3Client();
-  const config = testConfig(image);
+  // SANDBOX_IMAGE unset, as an operator deploys: the Runtime Assets' own image.
+  const config = testConfig(
+    await resolveSandboxImage({ configured: undefined, runtimeDir: treeDir }),
+    { memoryBytes: 512 * 1024 * 1024 },
+  );
   host = await startAgentHost({
     db: h.db,
     sqs: h.sqs,
@@ -170,3 +180,46 @@ it("reports a node still verifying, one that never reported, and one whose tier 
     runtime_assets: { state: "unknown", assets: [] },
   });
 });
+
+async function submit(input: string, agent: Record<string, unknown>, threadId?: string) {
+  const res = await h.call(
+    "POST",
+    threadId === undefined ? "/v1/runs" : `/v1/threads/${threadId}/runs`,
+    { body: { input, agent } },
+  );
+  expect(res.status, await res.clone().text()).toBe(202);
+  const body = await jsonOf<{ run?: Run; thread?: Thread } & Partial<Run>>(res);
+  return { run: (body.run ?? body) as Run, thread: body.thread };
+}
+
+async function finished(runId: string): Promise<Run> {
+  const deadline = performance.now() + 240_000;
+  for (;;) {
+    const res = await h.call("GET", `/v1/runs/${runId}`);
+    const run = await jsonOf<Run>(res);
+    if (["succeeded", "failed", "cancelled"].includes(run.status)) return run;
+    if (performance.now() > deadline) throw new Error(`run ${runId} still ${run.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const workdirOnHost = (thread: Thread) =>
+  join(h.dataRoot, "users", uidDirname(ALICE), "workspace", thread.workdir_path);
+
+// Arrays, [[ ]] with a glob match and ${a[*]:1} are bash, not POSIX sh: busybox sh and
+// dash refuse the first line, and then no file is written.
+const BASH_ONLY =
+  'a=(alpha beta gamma); [[ ${#a[@]} -eq 3 && ${a[1]} == b* ]] && echo "${BASH_VERSINFO[0]} ${a[*]:1} $(command -v python3)" > outputs/bash.txt';
+
+it.each(["container", "process"] as const)(
+  "the bash tool runs real bash from the Runtime Assets in the %s tier",
+  async (tier) => {
+    const { run, thread } = await submit(BASH_ONLY, { sandbox: tier });
+    if (thread === undefined) throw new Error("no thread");
+    expect((await finished(run.run_id)).status).toBe("succeeded");
+    expect(await readFile(join(workdirOnHost(thread), "outputs/bash.txt"), "utf8")).toBe(
+      "5 beta gamma /runtime/usr/bin/python3\n",
+    );
+  },
+  300_000,
+);

@@ -209,6 +209,7 @@ const workdirOnHost = (thread: Thread) =>
 // Arrays, [[ ]] with a glob match and ${a[*]:1} are bash, not POSIX sh: busybox sh and
 // dash refuse the first line, and then no file is written.
 const BASH_ONLY =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: bash expansions, not a JS template
   'a=(alpha beta gamma); [[ ${#a[@]} -eq 3 && ${a[1]} == b* ]] && echo "${BASH_VERSINFO[0]} ${a[*]:1} $(command -v python3)" > outputs/bash.txt';
 
 it.each(["container", "process"] as const)(

@@ -22,6 +22,8 @@ command -v bwrap >/dev/null 2>&1 || want+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || want+=(util-linux)
 # Runtime Assets (infra/runtime-assets/) are built from Debian packages by mmdebstrap.
 command -v mmdebstrap >/dev/null 2>&1 || want+=(mmdebstrap)
+# The kernel-budget test (#13) builds a static C helper that opens inotify instances.
+{ command -v cc >/dev/null 2>&1 && ls /usr/lib/*-linux-gnu/libc.a >/dev/null 2>&1; } || want+=(gcc libc6-dev)
 
 if [ "${#want[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -23,6 +23,8 @@ export const CHILD_FD = {
   seccomp: 3,
   status: 4,
   block: 5,
+  /** The generation's user namespace (sandbox-userns.ts), joined with --userns. */
+  userns: 6,
 } as const;
 
 /** Host paths bound into the sandbox (each below a directory only root can write). */
@@ -36,7 +38,7 @@ export type SandboxSources = {
   workdir?: string;
 };
 
-/** The sandbox user (ARCHITECTURE.md §3); bwrap itself runs as it on the host. */
+/** The sandbox user (ARCHITECTURE.md §3); host 1000 too, through the namespace's map. */
 export const SANDBOX_UID = 1000;
 export const SANDBOX_GID = 1000;
 
@@ -73,9 +75,12 @@ export function bwrapArgs(command: BwrapCommand): string[] {
   const env = new Map<string, string>(BASE_ENV);
   for (const [name, value] of command.env) env.set(name, value);
   return [
-    // Every namespace bubblewrap knows: user (uid 1000 maps to itself, nothing else
-    // exists), pid, ipc, uts, cgroup, and net with only `lo`.
-    "--unshare-user",
+    // Every namespace bubblewrap knows: user (the generation's own, made and pinned by
+    // sandbox-userns.ts: uid 1000 maps to itself, namespace root to the unused host uid
+    // that owns it, so its kernel budget is its own), pid, ipc, uts, cgroup, and net with
+    // only `lo`.
+    "--userns",
+    String(CHILD_FD.userns),
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
@@ -87,9 +92,10 @@ export function bwrapArgs(command: BwrapCommand): string[] {
     String(SANDBOX_GID),
     "--hostname",
     "sandbox",
-    // A nested user namespace would hand the process capabilities again; bwrap caps
-    // the count at zero (and the seccomp filter refuses unshare/clone flags as well).
-    "--disable-userns",
+    // A nested user namespace would hand the process capabilities again: the
+    // generation's namespace allows none (max_user_namespaces = 0, set when it was made;
+    // bwrap 0.8 refuses --disable-userns with --userns), and the seccomp filter refuses
+    // unshare/clone namespace flags as well.
     // The command is PID 1 of its namespace: when it exits, the kernel kills whatever
     // it left behind, so no background process outlives its exec.
     "--as-pid-1",
@@ -177,11 +183,15 @@ export const TRAMPOLINE_SCRIPT = [
   'exec "$@"',
 ].join("\n");
 
-/** setpriv: bwrap runs as the sandbox user, so every file it writes is 1000:1000 on the host. */
-export function setprivArgs(): string[] {
+/**
+ * setpriv: bwrap runs as the host uid owning the generation's user namespace (joining it
+ * needs that), without any host capability; inside, it becomes uid 1000, which the map
+ * makes host 1000, so every file the sandbox writes is 1000:1000 on the host.
+ */
+export function setprivArgs(usernsOwner: number): string[] {
   return [
-    `--reuid=${SANDBOX_UID}`,
-    `--regid=${SANDBOX_GID}`,
+    `--reuid=${usernsOwner}`,
+    `--regid=${usernsOwner}`,
     "--clear-groups",
     "--inh-caps=-all",
     "--bounding-set=-all",

@@ -21,11 +21,16 @@ import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
 import type { SandboxSources } from "./bwrap-args.ts";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
 import type { ExecMounts } from "./process-exec.ts";
+import { createSandboxUserns } from "./sandbox-userns.ts";
 
 const run = promisify(execFile);
 const MOUNT_TIMEOUT_MS = 10_000;
 
 const LABELS_FILE = "labels.json";
+/** The generation's user namespace (a bind mount of its nsfs inode) and its owner uid. */
+const USERNS_FILE = "userns";
+const USERNS_OWNER_FILE = "userns-owner";
+const USERNS_TIMEOUT_MS = 15_000;
 /** Mount points the exec's binds land on inside the persistent /home/gem tmpfs. */
 const HOME_MOUNT_POINTS = ["user-data", "skills"] as const;
 
@@ -38,6 +43,8 @@ export type GenerationDirsDeps = {
 export type OpenedGeneration = {
   sources: SandboxSources;
   handles: ExecMounts;
+  /** The generation's user namespace, for bwrap --userns, and the host uid owning it. */
+  userns: { handle: FileHandle; owner: number };
   close(): Promise<void>;
 };
 
@@ -56,9 +63,12 @@ function bindsOf(fileView: FileView): Array<keyof typeof BINDS> {
   return fileView === "workdir" ? ["workspace", "skills", "workdir"] : ["workspace", "skills"];
 }
 
-/** The mounts a generation of this view has, in unmount order: the binds, then the tmpfs. */
+/**
+ * The mounts a generation of this view has, in unmount order: the binds, then the tmpfs,
+ * then the user namespace.
+ */
 function mountsOf(fileView: FileView): ReadonlyArray<readonly string[]> {
-  return [...bindsOf(fileView).map((key) => BINDS[key]), TMPFS.tmp, TMPFS.home];
+  return [...bindsOf(fileView).map((key) => BINDS[key]), TMPFS.tmp, TMPFS.home, [USERNS_FILE]];
 }
 
 /**
@@ -118,6 +128,12 @@ export class GenerationDirs {
       this.#path(id, "home"),
       `size=${this.#deps.limits.homeSizeBytes},mode=0700,${owner}`,
     );
+    // Last: every exec of the generation joins this namespace (sandbox-userns.ts says why).
+    const nsOwner = await createSandboxUserns(
+      this.#path(id, USERNS_FILE),
+      AbortSignal.timeout(USERNS_TIMEOUT_MS),
+    );
+    await writeFile(this.#path(id, USERNS_OWNER_FILE), String(nsOwner), { mode: 0o600 });
   }
 
   async labels(id: string): Promise<LabelSource | undefined> {
@@ -168,12 +184,19 @@ export class GenerationDirs {
         await mkdir(path, { mode: 0o755 });
         await chown(path, SANDBOX_UID, SANDBOX_GID);
       }
+      const owner = Number(
+        await readFile(this.#path(id, USERNS_OWNER_FILE), "utf8").catch(() => ""),
+      );
+      if (!Number.isInteger(owner) || owner <= SANDBOX_UID) return undefined;
+      const ns = await open(this.#path(id, USERNS_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
+      opened.push(ns);
       const runtime = await open(runtimeDir, constants.O_RDONLY | constants.O_DIRECTORY);
       opened.push(runtime);
       const handles = { workspace, skills, runtime, tmp, home, ...(workdir ? { workdir } : {}) };
       opened.length = 0;
       return {
         handles,
+        userns: { handle: ns, owner },
         sources: {
           workspace: this.#path(id, ...BINDS.workspace),
           skills: this.#path(id, ...BINDS.skills),
@@ -183,7 +206,7 @@ export class GenerationDirs {
           ...(workdir ? { workdir: this.#path(id, ...BINDS.workdir) } : {}),
         },
         async close() {
-          await Promise.all(Object.values(handles).map((h) => h.close()));
+          await Promise.all([...Object.values(handles), ns].map((h) => h.close()));
         },
       };
     } finally {

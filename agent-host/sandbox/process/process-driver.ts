@@ -127,6 +127,7 @@ export class ProcessDriver implements SandboxDriver {
         {
           sources: generation.sources,
           mounts: generation.handles,
+          userns: generation.userns,
           cgroupProcs,
           killTree: () => this.#deps.cgroups.kill(ref.containerId, execName),
           cwd: request.cwd ?? runtimeWorkdirPath(current.workdirPath),

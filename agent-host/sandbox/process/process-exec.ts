@@ -36,6 +36,8 @@ export type ProcessExecDeps = {
 export type ProcessExecTarget = {
   sources: SandboxSources;
   mounts: ExecMounts;
+  /** The generation's user namespace and the host uid owning it (sandbox-userns.ts). */
+  userns: { handle: FileHandle; owner: number };
   /** cgroup.procs files the trampoline joins before it becomes bwrap. */
   cgroupProcs: string[];
   /** Kills everything in the exec's cgroup (its whole process tree) and removes the group. */
@@ -85,7 +87,7 @@ export async function runProcessExec(
       String(target.cgroupProcs.length),
       ...target.cgroupProcs,
       deps.tools.setpriv,
-      ...setprivArgs(),
+      ...setprivArgs(target.userns.owner),
       deps.tools.bwrap,
       ...bwrapArgs({
         sources: target.sources,
@@ -96,8 +98,16 @@ export async function runProcessExec(
       }),
     ],
     {
-      // Order is CHILD_FD's: 3 seccomp, 4 status, 5 block.
-      stdio: [hasStdin ? "pipe" : "ignore", "pipe", "pipe", "pipe", "pipe", "pipe"],
+      // Order is CHILD_FD's: 3 seccomp, 4 status, 5 block, 6 the user namespace.
+      stdio: [
+        hasStdin ? "pipe" : "ignore",
+        "pipe",
+        "pipe",
+        "pipe",
+        "pipe",
+        "pipe",
+        target.userns.handle.fd,
+      ],
       env: {},
     },
   );

@@ -76,8 +76,8 @@ export function bwrapArgs(command: BwrapCommand): string[] {
   for (const [name, value] of command.env) env.set(name, value);
   return [
     // Every namespace bubblewrap knows: user (the generation's own, made and pinned by
-    // sandbox-userns.ts: uid 1000 maps to itself, namespace root to the unused host uid
-    // that owns it, so its kernel budget is its own), pid, ipc, uts, cgroup, and net with
+    // sandbox-userns.ts: uid 1000 maps to itself, nothing else exists, and an unused host
+    // uid owns it, so its kernel budget is its own), pid, ipc, uts, cgroup, and net with
     // only `lo`.
     "--userns",
     String(CHILD_FD.userns),

@@ -7,6 +7,7 @@ import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
 import { SANDBOX_RUNTIME_MOUNT } from "../shared/paths/runtime-paths.ts";
 import { failRunsOfNode } from "../shared/runs/fail-node-runs.ts";
 import { DEFAULT_NODE_HEARTBEAT_INTERVAL_MS } from "../shared/runs/node-liveness.ts";
+import type { Tracing } from "../shared/telemetry/tracing.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
@@ -72,6 +73,8 @@ export type AgentHostDeps = {
   /** Between node heartbeats (NODE_HEARTBEAT_SECONDS); the node TTL is sandboxConfig.nodeTtlMs. */
   nodeHeartbeatIntervalMs?: number;
   logger: Logger;
+  /** Spans of runs and data-plane requests, from OTEL_* at the entry; default off. */
+  tracing?: Tracing;
 };
 
 /** The tier runs get by default (container when ready, else process), or none: runs are refused. */
@@ -141,6 +144,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         },
         skills,
         readiness: () => readiness,
+        ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
         ...(deps.dataPlane.corsOrigins === undefined
           ? {}
           : { allowedOrigins: deps.dataPlane.corsOrigins }),
@@ -278,6 +282,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       modelClientFactory: modelClientFactoryFor(deps.modelConfig),
       nodeId: deps.nodeId,
       logger,
+      ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
       ...(deps.workerConcurrency === undefined
         ? {}

@@ -14,6 +14,8 @@ import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";
 import { parseEnv } from "../shared/env/parse-env.ts";
 import { postgresListen } from "../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../shared/logging/safe-error-serializer.ts";
+import { startTracing } from "../shared/telemetry/start-tracing.ts";
+import { tracingEnvSchema } from "../shared/telemetry/tracing-env.ts";
 import { startAgentHost } from "./agent-host.ts";
 import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
 import { resolveSandboxImage } from "./runtime/sandbox-image.ts";
@@ -33,6 +35,8 @@ const poolSize = (concurrency: number) => 2 * concurrency + 8;
 
 const env = parseEnv(agentHostEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
+// Off unless OTEL_* asks for it; then the SDK is loaded and its provider passed in below.
+const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-agent-host");
 const sql = postgres(env.DATABASE_URL, {
   max: poolSize(env.WORKER_CONCURRENCY),
   onnotice: () => {},
@@ -91,6 +95,7 @@ const host = await startAgentHost({
   workerConcurrency: env.WORKER_CONCURRENCY,
   nodeHeartbeatIntervalMs: env.NODE_HEARTBEAT_SECONDS * 1000,
   logger,
+  tracing: tracing.tracing,
 });
 logger.info(
   { data_plane: host.dataPlaneUrl, sandbox: host.sandboxDriver },
@@ -104,6 +109,10 @@ async function shutdown(signal: string): Promise<void> {
   logger.info({ signal }, "agent-host stopping");
   await host.stop();
   await sql.end({ timeout: 5 });
+  // Spans still buffered are exported before the process goes.
+  await tracing
+    .shutdown()
+    .catch((error: unknown) => logger.warn({ err: error }, "trace export failed"));
   process.exit(0);
 }
 process.on("SIGINT", () => void shutdown("SIGINT"));

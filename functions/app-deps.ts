@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
 import type { UserLimits } from "../shared/limits/user-limits.ts";
+import type { Tracing } from "../shared/telemetry/tracing.ts";
 import type { AppLimits } from "./app-limits.ts";
 import type { AttachmentDeps } from "./attachments/attachment-deps.ts";
 import type { TokenVerifier } from "./auth/token-verifier.ts";
@@ -50,6 +51,11 @@ export type AppDeps = SkillsDeps & {
   /** Defaults to `recordedRunChanges(db)` (the run worker's `run_changes` table). */
   runChanges?: RunChangesSource;
   limits?: Partial<AppLimits>;
+  /**
+   * Spans of each request (and, through `runQueue`, of each run's queue hop); the entry
+   * builds it from OTEL_* (shared/telemetry/start-tracing.ts). Default: off.
+   */
+  tracing?: Tracing;
   /** The deployment's per-uid limits where no admin override applies (DEFAULT_USER_LIMITS). */
   userLimitDefaults?: UserLimits;
 };

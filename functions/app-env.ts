@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { TraceContext } from "../shared/telemetry/tracing.ts";
 import type { Principal } from "./auth/principal.ts";
 
 /** Per-request variables every route can read (`c.var`). */
@@ -7,6 +8,8 @@ export type AppEnv = {
     requestId: string;
     /** Child logger carrying the request id (and the uid once authenticated). */
     logger: Logger;
+    /** The request span's context (traceRequests): what a handler starts is its child. */
+    trace: TraceContext;
     /** Set by the authenticate middleware on every route under /v1 except health. */
     principal: Principal;
   };

@@ -2,6 +2,8 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { runEventSchema } from "../shared/contracts/run-event.ts";
 import { WorkcellError } from "../shared/errors/index.ts";
 import { limitBody } from "../shared/http/body-limit.ts";
+import { traceRequests } from "../shared/http/trace-requests.ts";
+import { noTracing } from "../shared/telemetry/tracing.ts";
 import type { AppDeps } from "./app-deps.ts";
 import type { AppEnv } from "./app-env.ts";
 import { DEFAULT_APP_LIMITS } from "./app-limits.ts";
@@ -35,6 +37,8 @@ import { recordedRunChanges } from "./runs/recorded-run-changes.ts";
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const limits = { ...DEFAULT_APP_LIMITS, ...deps.limits };
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  // Outermost: the request's span covers everything, preflights and refusals included.
+  app.use(traceRequests(deps.tracing ?? noTracing()));
   // First: a preflight is answered before authentication (it never carries a token),
   // and every answer, errors included, carries the CORS headers of an allowed origin.
   app.use(apiCors(deps.corsOrigins ?? []));

@@ -2,6 +2,8 @@ import { Hono } from "hono";
 import { except } from "hono/combine";
 import { WorkcellError } from "../../shared/errors/index.ts";
 import { corsForOrigins } from "../../shared/http/cors-for-origins.ts";
+import { traceRequests } from "../../shared/http/trace-requests.ts";
+import { noTracing } from "../../shared/telemetry/tracing.ts";
 import { requireCapability } from "./capability-auth.ts";
 import type { DataPlaneDeps } from "./data-plane-deps.ts";
 import type { DataPlaneEnv } from "./data-plane-env.ts";
@@ -43,6 +45,8 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   }
   const limits = { ...DEFAULT_DATA_PLANE_LIMITS, ...deps.limits };
   const app = new Hono<DataPlaneEnv>();
+  // Outermost: a caller's trace (traceparent) continues through every data-plane request.
+  app.use(traceRequests(deps.tracing ?? noTracing()));
   app.onError(errorHandler());
   app.notFound(() => {
     throw new WorkcellError("not_found", "No such data-plane route: see API.md 'Workdir files'.");

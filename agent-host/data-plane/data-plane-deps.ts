@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
 import type { ReadinessCheck } from "../node-readiness.ts";
 import type { WorkspaceQuotaAccounting } from "../quota/workspace-quota.ts";
@@ -53,4 +54,6 @@ export interface DataPlaneDeps {
    * each request (the data plane starts before the sandbox manager and worker exist).
    */
   readonly readiness?: () => ReadinessCheck | undefined;
+  /** A SERVER span per request, continuing the caller's `traceparent`; default off. */
+  readonly tracing?: Tracing;
 }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { CapabilityClaims } from "../../shared/capability/capability-claims.ts";
+import type { TraceContext } from "../../shared/telemetry/tracing.ts";
 
 /** Per-request variables of the data-plane app (`c.var`). */
 export type DataPlaneEnv = {
@@ -7,6 +8,8 @@ export type DataPlaneEnv = {
     requestId: string;
     /** Child logger carrying the request id, then the uid and the capability's jti. */
     logger: Logger;
+    /** The request span's context (traceRequests). */
+    trace: TraceContext;
     /** The verified capability; set by `requireCapability` on every authorized route. */
     capability: CapabilityClaims;
   };

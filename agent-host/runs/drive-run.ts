@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { AgentRun } from "../../shared/db/schema.ts";
 import { domainReasonOf } from "../../shared/errors/domain-errors.ts";
+import type { TraceContext } from "../../shared/telemetry/tracing.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import {
   buildSystemPrompt,
@@ -22,6 +23,7 @@ import type { RunExecutorDeps } from "./run-executor-deps.ts";
 import type { RunFence } from "./run-fence.ts";
 import { createRunSubagentSpawner } from "./run-subagent-spawner.ts";
 import { createSandboxExec } from "./sandbox-exec-adapter.ts";
+import { tracedModelClient, tracedSandboxExec } from "./traced-run-io.ts";
 
 /** What a run executes with once prepared; a sub-agent inherits most of its parent's. */
 export interface Execution {
@@ -43,6 +45,8 @@ export interface Execution {
   readonly input: string;
   readonly visibleInput: string;
   readonly logger: Logger;
+  /** The root run's `run.execute` span: model calls and execs are its children. */
+  readonly trace: TraceContext;
 }
 
 /** Executes a sub-agent of `parent` (child-run-execution.ts); passed in to break the cycle. */
@@ -63,14 +67,18 @@ export async function driveRun(
     signal: x.control.signal,
   });
   try {
-    const model = deps.modelClientFactory({
-      runId: x.run.runId,
-      uid: x.run.uid,
-      input: x.input,
-      depth: x.depth,
-      ...(x.model === undefined ? {} : { model: x.model }),
-      logger: x.logger,
-    });
+    const model = tracedModelClient(
+      deps.modelClientFactory({
+        runId: x.run.runId,
+        uid: x.run.uid,
+        input: x.input,
+        depth: x.depth,
+        ...(x.model === undefined ? {} : { model: x.model }),
+        logger: x.logger,
+      }),
+      deps.tracing,
+      x.trace,
+    );
     const subagents =
       x.depth < limits.maxSubagentDepth
         ? createRunSubagentSpawner({
@@ -100,7 +108,12 @@ export async function driveRun(
       ),
       toolEnv: {
         sandbox: leasedSandboxExec(
-          createSandboxExec(deps.sandboxes, x.handle, deps.shell?.(x.handle)),
+          tracedSandboxExec(
+            createSandboxExec(deps.sandboxes, x.handle, deps.shell?.(x.handle)),
+            deps.tracing,
+            x.trace,
+            x.handle,
+          ),
           deps.leasedCommands,
           scope,
           model.name === SHELL_MODEL_NAME ? "shell" : "bash",

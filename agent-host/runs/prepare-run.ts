@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { RunError } from "../../shared/db/schema.ts";
 import { domainReasonOf } from "../../shared/errors/domain-errors.ts";
 import { isWorkcellError } from "../../shared/errors/workcell-error.ts";
+import { inSpan, type TraceContext, type Tracing } from "../../shared/telemetry/tracing.ts";
 import { acquireRefusalError } from "../sandbox/acquire-sandbox.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import type { UserWorkspaces, WorkspaceFs } from "../workspace/index.ts";
@@ -15,6 +16,9 @@ export interface PrepareRunDeps {
   readonly skillProjection: SkillProjection;
   readonly sandboxes: RunSandboxes;
   readonly logger: Logger;
+  /** Each step below is a span, children of `trace` (the run's `run.prepare`). */
+  readonly tracing: Tracing;
+  readonly trace: TraceContext;
 }
 
 export type Preparation =
@@ -54,13 +58,16 @@ export async function prepareRun(
 ): Promise<Preparation> {
   const { run } = context;
   const log = deps.logger;
+  const step = <T>(name: string, fn: () => Promise<T>) =>
+    inSpan(deps.tracing, name, { parent: deps.trace }, fn);
 
   let workdir: WorkspaceFs;
   try {
-    workdir =
+    workdir = await step("workdir.prepare", () =>
       context.directoryMode === "managed"
-        ? await deps.userWorkspaces.ensureManagedWorkdir(run.uid, context.workdirPath, { signal })
-        : await deps.userWorkspaces.openExistingWorkdir(run.uid, context.workdirPath, { signal });
+        ? deps.userWorkspaces.ensureManagedWorkdir(run.uid, context.workdirPath, { signal })
+        : deps.userWorkspaces.openExistingWorkdir(run.uid, context.workdirPath, { signal }),
+    );
   } catch (error) {
     signal.throwIfAborted();
     log.warn({ err: error, workdir_path: context.workdirPath }, "workdir not usable");
@@ -78,7 +85,9 @@ export async function prepareRun(
 
   let skills: readonly string[];
   try {
-    const outcome = await deps.skillProjection.refresh(run.uid, signal);
+    const outcome = await step("skills.refresh", () =>
+      deps.skillProjection.refresh(run.uid, signal),
+    );
     if (outcome.projected === null) {
       return {
         kind: "failed",
@@ -106,15 +115,30 @@ export async function prepareRun(
 
   let acquired: Awaited<ReturnType<RunSandboxes["acquire"]>>;
   try {
-    acquired = await deps.sandboxes.acquire(
-      {
-        uid: run.uid,
-        runtimeScopeId: run.runtimeScopeId,
-        workdirPath: context.workdirPath,
-        ...(context.agent.sandbox === undefined ? {} : { tier: context.agent.sandbox }),
-        ...(context.agent.file_view === undefined ? {} : { fileView: context.agent.file_view }),
+    acquired = await inSpan(
+      deps.tracing,
+      "sandbox.acquire",
+      { parent: deps.trace },
+      async (span) => {
+        const out = await deps.sandboxes.acquire(
+          {
+            uid: run.uid,
+            runtimeScopeId: run.runtimeScopeId,
+            workdirPath: context.workdirPath,
+            ...(context.agent.sandbox === undefined ? {} : { tier: context.agent.sandbox }),
+            ...(context.agent.file_view === undefined ? {} : { fileView: context.agent.file_view }),
+          },
+          signal,
+        );
+        if (out.ok) {
+          span.setAttributes({
+            "workcell.sandbox_id": out.handle.sandboxId,
+            "workcell.generation": out.handle.generation,
+            "workcell.sandbox_created": out.created,
+          });
+        } else span.setAttribute("workcell.refusal", out.reason);
+        return out;
       },
-      signal,
     );
   } catch (error) {
     signal.throwIfAborted();

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AgentRun } from "../../shared/db/schema.ts";
+import { inSpan, ROOT_CONTEXT, type TraceContext } from "../../shared/telemetry/tracing.ts";
 import { withAttachmentContext } from "../attachments/attachment-context.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { TreeBatches } from "./change-batch/tree-batches.ts";
@@ -36,24 +37,49 @@ interface RootOutcome {
  */
 export async function executeRootRun(
   deps: RunExecutorDeps,
+  claimed: ClaimedRun,
+  shutdown: AbortSignal,
+  parent: TraceContext = ROOT_CONTEXT,
+): Promise<RecordedRun> {
+  return inSpan(
+    deps.tracing,
+    "run.execute",
+    { parent, attributes: { "workcell.run_id": claimed.run.runId } },
+    async (span, trace) => {
+      const recorded = await executeTraced(deps, claimed, shutdown, trace);
+      span.setAttribute(
+        "workcell.run_status",
+        recorded.kind === "ended" ? recorded.ending.status : recorded.kind,
+      );
+      return recorded;
+    },
+  );
+}
+
+async function executeTraced(
+  deps: RunExecutorDeps,
   { run, fence }: ClaimedRun,
   shutdown: AbortSignal,
+  trace: TraceContext,
 ): Promise<RecordedRun> {
   const logger = deps.logger.child({ uid: run.uid, run_id: run.runId });
   const control = new RunControl();
   let root: RootOutcome;
   try {
     root = await withRunWiring(deps, { runId: run.runId, fence, control, logger, shutdown }, () =>
-      prepareAndDrive(deps, { run, fence, control, logger }),
+      prepareAndDrive(deps, { run, fence, control, logger, trace }),
     );
   } catch (error) {
     logger.error({ err: error }, "run failed unexpectedly");
     root = { outcome: { kind: "crashed" } };
   }
-  const recorded = await recordOutcome(
-    deps.db,
-    { run, fence, logger, maxHandBacks: deps.limits.maxHandBacks },
-    root.outcome,
+  // The terminal event is written here, in the transaction that sets the status.
+  const recorded = await inSpan(deps.tracing, "run.finish", { parent: trace }, () =>
+    recordOutcome(
+      deps.db,
+      { run, fence, logger, maxHandBacks: deps.limits.maxHandBacks },
+      root.outcome,
+    ),
   );
   // A handed-back run is pending again and may be claimed anew: its scope is not ours.
   if (recorded.kind !== "handed_back") await cleanupTree(deps, { run, logger }, root.handle);
@@ -63,11 +89,12 @@ export async function executeRootRun(
 interface RootExecution extends ClaimedRun {
   readonly control: RunControl;
   readonly logger: Logger;
+  readonly trace: TraceContext;
 }
 
 async function prepareAndDrive(
   deps: RunExecutorDeps,
-  { run, fence, control, logger: rootLog }: RootExecution,
+  { run, fence, control, logger: rootLog, trace }: RootExecution,
 ): Promise<RootOutcome> {
   const { db, limits } = deps;
   const events = new RunEventLog({ db, fence, nextSeq: await nextEventSeq(db, run.runId) });
@@ -75,7 +102,9 @@ async function prepareAndDrive(
   let prepared: Preparation | undefined;
   try {
     control.signal.throwIfAborted();
-    prepared = await prepareRun({ ...deps, logger: rootLog }, context, control.signal);
+    prepared = await inSpan(deps.tracing, "run.prepare", { parent: trace }, (_span, inner) =>
+      prepareRun({ ...deps, logger: rootLog, trace: inner }, context, control.signal),
+    );
   } catch (error) {
     if (control.reason === undefined) throw error;
   }
@@ -125,6 +154,7 @@ async function prepareAndDrive(
         // withAttachmentContext leaves a text that already ends with the block alone.
         visibleInput: withAttachmentContext(run.input, context.attachments, context.workdirPath),
         logger: log,
+        trace,
       },
       (child, parent, signal) => executeChildRun(deps, child, parent, signal),
     );

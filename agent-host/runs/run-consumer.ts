@@ -4,6 +4,14 @@ import { parseQueueMessage, type QueueMessage } from "../../shared/contracts/que
 import type { ErrorCode } from "../../shared/errors/error-catalogue.ts";
 import { queueDisposition } from "../../shared/errors/queue-disposition.ts";
 import { isWorkcellError } from "../../shared/errors/workcell-error.ts";
+import {
+  extractTrace,
+  inSpan,
+  noTracing,
+  SpanKind,
+  type TraceContext,
+  type Tracing,
+} from "../../shared/telemetry/tracing.ts";
 import { receiveBackoffMs } from "./receive-backoff.ts";
 import { MAX_MESSAGES_PER_RECEIVE, type RunWorkerLimits } from "./run-limits.ts";
 import type { ReceivedMessage, WorkQueue } from "./work-queue.ts";
@@ -19,6 +27,8 @@ export interface MessageContext {
   release(): Promise<void>;
   /** Aborts when the consumer stops: work not yet started should `release()`. */
   readonly stopping: AbortSignal;
+  /** The CONSUMER span of this delivery, a child of the producer's (the queue hop). */
+  readonly trace: TraceContext;
 }
 
 /**
@@ -34,6 +44,8 @@ export interface RunConsumerDeps {
   readonly queue: WorkQueue;
   readonly handle: MessageHandler;
   readonly logger: Logger;
+  /** Each delivery is a CONSUMER span continuing its message's trace; default off. */
+  readonly tracing?: Tracing;
   readonly limits: Pick<
     RunWorkerLimits,
     | "concurrency"
@@ -134,6 +146,24 @@ export class RunConsumer {
   }
 
   async #process(message: ReceivedMessage): Promise<void> {
+    const tracing = this.#deps.tracing ?? noTracing();
+    await inSpan(
+      tracing,
+      "run.dispatch process",
+      {
+        parent: extractTrace(tracing, message.traceCarrier),
+        kind: SpanKind.CONSUMER,
+        attributes: { "messaging.system": "aws_sqs", "messaging.operation.type": "process" },
+      },
+      (span, trace) => {
+        if (message.messageId !== undefined)
+          span.setAttribute("messaging.message.id", message.messageId);
+        return this.#processIn(message, trace);
+      },
+    );
+  }
+
+  async #processIn(message: ReceivedMessage, trace: TraceContext): Promise<void> {
     const { queue } = this.#deps;
     const log = this.#deps.logger.child({ message_id: message.messageId });
     let acked = false;
@@ -149,6 +179,7 @@ export class RunConsumer {
         await queue.release(message, this.#callSignal());
       },
       stopping: this.#stopping.signal,
+      trace,
     };
     const parsed = parseQueueMessage(message.body);
     try {

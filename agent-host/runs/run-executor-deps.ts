@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
+import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import type { CancelWatcher } from "./cancel-watcher.ts";
@@ -23,6 +24,8 @@ export interface RunExecutorDeps {
   readonly nodeId: string;
   readonly logger: Logger;
   readonly limits: RunWorkerLimits;
+  /** Spans of preparation, model calls, execs and the ending (noTracing() when off). */
+  readonly tracing: Tracing;
   /** Tool options (bash timeouts, output caps) for every run. */
   readonly agentTools?: Omit<AgentToolsOptions, "subagents">;
   /** Agent loop bounds; a run's `agent.max_steps` overrides `maxTurns`. */

@@ -1,5 +1,6 @@
 import type { TerminalRunStatus } from "../../shared/contracts/run.ts";
 import type { RunError } from "../../shared/db/schema.ts";
+import type { TraceContext } from "../../shared/telemetry/tracing.ts";
 import { type ClaimedRun, executeRootRun } from "./root-run-execution.ts";
 import type { RunExecutorDeps } from "./run-executor-deps.ts";
 
@@ -33,8 +34,12 @@ export class RunExecutor {
    * still preparing is handed back (nothing ran), one already executing ends
    * `failed/node_shutdown`.
    */
-  async executeRoot(claimed: ClaimedRun, shutdown: AbortSignal): Promise<RootRunResult> {
-    const recorded = await executeRootRun(this.#deps, claimed, shutdown);
+  async executeRoot(
+    claimed: ClaimedRun,
+    shutdown: AbortSignal,
+    trace?: TraceContext,
+  ): Promise<RootRunResult> {
+    const recorded = await executeRootRun(this.#deps, claimed, shutdown, trace);
     if (recorded.kind !== "ended") return recorded;
     const { status, error } = recorded.ending;
     return { kind: "ended", status, ...(error === undefined ? {} : { error }) };

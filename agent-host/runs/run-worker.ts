@@ -7,6 +7,14 @@ import {
 } from "../../shared/contracts/queue-message.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import {
+  extractTrace,
+  injectTrace,
+  inSpan,
+  noTracing,
+  type TraceContext,
+  type Tracing,
+} from "../../shared/telemetry/tracing.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import { CancelWatcher } from "./cancel-watcher.ts";
@@ -54,6 +62,11 @@ export interface RunWorkerDeps {
   readonly agentTools?: Omit<AgentToolsOptions, "subagents">;
   readonly agentLimits?: Partial<AgentLimits>;
   readonly systemPromptExtra?: string;
+  /**
+   * Spans of each run, from its queue message to its terminal event (ARCHITECTURE.md
+   * §10); built from OTEL_* by the entry. Default: off.
+   */
+  readonly tracing?: Tracing;
 }
 
 /**
@@ -74,11 +87,13 @@ export class RunWorker {
   readonly #slots: FairRunSlots;
   /** Aborted when the grace period of stop() is over: runs still executing are stopped. */
   readonly #shutdown = new AbortController();
+  readonly #tracing: Tracing;
   #started = false;
   #stopped: Promise<void> | undefined;
 
   constructor(deps: RunWorkerDeps) {
     this.#deps = deps;
+    this.#tracing = deps.tracing ?? noTracing();
     this.#limits = resolveRunWorkerLimits(deps.limits);
     this.#log = deps.logger.child({ component: "run-worker", node_id: deps.nodeId });
     this.#cancels = new CancelWatcher({
@@ -105,6 +120,7 @@ export class RunWorker {
       nodeId: deps.nodeId,
       logger: this.#log,
       limits: this.#limits,
+      tracing: this.#tracing,
       ...(deps.shell === undefined ? {} : { shell: deps.shell }),
       ...(deps.agentTools === undefined ? {} : { agentTools: deps.agentTools }),
       ...(deps.agentLimits === undefined ? {} : { agentLimits: deps.agentLimits }),
@@ -124,6 +140,7 @@ export class RunWorker {
       queue: deps.queue,
       handle: (message, context) => this.#handle(message, context),
       logger: this.#log,
+      tracing: this.#tracing,
       limits: this.#limits,
     });
   }
@@ -202,7 +219,8 @@ export class RunWorker {
       await context.release();
       return;
     }
-    const parked = await parkRun(this.#deps.db, runId);
+    // The delivery's context waits with the run: whichever node claims it continues it.
+    const parked = await parkRun(this.#deps.db, runId, injectTrace(this.#tracing, context.trace));
     if (!parked.ok) {
       // A duplicate delivery, a run another node took, a finished or unknown run: the
       // message has done its job (or never had one).
@@ -213,17 +231,34 @@ export class RunWorker {
   }
 
   async #execute(claim: ClaimOutcome & { readonly ok: true }): Promise<void> {
-    const result = await this.#executor.executeRoot(claim, this.#shutdown.signal);
-    if (result.kind === "handed_back") await this.#redispatch(claim.run.runId, result);
+    // The trace of the delivery that parked the run (whichever node received it).
+    const trace = extractTrace(this.#tracing, claim.run.traceContext ?? undefined);
+    await inSpan(
+      this.#tracing,
+      "run.claim",
+      {
+        parent: trace,
+        attributes: { "workcell.run_id": claim.run.runId, "workcell.attempt": claim.run.attempt },
+      },
+      async () => {},
+    );
+    const result = await this.#executor.executeRoot(claim, this.#shutdown.signal, trace);
+    if (result.kind === "handed_back") await this.#redispatch(claim.run.runId, result, trace);
   }
 
   /** Puts a handed-back run on the queue again; the dispatch sweeper is the backstop. */
-  async #redispatch(runId: string, result: RootRunResult & { kind: "handed_back" }) {
+  async #redispatch(
+    runId: string,
+    result: RootRunResult & { kind: "handed_back" },
+    trace: TraceContext,
+  ) {
     try {
       await this.#deps.queue.send(
         serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
         this.#limits.handBackDelaySeconds,
         AbortSignal.timeout(this.#limits.queueCallTimeoutMs),
+        // The next node's work stays in the submission's trace.
+        injectTrace(this.#tracing, trace),
       );
     } catch (error) {
       this.#log.warn(

@@ -5,6 +5,11 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
+import {
+  TRACE_MESSAGE_ATTRIBUTES,
+  traceCarrierOf,
+  traceMessageAttributes,
+} from "../../shared/telemetry/message-attributes.ts";
 import type { ReceivedMessage, WorkQueue } from "./work-queue.ts";
 
 export interface SqsWorkQueueOptions {
@@ -35,6 +40,8 @@ export function createSqsWorkQueue(options: SqsWorkQueueOptions): WorkQueue {
           MaxNumberOfMessages: request.max,
           WaitTimeSeconds: request.waitSeconds,
           VisibilityTimeout: request.visibilityTimeoutSeconds,
+          // The trace context of the submitting request (functions/queue/sqs-run-queue.ts).
+          MessageAttributeNames: [...TRACE_MESSAGE_ATTRIBUTES],
         }),
         { abortSignal: signal },
       );
@@ -42,7 +49,13 @@ export function createSqsWorkQueue(options: SqsWorkQueueOptions): WorkQueue {
       for (const m of out.Messages ?? []) {
         // A message without a receipt cannot be deleted or released: leave it to reappear.
         if (m.ReceiptHandle === undefined) continue;
-        received.push({ messageId: m.MessageId, body: m.Body ?? "", receipt: m.ReceiptHandle });
+        const traceCarrier = traceCarrierOf(m.MessageAttributes);
+        received.push({
+          messageId: m.MessageId,
+          body: m.Body ?? "",
+          receipt: m.ReceiptHandle,
+          ...(traceCarrier === undefined ? {} : { traceCarrier }),
+        });
       }
       return received;
     },
@@ -71,12 +84,15 @@ export function createSqsWorkQueue(options: SqsWorkQueueOptions): WorkQueue {
       await remove(message, signal);
       return deadLetterQueueUrl === undefined ? "dropped" : "moved";
     },
-    async send(body, delaySeconds, signal) {
+    async send(body, delaySeconds, signal, traceCarrier) {
+      const attributes =
+        traceCarrier === undefined ? undefined : traceMessageAttributes(traceCarrier);
       await sqs.send(
         new SendMessageCommand({
           QueueUrl: queueUrl,
           MessageBody: body,
           DelaySeconds: delaySeconds,
+          ...(attributes === undefined ? {} : { MessageAttributes: attributes }),
         }),
         { abortSignal: signal },
       );

@@ -5,6 +5,8 @@ export interface ReceivedMessage {
   readonly messageId: string | undefined;
   readonly body: string;
   readonly receipt: string;
+  /** The producer's W3C trace context (traceparent / tracestate attributes), if any. */
+  readonly traceCarrier?: Readonly<Record<string, string>>;
 }
 
 export interface ReceiveRequest {
@@ -37,6 +39,14 @@ export interface WorkQueue {
     code: ErrorCode,
     signal: AbortSignal,
   ): Promise<DeadLetterResult>;
-  /** Puts a message on the queue, visible after `delaySeconds`. */
-  send(body: string, delaySeconds: number, signal: AbortSignal): Promise<void>;
+  /**
+   * Puts a message on the queue, visible after `delaySeconds`, carrying `traceCarrier`
+   * (W3C trace context) when given.
+   */
+  send(
+    body: string,
+    delaySeconds: number,
+    signal: AbortSignal,
+    traceCarrier?: Readonly<Record<string, string>>,
+  ): Promise<void>;
 }

@@ -10,6 +10,8 @@ import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { postgresListen } from "../../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
+import { startTracing } from "../../shared/telemetry/start-tracing.ts";
+import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import { DEFAULT_BATCH_LINGER_MS } from "../queue/batching-run-queue.ts";
@@ -31,6 +33,8 @@ const nodeEnvSchema = z.object({
 const env = parseEnv(functionsEnvSchema, process.env);
 const nodeEnv = parseEnv(nodeEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
+// Off unless OTEL_* asks for it; then the SDK is loaded and its provider passed in below.
+const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-functions");
 const sql = postgres(env.DATABASE_URL, {
   max: DB_POOL_MAX,
   onnotice: () => {},
@@ -44,9 +48,10 @@ const deps = createRuntimeDeps({
   auth: createTokenVerifier(env),
   runEvents,
   dispatchBatchLingerMs: DEFAULT_BATCH_LINGER_MS,
+  tracing: tracing.tracing,
 });
 const server = serve({ fetch: createApp(deps).fetch, port: nodeEnv.PORT, hostname: nodeEnv.HOST });
-logger.info({ port: nodeEnv.PORT }, "workcell functions listening");
+logger.info({ port: nodeEnv.PORT, tracing: tracing.enabled }, "workcell functions listening");
 
 const stopping = new AbortController();
 const sweeper =
@@ -66,6 +71,10 @@ async function shutdown(signal: string): Promise<void> {
   await sweeper;
   await runEvents.close();
   await sql.end({ timeout: 5 });
+  // Spans still buffered are exported before the process goes.
+  await tracing
+    .shutdown()
+    .catch((error: unknown) => logger.warn({ err: error }, "trace export failed"));
   process.exit(0);
 }
 process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -1,3 +1,4 @@
+import type { TraceContext } from "../../shared/telemetry/tracing.ts";
 import type { RunQueue } from "./run-queue.ts";
 import { SQS_MAX_BATCH_ENTRIES } from "./sqs-run-queue.ts";
 
@@ -16,6 +17,8 @@ export const DEFAULT_BATCH_SEND_TIMEOUT_MS = 10_000;
 
 type Waiter = {
   readonly runId: string;
+  /** The submitting request's trace: each entry of the batch carries its own. */
+  readonly trace: TraceContext | undefined;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
 };
@@ -50,10 +53,13 @@ export function createBatchingRunQueue(
     if (batch.length === 0) return;
     // Bounded like a single send: the batch's own timeout, not any one caller's signal.
     const signal = AbortSignal.timeout(options.sendTimeoutMs ?? DEFAULT_BATCH_SEND_TIMEOUT_MS);
+    const traces = new Map<string, TraceContext>();
+    for (const w of batch) if (w.trace !== undefined) traces.set(w.runId, w.trace);
     inner
       .dispatchRuns(
         batch.map((w) => w.runId),
         signal,
+        traces,
       )
       .then(
         (out) => {
@@ -70,10 +76,10 @@ export function createBatchingRunQueue(
   };
 
   return {
-    dispatchRun(runId, signal) {
+    dispatchRun(runId, signal, trace) {
       signal.throwIfAborted();
       return new Promise<void>((resolve, reject) => {
-        const waiter: Waiter = { runId, resolve, reject };
+        const waiter: Waiter = { runId, trace, resolve, reject };
         pending.push(waiter);
         signal.addEventListener(
           "abort",
@@ -91,6 +97,6 @@ export function createBatchingRunQueue(
         else timer ??= setTimeout(flush, options.lingerMs);
       });
     },
-    dispatchRuns: (runIds, signal) => inner.dispatchRuns(runIds, signal),
+    dispatchRuns: (runIds, signal, traces) => inner.dispatchRuns(runIds, signal, traces),
   };
 }

@@ -154,6 +154,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
       input: body.input,
       agent: body.agent,
       idempotencyKey: c.req.valid("header")["idempotency-key"],
+      trace: c.var.trace,
     });
     return c.json(runBody(run), 202);
   });
@@ -172,6 +173,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
         input: body.input,
         agent: body.agent,
         idempotencyKey: c.req.valid("header")["idempotency-key"],
+        trace: c.var.trace,
       });
       if (thread === undefined)
         throw new Error("a run in a new thread came back without its thread");

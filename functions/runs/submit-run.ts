@@ -13,6 +13,7 @@ import {
 } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { TraceContext } from "../../shared/telemetry/tracing.ts";
 import { DEFAULT_APP_LIMITS } from "../app-limits.ts";
 import { tableRow } from "../db/table-row.ts";
 import { requestHash } from "../idempotency/request-hash.ts";
@@ -34,6 +35,8 @@ export type SubmitRunInput = {
   readonly input: string;
   readonly agent: AgentOptions | undefined;
   readonly idempotencyKey: string | undefined;
+  /** The request's trace context; the run's message carries it to the worker. */
+  readonly trace?: TraceContext;
 };
 
 /** `thread` only for a new thread (POST /v1/runs answers with it); a thread run answers with the run. */
@@ -84,7 +87,7 @@ export async function submitRun(deps: SubmitRunDeps, p: SubmitRunInput): Promise
     throw error;
   }
 
-  await dispatchAfterCommit(deps, submitted.run.runId);
+  await dispatchAfterCommit(deps, submitted.run.runId, p.trace);
   return submitted;
 }
 
@@ -210,12 +213,16 @@ async function refuseIfQueueFull(
   });
 }
 
-async function dispatchAfterCommit(deps: SubmitRunDeps, runId: string): Promise<void> {
+async function dispatchAfterCommit(
+  deps: SubmitRunDeps,
+  runId: string,
+  trace: TraceContext | undefined,
+): Promise<void> {
   // Not tied to the client's connection: once committed, the run is sent even if the
   // client has gone away.
   const signal = AbortSignal.timeout(deps.queueSendTimeoutMs);
   try {
-    await deps.runQueue.dispatchRun(runId, signal);
+    await deps.runQueue.dispatchRun(runId, signal, trace);
   } catch (error) {
     deps.logger.warn(
       { err: error, run_id: runId },

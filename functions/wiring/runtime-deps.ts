@@ -4,6 +4,7 @@ import type { Sql } from "postgres";
 import { type AwsCredentials, createAwsClients } from "../../shared/aws/create-aws-clients.ts";
 import { createDb } from "../../shared/db/client.ts";
 import type { FunctionsEnv } from "../../shared/env/functions-env.ts";
+import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppLimits } from "../app-limits.ts";
 import { createAttachmentDeps } from "../attachments/create-attachment-deps.ts";
@@ -34,6 +35,8 @@ export type RuntimeDepsOptions = {
   runEvents: RunEventWaiter;
   awsCredentials?: AwsCredentials;
   limits?: Partial<AppLimits>;
+  /** From OTEL_* at the entry (startTracing); default off. */
+  tracing?: Tracing;
 };
 
 /** AppDeps of a cloud runtime (Node server, Lambda, Workers) from its parsed environment. */
@@ -77,11 +80,16 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
       capabilities,
     }),
     ...(o.limits === undefined ? {} : { limits: o.limits }),
+    ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
   };
 }
 
 function runQueueFor(o: RuntimeDepsOptions, sqs: SQSClient): RunQueue {
-  const queue = createSqsRunQueue({ sqs, queueUrl: o.env.RUN_QUEUE_URL });
+  const queue = createSqsRunQueue({
+    sqs,
+    queueUrl: o.env.RUN_QUEUE_URL,
+    ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
+  });
   return o.dispatchBatchLingerMs === undefined
     ? queue
     : createBatchingRunQueue(queue, { lingerMs: o.dispatchBatchLingerMs });

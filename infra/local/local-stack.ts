@@ -35,6 +35,7 @@ import { importCapabilityPublicKey } from "../../shared/capability/capability-ke
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
 import type { LocalEnv } from "../../shared/env/local-env.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import { createPgliteDb } from "../db/create-pglite-db.ts";
 import { migrate } from "../db/migrate.ts";
 import { LOCAL_S3_PROXY_PATH } from "./console/console-config.ts";
@@ -95,7 +96,10 @@ export async function startLocalStack(p: {
   logger: Logger;
   /** The node's ready sandbox drivers; default: detected (Docker, then the process tier). */
   sandboxTiers?: SandboxTierSet;
+  /** One tracing for both planes of the process (docs/decisions/0034); default off. */
+  tracing?: Tracing;
 }): Promise<LocalStack> {
+  const tracing = p.tracing === undefined ? {} : { tracing: p.tracing };
   const stops: Array<() => Promise<void>> = [];
   try {
     const secrets = await loadOrCreateLocalSecrets(p.dataDir);
@@ -183,14 +187,16 @@ export async function startLocalStack(p: {
         corsOrigins: localDataPlaneOrigins(p.env),
       },
       logger: p.logger,
+      ...tracing,
     });
     stops.push(() => agentHost.stop());
     const dataPlaneUrl = agentHost.dataPlaneUrl;
 
     // One long-lived process: concurrent submissions share SendMessageBatch calls.
-    const runQueue = createBatchingRunQueue(createSqsRunQueue({ sqs, queueUrl: runQueueUrl }), {
-      lingerMs: DEFAULT_BATCH_LINGER_MS,
-    });
+    const runQueue = createBatchingRunQueue(
+      createSqsRunQueue({ sqs, queueUrl: runQueueUrl, ...tracing }),
+      { lingerMs: DEFAULT_BATCH_LINGER_MS },
+    );
     const capabilityPrivateJwk = ed25519PrivateJwkVar().parse(
       JSON.stringify(secrets.capabilityPrivateJwk),
     );
@@ -198,6 +204,7 @@ export async function startLocalStack(p: {
     const runEvents = createNotifyRunEventWaiter({ listen, logger: p.logger });
     stops.push(() => runEvents.close());
     const app = createApp({
+      ...tracing,
       logger: p.logger,
       health: createHealthProbes({ db, sqs, runQueueUrl, s3, attachmentsBucket }),
       db,

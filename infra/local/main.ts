@@ -9,6 +9,8 @@ import pino from "pino";
 import { localEnvSchema } from "../../shared/env/local-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
+import { startTracing } from "../../shared/telemetry/start-tracing.ts";
+import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { printBanner } from "./banner.ts";
 import { createLocalServerApp } from "./console/local-server-app.ts";
 import { startLocalStack } from "./local-stack.ts";
@@ -19,7 +21,15 @@ const dataDir = resolve(env.DATA_DIR);
 await mkdir(dataDir, { recursive: true, mode: 0o700 });
 
 const url = `http://127.0.0.1:${env.PORT}`;
-const stack = await startLocalStack({ env, dataDir, publicUrl: url, logger });
+// Off unless OTEL_* asks for it; one provider for both planes of this process.
+const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-local");
+const stack = await startLocalStack({
+  env,
+  dataDir,
+  publicUrl: url,
+  logger,
+  tracing: tracing.tracing,
+});
 const app = createLocalServerApp({
   api: stack.app,
   // Relative to the repository (not the cwd), like the rest of `npm start`'s defaults.
@@ -37,6 +47,9 @@ async function shutdown(signal: string): Promise<void> {
   logger.info({ signal }, "shutting down");
   await new Promise<void>((done) => server.close(() => done()));
   await stack.stop();
+  await tracing
+    .shutdown()
+    .catch((error: unknown) => logger.warn({ err: error }, "trace export failed"));
   process.exit(0);
 }
 process.on("SIGINT", () => void shutdown("SIGINT"));

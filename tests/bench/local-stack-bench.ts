@@ -14,6 +14,7 @@ import { mintDevToken } from "../../infra/local/dev-token.ts";
 import { type LocalStack, localNodeId, startLocalStack } from "../../infra/local/local-stack.ts";
 import { localEnvSchema } from "../../shared/env/local-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
+import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import { freePort } from "../setup/free-port.ts";
 
 /** How long one API call may take before the benchmark gives up. */
@@ -38,7 +39,11 @@ export type BenchStack = {
  * closes the server, stops the stack, removes the node's sandbox containers (a stopping
  * agent-host leaves them to the reconciler of its next start) and the DATA_DIR.
  */
-export async function startBenchStack(docker: Docker, uid: string): Promise<BenchStack> {
+export async function startBenchStack(
+  docker: Docker,
+  uid: string,
+  tracing?: Tracing,
+): Promise<BenchStack> {
   const dataDir = await mkdtemp(join(tmpdir(), "workcell-bench-e2e-"));
   const port = await freePort();
   // Only these variables: a MODEL_BASE_URL in the caller's environment must not swap the
@@ -72,6 +77,7 @@ export async function startBenchStack(docker: Docker, uid: string): Promise<Benc
       dataDir,
       publicUrl: `http://127.0.0.1:${port}`,
       logger: pino({ level: env.LOG_LEVEL }),
+      ...(tracing === undefined ? {} : { tracing }),
     });
     const tiers = stack.sandboxDriver.tiers;
     const notReady = tiers.filter((t) => !t.ready);

@@ -16,11 +16,21 @@ export type ParkOutcome =
  * fair claim (claim-waiting-run.ts) can see every uid's queue at once. A duplicate
  * message finds the run already waiting (harmless) or no longer pending (dropped).
  */
-export async function parkRun(db: Db, runId: string): Promise<ParkOutcome> {
+export async function parkRun(
+  db: Db,
+  runId: string,
+  /** The delivery's W3C trace context; kept from the first delivery, like its place. */
+  traceCarrier?: Readonly<Record<string, string>>,
+): Promise<ParkOutcome> {
+  const carrier =
+    traceCarrier === undefined || Object.keys(traceCarrier).length === 0
+      ? null
+      : JSON.stringify(traceCarrier);
   const [row] = await executeRows<{ uid: string }>(
     db,
     sql`with parked as (
-          update agent_runs set waiting_since = coalesce(waiting_since, clock_timestamp())
+          update agent_runs set waiting_since = coalesce(waiting_since, clock_timestamp()),
+            trace_context = coalesce(trace_context, ${carrier}::jsonb)
           where run_id = ${runId}::uuid and status = 'pending' and parent_run_id is null
           returning uid
         )

@@ -60,6 +60,10 @@ export const agentRuns = pgTable(
     // fair slot (docs/decisions/0037): from then on no message is needed, the run worker
     // of any node claims it when its uid is under max_concurrent_runs and its turn comes.
     waitingSince: timestamptz("waiting_since"),
+    // The W3C trace context (traceparent / tracestate) of the delivery that parked the
+    // run, so the node that claims it continues the submission's trace
+    // (docs/decisions/0034). Null when tracing is off.
+    traceContext: jsonb("trace_context").$type<Record<string, string>>(),
   },
   // Annotated: messages -> agent_runs -> requests -> messages reference each other, and
   // TypeScript cannot infer a table type through that cycle.

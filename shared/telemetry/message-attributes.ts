@@ -1,0 +1,29 @@
+import type { MessageAttributeValue } from "@aws-sdk/client-sqs";
+
+/** The W3C fields a trace context travels in, as SQS message attributes (ARCHITECTURE.md §10). */
+export const TRACE_MESSAGE_ATTRIBUTES = ["traceparent", "tracestate"] as const;
+
+/** A propagator's carrier as SQS message attributes (String type). */
+export function traceMessageAttributes(
+  carrier: Readonly<Record<string, string>>,
+): Record<string, MessageAttributeValue> | undefined {
+  const attributes: Record<string, MessageAttributeValue> = {};
+  for (const name of TRACE_MESSAGE_ATTRIBUTES) {
+    const value = carrier[name];
+    if (value !== undefined) attributes[name] = { DataType: "String", StringValue: value };
+  }
+  return Object.keys(attributes).length === 0 ? undefined : attributes;
+}
+
+/** The carrier back from a received message's attributes (only the trace fields). */
+export function traceCarrierOf(
+  attributes: Readonly<Record<string, MessageAttributeValue>> | undefined,
+): Record<string, string> | undefined {
+  if (attributes === undefined) return undefined;
+  const carrier: Record<string, string> = {};
+  for (const name of TRACE_MESSAGE_ATTRIBUTES) {
+    const value = attributes[name]?.StringValue;
+    if (value !== undefined) carrier[name] = value;
+  }
+  return Object.keys(carrier).length === 0 ? undefined : carrier;
+}

@@ -1,0 +1,104 @@
+// Tracing overhead (issue 15): a warm run submit → terminal on the local stack over HTTP,
+// with OpenTelemetry tracing on (the SDK's BatchSpanProcessor into an InMemorySpanExporter,
+// W3C propagation through the SQS message) and off (the no-op tracer the entries use by
+// default), in the same process and the same warm thread. The stack gets one Tracing
+// whose target is switched between blocks of runs (off, on, off, on, …), so both sides
+// see the same machine load, sandbox and database. Target: on / off ≤ 1.05.
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { BatchSpanProcessor, InMemorySpanExporter, TracerProvider } from "@opentelemetry/sdk-trace";
+import Docker from "dockerode";
+import { noTracing, type Tracing } from "../../shared/telemetry/tracing.ts";
+import { startBenchStack } from "./local-stack-bench.ts";
+import type { Sample } from "./measure.ts";
+
+const BLOCKS = 6;
+const RUNS_PER_BLOCK = 8;
+const UID = "bench-tracing";
+
+const exporter = new InMemorySpanExporter();
+const provider = new TracerProvider({
+  spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 200 })],
+});
+const on: Tracing = {
+  tracer: provider.getTracer("bench"),
+  propagator: new W3CTraceContextPropagator(),
+};
+const off = noTracing();
+let current: Tracing = off;
+/** The stack's tracing: whichever side the current block measures. */
+const switching: Tracing = {
+  tracer: {
+    startSpan: (...args) => current.tracer.startSpan(...args),
+    startActiveSpan: ((...args: Parameters<Tracing["tracer"]["startActiveSpan"]>) =>
+      // biome-ignore lint/suspicious/noExplicitAny: the overloads forward as they are
+      (current.tracer.startActiveSpan as any)(...args)) as Tracing["tracer"]["startActiveSpan"],
+  },
+  propagator: {
+    inject: (...args) => current.propagator.inject(...args),
+    extract: (...args) => current.propagator.extract(...args),
+    fields: () => current.propagator.fields(),
+  },
+};
+
+const docker = new Docker();
+const bench = await startBenchStack(docker, UID, switching);
+try {
+  const { api } = bench;
+  const { threadId } = await api.newThread();
+  // A keeper run holds the thread's sandbox up: every timed run is warm (as run-e2e.bench.ts).
+  let keeperStarted: () => void = () => {};
+  const keeperRunning = new Promise<void>((resolve) => {
+    keeperStarted = resolve;
+  });
+  const keeper = await api.start(threadId, "sleep 3600", (type) => {
+    if (type === "tool.started") keeperStarted();
+  });
+  await keeperRunning;
+  const runOnce = async () => {
+    const times = await api.run(threadId, "true");
+    if (times.status !== "succeeded") throw new Error(`a run ended ${times.status}`);
+    return times.terminalMs;
+  };
+  for (let i = 0; i < 3; i++) await runOnce(); // warm-up: JIT, connections
+
+  const timings = { off: [] as number[], on: [] as number[] };
+  for (let block = 0; block < BLOCKS; block++) {
+    for (const side of ["off", "on"] as const) {
+      current = side === "on" ? on : off;
+      for (let i = 0; i < RUNS_PER_BLOCK; i++) timings[side].push(await runOnce());
+    }
+  }
+  current = off;
+  await provider.forceFlush();
+  const spans = exporter.getFinishedSpans();
+  const perRun = spans.filter((s) => s.name === "run.execute").length;
+  await api.cancel(keeper.runId);
+  await keeper.events;
+
+  const sample = (name: string, ms: number[]): Sample => {
+    const sorted = [...ms].sort((a, b) => a - b);
+    const at = (q: number) =>
+      sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+    return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: ms.length };
+  };
+  const offSample = sample("warm run submit → terminal, tracing off", timings.off);
+  const onSample = sample("warm run submit → terminal, tracing on", timings.on);
+  console.log("\n## warm run submit → terminal: tracing on (in-memory exporter) vs off");
+  for (const s of [offSample, onSample]) {
+    console.log(
+      `${s.name.padEnd(48)} median ${s.medianMs.toFixed(2).padStart(8)}ms  p99 ${s.p99Ms.toFixed(2).padStart(8)}ms  (${s.runs} runs)`,
+    );
+  }
+  console.log(
+    `spans exported while on: ${spans.length} (${perRun} traced runs, ${(spans.length / Math.max(perRun, 1)).toFixed(1)} spans per run)`,
+  );
+  if (perRun < BLOCKS * RUNS_PER_BLOCK) {
+    throw new Error(`only ${perRun} runs were traced while tracing was on`);
+  }
+  console.log(
+    `\ntracing on / off (median): ${(onSample.medianMs / offSample.medianMs).toFixed(3)}x (target <= 1.05); p99: ${(onSample.p99Ms / offSample.p99Ms).toFixed(3)}x`,
+  );
+} finally {
+  await bench.stop();
+  await provider.shutdown();
+}

@@ -1,0 +1,229 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { mintDevToken } from "../../../infra/local/dev-token.ts";
+import type { Run, Thread } from "../../../shared/contracts/index.ts";
+import { readSse } from "../../integration/functions/support/sse.ts";
+import { freePort } from "../../setup/free-port.ts";
+import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
+import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
+import {
+  type CollectedSpan,
+  type OtlpCollector,
+  startOtlpCollector,
+} from "../../support/otlp-collector.ts";
+import type { TestDatabase } from "../../support/postgres.ts";
+import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
+
+// Issue 15, item 2: one trace from the HTTP request that submits a run to its terminal
+// event, across two processes (functions/entry/node.ts and agent-host/main.ts), each
+// exporting with the SDK's real OTLP exporter to a collector in this test.
+
+const ROOT = join(import.meta.dirname, "../../..");
+const SECRET = "traces-entry-secret-0123456789abcdef";
+const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
+
+let database: TestDatabase;
+let dataRoot: DataRoot;
+let collector: OtlpCollector;
+let functions: ServerProcess;
+let agentHost: ServerProcess;
+let nodeId: string;
+
+/** The caller's own trace: the request continues it (W3C traceparent). */
+const callerTraceId = randomBytes(16).toString("hex");
+const callerSpanId = randomBytes(8).toString("hex");
+
+beforeAll(async () => {
+  const image = inject("sandboxImage");
+  if (!image) throw new Error(inject("dockerError") || "the sandbox image is missing");
+  collector = await startOtlpCollector();
+  const otel = {
+    OTEL_TRACES_EXPORTER: "otlp",
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.tracesUrl,
+    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+    OTEL_BSP_SCHEDULE_DELAY: "100",
+  };
+  let vars: Record<string, string>;
+  ({ database, vars } = await functionsEntryEnv({
+    devJwtSecret: SECRET,
+    queuePrefix: "traces",
+    logLevel: "warn",
+  }));
+  dataRoot = await freshDataRoot();
+  const dataPlanePort = await freePort();
+  const dataPlaneUrl = `http://127.0.0.1:${dataPlanePort}`;
+  const { d: _private, ...publicJwk } = JSON.parse(vars.CAPABILITY_PRIVATE_KEY ?? "{}");
+  nodeId = `traces-${dataPlanePort}`;
+  agentHost = await startServerProcess({
+    command: process.execPath,
+    args: [join(ROOT, "agent-host/main.ts")],
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: vars.DATABASE_URL,
+      RUN_QUEUE_URL: vars.RUN_QUEUE_URL,
+      ATTACHMENTS_BUCKET: vars.ATTACHMENTS_BUCKET,
+      AWS_REGION: vars.AWS_REGION,
+      AWS_ENDPOINT_URL: vars.AWS_ENDPOINT_URL,
+      AWS_ACCESS_KEY_ID: "test",
+      AWS_SECRET_ACCESS_KEY: "test",
+      CAPABILITY_PUBLIC_KEY: JSON.stringify(publicJwk),
+      DATA_ROOT: dataRoot.path,
+      NODE_ID: nodeId,
+      DATA_PLANE_PORT: String(dataPlanePort),
+      DATA_PLANE_HOST: "127.0.0.1",
+      SANDBOX_IMAGE: image,
+      SANDBOX_KEEP_WARM_SECONDS: "0",
+      WORKER_CONCURRENCY: "1",
+      LOG_LEVEL: "warn",
+      ...otel,
+    },
+    cwd: ROOT,
+    url: dataPlaneUrl,
+    readyPath: "/healthz",
+    readyTimeoutMs: 60_000,
+  });
+  const port = await freePort();
+  functions = await startServerProcess({
+    command: process.execPath,
+    args: [join(ROOT, "functions/entry/node.ts")],
+    env: {
+      PATH: process.env.PATH,
+      ...vars,
+      DATA_PLANE_URL: dataPlaneUrl,
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      ...otel,
+    },
+    cwd: ROOT,
+    url: `http://127.0.0.1:${port}`,
+    readyPath: "/v1/healthz",
+    readyTimeoutMs: 30_000,
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await functions?.stop();
+  await agentHost?.stop();
+  await collector?.close();
+  if (nodeId) await removeContainersLabelled(requireDocker().docker, LABEL.nodeId, nodeId);
+  await dataRoot?.remove();
+  await database?.drop();
+});
+
+function traceparent(spanId = callerSpanId) {
+  return `00-${callerTraceId}-${spanId}-01`;
+}
+
+/** Reads the run's event stream to its end (the terminal event), then the run. */
+async function runToEnd(url: string, token: string, runId: string): Promise<Run> {
+  const headers = { authorization: `Bearer ${token}` };
+  const stream = await fetch(`${url}/v1/runs/${runId}/events`, { headers });
+  if (stream.body === null) throw new Error("no event stream");
+  const { ended } = await readSse(stream.body);
+  expect(ended).toBe(true);
+  return (await (await fetch(`${url}/v1/runs/${runId}`, { headers })).json()) as Run;
+}
+
+function one(spans: CollectedSpan[], service: string, name: string): CollectedSpan {
+  const found = spans.filter((s) => s.service === service && s.name === name);
+  if (found.length !== 1) {
+    throw new Error(
+      `expected one ${service} span '${name}', got ${found.length}: ${spans.map((s) => `${s.service}:${s.name}`)}`,
+    );
+  }
+  return found[0] as CollectedSpan;
+}
+
+test("a submitted run is one trace: request → queue hop → claim, prepare, acquire, model call, exec → terminal event", async () => {
+  const token = await mintDevToken(SECRET, "tracy");
+  const res = await fetch(`${functions.url}/v1/runs`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      traceparent: traceparent(),
+    },
+    body: JSON.stringify({ input: "echo traced" }),
+  });
+  expect(res.status).toBe(202);
+  const { run, thread } = (await res.json()) as { run: Run; thread: Thread };
+  expect((await runToEnd(functions.url, token, run.run_id)).status).toBe("succeeded");
+
+  // A data-plane request of the same caller continues the caller's trace too.
+  const access = await fetch(`${functions.url}/v1/threads/${thread.thread_id}/files/access`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ ops: ["read"] }),
+  });
+  const { base_url, token: capability } = (await access.json()) as {
+    base_url: string;
+    token: string;
+  };
+  const dpSpanParent = randomBytes(8).toString("hex");
+  const listing = await fetch(`${base_url}/dp/v1/files?path=/`, {
+    headers: { authorization: `Bearer ${capability}`, traceparent: traceparent(dpSpanParent) },
+  });
+  expect(listing.status).toBe(200);
+
+  const F = "workcell-functions";
+  const A = "workcell-agent-host";
+  const spans = (
+    await collector.until((all) => {
+      const mine = all.filter((s) => s.traceId === callerTraceId);
+      return (
+        mine.some((s) => s.service === A && s.name === "run.execute") &&
+        mine.some((s) => s.service === A && s.name === "GET /dp/v1/files")
+      );
+    })
+  ).filter((s) => s.traceId === callerTraceId);
+
+  // functions/ process: the request continues the caller's span, the hop is its child.
+  const request = one(spans, F, "POST /v1/runs");
+  expect(request.kind).toBe(SPAN_KIND.server);
+  expect(request.parentSpanId).toBe(callerSpanId);
+  expect(request.attributes["http.response.status_code"]).toBe(202);
+  const publish = one(spans, F, "run.dispatch publish");
+  expect(publish.kind).toBe(SPAN_KIND.producer);
+  expect(publish.parentSpanId).toBe(request.spanId);
+  expect(publish.attributes["workcell.run_id"]).toBe(run.run_id);
+
+  // agent-host process: the message's context is the consumer's parent (the queue hop).
+  const consume = one(spans, A, "run.dispatch process");
+  expect(consume.kind).toBe(SPAN_KIND.consumer);
+  expect(consume.parentSpanId).toBe(publish.spanId);
+  expect(one(spans, A, "run.claim").parentSpanId).toBe(consume.spanId);
+  const execute = one(spans, A, "run.execute");
+  expect(execute.parentSpanId).toBe(consume.spanId);
+  expect(execute.attributes["workcell.run_status"]).toBe("succeeded");
+  const prepare = one(spans, A, "run.prepare");
+  expect(prepare.parentSpanId).toBe(execute.spanId);
+  for (const step of ["workdir.prepare", "skills.refresh", "sandbox.acquire"]) {
+    expect(one(spans, A, step).parentSpanId).toBe(prepare.spanId);
+  }
+  expect(one(spans, A, "sandbox.acquire").attributes["workcell.sandbox_created"]).toBe(true);
+  // The shell model: two model calls (the command, then the reply) and one exec.
+  const calls = spans.filter((s) => s.service === A && s.name === "model.call");
+  expect(calls.length).toBe(2);
+  for (const call of calls) expect(call.parentSpanId).toBe(execute.spanId);
+  const exec = one(spans, A, "sandbox.exec");
+  expect(exec.parentSpanId).toBe(execute.spanId);
+  expect(exec.attributes).toMatchObject({
+    "workcell.exec_status": "exited",
+    "process.exit.code": 0,
+  });
+  expect(one(spans, A, "run.finish").parentSpanId).toBe(execute.spanId);
+
+  // The data-plane request is a server span under the span its caller named.
+  const dp = one(spans, A, "GET /dp/v1/files");
+  expect(dp.kind).toBe(SPAN_KIND.server);
+  expect(dp.parentSpanId).toBe(dpSpanParent);
+
+  // Every span of the trace is linked: each parent is in the trace, or is the caller's.
+  const ids = new Set(spans.map((s) => s.spanId));
+  for (const s of spans) {
+    expect([...ids, callerSpanId, dpSpanParent]).toContain(s.parentSpanId);
+  }
+}, 120_000);

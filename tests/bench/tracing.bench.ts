@@ -1,7 +1,8 @@
 // Tracing overhead (issue 15): a warm run submit → terminal on the local stack over HTTP,
 // with OpenTelemetry tracing on (the SDK's BatchSpanProcessor into an InMemorySpanExporter,
 // W3C propagation through the SQS message) and off (the no-op tracer the entries use by
-// default), in the same process and the same warm thread. The stack gets one Tracing
+// default), in the same process and the same thread, each run the thread's next turn
+// within the keep-warm window (its sandbox is reused: decision 0030). The stack gets one Tracing
 // whose target is switched between blocks of runs (off, on, off, on, …), so both sides
 // see the same machine load, sandbox and database. Target: on / off ≤ 1.05.
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
@@ -45,21 +46,13 @@ const bench = await startBenchStack(docker, UID, switching);
 try {
   const { api } = bench;
   const { threadId } = await api.newThread();
-  // A keeper run holds the thread's sandbox up: every timed run is warm (as run-e2e.bench.ts).
-  let keeperStarted: () => void = () => {};
-  const keeperRunning = new Promise<void>((resolve) => {
-    keeperStarted = resolve;
-  });
-  const keeper = await api.start(threadId, "sleep 3600", (type) => {
-    if (type === "tool.started") keeperStarted();
-  });
-  await keeperRunning;
   const runOnce = async () => {
     const times = await api.run(threadId, "true");
     if (times.status !== "succeeded") throw new Error(`a run ended ${times.status}`);
     return times.terminalMs;
   };
-  for (let i = 0; i < 3; i++) await runOnce(); // warm-up: JIT, connections
+  // Warm-up: JIT, connections, and the thread's sandbox (kept warm between turns).
+  for (let i = 0; i < 3; i++) await runOnce();
 
   const timings = { off: [] as number[], on: [] as number[] };
   for (let block = 0; block < BLOCKS; block++) {
@@ -72,8 +65,6 @@ try {
   await provider.forceFlush();
   const spans = exporter.getFinishedSpans();
   const perRun = spans.filter((s) => s.name === "run.execute").length;
-  await api.cancel(keeper.runId);
-  await keeper.events;
 
   const sample = (name: string, ms: number[]): Sample => {
     const sorted = [...ms].sort((a, b) => a - b);

@@ -3,6 +3,7 @@
 // manager and the run worker (agent-host.ts). infra/agent-host/ installs it as a service.
 // SIGTERM stops it cleanly: runs finish or are handed back, sandboxes stay for the next
 // start's reconciler to adopt.
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
 import pino from "pino";
@@ -20,7 +21,7 @@ import { startAgentHost } from "./agent-host.ts";
 import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
 import { resolveSandboxImage } from "./runtime/sandbox-image.ts";
 import { detectSandboxTiers } from "./sandbox/detect-sandbox-tiers.ts";
-import { sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
+import { nodeShareNanoCpus, sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
 
 const MIB = 1024 * 1024;
 const NANO_CPUS_PER_CPU = 1_000_000_000;
@@ -52,7 +53,10 @@ const sandboxConfig = sandboxConfigSchema.parse({
   }),
   networkMode: env.SANDBOX_NETWORK,
   memoryBytes: env.SANDBOX_MEMORY_MB * MIB,
-  nanoCpus: Math.round(env.SANDBOX_CPUS * NANO_CPUS_PER_CPU),
+  nanoCpus:
+    env.SANDBOX_CPUS === undefined
+      ? nodeShareNanoCpus(availableParallelism(), env.WORKER_CONCURRENCY)
+      : Math.round(env.SANDBOX_CPUS * NANO_CPUS_PER_CPU),
   pidsLimit: env.SANDBOX_PIDS_LIMIT,
   idleTimeoutMs: env.SANDBOX_IDLE_TIMEOUT_SECONDS * 1000,
   nodeTtlMs: env.NODE_TTL_SECONDS * 1000,

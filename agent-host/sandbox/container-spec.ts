@@ -117,6 +117,9 @@ export function containerCreateOptions(
       // run what they build or install under /tmp and ~, and noexec would not stop an
       // interpreter anyway, so exec is allowed. nosuid/nodev still hold.
       Tmpfs: {
+        // POSIX message queues are not in §3's list: an empty read-only tmpfs hides the
+        // mqueue filesystem Docker mounts there, so nothing can create a queue.
+        "/dev/mqueue": "ro,nosuid,nodev,noexec,size=4k",
         "/tmp": `rw,exec,nosuid,nodev,size=${limits.tmpSizeBytes},uid=1000,gid=1000,mode=1777`,
         [SANDBOX_HOME]: `rw,exec,nosuid,nodev,size=${limits.homeSizeBytes},uid=1000,gid=1000,mode=0700`,
       },
@@ -133,7 +136,10 @@ export function containerCreateOptions(
       MemorySwap: limits.memoryBytes,
       NanoCpus: limits.nanoCpus,
       NetworkMode: limits.networkMode,
-      IpcMode: "private",
+      // A private IPC namespace with no /dev/shm at all ("none"): §3 lists no shared
+      // memory mount, and a writable /dev/shm would be scratch space outside the tmpfs
+      // size limits. SysV IPC still works, private to the sandbox.
+      IpcMode: "none",
       // The lifecycle is the manager's: no restarts behind its back, no auto-removal
       // that would hide a crashed sandbox from the reconciler.
       RestartPolicy: { Name: "no" },

@@ -52,7 +52,7 @@ export async function runDockerExec(
       signal,
       (bounded) =>
         container.exec({
-          Cmd: request.cmd,
+          Cmd: withPrivateUmask(request.cmd, request.env),
           Env: envList(request.env),
           User: SANDBOX_USER,
           ...(request.cwd === undefined ? {} : { WorkingDir: request.cwd }),
@@ -259,4 +259,21 @@ async function exitCodeOf(deps: DockerExecDeps, exec: Docker.Exec): Promise<numb
 
 function envList(env: ExecRequest["env"]): string[] {
   return execEnvEntries(env).map(([name, value]) => `${name}=${value}`);
+}
+
+/** Variables a POSIX shell exports on its own; the wrapper below removes them again. */
+const SHELL_ADDED_ENV = ["PWD", "OLDPWD", "SHLVL"] as const;
+
+/**
+ * New files 0600 and directories 0700 (ARCHITECTURE.md §3): Docker starts an exec with
+ * umask 022 and has no setting for it, so the command runs behind a shell that sets 077
+ * and then `exec`s it (same pid, same argv; a missing program exits 127). The variables
+ * the shell itself exports are unset first, unless the request declared them, so the
+ * command still gets exactly the declared environment. The process tier's trampoline
+ * sets the same umask.
+ */
+export function withPrivateUmask(cmd: readonly string[], env: ExecRequest["env"]): string[] {
+  const added = SHELL_ADDED_ENV.filter((name) => env?.[name] === undefined);
+  const unset = added.length > 0 ? `unset ${added.join(" ")}; ` : "";
+  return ["sh", "-c", `umask 077 && ${unset}exec "$@"`, "sh", ...cmd];
 }

@@ -1,10 +1,24 @@
+import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { DEFAULT_WORKER_CONCURRENCY } from "../../shared/env/agent-host-env.ts";
 
 const MIB = 1024 * 1024;
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
 
 const positiveInt = () => z.number().int().positive();
+const NANO_CPUS_PER_CPU = 1_000_000_000;
+/** The smallest CPU limit a sandbox gets, whatever the share (a tenth of a CPU). */
+const MIN_SANDBOX_NANO_CPUS = NANO_CPUS_PER_CPU / 10;
+
+/**
+ * The default CPU limit of one sandbox: the node's CPUs divided by the runs it executes
+ * at once, so `slots` busy sandboxes together fit the machine and no tenant's sandbox is
+ * handed the whole node (#13). Never below a tenth of a CPU.
+ */
+export function nodeShareNanoCpus(cpus: number, slots: number): number {
+  return Math.max(MIN_SANDBOX_NANO_CPUS, Math.floor((cpus * NANO_CPUS_PER_CPU) / slots));
+}
 
 /**
  * Sandbox limits and timings. Parsed once where agent-host is wired (main.ts), never
@@ -28,8 +42,10 @@ export const sandboxConfigSchema = z
       .default(2048 * MIB)
       .describe("Memory limit of one sandbox, tmpfs pages included; swap is not allowed."),
     nanoCpus: positiveInt()
-      .default(2_000_000_000)
-      .describe("CPU limit in billionths of a CPU (2e9 = two CPUs)."),
+      .default(() => nodeShareNanoCpus(availableParallelism(), DEFAULT_WORKER_CONCURRENCY))
+      .describe(
+        "CPU limit in billionths of a CPU (2e9 = two CPUs); default the node's share (nodeShareNanoCpus).",
+      ),
     tmpSizeBytes: positiveInt()
       .default(512 * MIB)
       .describe("Size of the private tmpfs at /tmp."),

@@ -38,7 +38,6 @@ export const DEFAULT_SANDBOX_STATE_DIR = "/run/workcell/process-sandboxes";
 export const DEFAULT_SANDBOX_MEMORY_MB = 2048;
 export const MIN_SANDBOX_MEMORY_MB = 64;
 export const MAX_SANDBOX_MEMORY_MB = 1_048_576;
-export const DEFAULT_SANDBOX_CPUS = 1;
 export const MIN_SANDBOX_CPUS = 0.1;
 export const MAX_SANDBOX_CPUS = 256;
 export const DEFAULT_SANDBOX_PIDS_LIMIT = 512;
@@ -126,8 +125,10 @@ export const agentHostEnvSchema = z.object({
     .default(DEFAULT_SANDBOX_MEMORY_MB)
     .describe(`Memory limit per sandbox in MiB (default ${DEFAULT_SANDBOX_MEMORY_MB}).`),
   SANDBOX_CPUS: decimalVar(MIN_SANDBOX_CPUS, MAX_SANDBOX_CPUS)
-    .default(DEFAULT_SANDBOX_CPUS)
-    .describe(`CPU limit per sandbox, fractions allowed (default ${DEFAULT_SANDBOX_CPUS}).`),
+    .optional()
+    .describe(
+      "CPU limit per sandbox, fractions allowed (default: the node's share, its CPUs / WORKER_CONCURRENCY).",
+    ),
   SANDBOX_PIDS_LIMIT: intVar(MIN_SANDBOX_PIDS_LIMIT, MAX_SANDBOX_PIDS_LIMIT)
     .default(DEFAULT_SANDBOX_PIDS_LIMIT)
     .describe(`Maximum processes per sandbox (default ${DEFAULT_SANDBOX_PIDS_LIMIT}).`),

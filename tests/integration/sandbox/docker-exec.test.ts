@@ -88,6 +88,27 @@ describe("DockerDriver exec", () => {
     expect(await run({ cmd: ["sh", "-c", "kill -TERM $$"] })).toMatchObject({ exitCode: 143 });
   });
 
+  it("creates files 0600 and directories 0700 (umask 077), owned by 1000:1000", async () => {
+    const r = await run({
+      cmd: ["sh", "-c", "umask; touch umask-f; mkdir umask-d; stat -c '%a %u:%g' umask-f umask-d"],
+    });
+    expect(text(r).out).toBe("0077\n600 1000:1000\n700 1000:1000\n");
+  });
+
+  it("offers no writable /dev/shm or /dev/mqueue, and nothing lands there", async () => {
+    const r = await run({
+      cmd: [
+        "sh",
+        "-c",
+        "touch /dev/shm/x; echo shm=$?; touch /dev/mqueue/x; echo mq=$?; ls -A /dev/mqueue | wc -l; grep -c ' /dev/shm ' /proc/self/mountinfo",
+      ],
+    });
+    const out = text(r).out;
+    expect(out).toMatch(/shm=[1-9]/);
+    expect(out).toMatch(/mq=[1-9]/);
+    expect(out).toMatch(/\n0\n0\n$/);
+  });
+
   it("reports a missing program as a non-zero exit", async () => {
     const r = await run({ cmd: ["no-such-program"] });
     expect(r.status).toBe("exited");

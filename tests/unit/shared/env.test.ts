@@ -168,6 +168,10 @@ describe("agentHostEnvSchema", () => {
     expect(env.CAPABILITY_PUBLIC_KEY).toMatchObject({ kty: "OKP", crv: "Ed25519" });
   });
 
+  test("SANDBOX_CPUS unset: the entry takes the node's share (nodeShareNanoCpus)", () => {
+    expect(parseEnv(agentHostEnvSchema, agentHostBase).SANDBOX_CPUS).toBeUndefined();
+  });
+
   test("an empty variable counts as unset (default applies)", () => {
     const env = parseEnv(agentHostEnvSchema, { ...agentHostBase, DATA_PLANE_PORT: "" });
     expect(env.DATA_PLANE_PORT).toBe(DEFAULT_DATA_PLANE_PORT);

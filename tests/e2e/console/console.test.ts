@@ -136,6 +136,22 @@ describe("the local server around the console", () => {
 });
 
 describe("web console", () => {
+  test("a running command's output appears live (tool.output) before the command ends", async () => {
+    const page = await freshPage();
+    await signIn(page, workcell.url, "olive");
+    await newThread(page, "Live output");
+    // The command prints, then waits far longer than any step here; the test sees its
+    // first line while the call still reads "running…", then cancels it.
+    const run = await send(page, "echo first-line; sleep 600; echo never");
+    const tool = run.locator("details.tool");
+    await expect.poll(() => text(run.getByTestId("tool-output")), WAIT).toBe("first-line");
+    expect(await text(tool.locator("summary"))).toContain("running…");
+    expect(await text(run.getByTestId("run-status"))).toBe("running");
+    await run.getByRole("button", { name: "Cancel" }).click();
+    await expect.poll(() => text(run.getByTestId("run-status")), WAIT).toBe("cancelled");
+    expect(await text(run.getByTestId("tool-output"))).not.toContain("never");
+  }, 120_000);
+
   test("sign in, run a command, see its streamed output and succeeded state, read the file it wrote", async () => {
     const page = await freshPage();
     await signIn(page, workcell.url, "alice");

@@ -25,7 +25,16 @@ export type AcquireRequest = {
 
 export type AcquireRefusal =
   /** The scope's live sandbox is bound to another Workdir (§4.2); nothing changed. */
-  | { ok: false; reason: "sandbox_identity_mismatch"; liveWorkdirPath: string }
+  | {
+      ok: false;
+      reason: "sandbox_identity_mismatch";
+      liveWorkdirPath: string;
+      /**
+       * What differs when the Workdir is the same: another run of the tree still uses
+       * the live generation, made for another tier or file view (docs/decisions/0041).
+       */
+      inUse?: { tier: SandboxTier; fileView: FileView };
+    }
   /** This node is quiesced (maintenance) and starts and hands out nothing. */
   | { ok: false; reason: "node_quiesced" }
   /** The scope's live sandbox runs on another node; the run belongs there. */
@@ -39,6 +48,16 @@ export type AcquireResult = { ok: true; handle: SandboxHandle; created: boolean 
 export function acquireRefusalError(refusal: AcquireRefusal): WorkcellError {
   switch (refusal.reason) {
     case "sandbox_identity_mismatch":
+      if (refusal.inUse !== undefined) {
+        return domainError("sandbox_identity_mismatch", {
+          message: `Another run of this conversation is still using its sandbox (${refusal.inUse.tier} tier, file view ${refusal.inUse.fileView}): wait for it to finish or cancel it, then ask for the other tier or view; files in the Workdir carry over, /tmp does not.`,
+          details: {
+            live_workdir_path: refusal.liveWorkdirPath,
+            live_tier: refusal.inUse.tier,
+            live_file_view: refusal.inUse.fileView,
+          },
+        });
+      }
       return domainError("sandbox_identity_mismatch", {
         details: { live_workdir_path: refusal.liveWorkdirPath },
       });
@@ -94,6 +113,9 @@ export async function acquireUnderLock(
             ok: false,
             reason: "sandbox_identity_mismatch",
             liveWorkdirPath: row.workdirPath,
+            ...(row.workdirPath === request.workdirPath && row.containerId !== null
+              ? { inUse: { tier: tierOfContainerId(row.containerId), fileView: row.fileView } }
+              : {}),
           });
         }
         if (row.nodeId !== ctx.nodeId) {

@@ -4,24 +4,29 @@
 #   1. Debian packages: the Docker engine (container tier) unless --no-docker-engine;
 #   2. the code under /opt/workcell (no tests, no local state) and Node 24 from the npm
 #      registry (scripts/node24.sh), then production dependencies only: npm ci --omit=dev;
-#   3. the sandbox image (infra/sandbox-image/build-test-image.sh) into the local engine,
-#      unless --no-sandbox-image (an operator who sets SANDBOX_IMAGE to their own image);
+#   3. the Runtime Assets (infra/runtime-assets/build-runtime-assets.sh: mmdebstrap of the
+#      pinned Debian packages into /var/lib/workcell/runtime-assets, instant when that
+#      build is already there) unless --no-runtime-assets, and their sandbox image
+#      workcell-sandbox:<key> (the default SANDBOX_IMAGE) into the local engine unless
+#      --no-sandbox-image (an operator who sets SANDBOX_IMAGE to their own image);
 #   4. the hardened systemd unit, /etc/workcell/agent-host.env (kept if present) and the
 #      data root mount point /srv/workcell (the shared filesystem must be mounted there).
 # Re-running upgrades in place; stop the service first (docs/deploy/nodes.md, "Upgrade").
 set -euo pipefail
 
 usage() {
-  echo "usage: install.sh [--no-docker-engine] [--no-sandbox-image] [--prefix DIR]" >&2
+  echo "usage: install.sh [--no-docker-engine] [--no-runtime-assets] [--no-sandbox-image] [--prefix DIR]" >&2
   exit 2
 }
 dest=/opt/workcell
 docker_engine=yes
 sandbox_image=yes
+runtime_assets=yes
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-docker-engine) docker_engine=no ;;
     --no-sandbox-image) sandbox_image=no ;;
+    --no-runtime-assets) runtime_assets=no ;;
     --prefix) [ $# -ge 2 ] || usage; dest="$2"; shift ;;
     *) usage ;;
   esac
@@ -37,9 +42,13 @@ say() { echo "install.sh: $*"; }
 want=()
 command -v tar >/dev/null || want+=(tar)
 command -v npm >/dev/null || want+=(npm)
+# bubblewrap: the process tier, and the sandbox the Runtime Assets' probes run in.
+command -v bwrap >/dev/null || want+=(bubblewrap)
+if [ "$runtime_assets" = yes ]; then
+  command -v mmdebstrap >/dev/null || want+=(mmdebstrap)
+fi
 if [ "$docker_engine" = yes ]; then
   command -v dockerd >/dev/null || want+=(docker.io)
-  [ -x /bin/busybox ] || want+=(busybox-static)
 fi
 if [ "${#want[@]}" -gt 0 ]; then
   say "installing ${want[*]} from Debian's packages"
@@ -67,12 +76,16 @@ tar -C "$src" \
 chown -R root:root "$dest"
 chmod -R go-w "$dest"
 
-# 3. The sandbox image, into this node's engine.
+# 3. The Runtime Assets (mounted at /runtime in both tiers; RUNTIME_ASSETS_DIR defaults to
+# /var/lib/workcell/runtime-assets/current/tree) and their image, into this node's engine.
+if [ "$runtime_assets" = yes ]; then
+  "$dest/infra/runtime-assets/build-runtime-assets.sh" /var/lib/workcell/runtime-assets
+fi
 if [ "$sandbox_image" = yes ]; then
   if timeout 10 docker version >/dev/null 2>&1; then
-    "$dest/infra/sandbox-image/build-test-image.sh"
+    "$dest/infra/runtime-assets/import-sandbox-image.sh" /var/lib/workcell/runtime-assets
   else
-    say "the Docker engine does not answer: start it, then run $dest/infra/sandbox-image/build-test-image.sh"
+    say "the Docker engine does not answer: start it, then run $dest/infra/runtime-assets/import-sandbox-image.sh"
   fi
 fi
 

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cp, mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { access, cp, mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -24,8 +24,20 @@ describe("agent-host install", () => {
       join(repo, "infra/agent-host/install.sh"),
       join(repo, "infra/sst/typecheck.sh"),
       join(repo, "infra/agent-host/image/build-image.sh"),
+      join(repo, "infra/runtime-assets/import-sandbox-image.sh"),
     ]).catch((error: { stdout?: string; message: string }) => {
       throw new Error(`shellcheck (apt-get install shellcheck): ${error.stdout ?? error.message}`);
+    });
+  });
+
+  test("the Runtime Assets build script passes shellcheck", async () => {
+    // SC2016: dpkg-query's ${Package} format is meant literally (single quotes on purpose).
+    await run("shellcheck", [
+      "-e",
+      "SC2016",
+      join(repo, "infra/runtime-assets/build-runtime-assets.sh"),
+    ]).catch((error: { stdout?: string; message: string }) => {
+      throw new Error(`shellcheck: ${error.stdout ?? error.message}`);
     });
   });
 
@@ -63,6 +75,22 @@ describe("agent-host install", () => {
 
   test("install.sh runs to completion in a throw-away Debian rootfs", async () => {
     const image = await debianRootfsImage();
+    // The Runtime Assets build this checkout's script would make (its key: the package
+    // list and the script), as scripts/ensure-system.sh built it on this machine. It is
+    // mounted read-only where install.sh looks, so the install takes the cached build
+    // (the build itself runs in ensure-system.sh on every fresh CI machine) instead of a
+    // second mmdebstrap of ~300 MB.
+    const key = createHash("sha256")
+      .update(await readFile(join(repo, "infra/runtime-assets/packages.txt")))
+      .update(await readFile(join(repo, "infra/runtime-assets/build-runtime-assets.sh")))
+      .digest("hex")
+      .slice(0, 16);
+    const assetsBuild = `/var/lib/workcell/runtime-assets/${key}`;
+    await access(join(assetsBuild, "manifest.json")).catch(() => {
+      throw new Error(
+        `no Runtime Assets build ${key} on this machine: run scripts/ensure-system.sh first`,
+      );
+    });
     const name = `wc-install-test-${process.pid}-${Date.now()}`;
     cleanups.push(async () => {
       await run("docker", ["rm", "-f", name]).catch(() => {});
@@ -82,10 +110,16 @@ describe("agent-host install", () => {
       "test -f /etc/systemd/system/workcell-agent-host.service",
       'test "$(stat -c %a /etc/workcell/agent-host.env)" = 600',
       "test -d /srv/workcell",
+      // The Runtime Assets where agent-hosts look by default, and their image in the engine.
+      `test "$(readlink /var/lib/workcell/runtime-assets/current)" = ${key}`,
+      "test -x /var/lib/workcell/runtime-assets/current/tree/usr/bin/bash",
+      "command -v bwrap mmdebstrap",
+      `docker image inspect workcell-sandbox:${key} >/dev/null`,
+      "grep -q -- '-/var/lib/workcell/runtime-assets' /etc/systemd/system/workcell-agent-host.service",
       'cd /opt/workcell && .tools/bin/node -e \'import("./infra/ops/ops-cli.ts").then(m => m.runOpsCommand(["keys", "generate"])).then(c => process.exit(c))\' | grep -q CAPABILITY_PUBLIC_KEY',
       // Re-running (an upgrade) keeps the operator's env file.
       "echo '# edited' >> /etc/workcell/agent-host.env",
-      "bash /src/infra/agent-host/install.sh --no-docker-engine --no-sandbox-image",
+      "bash /src/infra/agent-host/install.sh --no-docker-engine --no-runtime-assets --no-sandbox-image",
       "grep -q '# edited' /etc/workcell/agent-host.env",
       "echo INSTALL-OK",
     ].join("\n");
@@ -111,6 +145,8 @@ describe("agent-host install", () => {
         "-v",
         "/var/run/docker.sock:/var/run/docker.sock",
         "-v",
+        `${assetsBuild}:${assetsBuild}:ro`,
+        "-v",
         `${join(homedir(), ".npm")}:/root/.npm`,
         image,
         "bash",
@@ -120,12 +156,15 @@ describe("agent-host install", () => {
       { maxBuffer: 64 << 20, timeout: 900_000 },
     );
     expect(stdout).toContain("install.sh: copying the code to /opt/workcell");
-    expect(stdout).toContain("sandbox test image");
+    expect(stdout).toContain(`runtime assets ${key} already built`);
+    expect(stdout).toContain(`container tier image workcell-sandbox:${key}`);
     expect(stdout.trim().split("\n").at(-1)).toBe("INSTALL-OK");
   }, 1_200_000);
 });
 
-const ROOTFS_PACKAGES = ["bash", "ca-certificates", "busybox-static", "tar", "coreutils"];
+// bubblewrap and mmdebstrap are what install.sh would otherwise fetch from Debian for the
+// process tier and the Runtime Assets; in the image, the install finds them.
+const ROOTFS_PACKAGES = ["bash", "ca-certificates", "tar", "coreutils", "bubblewrap", "mmdebstrap"];
 
 /** A Debian bookworm rootfs image, built once per package set (its tag is the set's hash). */
 async function debianRootfsImage(): Promise<string> {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFile, rm } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
@@ -16,6 +16,7 @@ import type { AdminNodeRuntime } from "../../../shared/contracts/node-runtime.ts
 import type { Run } from "../../../shared/contracts/run.ts";
 import type { Thread } from "../../../shared/contracts/thread.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
+import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { freePort } from "../../setup/free-port.ts";
@@ -224,3 +225,69 @@ it.each(["container", "process"] as const)(
   },
   300_000,
 );
+
+// docs/decisions/0041: a conversation's next turn may ask for the other tier.
+it("a thread's next run in the other tier gets a new sandbox over the same Workdir", async () => {
+  const first = await submit("echo from-container > outputs/turn1.txt; echo warm > /tmp/marker", {
+    sandbox: "container",
+  });
+  const thread = first.thread;
+  if (thread === undefined) throw new Error("no thread");
+  expect((await finished(first.run.run_id)).status).toBe("succeeded");
+  const second = await submit(
+    'cat outputs/turn1.txt > outputs/turn2.txt; test -e /tmp/marker && echo kept >> outputs/turn2.txt; echo "$(cat /proc/1/comm)" >> outputs/turn2.txt',
+    { sandbox: "process" },
+    thread.thread_id,
+  );
+  expect((await finished(second.run.run_id)).status).toBe("succeeded");
+  // The Workdir's file carried over; /tmp did not (a new generation, and in the process
+  // tier pid 1 of the exec is bubblewrap's, not Docker's init).
+  expect(await readFile(join(workdirOnHost(thread), "outputs/turn2.txt"), "utf8")).toMatch(
+    /^from-container\n(?!kept)/,
+  );
+  // And back: a third turn in the container tier.
+  const third = await submit(
+    "cat outputs/turn2.txt | head -1 > outputs/turn3.txt",
+    {
+      sandbox: "container",
+    },
+    thread.thread_id,
+  );
+  expect((await finished(third.run.run_id)).status).toBe("succeeded");
+  expect(await readFile(join(workdirOnHost(thread), "outputs/turn3.txt"), "utf8")).toBe(
+    "from-container\n",
+  );
+}, 300_000);
+
+it("a run asking for the other tier while a run of the tree still uses its sandbox is refused clearly, and starts nothing", async () => {
+  const busy = await submit("sleep 600", { sandbox: "container" });
+  const thread = busy.thread;
+  if (thread === undefined) throw new Error("no thread");
+  const deadline = performance.now() + 120_000;
+  for (;;) {
+    const [row] = await h.db
+      .select({ state: sandboxes.state, containerId: sandboxes.containerId })
+      .from(sandboxes)
+      .where(eq(sandboxes.runtimeScopeId, thread.thread_id));
+    if (row?.state === "running" && row.containerId !== null) break;
+    if (performance.now() > deadline) throw new Error("the busy run's sandbox never started");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  const before = await readdir(stateDir);
+  const other = await submit(
+    "echo should-not-run > outputs/other.txt",
+    { sandbox: "process" },
+    thread.thread_id,
+  );
+  const failed = await finished(other.run.run_id);
+  expect(failed.status).toBe("failed");
+  expect(failed.error).toMatchObject({
+    code: "sandbox_identity_mismatch",
+    message: expect.stringMatching(/still using its sandbox \(container tier/),
+  });
+  // Nothing ran and no process-tier generation was made for it.
+  expect(await readdir(stateDir)).toEqual(before);
+  await expect(readFile(join(workdirOnHost(thread), "outputs/other.txt"))).rejects.toThrow();
+  expect((await h.call("POST", `/v1/runs/${busy.run.run_id}/cancel`)).status).toBe(202);
+  expect((await finished(busy.run.run_id)).status).toBe("cancelled");
+}, 300_000);

@@ -1,13 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import {
   createEmptySkillProjection,
   createSqsWorkQueue,
   type ModelClientFactory,
   modelClientFactoryFor,
   postgresListen,
-  RUN_CANCEL_CHANNEL,
   RunWorker,
   type RunWorkerDeps,
   type RunWorkerLimits,
@@ -19,14 +18,18 @@ import {
   createUserWorkspaces,
   type UserWorkspaces,
 } from "../../../agent-host/workspace/index.ts";
+import type { RunQueue } from "../../../functions/queue/run-queue.ts";
+import { createSqsRunQueue } from "../../../functions/queue/sqs-run-queue.ts";
+import { cancelRun } from "../../../functions/runs/cancel-run.ts";
+import { submitRun } from "../../../functions/runs/submit-run.ts";
 import { serializeQueueMessage } from "../../../shared/contracts/queue-message.ts";
+import type { AgentOptions } from "../../../shared/contracts/run.ts";
 import {
   type AgentRun,
   agentRuns,
   conversations,
   messages,
   projects,
-  requests,
   runEvents,
 } from "../../../shared/db/schema.ts";
 import { freshQueue, sqsClient } from "../../support/aws.ts";
@@ -57,10 +60,10 @@ export type RunWorld = ManagerWorld & {
   project(options?: { linkedPath?: string; uid?: string }): Promise<Project>;
   /** A root thread of the project. */
   thread(project: Project): Promise<string>;
-  /** What the control plane's submission commits (message, request, run); no dispatch. */
+  /** The control plane's submission (submitRun), its message held back: no delivery yet. */
   commitRun(threadId: string, input: string, agent?: Record<string, unknown>): Promise<string>;
   dispatch(runId: string): Promise<void>;
-  /** commitRun + dispatch. */
+  /** The control plane's submission (submitRun), delivered to this world's queue. */
   submit(threadId: string, input: string, agent?: Record<string, unknown>): Promise<string>;
   run(runId: string): Promise<AgentRun>;
   waitForRun(
@@ -70,7 +73,7 @@ export type RunWorld = ManagerWorld & {
   ): Promise<AgentRun>;
   events(runId: string): Promise<{ seq: number; type: string; data: unknown }[]>;
   waitForEvent(runId: string, type: string, timeoutMs?: number): Promise<void>;
-  /** What the control plane's cancel of a running run does: flag + NOTIFY, one transaction. */
+  /** The control plane's cancel (cancelRun): flag + NOTIFY for a running run. */
   requestCancel(runId: string): Promise<void>;
   childRuns(parentRunId: string): Promise<AgentRun[]>;
   /** Tree cleanup runs after the ending is recorded: wait until the node has no sandbox left. */
@@ -109,6 +112,31 @@ export async function runWorld(
   const sandboxManager = base.manager();
   const workers: RunWorker[] = [];
   const { db } = base;
+  const runQueue = createSqsRunQueue({ sqs, queueUrl });
+  const held = createSqsRunQueue({ sqs, queueUrl: await freshQueue(sqs, "runs-held") });
+  const submitThrough = async (
+    queue: RunQueue,
+    threadId: string,
+    input: string,
+    agent: Record<string, unknown> | undefined,
+  ): Promise<string> => {
+    const [thread] = await db
+      .select({ uid: conversations.uid })
+      .from(conversations)
+      .where(eq(conversations.threadId, threadId));
+    if (!thread) throw new Error(`no thread ${threadId}`);
+    const { run } = await submitRun(
+      { db, runQueue: queue, logger: silentLogger, queueSendTimeoutMs: 10_000 },
+      {
+        uid: thread.uid,
+        target: { kind: "thread", threadId },
+        input,
+        agent: agent as AgentOptions | undefined,
+        idempotencyKey: undefined,
+      },
+    );
+    return run.runId;
+  };
 
   const world: RunWorld = {
     ...base,
@@ -162,38 +190,10 @@ export async function runWorld(
       });
       return threadId;
     },
-    async commitRun(threadId, input, agent = {}) {
-      return db.transaction(async (tx) => {
-        const [thread] = await tx
-          .select()
-          .from(conversations)
-          .where(eq(conversations.threadId, threadId));
-        if (!thread) throw new Error("no thread");
-        const [message] = await tx
-          .insert(messages)
-          .values({ uid: thread.uid, threadId, role: "user", content: input })
-          .returning({ id: messages.id });
-        if (!message) throw new Error("no message");
-        const [request] = await tx
-          .insert(requests)
-          .values({ uid: thread.uid, threadId, messageId: message.id, requestHash: randomUUID() })
-          .returning({ id: requests.id });
-        if (!request) throw new Error("no request");
-        const [run] = await tx
-          .insert(agentRuns)
-          .values({
-            uid: thread.uid,
-            threadId,
-            requestId: request.id,
-            runtimeScopeId: thread.rootThreadId,
-            input,
-            agent,
-            dispatchedAt: sql`now()`,
-          })
-          .returning({ runId: agentRuns.runId });
-        if (!run) throw new Error("no run");
-        return run.runId;
-      });
+    async commitRun(threadId, input, agent) {
+      // The control plane's own submission; its message goes to a queue no worker
+      // reads, so the run is committed but not yet delivered (dispatch() delivers it).
+      return submitThrough(held, threadId, input, agent);
     },
     async dispatch(runId) {
       await sqs.send(
@@ -204,9 +204,7 @@ export async function runWorld(
       );
     },
     async submit(threadId, input, agent) {
-      const runId = await world.commitRun(threadId, input, agent);
-      await world.dispatch(runId);
-      return runId;
+      return submitThrough(runQueue, threadId, input, agent);
     },
     async run(runId) {
       const [row] = await db.select().from(agentRuns).where(eq(agentRuns.runId, runId));
@@ -241,13 +239,9 @@ export async function runWorld(
       }
     },
     async requestCancel(runId) {
-      await db.transaction(async (tx) => {
-        await tx
-          .update(agentRuns)
-          .set({ cancelRequested: true })
-          .where(and(eq(agentRuns.runId, runId), eq(agentRuns.status, "running")));
-        await tx.execute(sql`select pg_notify(${RUN_CANCEL_CHANNEL}::text, ${runId}::text)`);
-      });
+      // The control plane's cancel (POST /v1/runs/{id}/cancel): flag + NOTIFY for a
+      // running run, in one transaction.
+      await cancelRun(db, (await world.run(runId)).uid, runId);
     },
     async childRuns(parentRunId) {
       return db

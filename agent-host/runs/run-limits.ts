@@ -75,7 +75,10 @@ export interface RunWorkerLimits {
    * also NOTIFYed; a dead holder is not, its rows lapse with its run lease).
    */
   readonly leasePollIntervalMs: number;
-  /** Server-side bound on each lease and batch statement. */
+  /**
+   * Server-side bound on waiting for the uid's lease arrival lock (lock_timeout); each
+   * lease and batch statement is one statement bounded by the connection's statement_timeout.
+   */
   readonly leaseStatementTimeoutMs: number;
   /** Between two repair passes over the kept change batches. */
   readonly changeRepairIntervalMs: number;

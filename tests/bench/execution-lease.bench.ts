@@ -97,7 +97,6 @@ try {
     limits: {
       scan: { maxEntries: 200_000, maxDepth: 16, timeoutMs: 60_000 },
       maxBatchItems: 10_000,
-      statementTimeoutMs: 10_000,
     },
     logger,
   });

@@ -19,7 +19,6 @@ export interface LeasedCommandLimits {
   readonly scan: MetadataScanLimits;
   /** Facts kept per batch; past it the batch is truncated (MAX_BATCH_ITEMS at most). */
   readonly maxBatchItems: number;
-  readonly statementTimeoutMs: number;
 }
 
 export interface LeasedCommandsDeps {
@@ -72,7 +71,8 @@ export class LeasedCommands {
   ): Promise<{ value: T; batch: ChangeBatch }> {
     const { fence, workdirPath, tree } = scope;
     const log = this.#deps.logger.child({ uid: fence.uid, run_id: fence.runId });
-    const acquired = await this.#deps.leases.acquire(fence, workdirPath, signal);
+    const kept = tree.lastScan(workdirPath);
+    const acquired = await this.#deps.leases.acquire(fence, workdirPath, signal, kept?.leaseSeq);
     if (!acquired.ok) {
       if (acquired.reason === "cancelled") throw signal.reason;
       throw domainError("lease_lost", { details: { run_id: fence.runId } });
@@ -81,13 +81,18 @@ export class LeasedCommands {
     let released = false;
     try {
       const scanBudget = this.#deps.limits.scan.timeoutMs * HARD_STOP_FACTOR;
-      const before = await this.#scan(
-        fence.uid,
-        workdirPath,
-        AbortSignal.any([signal, AbortSignal.timeout(scanBudget)]),
-        log,
-        signal,
-      );
+      // The tree's last after-scan of this root is the before-scan when no lease on an
+      // overlapping root was granted since (docs/decisions/0036): one walk per command.
+      const before =
+        kept !== undefined && lease.rootUnchanged
+          ? kept.scan
+          : await this.#scan(
+              fence.uid,
+              workdirPath,
+              AbortSignal.any([signal, AbortSignal.timeout(scanBudget)]),
+              log,
+              signal,
+            );
       const startedAt = new Date().toISOString();
       let outcome: { ok: true; value: T } | { ok: false; error: unknown };
       try {
@@ -104,6 +109,7 @@ export class LeasedCommands {
         log,
         undefined,
       );
+      tree.keepScan(workdirPath, after && { leaseSeq: lease.seq, scan: after });
       const changes =
         before === undefined || after === undefined
           ? UNKNOWN_CHANGES
@@ -123,10 +129,7 @@ export class LeasedCommands {
         truncated: changes.truncated,
       };
       try {
-        await commitChangeBatch(this.#deps.db, batch, {
-          statementTimeoutMs: this.#deps.limits.statementTimeoutMs,
-          lease,
-        });
+        await commitChangeBatch(this.#deps.db, batch, { lease });
         released = true;
       } catch (error) {
         await this.#keep(batch, tree, error, log);
@@ -149,10 +152,7 @@ export class LeasedCommands {
   async settle(tree: TreeBatches, log: Logger): Promise<readonly ChangeBatch[]> {
     for (const batch of tree.unrepaired) {
       try {
-        await commitChangeBatch(this.#deps.db, batch, {
-          statementTimeoutMs: this.#deps.limits.statementTimeoutMs,
-          repaired: true,
-        });
+        await commitChangeBatch(this.#deps.db, batch, { repaired: true });
         tree.repaired(batch.batchId);
         await this.#deps.repairs.remove(batch.batchId);
       } catch (error) {

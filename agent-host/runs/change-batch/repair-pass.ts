@@ -6,7 +6,6 @@ import type { RepairRecords } from "./repair-records.ts";
 export interface RepairPassDeps {
   readonly db: Db;
   readonly records: RepairRecords;
-  readonly statementTimeoutMs: number;
   readonly logger: Logger;
 }
 
@@ -41,10 +40,7 @@ export async function runRepairPass(
   for (const batch of batches) {
     if (runId !== undefined && batch.runId !== runId && batch.rootRunId !== runId) continue;
     try {
-      const outcome = await commitChangeBatch(deps.db, batch, {
-        statementTimeoutMs: deps.statementTimeoutMs,
-        repaired: true,
-      });
+      const outcome = await commitChangeBatch(deps.db, batch, { repaired: true });
       await deps.records.remove(batch.batchId);
       if (outcome === "committed") committed++;
       else alreadyCommitted++;

@@ -61,7 +61,6 @@ export class RunBatches {
           timeoutMs: limits.changesSnapshotTimeoutMs,
         },
         maxBatchItems: limits.changesMaxRecorded,
-        statementTimeoutMs: limits.leaseStatementTimeoutMs,
       },
       logger,
     });
@@ -84,7 +83,6 @@ export class RunBatches {
     this.#pass = runRepairPass({
       db: this.#deps.db,
       records: this.#records,
-      statementTimeoutMs: this.#deps.limits.leaseStatementTimeoutMs,
       logger: this.#deps.logger,
     })
       .then((result) => {

@@ -1,14 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { type SQL, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import type { Db, DbOrTransaction, DbTransaction } from "../../../shared/db/client.ts";
+import type { Db, DbOrTransaction } from "../../../shared/db/client.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import type { RunFence } from "../run-fence.ts";
 import { leaseRootKey } from "./lease-root.ts";
 import { EXECUTION_LEASE_CHANNEL, type LeaseWakeups } from "./lease-wakeups.ts";
-
-/** Namespace of the per-uid lock that orders lease arrivals (single-bigint key space). */
-const LEASE_LOCK_NAMESPACE = "workcell.runs.execution-lease:";
 
 export interface ExecutionLeaseDeps {
   readonly db: Db;
@@ -19,7 +16,10 @@ export interface ExecutionLeaseDeps {
    * notifies, its rows stop counting once its run lease expires (leaseTtlMs).
    */
   readonly pollIntervalMs: number;
-  /** Server-side bound on each lease statement (SET LOCAL statement_timeout). */
+  /**
+   * Server-side bound on waiting for the uid's arrival lock (lock_timeout inside the
+   * functions); each statement is bounded by the connection's statement_timeout as well.
+   */
   readonly statementTimeoutMs: number;
   readonly logger: Logger;
 }
@@ -33,6 +33,12 @@ export interface HeldExecutionLease {
   readonly seq: number;
   /** True when an overlapping command held or awaited the root when this one arrived. */
   readonly waited: boolean;
+  /**
+   * True when no lease on an overlapping root was granted to anyone since the caller's
+   * previous lease on this root (the `previousSeq` it passed): leased commands left the
+   * root as that lease's after-scan saw it.
+   */
+  readonly rootUnchanged: boolean;
 }
 
 /**
@@ -64,45 +70,54 @@ export class ExecutionLeases {
     this.#deps = deps;
   }
 
-  async acquire(fence: RunFence, workdirPath: string, signal: AbortSignal): Promise<AcquireResult> {
+  /**
+   * `previousSeq`: the seq of this caller's previous lease on the same root, whose
+   * after-scan it kept; the granted lease then says whether that scan is still current
+   * (`rootUnchanged`, docs/decisions/0036).
+   */
+  async acquire(
+    fence: RunFence,
+    workdirPath: string,
+    signal: AbortSignal,
+    previousSeq?: number,
+  ): Promise<AcquireResult> {
     if (signal.aborted) return { ok: false, reason: "cancelled" };
     const leaseId = randomUUID();
     const rootKey = leaseRootKey(workdirPath);
-    // The fast path is one transaction of four statements (lock, insert, grant, commit):
-    // a command on a free root pays little more than two round trips for its lease.
-    const first = await this.#transaction(fence.uid, async (tx) => {
-      const [row] = await executeRows<{ seq: string | number }>(
-        tx,
-        sql`
-        insert into execution_leases (lease_id, uid, root_key, run_id, attempt, node_id, state)
-        select ${leaseId}, ${fence.uid}, ${rootKey}, ${fence.runId}, ${fence.attempt},
-               ${this.#deps.nodeId}, 'waiting'
-        where exists (
-          select 1 from agent_runs r
-          where r.run_id = ${fence.runId} and r.uid = ${fence.uid} and r.attempt = ${fence.attempt}
-            and r.status = 'running' and r.lease_expires_at > now())
-        returning seq`,
-      );
-      if (row === undefined) return undefined;
-      const seq = Number(row.seq);
-      if (await this.#grantIfFree(tx, fence.uid, leaseId, rootKey, seq)) {
-        return { seq, granted: "granted" as Grant };
-      }
-      return { seq, granted: await this.#tryGrant(tx, fence.uid, leaseId, rootKey, seq) };
-    });
+    const previous = previousSeq ?? null;
+    // One round trip (a server-side function, migration 0012): the uid's arrival lock,
+    // the row (only for a live run) and, when the root is free, the grant.
+    const [first] = await executeRows<{
+      out_seq: string | number;
+      out_state: Grant;
+      out_root_unchanged: boolean;
+    }>(
+      this.#deps.db,
+      sql`select * from workcell_acquire_execution_lease(
+        ${leaseId}::uuid, ${fence.uid}, ${rootKey}, ${fence.runId}::uuid, ${fence.attempt}::int,
+        ${this.#deps.nodeId}, ${previous}::bigint, ${this.#deps.statementTimeoutMs}::int)`,
+    );
     if (first === undefined) return { ok: false, reason: "run_not_live" };
-    const lease = { leaseId, uid: fence.uid, workdirPath, seq: first.seq };
-    if (first.granted === "granted") return { ok: true, lease: { ...lease, waited: false } };
+    const seq = Number(first.out_seq);
+    const lease = { leaseId, uid: fence.uid, workdirPath, seq };
+    const granted = (waited: boolean, rootUnchanged: boolean): AcquireResult => ({
+      ok: true,
+      lease: { ...lease, waited, rootUnchanged },
+    });
+    if (first.out_state === "granted") return granted(false, first.out_root_unchanged);
     while (true) {
       await this.#deps.wakeups.next(fence.uid, this.#deps.pollIntervalMs, signal);
       if (signal.aborted) {
         await this.#withdraw(lease);
         return { ok: false, reason: "cancelled" };
       }
-      let outcome: Grant;
+      let outcome: { out_state: Grant; out_root_unchanged: boolean } | undefined;
       try {
-        outcome = await this.#transaction(fence.uid, (tx) =>
-          this.#tryGrant(tx, fence.uid, leaseId, rootKey, first.seq),
+        [outcome] = await executeRows<{ out_state: Grant; out_root_unchanged: boolean }>(
+          this.#deps.db,
+          sql`select * from workcell_grant_execution_lease(
+            ${leaseId}::uuid, ${fence.uid}, ${rootKey}, ${seq}::bigint, ${previous}::bigint,
+            ${this.#deps.statementTimeoutMs}::int)`,
         );
       } catch (error) {
         // A database blip while waiting: keep waiting (the row stays queued; if the run
@@ -110,96 +125,28 @@ export class ExecutionLeases {
         this.#deps.logger.warn({ err: error }, "execution lease check failed; retrying");
         continue;
       }
-      if (outcome === "granted") return { ok: true, lease: { ...lease, waited: true } };
-      if (outcome === "gone") return { ok: false, reason: "run_not_live" };
+      if (outcome?.out_state === "granted") return granted(true, outcome.out_root_unchanged);
+      if (outcome === undefined || outcome.out_state === "gone") {
+        return { ok: false, reason: "run_not_live" };
+      }
     }
   }
 
-  /** Releases in its own transaction (see releaseIn to join the batch commit). */
+  /** Releases in its own statement (see releaseIn to join the batch commit). */
   async release(lease: HeldExecutionLease): Promise<void> {
-    await this.#transaction(undefined, (tx) => releaseIn(tx, lease));
+    await releaseIn(this.#deps.db, lease);
   }
 
   /** A cancelled wait leaves nothing queued; if the delete fails the row dies with the run. */
-  async #withdraw(lease: Omit<HeldExecutionLease, "waited">): Promise<void> {
+  async #withdraw(lease: Pick<HeldExecutionLease, "leaseId" | "uid">): Promise<void> {
     try {
-      await this.#transaction(undefined, (tx) => releaseIn(tx, lease));
+      await releaseIn(this.#deps.db, lease);
     } catch (error) {
       this.#deps.logger.warn(
         { err: error },
         "could not withdraw a cancelled execution lease wait; it lapses with the run lease",
       );
     }
-  }
-
-  /** Grants the lease in one statement when no earlier live row of the uid overlaps it. */
-  async #grantIfFree(
-    tx: DbTransaction,
-    uid: string,
-    leaseId: string,
-    rootKey: string,
-    seq: number,
-  ): Promise<boolean> {
-    const granted = await executeRows<{ seq: unknown }>(
-      tx,
-      sql`
-      update execution_leases set state = 'held', acquired_at = now()
-      where lease_id = ${leaseId} and not exists (
-        select 1 from execution_leases o
-        where o.uid = ${uid} and o.seq < ${seq}
-          and (left(o.root_key, char_length(${rootKey})) = ${rootKey}
-               or left(${rootKey}, char_length(o.root_key)) = o.root_key)
-          and ${liveRow(sql`o`)})
-      returning seq`,
-    );
-    return granted.length > 0;
-  }
-
-  async #tryGrant(
-    tx: DbTransaction,
-    uid: string,
-    leaseId: string,
-    rootKey: string,
-    seq: number,
-  ): Promise<Grant> {
-    // Rows of runs that are no longer live (node died, run ended or was taken over) are
-    // dropped here, under the uid's lock, by whoever next looks.
-    await tx.execute(sql`
-      delete from execution_leases l where l.uid = ${uid} and not ${liveRow(sql`l`)}`);
-    const [mine] = await executeRows<{ state: string }>(
-      tx,
-      sql`
-      select state from execution_leases where lease_id = ${leaseId}`,
-    );
-    if (mine === undefined) return "gone";
-    const [blocker] = await executeRows<{ seq: unknown }>(
-      tx,
-      sql`
-      select o.seq from execution_leases o
-      where o.uid = ${uid} and o.seq < ${seq}
-        and (left(o.root_key, char_length(${rootKey})) = ${rootKey}
-             or left(${rootKey}, char_length(o.root_key)) = o.root_key)
-      limit 1`,
-    );
-    if (blocker !== undefined) return "waiting";
-    await tx.execute(sql`
-      update execution_leases set state = 'held', acquired_at = now()
-      where lease_id = ${leaseId}`);
-    return "granted";
-  }
-
-  /** A transaction bounded server-side, under the uid's arrival lock when `uid` is given. */
-  #transaction<T>(uid: string | undefined, work: (tx: DbTransaction) => Promise<T>): Promise<T> {
-    return this.#deps.db.transaction(async (tx) => {
-      const timeout = sql`set_config('statement_timeout', ${String(this.#deps.statementTimeoutMs)}, true)`;
-      // One round trip: the bound (for the statements after it) and the uid's arrival lock.
-      await tx.execute(
-        uid === undefined
-          ? sql`select ${timeout}`
-          : sql`select ${timeout}, pg_advisory_xact_lock(hashtextextended(${LEASE_LOCK_NAMESPACE + uid}, 0))`,
-      );
-      return work(tx);
-    });
   }
 }
 
@@ -216,12 +163,4 @@ export async function releaseIn(
   await tx.execute(sql`
     with released as (delete from execution_leases where lease_id = ${lease.leaseId} returning uid)
     select pg_notify(${EXECUTION_LEASE_CHANNEL}, uid) from released`);
-}
-
-/** The row `alias` belongs to a run that is running under the same attempt, lease unexpired. */
-function liveRow(alias: SQL): SQL {
-  return sql`exists (
-    select 1 from agent_runs r
-    where r.run_id = ${alias}.run_id and r.uid = ${alias}.uid and r.attempt = ${alias}.attempt
-      and r.status = 'running' and r.lease_expires_at > now())`;
 }

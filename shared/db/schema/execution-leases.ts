@@ -6,6 +6,7 @@ import {
   index,
   integer,
   pgTable,
+  primaryKey,
   text,
   uuid,
 } from "drizzle-orm/pg-core";
@@ -58,3 +59,18 @@ export const executionLeases = pgTable(
 );
 
 export type ExecutionLeaseRow = typeof executionLeases.$inferSelect;
+
+// The last lease granted on each (uid, root): the `seq` of the newest command that held
+// it, stamped under the uid's arrival lock at every grant (execution_lease_functions.sql).
+// A command that kept its own after-scan may use it as its next before-scan when no
+// overlapping root was granted to anyone since its own last grant (docs/decisions/0036).
+// One row per root a uid ever used: bounded by the uid's projects.
+export const executionLeaseRoots = pgTable(
+  "execution_lease_roots",
+  {
+    uid: text("uid").notNull(),
+    rootKey: text("root_key").notNull(),
+    lastGrantedSeq: bigint("last_granted_seq", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ name: "execution_lease_roots_pkey", columns: [t.uid, t.rootKey] })],
+);

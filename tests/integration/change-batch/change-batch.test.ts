@@ -15,6 +15,7 @@ import {
   createPathResolver,
   createUserWorkspaces,
   type MetadataScanLimits,
+  type UserWorkspaces,
 } from "../../../agent-host/workspace/index.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
@@ -71,15 +72,28 @@ describe("change batches (real Postgres, real files)", () => {
         logger,
       }),
       repairs,
-      userWorkspaces: createUserWorkspaces({
-        dataRoot: dataRoot.path,
-        sys,
-        resolver: createPathResolver(sys),
-      }),
-      limits: { scan, maxBatchItems: 10_000, statementTimeoutMs: 5_000 },
+      userWorkspaces: countingWalks(
+        createUserWorkspaces({
+          dataRoot: dataRoot.path,
+          sys,
+          resolver: createPathResolver(sys),
+        }),
+      ),
+      limits: { scan, maxBatchItems: 10_000 },
       logger,
     });
     return { leased, repairs };
+  }
+
+  /** Counts Workdir walks: every scan opens the Workdir once. */
+  let walks = 0;
+  function countingWalks(real: UserWorkspaces): Pick<UserWorkspaces, "openExistingWorkdir"> {
+    return {
+      openExistingWorkdir: (...args) => {
+        walks++;
+        return real.openExistingWorkdir(...args);
+      },
+    };
   }
 
   const itemsOf = (batchId: string) =>
@@ -135,6 +149,65 @@ describe("change batches (real Postgres, real files)", () => {
     );
   });
 
+  test("a tree's next command starts from its last after-scan only while nobody else held an overlapping root", async () => {
+    const direct = createDb(database.sql);
+    const a = await seedRunningRun(direct, { uid: UID });
+    const b = await seedRunningRun(direct, { uid: UID });
+    const treeA = new TreeBatches(a.runId);
+    const { leased } = commands();
+    const signal = new AbortController().signal;
+    const inA = (command: string, body: () => Promise<unknown>) =>
+      leased.run(
+        { fence: a, workdirPath: WORKDIR, tree: treeA },
+        { tool: "bash", command },
+        signal,
+        body,
+      );
+    const paths = async (batchId: string) =>
+      (await itemsOf(batchId)).map((i) => `${i.change} ${i.path}`);
+
+    walks = 0;
+    const first = await inA("write a", () => writeFile(join(workdir, "a.txt"), "1"));
+    expect(walks).toBe(2);
+    expect(await paths(first.batch.batchId)).toEqual(["added a.txt"]);
+
+    walks = 0;
+    const second = await inA("edit a, add b", async () => {
+      await writeFile(join(workdir, "a.txt"), "22");
+      await writeFile(join(workdir, "b.txt"), "b");
+    });
+    expect(walks).toBe(1);
+    expect(await paths(second.batch.batchId)).toEqual(["modified a.txt", "added b.txt"]);
+
+    // Another run's command on an ancestor root: its writes are its batch, never ours,
+    // so our next command walks again instead of trusting its kept scan.
+    const other = await leased.run(
+      { fence: b, workdirPath: "code", tree: new TreeBatches(b.runId) },
+      { tool: "bash", command: "other run" },
+      signal,
+      async () => {
+        await writeFile(join(workdir, "theirs.txt"), "t");
+        await rm(join(workdir, "b.txt"));
+      },
+    );
+    expect(await paths(other.batch.batchId)).toEqual([
+      "deleted repo/b.txt",
+      "added repo/theirs.txt",
+    ]);
+    walks = 0;
+    const third = await inA("write c", () => writeFile(join(workdir, "c.txt"), "c"));
+    expect(walks).toBe(2);
+    expect(await paths(third.batch.batchId)).toEqual(["added c.txt"]);
+
+    // A write that takes no lease (say a data-plane upload) between two commands of the
+    // tree is never hidden: the next batch reports it (docs/decisions/0036).
+    await writeFile(join(workdir, "uploaded.txt"), "u");
+    walks = 0;
+    const fourth = await inA("nothing", async () => {});
+    expect(walks).toBe(1);
+    expect(await paths(fourth.batch.batchId)).toEqual(["added uploaded.txt"]);
+  });
+
   test("a Workdir past the scan bound gives a truncated batch, never a silently empty one", async () => {
     await Promise.all(
       Array.from({ length: 300 }, (_, i) => writeFile(join(workdir, `f${i}.txt`), "x")),
@@ -179,7 +252,7 @@ describe("change batches (real Postgres, real files)", () => {
     expect(tree.unrepaired.map((b) => b.batchId)).toEqual([batch.batchId]);
 
     // Still down: the pass fails and keeps the record.
-    const deps = { db, records: repairs, statementTimeoutMs: 5_000, logger };
+    const deps = { db, records: repairs, logger };
     expect(await runRepairPass(deps)).toEqual({ committed: 0, alreadyCommitted: 0, failed: 1 });
     expect(await repairs.has(batch.batchId)).toBe(true);
 

@@ -86,6 +86,20 @@ export function output(ctx: CliContext, value: unknown, human: () => string): vo
   }
 }
 
+/**
+ * A list: JSON as `value`, or the human table; an empty list says so on stderr (an empty
+ * stdout stays empty for pipes) and what to do about it.
+ */
+export function listOutput(
+  ctx: CliContext,
+  value: { items: readonly unknown[] },
+  human: () => string,
+  emptyNote: string,
+): void {
+  if (!ctx.json && value.items.length === 0) ctx.io.stderr(`${emptyNote}\n`);
+  else output(ctx, value, human);
+}
+
 /** Left-aligned columns, for lists. */
 export function table(rows: readonly (readonly string[])[]): string {
   const widths: number[] = [];

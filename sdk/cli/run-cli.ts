@@ -19,7 +19,8 @@ export const HELP = `workcell: the Workcell API from a terminal
   workcell changes [<run_id>]                   files a run changed
   workcell cancel [<run_id>]
   workcell skills
-  workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | limits <uid> [key=value...]
+  workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime
+                 | limits <uid> [name=value | name=default ...]
 
   --json         machine-readable output      --url, --token   override the login
   Without --thread, files/attach use the thread of your last 'workcell run'.

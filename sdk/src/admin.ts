@@ -1,29 +1,19 @@
+import type { components } from "./generated/api.ts";
 import { AdminSkills } from "./skills.ts";
 import type { CallOptions, Transport } from "./transport.ts";
 
 /** `GET /v1/admin/nodes` items (API.md "Nodes and runtimes"). */
-export type NodeData = {
-  readonly node_id: string;
-  readonly state: "active" | "quiesced" | "lost";
-  readonly heartbeat_at: string;
-  readonly sandbox_tiers: unknown;
-  readonly live_sandboxes: number;
-  readonly running_runs: number;
-};
+export type NodeData = components["schemas"]["AdminNode"];
+/** `GET /v1/admin/runtime` items: each sandbox tier's preflight, each Runtime Asset's check. */
+export type NodeRuntimeData = components["schemas"]["AdminNodeRuntime"];
+/** The limits in force for a user: an admin's override, else the deployment's default. */
+export type UserLimits = components["schemas"]["UserLimits"];
+/** What an admin sets; a field left out takes the deployment's default. */
+export type UserLimitsOverride = components["schemas"]["UserLimitsOverride"];
+/** `GET/PUT /v1/admin/users/{uid}/limits`: both, so a reader sees which are defaults. */
+export type UserLimitsData = components["schemas"]["AdminUserLimits"];
 
-/** `GET/PUT /v1/admin/users/{uid}/limits` (API.md "Limits and usage"); unset = default. */
-export type UserLimits = {
-  workspace_bytes?: number;
-  workspace_inodes?: number;
-  max_concurrent_runs?: number;
-  requests_per_minute?: number;
-};
-
-/**
- * Operator calls (admin tokens only; ForbiddenError otherwise). Nodes, limits and runtime
- * are typed from API.md by hand until their routes are in this SDK's OpenAPI document: a
- * deployment without them answers NotFoundError.
- */
+/** Operator calls (admin tokens only; ForbiddenError otherwise). */
 export class Admin {
   readonly #transport: Transport;
   readonly skills: AdminSkills;
@@ -34,51 +24,67 @@ export class Admin {
   }
 
   async nodes(options: CallOptions = {}): Promise<NodeData[]> {
-    return (
-      (await this.#json("GET", "/v1/admin/nodes", undefined, options)) as { items: NodeData[] }
-    ).items;
+    const list = await this.#transport.call(
+      (api, init) => api.GET("/v1/admin/nodes", init),
+      options,
+    );
+    return list.items;
   }
 
+  /** The node takes no new sandboxes and drains the ones it has. */
   async quiesceNode(nodeId: string, options: CallOptions = {}): Promise<void> {
-    await this.#json("POST", `/v1/admin/nodes/${encodeURIComponent(nodeId)}/quiesce`, {}, options);
+    await this.#transport.call(
+      (api, init) =>
+        api.POST("/v1/admin/nodes/{node_id}/quiesce", {
+          ...init,
+          params: { path: { node_id: nodeId } },
+        }),
+      options,
+    );
   }
 
   async resumeNode(nodeId: string, options: CallOptions = {}): Promise<void> {
-    await this.#json("POST", `/v1/admin/nodes/${encodeURIComponent(nodeId)}/resume`, {}, options);
-  }
-
-  async limits(uid: string, options: CallOptions = {}): Promise<UserLimits> {
-    return (await this.#json(
-      "GET",
-      `/v1/admin/users/${encodeURIComponent(uid)}/limits`,
-      undefined,
+    await this.#transport.call(
+      (api, init) =>
+        api.POST("/v1/admin/nodes/{node_id}/resume", {
+          ...init,
+          params: { path: { node_id: nodeId } },
+        }),
       options,
-    )) as UserLimits;
+    );
   }
 
-  async setLimits(uid: string, limits: UserLimits, options: CallOptions = {}): Promise<UserLimits> {
-    return (await this.#json(
-      "PUT",
-      `/v1/admin/users/${encodeURIComponent(uid)}/limits`,
-      limits,
+  /** Per node: is each sandbox tier ready, and each Runtime Asset (bash, python3, ...)? */
+  async runtime(options: CallOptions = {}): Promise<NodeRuntimeData[]> {
+    const list = await this.#transport.call(
+      (api, init) => api.GET("/v1/admin/runtime", init),
       options,
-    )) as UserLimits;
+    );
+    return list.items;
   }
 
-  async runtime(options: CallOptions = {}): Promise<unknown> {
-    return this.#json("GET", "/v1/admin/runtime", undefined, options);
+  async limits(uid: string, options: CallOptions = {}): Promise<UserLimitsData> {
+    return this.#transport.call(
+      (api, init) =>
+        api.GET("/v1/admin/users/{uid}/limits", { ...init, params: { path: { uid } } }),
+      options,
+    );
   }
 
-  async #json(method: string, path: string, body: unknown, options: CallOptions): Promise<unknown> {
-    const res = await this.#transport.fetch(`${this.#transport.baseUrl}${path}`, {
-      method,
-      timeoutMs: 30_000,
-      ...(body === undefined
-        ? {}
-        : { body: JSON.stringify(body), headers: { "Content-Type": "application/json" } }),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    const text = await res.text();
-    return text.length === 0 ? undefined : JSON.parse(text);
+  /** Replaces the user's overrides: a field left out goes back to the default. */
+  async setLimits(
+    uid: string,
+    overrides: UserLimitsOverride,
+    options: CallOptions = {},
+  ): Promise<UserLimitsData> {
+    return this.#transport.call(
+      (api, init) =>
+        api.PUT("/v1/admin/users/{uid}/limits", {
+          ...init,
+          params: { path: { uid } },
+          body: overrides,
+        }),
+      options,
+    );
   }
 }

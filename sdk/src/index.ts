@@ -1,6 +1,13 @@
 // The SDK's one entry, for Node 24 and browsers alike: web-standard fetch, streams,
 // AbortSignal and FormData only (no node: import anywhere under src/).
-export { Admin, type NodeData, type UserLimits } from "./admin.ts";
+export {
+  Admin,
+  type NodeData,
+  type NodeRuntimeData,
+  type UserLimits,
+  type UserLimitsData,
+  type UserLimitsOverride,
+} from "./admin.ts";
 export { type AttachmentData, Attachments, type AttachmentUpload } from "./attachments.ts";
 export * from "./errors.ts";
 export type { components, paths } from "./generated/api.ts";

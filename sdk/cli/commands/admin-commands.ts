@@ -1,14 +1,24 @@
-import { type CliContext, EXIT, output, table, UsageError } from "../cli-context.ts";
+import type { NodeRuntimeData } from "../../src/index.ts";
+import { type CliContext, EXIT, listOutput, output, table, UsageError } from "../cli-context.ts";
+import { limitsCommand } from "./limits-command.ts";
 
 /** `workcell skills`: the caller's visible skills. */
 export async function skillsCommand(ctx: CliContext): Promise<number> {
   const items = await ctx.client().skills.list({ signal: ctx.signal });
-  output(ctx, { items }, () => table(items.map((s) => [s.slug, s.kind, s.description])));
+  listOutput(
+    ctx,
+    { items },
+    () => table(items.map((s) => [s.slug, s.kind, s.description])),
+    "No skills visible to you yet: an admin grants them (workcell admin grant <slug> <uid>).",
+  );
   return EXIT.ok;
 }
 
 const USAGE =
-  "usage: workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | limits <uid> [key=value...]";
+  "usage: workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime | limits <uid> [name=value|name=default ...]";
+
+const NO_NODES =
+  "No agent-host has registered: start one (docs/deploy/nodes.md) or check its DATABASE_URL.";
 
 /** `workcell admin ...` (admin token). */
 export async function adminCommand(ctx: CliContext): Promise<number> {
@@ -40,45 +50,67 @@ export async function adminCommand(ctx: CliContext): Promise<number> {
     }
     case "nodes": {
       const items = await admin.nodes({ signal });
-      output(ctx, { items }, () =>
-        table([
-          ["NODE", "STATE", "HEARTBEAT", "SANDBOXES", "RUNS"],
-          ...items.map((n) => [
-            n.node_id,
-            n.state,
-            n.heartbeat_at,
-            String(n.live_sandboxes),
-            String(n.running_runs),
+      listOutput(
+        ctx,
+        { items },
+        () =>
+          table([
+            ["NODE", "STATE", "HEARTBEAT", "SANDBOXES", "RUNS"],
+            ...items.map((n) => [
+              n.node_id,
+              n.state,
+              n.heartbeat_at,
+              String(n.live_sandboxes),
+              String(n.running_runs),
+            ]),
           ]),
-        ]),
+        NO_NODES,
       );
+      return EXIT.ok;
+    }
+    case "runtime": {
+      const items = await admin.runtime({ signal });
+      listOutput(ctx, { items }, () => runtimeTable(items), NO_NODES);
       return EXIT.ok;
     }
     case "limits": {
       if (a === undefined) throw new UsageError(USAGE);
       const updates = [b, ...rest].filter((x): x is string => x !== undefined);
-      const limits =
-        updates.length === 0
-          ? await admin.limits(a, { signal })
-          : await admin.setLimits(a, parseLimits(updates), { signal });
-      output(ctx, limits, () =>
-        table(Object.entries(limits ?? {}).map(([k, v]) => [k, String(v)])),
-      );
-      return EXIT.ok;
+      return limitsCommand(ctx, a, updates);
     }
     default:
       throw new UsageError(USAGE);
   }
 }
 
-function parseLimits(pairs: readonly string[]): Record<string, number> {
-  const limits: Record<string, number> = {};
-  for (const pair of pairs) {
-    const match = /^([a-z_]+)=(\d+)$/.exec(pair);
-    if (!match?.[1] || !match[2]) {
-      throw new UsageError(`'${pair}' is not key=number, e.g. max_concurrent_runs=2`);
+/** One line per node and tier, then one per Runtime Asset that is not ready. */
+function runtimeTable(items: readonly NodeRuntimeData[]): string {
+  const rows = [["NODE", "STATE", "TIER / ASSETS", "READY", "DETAIL"]];
+  for (const node of items) {
+    for (const tier of node.sandbox_tiers) {
+      rows.push([node.node_id, node.state, tier.tier, tier.ready ? "yes" : "no", tier.detail]);
     }
-    limits[match[1]] = Number(match[2]);
+    const assets = node.runtime_assets;
+    const broken = assets.assets.filter((x) => !x.ready);
+    rows.push([
+      node.node_id,
+      node.state,
+      `assets ${assets.version}`,
+      assets.state === "verified" && broken.length === 0 ? "yes" : "no",
+      assets.error ??
+        (assets.state !== "verified"
+          ? assets.state
+          : `${assets.assets.length - broken.length}/${assets.assets.length} ready`),
+    ]);
+    for (const asset of broken) {
+      rows.push([
+        node.node_id,
+        node.state,
+        `  ${asset.name} ${asset.version}`,
+        "no",
+        asset.reason ?? "",
+      ]);
+    }
   }
-  return limits;
+  return table(rows);
 }

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
-import { type CliContext, EXIT, output, table, UsageError } from "../cli-context.ts";
+import { type CliContext, EXIT, listOutput, output, table, UsageError } from "../cli-context.ts";
 
 const USAGE =
   "usage: workcell files ls [dir] | cat <path> | put <local-file> <path> | rm <path>  [--thread <id>]";
@@ -14,8 +14,12 @@ export async function filesCommand(ctx: CliContext): Promise<number> {
   switch (sub) {
     case "ls": {
       const items = await thread.files.list(first ?? "/", { signal });
-      output(ctx, { items }, () =>
-        table(items.map((e) => [e.type === "dir" ? "d" : "-", String(e.size), e.mtime, e.name])),
+      listOutput(
+        ctx,
+        { items },
+        () =>
+          table(items.map((e) => [e.type === "dir" ? "d" : "-", String(e.size), e.mtime, e.name])),
+        `${first ?? "/"} is empty.`,
       );
       return EXIT.ok;
     }

@@ -19,15 +19,16 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   });
   await ctx.remember({ last_thread_id: run.threadId, last_run_id: run.id });
   if (!ctx.json) ctx.io.stderr(`run ${run.id} (thread ${run.threadId})\n`);
+  const printer = humanPrinter(ctx);
   for await (const event of run.events({ signal: ctx.signal })) {
     if (ctx.json) ctx.io.stdout(`${JSON.stringify(event)}\n`);
-    else printEvent(ctx, event);
+    else printer.event(event);
   }
   const finished = await run.refresh({ signal: ctx.signal });
   if (ctx.json) ctx.io.stdout(`${JSON.stringify({ run: finished })}\n`);
   else {
     const error = finished.error ? `: ${finished.error.code} ${finished.error.message}` : "";
-    ctx.io.stderr(`${finished.status}${error}\n`);
+    printer.status(`${finished.status}${error}\n`);
   }
   if (finished.status === "succeeded") return EXIT.ok;
   return finished.status === "cancelled" ? EXIT.cancelled : EXIT.failed;
@@ -46,30 +47,56 @@ function agentOptions(ctx: CliContext): { agent?: AgentOptions } {
   return Object.keys(agent).length === 0 ? {} : { agent };
 }
 
-function printEvent(ctx: CliContext, event: RunEvent): void {
-  switch (event.type) {
-    case "message.delta":
-      ctx.io.stdout(event.data.text);
-      return;
-    case "tool.started":
-      ctx.io.stderr(`> ${event.data.name} ${summary(event.data.input)}\n`);
-      return;
-    case "tool.output":
-      // A command's live output: on stderr, so stdout stays the assistant's reply.
-      ctx.io.stderr(event.data.text);
-      return;
-    case "tool.completed":
-      if (event.data.is_error) ctx.io.stderr(`! ${event.data.tool_call_id} failed\n`);
-      return;
-    case "subagent.started":
-      ctx.io.stderr(`> sub-agent run ${event.data.run_id}\n`);
-      return;
-    case "subagent.completed":
-      ctx.io.stderr(`< sub-agent run ${event.data.run_id}: ${event.data.status}\n`);
-      return;
-    default:
-      return;
-  }
+/**
+ * The assistant's text goes to stdout; tool calls, their live output and the outcome to
+ * stderr. On a terminal both interleave, so nothing starts on a line the other stream
+ * left unfinished: that line is ended first, on its own stream (stdout still holds only
+ * the assistant's words, stderr only the rest).
+ */
+function humanPrinter(ctx: CliContext) {
+  const midLine = { stdout: false, stderr: false };
+  const write = (stream: "stdout" | "stderr", text: string) => {
+    if (text.length === 0) return;
+    const other = stream === "stdout" ? "stderr" : "stdout";
+    if (midLine[other]) ctx.io[other]("\n");
+    midLine[other] = false;
+    ctx.io[stream](text);
+    midLine[stream] = !text.endsWith("\n");
+  };
+  const toolNames = new Map<string, string>();
+  const status = (line: string) => {
+    if (midLine.stderr) ctx.io.stderr("\n");
+    midLine.stderr = false;
+    write("stderr", line);
+  };
+  const event = (e: RunEvent): void => {
+    switch (e.type) {
+      case "message.delta":
+        write("stdout", e.data.text);
+        return;
+      case "tool.output":
+        write("stderr", e.data.text);
+        return;
+      case "tool.started":
+        toolNames.set(e.data.tool_call_id, e.data.name);
+        status(`> ${e.data.name} ${summary(e.data.input)}\n`);
+        return;
+      case "tool.completed":
+        if (e.data.is_error) {
+          status(`! ${toolNames.get(e.data.tool_call_id) ?? e.data.tool_call_id} failed\n`);
+        }
+        return;
+      case "subagent.started":
+        status(`> sub-agent run ${e.data.run_id}\n`);
+        return;
+      case "subagent.completed":
+        status(`< sub-agent run ${e.data.run_id}: ${e.data.status}\n`);
+        return;
+      default:
+        return;
+    }
+  };
+  return { event, status };
 }
 
 function summary(input: unknown): string {

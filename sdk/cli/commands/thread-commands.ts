@@ -1,5 +1,5 @@
 import type { ThreadData } from "../../src/index.ts";
-import { type CliContext, EXIT, output, table, UsageError } from "../cli-context.ts";
+import { type CliContext, EXIT, listOutput, output, table, UsageError } from "../cli-context.ts";
 
 /** `workcell threads [ls] | show <id> | rm <id>` */
 export async function threadsCommand(ctx: CliContext): Promise<number> {
@@ -9,11 +9,15 @@ export async function threadsCommand(ctx: CliContext): Promise<number> {
   if (sub === "ls") {
     const threads: ThreadData[] = [];
     for await (const thread of client.threads.all({ signal })) threads.push(thread.data);
-    output(ctx, { items: threads }, () =>
-      table([
-        ["THREAD", "CREATED", "STATUS", "TITLE"],
-        ...threads.map((t) => [t.thread_id, t.created_at, t.status, t.title ?? ""]),
-      ]),
+    listOutput(
+      ctx,
+      { items: threads },
+      () =>
+        table([
+          ["THREAD", "CREATED", "STATUS", "TITLE"],
+          ...threads.map((t) => [t.thread_id, t.created_at, t.status, t.title ?? ""]),
+        ]),
+      "No threads yet: 'workcell run \"<input>\"' starts one.",
     );
     return EXIT.ok;
   }
@@ -39,11 +43,15 @@ export async function changesCommand(ctx: CliContext): Promise<number> {
   if (runId === undefined) throw new UsageError("usage: workcell changes <run_id>");
   const run = await ctx.client().runs.get(runId, { signal: ctx.signal });
   const changes = await run.changes({ signal: ctx.signal });
-  output(ctx, changes, () =>
-    [
-      table(changes.items.map((c) => [c.change, String(c.size), c.path])),
-      changes.truncated ? "(list truncated)" : "",
-    ].join("\n"),
+  listOutput(
+    ctx,
+    changes,
+    () =>
+      [
+        table(changes.items.map((c) => [c.change, String(c.size), c.path])),
+        changes.truncated ? "(list truncated)" : "",
+      ].join("\n"),
+    `Run ${runId} changed no files in its Workdir.`,
   );
   return EXIT.ok;
 }

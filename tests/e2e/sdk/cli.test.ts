@@ -92,6 +92,13 @@ describe("the workcell CLI", () => {
     expect(failing.code).toBe(1);
     expect(failing.stderr).toMatch(/\nfailed: /);
 
+    // A failing command is the model's to handle (the run still succeeds); the terminal
+    // shows which tool failed, and the status starts a line of its own.
+    const toolFailed = await workcell("run", "echo partial; exit 3");
+    expect(toolFailed.code).toBe(0);
+    expect(toolFailed.stderr).toMatch(/\n! bash failed\n/);
+    expect(toolFailed.stdout.endsWith("\n")).toBe(true);
+
     const json = await workcell("run", "echo json", "--json");
     expect(json.code).toBe(0);
     const lines = json.stdout
@@ -104,7 +111,7 @@ describe("the workcell CLI", () => {
     // Saved for a human to look at (the report quotes it).
     await writeFile(
       join(tmpdir(), "workcell-cli-output.txt"),
-      [run, cat, changes, failing]
+      [run, cat, changes, toolFailed, failing]
         .map((r) => `${r.stderr}${r.stdout}[exit ${r.code}]\n`)
         .join("\n"),
     );
@@ -126,5 +133,49 @@ describe("the workcell CLI", () => {
     expect((await workcell("admin", "grant", "hello", "alice", "--token", admin)).code).toBe(0);
     expect((await workcell("skills")).stdout).toMatch(/hello\s+builtin/);
     expect((await workcell("admin", "revoke", "hello", "alice", "--token", admin)).code).toBe(0);
+  });
+
+  test("admin limits: shown with their source; a change keeps the other overrides", async () => {
+    const admin = await local.token("root", { admin: true });
+    const limits = (...args: string[]) =>
+      workcell("admin", "limits", "dana", ...args, "--token", admin);
+    expect((await limits()).stdout).toMatch(/max_concurrent_runs\s+4\s+default/);
+    expect((await limits("max_concurrent_runs=2")).stdout).toMatch(
+      /max_concurrent_runs\s+2\s+admin/,
+    );
+    const both = await limits("workspace_bytes=1000000");
+    expect(both.stdout).toMatch(/workspace_bytes\s+1000000\s+admin/);
+    expect(both.stdout).toMatch(/max_concurrent_runs\s+2\s+admin/);
+    const reset = await limits("max_concurrent_runs=default", "--json");
+    expect(JSON.parse(reset.stdout)).toMatchObject({
+      uid: "dana",
+      limits: { max_concurrent_runs: 4, workspace_bytes: 1000000 },
+      overrides: { workspace_bytes: 1000000 },
+    });
+    const bad = await limits("max_concurrent_runs=lots");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/<limit>=<number>/);
+    expect((await limits()).stdout).toMatch(/max_concurrent_runs\s+4\s+default/);
+    const refused = await workcell("admin", "limits", "dana", "max_concurrent_runs=9");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/forbidden/);
+    expect((await limits()).stdout).toMatch(/max_concurrent_runs\s+4\s+default/);
+  });
+
+  test("admin runtime: each node's tiers and Runtime Assets", async () => {
+    const admin = await local.token("root", { admin: true });
+    const human = await workcell("admin", "runtime", "--token", admin);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^NODE\s+STATE\s+TIER \/ ASSETS\s+READY\s+DETAIL\n/);
+    expect(human.stdout).toMatch(/local-[0-9a-f]+\s+active\s+container\s+yes\s/);
+    expect(human.stdout).toMatch(/\sassets /);
+    const json = JSON.parse(
+      (await workcell("admin", "runtime", "--json", "--token", admin)).stdout,
+    );
+    expect(json.items).toHaveLength(1);
+    expect(json.items[0].sandbox_tiers).toContainEqual(
+      expect.objectContaining({ tier: "container", ready: true }),
+    );
+    await writeFile(join(tmpdir(), "workcell-cli-admin-output.txt"), human.stdout);
   });
 });

@@ -32,26 +32,12 @@ export class Admin {
   }
 
   /** The node takes no new sandboxes and drains the ones it has. */
-  async quiesceNode(nodeId: string, options: CallOptions = {}): Promise<void> {
-    await this.#transport.call(
-      (api, init) =>
-        api.POST("/v1/admin/nodes/{node_id}/quiesce", {
-          ...init,
-          params: { path: { node_id: nodeId } },
-        }),
-      options,
-    );
+  quiesceNode(nodeId: string, options: CallOptions = {}): Promise<void> {
+    return this.#nodeState(nodeId, "quiesce", options);
   }
 
-  async resumeNode(nodeId: string, options: CallOptions = {}): Promise<void> {
-    await this.#transport.call(
-      (api, init) =>
-        api.POST("/v1/admin/nodes/{node_id}/resume", {
-          ...init,
-          params: { path: { node_id: nodeId } },
-        }),
-      options,
-    );
+  resumeNode(nodeId: string, options: CallOptions = {}): Promise<void> {
+    return this.#nodeState(nodeId, "resume", options);
   }
 
   /** Per node: is each sandbox tier ready, and each Runtime Asset (bash, python3, ...)? */
@@ -83,6 +69,17 @@ export class Admin {
           ...init,
           params: { path: { uid } },
           body: overrides,
+        }),
+      options,
+    );
+  }
+
+  async #nodeState(nodeId: string, to: "quiesce" | "resume", options: CallOptions) {
+    await this.#transport.call(
+      (api, init) =>
+        api.POST(`/v1/admin/nodes/{node_id}/${to}`, {
+          ...init,
+          params: { path: { node_id: nodeId } },
         }),
       options,
     );

@@ -38,49 +38,43 @@ export class WorkcellError extends Error {
   }
 }
 
-export class InvalidRequestError extends WorkcellError {
-  override name = "InvalidRequestError";
+type ErrorInit = ConstructorParameters<typeof WorkcellError>[0];
+type ErrorClass = new (init: ErrorInit) => WorkcellError;
+
+/**
+ * A class for one catalogue code: only its name differs from WorkcellError. The name is
+ * set explicitly (not taken from the class), so it survives a minifying bundler.
+ */
+function errorClass(name: string): ErrorClass {
+  const Class = class extends WorkcellError {
+    override name = name;
+  };
+  Object.defineProperty(Class, "name", { value: name });
+  return Class;
 }
-export class UnprocessableError extends WorkcellError {
-  override name = "UnprocessableError";
-}
-export class UnauthenticatedError extends WorkcellError {
-  override name = "UnauthenticatedError";
-}
-export class ForbiddenError extends WorkcellError {
-  override name = "ForbiddenError";
-}
-export class NotFoundError extends WorkcellError {
-  override name = "NotFoundError";
-}
-export class ConflictError extends WorkcellError {
-  override name = "ConflictError";
-}
-export class PayloadTooLargeError extends WorkcellError {
-  override name = "PayloadTooLargeError";
-}
-export class RateLimitedError extends WorkcellError {
-  override name = "RateLimitedError";
-  /** Seconds to wait, from Retry-After (undefined when the server gave none). */
+
+/** An error the server says to retry later; `retryAfterSeconds` is its Retry-After, if any. */
+class RetryLaterError extends WorkcellError {
   retryAfterSeconds: number | undefined;
 }
-export class QuotaExceededError extends WorkcellError {
-  override name = "QuotaExceededError";
-}
-export class UnavailableError extends WorkcellError {
-  override name = "UnavailableError";
-  retryAfterSeconds: number | undefined;
-}
-export class InternalError extends WorkcellError {
-  override name = "InternalError";
-}
+
+export const InvalidRequestError = errorClass("InvalidRequestError");
+export const UnprocessableError = errorClass("UnprocessableError");
+export const UnauthenticatedError = errorClass("UnauthenticatedError");
+export const ForbiddenError = errorClass("ForbiddenError");
+export const NotFoundError = errorClass("NotFoundError");
+export const ConflictError = errorClass("ConflictError");
+export const PayloadTooLargeError = errorClass("PayloadTooLargeError");
+export const QuotaExceededError = errorClass("QuotaExceededError");
+export const InternalError = errorClass("InternalError");
 /** No answer from the server (DNS, refused connection, reset, a non-API error page). */
-export class WorkcellConnectionError extends WorkcellError {
-  override name = "WorkcellConnectionError";
+export const WorkcellConnectionError = errorClass("WorkcellConnectionError");
+export class RateLimitedError extends RetryLaterError {
+  override name = "RateLimitedError";
 }
-
-type ErrorClass = new (init: ConstructorParameters<typeof WorkcellError>[0]) => WorkcellError;
-
+export class UnavailableError extends RetryLaterError {
+  override name = "UnavailableError";
+}
 /** Wire code → class: the catalogue of shared/errors/error-catalogue.ts plus quota_exceeded. */
 export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = Object.freeze({
   invalid_request: InvalidRequestError,
@@ -126,7 +120,7 @@ export function errorFromResponse(response: Response, body: unknown): WorkcellEr
     details: wire?.details,
     requestId: response.headers.get("x-request-id") ?? undefined,
   });
-  if (error instanceof RateLimitedError || error instanceof UnavailableError) {
+  if (error instanceof RetryLaterError) {
     const retryAfter = Number(response.headers.get("retry-after"));
     error.retryAfterSeconds =
       Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined;

@@ -38,3 +38,19 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path, fullPage: false });
   return path;
 }
+
+/**
+ * For an afterEach hook: when the test failed, a screenshot of each of its pages as they
+ * were, to see why; then forgets the pages (the next test has its own).
+ */
+export async function screenshotIfFailed(
+  ctx: { task: { name: string; result?: { state?: string } } },
+  pages: Page[],
+): Promise<void> {
+  if (ctx.task.result?.state === "fail") {
+    const name = ctx.task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
+    for (const [i, page] of pages.entries())
+      await screenshot(page, `FAILED-${name}-${i}`).catch(() => {});
+  }
+  pages.length = 0;
+}

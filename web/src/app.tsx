@@ -1,7 +1,9 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
 import { Navigate, Route, Routes } from "react-router";
+import { AdminLimitsPage } from "./admin/admin-limits-page.tsx";
 import { AdminNodesPage } from "./admin/admin-nodes-page.tsx";
+import { AdminRuntimePage } from "./admin/admin-runtime-page.tsx";
 import { AdminSkillsPage } from "./admin/admin-skills-page.tsx";
 import { createSdkConsoleApi } from "./api/sdk-console-api.ts";
 import { apiBaseUrl, type ConsoleConfig, loadConsoleConfig } from "./auth/console-config.ts";
@@ -69,6 +71,8 @@ function SignedInGate({ config }: { config: ConsoleConfig }) {
           <Route path="skills" element={<SkillsPage />} />
           <Route path="admin/skills" element={<AdminSkillsPage />} />
           <Route path="admin/nodes" element={<AdminNodesPage />} />
+          <Route path="admin/runtime" element={<AdminRuntimePage />} />
+          <Route path="admin/limits/:uid?" element={<AdminLimitsPage />} />
           <Route path={OIDC_CALLBACK_PATH.slice(1)} element={<Navigate to="/" replace />} />
           <Route path="*" element={<p className="empty">No such page.</p>} />
         </Route>

@@ -1,9 +1,12 @@
-import { NavLink, Outlet } from "react-router";
+import { NavLink, Outlet, useLocation } from "react-router";
 import { useConsole } from "./console-context.tsx";
 import { ThreadList } from "./threads/thread-list.tsx";
 
 export function Layout() {
   const { session } = useConsole();
+  const { pathname } = useLocation();
+  // "Admin" stays highlighted on every operator page (they have their own tab row).
+  const adminActive = () => (pathname.startsWith("/admin/") ? "active" : "");
   return (
     <div className="layout">
       <header className="topbar">
@@ -15,8 +18,11 @@ export function Layout() {
             Threads
           </NavLink>
           <NavLink to="/skills">Skills</NavLink>
-          {session.admin && <NavLink to="/admin/skills">Admin</NavLink>}
-          {session.admin && <NavLink to="/admin/nodes">Nodes</NavLink>}
+          {session.admin && (
+            <NavLink to="/admin/skills" className={adminActive}>
+              Admin
+            </NavLink>
+          )}
         </nav>
         <span className="whoami" data-testid="whoami">
           {session.uid}

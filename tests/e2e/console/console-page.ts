@@ -39,3 +39,28 @@ export async function send(page: Page, message: string): Promise<Locator> {
   await expect.poll(() => count(page.getByTestId("run")), WAIT).toBe(before + 1);
   return page.getByTestId("run").nth(before);
 }
+
+/**
+ * Drops files on `target` as a person dragging them from the desktop does: Chromium's own
+ * DataTransfer holding real File objects, delivered by dragenter, dragover and drop events
+ * (Playwright dispatches them as trusted-looking DragEvents with that DataTransfer).
+ */
+export async function dropFiles(
+  page: Page,
+  target: Locator,
+  files: readonly { name: string; type: string; text: string }[],
+): Promise<void> {
+  const dataTransfer = await page.evaluateHandle((list) => {
+    const g = globalThis as unknown as {
+      DataTransfer: new () => { items: { add(file: unknown): void } };
+      File: new (parts: string[], name: string, options: { type: string }) => unknown;
+    };
+    const transfer = new g.DataTransfer();
+    for (const f of list) transfer.items.add(new g.File([f.text], f.name, { type: f.type }));
+    return transfer;
+  }, files);
+  for (const type of ["dragenter", "dragover", "drop"]) {
+    await target.dispatchEvent(type, { dataTransfer });
+  }
+  await dataTransfer.dispose();
+}

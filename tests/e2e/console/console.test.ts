@@ -1,23 +1,28 @@
 import { readFile } from "node:fs/promises";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import { launchChromium, screenshot } from "../../support/chromium.ts";
-import { buildConsole } from "../../support/console-build.ts";
-import { requireDocker } from "../../support/docker.ts";
-import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
-import { checked, count, newThread, send, signIn, text, visible, WAIT } from "./console-page.ts";
+import type { Page } from "playwright-core";
+import { describe, expect, test } from "vitest";
+import { Workcell } from "../../../sdk/src/index.ts";
+import { screenshot } from "../../support/chromium.ts";
+import {
+  checked,
+  count,
+  dropFiles,
+  newThread,
+  send,
+  signIn,
+  text,
+  visible,
+  WAIT,
+} from "./console-page.ts";
+import { consoleSuite } from "./console-suite.ts";
 
 // The web console in real Chromium against the real local Workcell (infra/local/main.ts
-// serving a fresh production build of web/), as a person uses it.
+// serving a fresh production build of web/), as a person uses it. The operator pages are
+// in console-admin.test.ts.
 
-const STEP_TIMEOUT_MS = 60_000;
-
-let web: Awaited<ReturnType<typeof buildConsole>>;
-let workcell: LocalWorkcell;
-let browser: Browser;
-const contexts: BrowserContext[] = [];
-
-const pages: Page[] = [];
+const suite = consoleSuite();
+const freshPage = suite.freshPage;
+const url = () => suite.workcell().url;
 
 type Refusal = { error: { code: string }; token?: string };
 
@@ -26,56 +31,21 @@ function threadTab(page: Page, name: "Chat" | "Files" | "Attachments") {
   return page.getByRole("navigation", { name: "Thread" }).getByRole("link", { name });
 }
 
-async function freshPage(viewport = { width: 1280, height: 800 }): Promise<Page> {
-  const context = await browser.newContext({ viewport, acceptDownloads: true });
-  contexts.push(context);
-  const page = await context.newPage();
-  pages.push(page);
-  page.setDefaultTimeout(STEP_TIMEOUT_MS);
-  return page;
-}
-
-beforeAll(async () => {
-  requireDocker();
-  web = await buildConsole();
-  workcell = await startLocalWorkcell({ CONSOLE_DIR: web.dir });
-  browser = await launchChromium();
-}, 180_000);
-
-// A failed test leaves a screenshot of each of its pages as they were, to see why.
-afterEach(async (ctx) => {
-  if (ctx.task.result?.state === "fail") {
-    const name = ctx.task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
-    for (const [i, page] of pages.entries())
-      await screenshot(page, `FAILED-${name}-${i}`).catch(() => {});
-  }
-  pages.length = 0;
-});
-
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => {});
-  await browser?.close();
-  await workcell?.stop();
-  await web?.remove();
-});
-
 describe("the local server around the console", () => {
   test("serves the SPA with a fallback for deep links, without shadowing the API", async () => {
-    const page = await fetch(
-      `${workcell.url}/threads/00000000-0000-4000-8000-000000000000/files/a.txt`,
-    );
+    const page = await fetch(`${url()}/threads/00000000-0000-4000-8000-000000000000/files/a.txt`);
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toContain("text/html");
     expect(await page.text()).toContain('<div id="root">');
-    const health = await fetch(`${workcell.url}/v1/healthz`);
+    const health = await fetch(`${url()}/v1/healthz`);
     expect(health.headers.get("content-type")).toContain("application/json");
-    const unauthenticated = await fetch(`${workcell.url}/v1/no-such-route`);
+    const unauthenticated = await fetch(`${url()}/v1/no-such-route`);
     expect(unauthenticated.status).toBe(401);
     expect(unauthenticated.headers.get("content-type")).toContain("application/json");
-    expect((await fetch(`${workcell.url}/openapi.json`)).headers.get("content-type")).toContain(
+    expect((await fetch(`${url()}/openapi.json`)).headers.get("content-type")).toContain(
       "application/json",
     );
-    expect(await (await fetch(`${workcell.url}/config.json`)).json()).toEqual({
+    expect(await (await fetch(`${url()}/config.json`)).json()).toEqual({
       mode: "local",
       api_base_url: null,
       dev_token_url: "/local/dev-token",
@@ -84,7 +54,7 @@ describe("the local server around the console", () => {
 
   test("a page of another site cannot mint a dev token; this machine's page can", async () => {
     const mint = (origin: string) =>
-      fetch(`${workcell.url}/local/dev-token`, {
+      fetch(`${url()}/local/dev-token`, {
         method: "POST",
         headers: { "content-type": "application/json", origin },
         body: JSON.stringify({ uid: "eve" }),
@@ -92,14 +62,14 @@ describe("the local server around the console", () => {
     const refused = await mint("https://evil.example");
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as Refusal).token).toBeUndefined();
-    const ok = await mint(workcell.url);
+    const ok = await mint(url());
     expect(ok.status).toBe(200);
     const { token } = (await ok.json()) as { token: string };
-    const threads = await fetch(`${workcell.url}/v1/threads`, {
+    const threads = await fetch(`${url()}/v1/threads`, {
       headers: { authorization: `Bearer ${token}` },
     });
     expect(threads.status).toBe(200);
-    const unknown = await fetch(`${workcell.url}/v1/no-such-route`, {
+    const unknown = await fetch(`${url()}/v1/no-such-route`, {
       headers: { authorization: `Bearer ${token}` },
     });
     expect(unknown.status).toBe(404);
@@ -108,7 +78,7 @@ describe("the local server around the console", () => {
 
   test("GET /v1/threads/{id}/runs: the owner's history with inputs; another uid gets 404", async () => {
     const tokenOf = async (uid: string) => {
-      const res = await fetch(`${workcell.url}/local/dev-token`, {
+      const res = await fetch(`${url()}/local/dev-token`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ uid }),
@@ -116,14 +86,14 @@ describe("the local server around the console", () => {
       return `Bearer ${((await res.json()) as { token: string }).token}`;
     };
     const owner = await tokenOf("ivan");
-    const submitted = await fetch(`${workcell.url}/v1/runs`, {
+    const submitted = await fetch(`${url()}/v1/runs`, {
       method: "POST",
       headers: { authorization: owner, "content-type": "application/json" },
       body: JSON.stringify({ input: "echo history" }),
     });
     expect(submitted.status).toBe(202);
     const { thread } = (await submitted.json()) as { thread: { thread_id: string } };
-    const path = `${workcell.url}/v1/threads/${thread.thread_id}/runs`;
+    const path = `${url()}/v1/threads/${thread.thread_id}/runs`;
     const mine = await fetch(path, { headers: { authorization: owner } });
     expect(mine.status).toBe(200);
     const body = (await mine.json()) as { items: Array<{ input: string }>; truncated: boolean };
@@ -154,7 +124,7 @@ describe("web console", () => {
 
   test("sign in, run a command, see its streamed output and succeeded state, read the file it wrote", async () => {
     const page = await freshPage();
-    await signIn(page, workcell.url, "alice");
+    await signIn(page, url(), "alice");
     await newThread(page, "Hello thread");
     const run = await send(page, "echo hello > outputs/hello.txt && cat outputs/hello.txt");
     await expect.poll(() => text(run.getByTestId("run-status")), WAIT).toBe("succeeded");
@@ -179,7 +149,7 @@ describe("web console", () => {
 
   test("upload by the file input, see it listed, download the same bytes; a second upload is a 409 shown, not an overwrite", async () => {
     const page = await freshPage();
-    await signIn(page, workcell.url, "bob");
+    await signIn(page, url(), "bob");
     await newThread(page, "Uploads");
     await threadTab(page, "Files").click();
     await visible(page.getByText("This folder is empty."));
@@ -211,7 +181,7 @@ describe("web console", () => {
 
   test("an attachment with 'extract text' is uploaded with progress, confirmed, listed, and its Markdown is in uploads/attachments/", async () => {
     const page = await freshPage();
-    await signIn(page, workcell.url, "carol");
+    await signIn(page, url(), "carol");
     await newThread(page, "Attachments");
     await threadTab(page, "Attachments").click();
     await visible(page.getByText("No attachments on this thread."));
@@ -232,9 +202,64 @@ describe("web console", () => {
     await screenshot(page, "03-attachment-markdown");
   });
 
+  test("drag and drop: files dropped on the attachments box are attached and confirmed into the Workdir", async () => {
+    const page = await freshPage();
+    await signIn(page, url(), "olga");
+    const threadId = await newThread(page, "Dropped attachments");
+    await threadTab(page, "Attachments").click();
+    await visible(page.getByText("No attachments on this thread."));
+    const box = page.getByTestId("attachment-drop");
+    await dropFiles(page, box, [
+      { name: "minutes.txt", type: "text/plain", text: "Minutes of the meeting\n" },
+      { name: "notes.md", type: "text/markdown", text: "# Notes\n" },
+    ]);
+    await expect
+      .poll(() => text(page.getByTestId("picked-files")), WAIT)
+      .toMatch(/minutes\.txt.*notes\.md/);
+    // Not sent until the person confirms: nothing is attached yet.
+    expect(await count(page.getByTestId("attachment-list").getByRole("listitem"))).toBe(0);
+    await page.getByRole("checkbox", { name: /Extract text/ }).click();
+    await page.getByRole("button", { name: "Attach", exact: true }).click();
+    const listed = page.getByTestId("attachment-list");
+    await visible(listed.getByRole("link", { name: "minutes.txt" }));
+    await visible(listed.getByRole("link", { name: "notes.md" }));
+    await screenshot(page, "10-attachments-dropped");
+
+    // Confirmed into the Workdir, byte for byte, as the API and the data plane see it.
+    const token = await suite.workcell().token("olga");
+    const workcell = new Workcell({ baseUrl: url(), token });
+    const attachments = await workcell.attachments.list(threadId);
+    expect(attachments.map((a) => [a.file_name, a.status]).sort()).toEqual([
+      ["minutes.txt", "uploaded"],
+      ["notes.md", "uploaded"],
+    ]);
+    const thread = await workcell.threads.get(threadId);
+    expect(await thread.files.read("uploads/minutes.txt")).toBe("Minutes of the meeting\n");
+    expect(await thread.files.read("uploads/notes.md")).toBe("# Notes\n");
+  });
+
+  test("drag and drop: a file dropped on the file browser lands in that folder; a second drop of the name is a 409 shown", async () => {
+    const page = await freshPage();
+    await signIn(page, url(), "pablo");
+    const threadId = await newThread(page, "Dropped files");
+    await threadTab(page, "Files").click();
+    await visible(page.getByText("This folder is empty."));
+    const browser = page.getByTestId("file-browser");
+    await dropFiles(page, browser, [{ name: "dropped.txt", type: "text/plain", text: "first\n" }]);
+    await visible(page.getByRole("link", { name: "dropped.txt" }));
+    await dropFiles(page, browser, [{ name: "dropped.txt", type: "text/plain", text: "second\n" }]);
+    await expect
+      .poll(() => text(page.getByTestId("upload-conflict")), WAIT)
+      .toContain("dropped.txt");
+    await screenshot(page, "11-files-dropped");
+    const workcell = new Workcell({ baseUrl: url(), token: await suite.workcell().token("pablo") });
+    const thread = await workcell.threads.get(threadId);
+    expect(await thread.files.read("dropped.txt")).toBe("first\n");
+  });
+
   test("cancel a `sleep 60` run and see it cancelled", async () => {
     const page = await freshPage();
-    await signIn(page, workcell.url, "dave");
+    await signIn(page, url(), "dave");
     await newThread(page, "Cancel me");
     const run = await send(page, "sleep 60");
     await expect.poll(() => text(run.getByTestId("run-status")), WAIT).toBe("running");
@@ -246,7 +271,7 @@ describe("web console", () => {
 
   test("reload mid-run: the stream continues to the end", async () => {
     const page = await freshPage();
-    await signIn(page, workcell.url, "erin");
+    await signIn(page, url(), "erin");
     await newThread(page, "Reload");
     const run = await send(page, "sleep 4 && echo after-reload");
     await expect.poll(() => text(run.getByTestId("run-status")), WAIT).toBe("running");
@@ -263,61 +288,23 @@ describe("web console", () => {
 
   test("another uid's thread URL shows 'not found', not the thread", async () => {
     const owner = await freshPage();
-    await signIn(owner, workcell.url, "frank");
+    await signIn(owner, url(), "frank");
     const threadId = await newThread(owner, "Frank's secret plans");
     await send(owner, "echo private");
 
     const intruder = await freshPage();
-    await signIn(intruder, workcell.url, "mallory");
-    await intruder.goto(`${workcell.url}/threads/${threadId}`);
+    await signIn(intruder, url(), "mallory");
+    await intruder.goto(`${url()}/threads/${threadId}`);
     await visible(intruder.getByTestId("thread-not-found"));
     await expect.poll(() => count(intruder.getByText("Frank's secret plans")), WAIT).toBe(0);
-    await intruder.goto(`${workcell.url}/threads/${threadId}/files/outputs`);
+    await intruder.goto(`${url()}/threads/${threadId}/files/outputs`);
     await visible(intruder.getByTestId("thread-not-found"));
     await screenshot(intruder, "06-other-users-thread");
   });
 
-  test("as admin, grant the builtin skill to a user and see it in that user's skill list", async () => {
-    const user = await freshPage();
-    await signIn(user, workcell.url, "grace");
-    await user.getByRole("link", { name: "Skills" }).click();
-    await visible(user.getByText("No skills yet."));
-
-    const admin = await freshPage();
-    await signIn(admin, workcell.url, "root", true);
-    await admin.getByRole("link", { name: "Admin" }).click();
-    await admin.getByRole("textbox", { name: "Skill" }).fill("hello");
-    await admin.getByRole("textbox", { name: "User id" }).fill("grace");
-    await admin.getByRole("button", { name: "Grant" }).click();
-    await expect
-      .poll(() => text(admin.getByTestId("grant-result")), WAIT)
-      .toContain("Granted hello to grace");
-    await expect.poll(() => text(admin.getByTestId("grants-hello")), WAIT).toBe("1");
-    await screenshot(admin, "07a-admin-grant");
-
-    await user.reload();
-    await expect.poll(() => text(user.getByTestId("skill-list")), WAIT).toContain("hello");
-    await screenshot(user, "07b-user-skills");
-  });
-
-  test("as admin, the nodes page shows the local agent-host active with its heartbeat", async () => {
-    const admin = await freshPage();
-    await signIn(admin, workcell.url, "root", true);
-    await admin.getByRole("link", { name: "Nodes" }).click();
-    const table = admin.getByTestId("node-table");
-    await expect.poll(() => text(table.locator("tbody tr").first()), WAIT).toContain("active");
-    expect(await text(table)).toContain("local-");
-    await screenshot(admin, "09-admin-nodes");
-
-    const user = await freshPage();
-    await signIn(user, workcell.url, "kim");
-    await user.goto(`${workcell.url}/admin/nodes`);
-    await visible(user.getByText("This page is for administrators."));
-  });
-
   test("works at mobile width: chat, thread list and files are usable", async () => {
     const page = await freshPage({ width: 390, height: 844 });
-    await signIn(page, workcell.url, "heidi");
+    await signIn(page, url(), "heidi");
     await newThread(page, "Phone");
     const run = await send(page, "echo small screen");
     await expect.poll(() => text(run.getByTestId("run-status")), WAIT).toBe("succeeded");

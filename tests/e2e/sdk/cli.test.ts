@@ -116,7 +116,7 @@ describe("the workcell CLI", () => {
         .join("\n"),
     );
     expect(await readFile(join(home, "config.json"), "utf8")).toContain(local.url);
-  });
+  }, 300_000); // Twenty CLI processes and five runs: minutes on a loaded machine.
 
   test("threads and skills; admin commands need an admin token", async () => {
     const threads = await workcell("threads", "--json");

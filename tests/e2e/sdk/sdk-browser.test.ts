@@ -6,7 +6,7 @@ import { build } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { NotFoundError, Workcell } from "../../../sdk/src/index.ts";
 import { RUN_EVENT_TYPES } from "../../../shared/contracts/run-event.ts";
-import { launchChromium, screenshot } from "../../support/chromium.ts";
+import { launchChromium, screenshot, screenshotIfFailed } from "../../support/chromium.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
 import { type StaticSite, serveStaticSite } from "../../support/static-site.ts";
 import type { PageGlobals } from "./browser-page/page.ts";
@@ -68,13 +68,7 @@ beforeAll(async () => {
   browser = await launchChromium();
 }, 320_000);
 
-afterEach(async (ctx) => {
-  if (ctx.task.result?.state === "fail") {
-    for (const [i, page] of pages.entries())
-      await screenshot(page, `FAILED-sdk-browser-${i}`).catch(() => {});
-  }
-  pages.length = 0;
-});
+afterEach((ctx) => screenshotIfFailed(ctx, pages));
 
 afterAll(async () => {
   for (const context of contexts) await context.close().catch(() => {});

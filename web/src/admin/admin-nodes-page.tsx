@@ -3,6 +3,7 @@ import { useConsole } from "../console-context.tsx";
 import { ConfirmDialog } from "../ui/confirm-dialog.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { formatTime } from "../ui/format.ts";
+import { AdminPage } from "./admin-page.tsx";
 
 function tiers(value: unknown): string {
   if (Array.isArray(value)) return value.map(String).join(", ");
@@ -25,10 +26,8 @@ export function AdminNodesPage() {
       to === "quiesce" ? api.admin.quiesce(nodeId) : api.admin.resume(nodeId),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["admin-nodes"] }),
   });
-  if (!session.admin) return <p className="empty">This page is for administrators.</p>;
   return (
-    <section className="page">
-      <h2>Nodes</h2>
+    <AdminPage title="Nodes">
       {nodes.isPending && <p className="muted">Loading nodes…</p>}
       <ErrorMessage error={nodes.error} />
       <ErrorMessage error={change.error} />
@@ -93,6 +92,6 @@ export function AdminNodesPage() {
           ))}
         </tbody>
       </table>
-    </section>
+    </AdminPage>
   );
 }

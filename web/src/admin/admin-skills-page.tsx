@@ -4,11 +4,12 @@ import { type FormEvent, useState } from "react";
 import type { SkillGrant } from "../api/types.ts";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
+import { AdminPage } from "./admin-page.tsx";
 import { SkillCatalogue } from "./skill-catalogue.tsx";
 
 /** The catalogue, grants and archive uploads (admin). */
 export function AdminSkillsPage() {
-  const { api, session } = useConsole();
+  const { api } = useConsole();
   const queryClient = useQueryClient();
   const [slug, setSlug] = useState("hello");
   const [uid, setUid] = useState("");
@@ -30,16 +31,12 @@ export function AdminSkillsPage() {
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["admin-catalogue"] }),
   });
 
-  if (!session.admin) {
-    return <p className="empty">This page is for administrators.</p>;
-  }
   const onGrant = (e: FormEvent) => {
     e.preventDefault();
     grant.mutate("grant");
   };
   return (
-    <section className="page">
-      <h2>Skills administration</h2>
+    <AdminPage title="Skills administration">
       <SkillCatalogue />
       <form className="card stack" onSubmit={onGrant} aria-labelledby="grant-title">
         <h3 id="grant-title">Grant a skill</h3>
@@ -108,6 +105,6 @@ export function AdminSkillsPage() {
         )}
         <ErrorMessage error={upload.error} />
       </form>
-    </section>
+    </AdminPage>
   );
 }

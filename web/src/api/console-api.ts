@@ -1,4 +1,9 @@
 import type {
+  NodeRuntimeData,
+  UserLimitsData,
+  UserLimitsOverride,
+} from "../../../sdk/src/index.ts";
+import type {
   Attachment,
   CatalogueSkill,
   FileEntry,
@@ -67,6 +72,10 @@ export interface ConsoleApi {
     nodes(signal?: AbortSignal): Promise<NodeInfo[]>;
     quiesce(nodeId: string): Promise<void>;
     resume(nodeId: string): Promise<void>;
+    runtime(signal?: AbortSignal): Promise<NodeRuntimeData[]>;
+    limits(uid: string, signal?: AbortSignal): Promise<UserLimitsData>;
+    /** Replaces the user's overrides; a limit left out takes the default. */
+    setLimits(uid: string, overrides: UserLimitsOverride): Promise<UserLimitsData>;
   };
   skills: {
     list(signal?: AbortSignal): Promise<Skill[]>;

@@ -171,6 +171,9 @@ export function createSdkConsoleApi(p: {
       nodes: (signal) => sdk(async () => (await workcell.admin.nodes(opts(signal))) as NodeInfo[]),
       quiesce: (nodeId) => sdk(() => workcell.admin.quiesceNode(nodeId)),
       resume: (nodeId) => sdk(() => workcell.admin.resumeNode(nodeId)),
+      runtime: (signal) => sdk(() => workcell.admin.runtime(opts(signal))),
+      limits: (uid, signal) => sdk(() => workcell.admin.limits(uid, opts(signal))),
+      setLimits: (uid, overrides) => sdk(() => workcell.admin.setLimits(uid, overrides)),
     },
     skills: {
       list: (signal) => sdk(async () => (await workcell.skills.list(opts(signal))) as Skill[]),

@@ -8,6 +8,7 @@ import { filesUrl } from "../files/workdir-path.ts";
 import { ConfirmDialog } from "../ui/confirm-dialog.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { formatBytes, formatTime } from "../ui/format.ts";
+import { useFileDrop } from "../ui/use-file-drop.ts";
 
 /** Pick → presigned upload with progress → confirm (optionally extracting text) → listed. */
 export function AttachmentsPanel({ threadId }: { threadId: string }) {
@@ -36,13 +37,17 @@ export function AttachmentsPanel({ threadId }: { threadId: string }) {
     mutationFn: (fileId: string) => api.attachments.delete(threadId, fileId),
     onSuccess: refresh,
   });
+  // Dropped files join the pick, as if chosen with the file input; "Attach" sends them.
+  const drop = useFileDrop((dropped) => setPicked((current) => [...current, ...dropped]));
   const percent =
     progress === undefined || progress.total === 0 ? 0 : (progress.loaded / progress.total) * 100;
 
   return (
     <div className="attachments">
       <form
-        className="card stack"
+        className={`card stack drop-target${drop.dragging ? " dragging" : ""}`}
+        data-testid="attachment-drop"
+        {...drop.handlers}
         onSubmit={(e) => {
           e.preventDefault();
           if (picked.length > 0) upload.mutate();
@@ -56,6 +61,18 @@ export function AttachmentsPanel({ threadId }: { threadId: string }) {
           data-testid="attachment-input"
           onChange={(e) => setPicked(Array.from(e.target.files ?? []))}
         />
+        <p className="muted drop-hint">Or drop files on this box.</p>
+        {picked.length > 0 && (
+          <ul className="picked" aria-label="Files to attach" data-testid="picked-files">
+            {picked.map((f, i) => (
+              // Two files may share a name (from two folders): the index keeps keys apart.
+              // biome-ignore lint/suspicious/noArrayIndexKey: a pick list, never reordered
+              <li key={`${i}:${f.name}`}>
+                {f.name} <span className="muted">{formatBytes(f.size)}</span>
+              </li>
+            ))}
+          </ul>
+        )}
         <div className="row">
           <Checkbox.Root
             id="extract-text"

@@ -1,25 +1,9 @@
-import { z } from "zod";
+import {
+  type ConsoleConfig,
+  consoleConfigSchema,
+} from "../../../shared/contracts/console-config.ts";
 
-// The same shape as infra/local/console/console-config.ts (the server's copy); the web
-// build cannot import server code. docs/decisions/0022-web-console.md.
-export const consoleConfigSchema = z.discriminatedUnion("mode", [
-  z.object({
-    mode: z.literal("local"),
-    api_base_url: z.string().url().nullable(),
-    dev_token_url: z.string().min(1),
-  }),
-  z.object({
-    mode: z.literal("oidc"),
-    api_base_url: z.string().url().nullable(),
-    oidc: z.object({
-      authority: z.string().url(),
-      client_id: z.string().min(1),
-      scope: z.string().min(1).default("openid profile"),
-    }),
-  }),
-]);
-
-export type ConsoleConfig = z.output<typeof consoleConfigSchema>;
+export type { ConsoleConfig };
 
 /**
  * `/config.json` next to index.html: served by the local Workcell, a file of a static

@@ -1,5 +1,4 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type DragEvent, useState } from "react";
 import { Link } from "react-router";
 import { ConsoleApiError } from "../api/console-api.ts";
 import type { FileEntry } from "../api/types.ts";
@@ -7,6 +6,7 @@ import { useConsole } from "../console-context.tsx";
 import { ConfirmDialog } from "../ui/confirm-dialog.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { formatBytes, formatTime } from "../ui/format.ts";
+import { useFileDrop } from "../ui/use-file-drop.ts";
 import { FilePreview } from "./file-preview.tsx";
 import { NewFolderDialog } from "./new-folder-dialog.tsx";
 import { baseName, filesUrl, joinPath, normalizeUrlPath, parentOf } from "./workdir-path.ts";
@@ -20,7 +20,6 @@ export function FileBrowser({ threadId, path: urlPath }: { threadId: string; pat
   const queryClient = useQueryClient();
   const files = api.threads.files(threadId);
   const path = normalizeUrlPath(decodeURIComponent(urlPath));
-  const [dragging, setDragging] = useState(false);
 
   const listing = useQuery({
     queryKey: ["files", threadId, path],
@@ -61,25 +60,15 @@ export function FileBrowser({ threadId, path: urlPath }: { threadId: string; pat
     onSuccess: () => void refresh(),
   });
 
-  const onDrop = (e: DragEvent) => {
-    e.preventDefault();
-    setDragging(false);
-    const dropped = Array.from(e.dataTransfer.files);
-    if (dropped.length > 0) upload.mutate(dropped);
-  };
+  const drop = useFileDrop((dropped) => upload.mutate(dropped));
 
   const crumbs = dir.split("/").filter((p) => p !== "");
   return (
     // The whole panel is the drop target; the file input offers the same by keyboard.
     <section
       aria-label="Workdir files"
-      className={`files${dragging ? " dragging" : ""}`}
-      onDragOver={(e) => {
-        e.preventDefault();
-        setDragging(true);
-      }}
-      onDragLeave={() => setDragging(false)}
-      onDrop={onDrop}
+      className={`files${drop.dragging ? " dragging" : ""}`}
+      {...drop.handlers}
       data-testid="file-browser"
     >
       <div className="files-toolbar">

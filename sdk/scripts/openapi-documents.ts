@@ -2,6 +2,18 @@ import pino from "pino";
 import { createApp } from "../../functions/app.ts";
 import type { AppDeps } from "../../functions/app-deps.ts";
 
+/** AppDeps fields with a default (`deps.x ?? ...`): unset, so the default is taken. */
+const OPTIONAL_SETTINGS = [
+  "limits",
+  "corsOrigins",
+  "eventTickets",
+  "runChanges",
+  "skillsLimits",
+  "tracing",
+  "userLimitDefaults",
+  "nodeTtlMs",
+];
+
 /**
  * The control plane's OpenAPI document, as `GET /openapi.json` serves it, without any
  * infrastructure: the routes are registered by `createApp`, and none of them runs here,
@@ -21,7 +33,7 @@ export async function apiOpenApiDocument(): Promise<unknown> {
       key in target
         ? target[key as keyof AppDeps]
         : // Optional settings read at construction stay unset.
-          ["limits", "corsOrigins", "eventTickets", "runChanges", "skillsLimits"].includes(key)
+          OPTIONAL_SETTINGS.includes(key)
           ? undefined
           : inert(key),
   }) as AppDeps;

@@ -108,7 +108,7 @@ describe("the local server around the console", () => {
 describe("web console", () => {
   test("a running command's output appears live (tool.output) before the command ends", async () => {
     const page = await freshPage();
-    await signIn(page, workcell.url, "olive");
+    await signIn(page, url(), "olive");
     await newThread(page, "Live output");
     // The command prints, then waits far longer than any step here; the test sees its
     // first line while the call still reads "running…", then cancels it.

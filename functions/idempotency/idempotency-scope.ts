@@ -15,5 +15,5 @@ export async function idempotencyScope(request: {
 }): Promise<IdempotencyScope | undefined> {
   const { uid, key, method, path, body } = request;
   if (key === undefined) return undefined;
-  return { uid, key, method, path, requestHash: await requestHash(body) };
+  return { uid, key, method, path, requestHash: requestHash(body) };
 }

@@ -1,12 +1,14 @@
+import { createHash } from "node:crypto";
+
 /**
  * SHA-256 (hex) of a value's canonical JSON (object keys sorted at every level), so the
- * same request sent with its fields in another order is still "the same body". Web
- * Crypto: the same on Node, Lambda and Workers.
+ * same request sent with its fields in another order is still "the same body".
+ * node:crypto's synchronous hash, not Web Crypto's digest: for a request body the async
+ * digest's thread-pool hop cost more than the hash itself (issue 19); Workers have it
+ * through `nodejs_compat` (infra/wrangler.toml), Lambda and Node natively.
  */
-export async function requestHash(value: unknown): Promise<string> {
-  const bytes = new TextEncoder().encode(canonicalJson(value));
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+export function requestHash(value: unknown): string {
+  return createHash("sha256").update(canonicalJson(value)).digest("hex");
 }
 
 export function canonicalJson(value: unknown): string {

@@ -62,7 +62,7 @@ export type SubmitRunDeps = {
  * `dispatched_at` is older than its re-dispatch threshold. A committed run is never lost.
  */
 export async function submitRun(deps: SubmitRunDeps, p: SubmitRunInput): Promise<SubmittedRun> {
-  const hash = await requestHash({ target: p.target, input: p.input, agent: p.agent ?? null });
+  const hash = requestHash({ target: p.target, input: p.input, agent: p.agent ?? null });
   if (p.idempotencyKey !== undefined) {
     const earlier = await findByIdempotencyKey(deps.db, p, p.idempotencyKey, hash);
     if (earlier !== undefined) return earlier;

@@ -18,6 +18,7 @@ import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts"
 import { createApp } from "../../functions/app.ts";
 import type { AppEnv } from "../../functions/app-env.ts";
 import { createAttachmentDeps } from "../../functions/attachments/create-attachment-deps.ts";
+import { createCachingTokenVerifier } from "../../functions/auth/caching-token-verifier.ts";
 import { createDevTokenVerifier } from "../../functions/auth/dev-token-verifier.ts";
 import { createCapabilityMinter } from "../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-plane-client.ts";
@@ -208,12 +209,14 @@ export async function startLocalStack(p: {
       logger: p.logger,
       health: createHealthProbes({ db, sqs, runQueueUrl, s3, attachmentsBucket }),
       db,
-      auth: createDevTokenVerifier({
-        secret: secrets.devJwtSecret,
-        issuer: DEV_TOKEN_ISSUER,
-        audience: DEV_TOKEN_AUDIENCE,
-        adminClaim: LOCAL_ADMIN_CLAIM,
-      }),
+      auth: createCachingTokenVerifier(
+        createDevTokenVerifier({
+          secret: secrets.devJwtSecret,
+          issuer: DEV_TOKEN_ISSUER,
+          audience: DEV_TOKEN_AUDIENCE,
+          adminClaim: LOCAL_ADMIN_CLAIM,
+        }),
+      ),
       runQueue,
       dataPlane: createHttpDataPlaneClient({ baseUrl: dataPlaneUrl, capabilities }),
       capabilities,

@@ -17,6 +17,7 @@ import pino from "pino";
 import postgres from "postgres";
 import { createApp } from "../../functions/app.ts";
 import { createAttachmentDeps } from "../../functions/attachments/create-attachment-deps.ts";
+import { createCachingTokenVerifier } from "../../functions/auth/caching-token-verifier.ts";
 import { createDevTokenVerifier } from "../../functions/auth/dev-token-verifier.ts";
 import { createCapabilityMinter } from "../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../functions/data-plane/http-data-plane-client.ts";
@@ -84,11 +85,13 @@ try {
       logger,
       health: { db: down, queue: down, storage: down, nodesReady: async () => false },
       db,
-      auth: createDevTokenVerifier({
-        secret,
-        issuer: DEV_TOKEN_ISSUER,
-        audience: DEV_TOKEN_AUDIENCE,
-      }),
+      auth: createCachingTokenVerifier(
+        createDevTokenVerifier({
+          secret,
+          issuer: DEV_TOKEN_ISSUER,
+          audience: DEV_TOKEN_AUDIENCE,
+        }),
+      ),
       runQueue,
       dataPlane: createHttpDataPlaneClient({ baseUrl: "http://127.0.0.1:9", capabilities }),
       capabilities,
@@ -131,20 +134,25 @@ try {
     await baseSql.end();
   });
 
-  const token = await mintDevToken(secret, "bench-user");
-  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-  const threadIds: string[] = [];
+  // One user per concurrent client, each with its own thread: a uid's pending runs are
+  // bounded (maxQueuedRunsPerUid, 429 past it) and no worker drains them here, so one
+  // uid would hit the bound; 32 users is also what the concurrency stands for.
+  const clients: Array<{ headers: Record<string, string>; threadId: string }> = [];
   for (let i = 0; i < THREADS; i++) {
+    const token = await mintDevToken(secret, `bench-user-${i}`);
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
     const res = await fetch(`${oursUrl}/v1/threads`, { method: "POST", headers, body: "{}" });
-    threadIds.push(((await res.json()) as { thread_id: string }).thread_id);
+    clients.push({ headers, threadId: ((await res.json()) as { thread_id: string }).thread_id });
   }
   const body = JSON.stringify({ input: "summarise the README in three bullet points" });
-  const submitTo = (server: string) => (i: number) =>
-    fetch(`${server}/v1/threads/${threadIds[i % THREADS]}/runs`, {
+  const submitTo = (server: string) => (i: number) => {
+    const client = clients[i % THREADS] as (typeof clients)[number];
+    return fetch(`${server}/v1/threads/${client.threadId}/runs`, {
       method: "POST",
-      headers,
+      headers: client.headers,
       body,
     });
+  };
   const oursRequest = submitTo(oursUrl);
   const batchedRequest = submitTo(batchedUrl);
   const baselineRequest = () =>

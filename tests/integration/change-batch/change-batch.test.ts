@@ -147,7 +147,7 @@ describe("change batches (real Postgres, real files)", () => {
     expect(await executeRows(createDb(database.sql), sql`select * from execution_leases`)).toEqual(
       [],
     );
-  });
+  }, 300_000);
 
   test("a tree's next command starts from its last after-scan only while nobody else held an overlapping root", async () => {
     const direct = createDb(database.sql);

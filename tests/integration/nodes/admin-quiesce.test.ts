@@ -167,4 +167,4 @@ it("quiesce through the admin route drains the node and stops new sandboxes; res
   );
   expect(done.status).toBe("succeeded");
   expect((await myNode())?.state).toBe("active");
-});
+}, 240_000);

@@ -14,6 +14,7 @@ import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
 import { NodeHeartbeat } from "./node-heartbeat.ts";
 import { createNodeReadiness, type ReadinessCheck } from "./node-readiness.ts";
+import { detectQuotaEnforcement } from "./quota/detect-quota-enforcement.ts";
 import { createAccountingQuota } from "./quota/workspace-quota.ts";
 import { recordNodeRuntime } from "./record-node-runtime.ts";
 import { registerNode } from "./register-node.ts";
@@ -186,7 +187,16 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       ready,
       detail,
     }));
-    await recordNodeRuntime(deps.db, deps.nodeId, { tiers }, starting.signal);
+    const quotaEnforcement = await detectQuotaEnforcement(deps.dataRoot, starting.signal);
+    if (quotaEnforcement.mode === "accounting") {
+      logger.info({ detail: quotaEnforcement.detail }, "workspace quotas: accounting mode");
+    }
+    await recordNodeRuntime(
+      deps.db,
+      deps.nodeId,
+      { tiers, quota: quotaEnforcement },
+      starting.signal,
+    );
     const recorded = runtime.then(async (report) => {
       for (const asset of report.assets.filter((a) => !a.ready)) {
         logger.warn({ asset: asset.name, reason: asset.reason }, "runtime asset not ready");
@@ -194,7 +204,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       await recordNodeRuntime(
         deps.db,
         deps.nodeId,
-        { tiers, assets: report },
+        { tiers, quota: quotaEnforcement, assets: report },
         stopping.signal,
       ).catch((error: unknown) => {
         if (!stopping.signal.aborted)

@@ -68,6 +68,10 @@ export async function listNodeRuntimes(db: Db, nodeTtlMs: number): Promise<Admin
             }
           : t,
       ),
+      quota_enforcement: runtime?.quota ?? {
+        mode: "unknown",
+        detail: "the node never reported its quota enforcement",
+      },
       runtime_assets:
         runtime === undefined
           ? { state: "unknown", version: "unknown", assets: [] }

@@ -26,8 +26,23 @@ export const sandboxTierReportSchema = z
   })
   .openapi("SandboxTierReport");
 
+export const QUOTA_ENFORCEMENT_MODES = ["project_quota", "accounting", "unknown"] as const;
+
+export const quotaEnforcementSchema = z
+  .object({
+    mode: z
+      .enum(QUOTA_ENFORCEMENT_MODES)
+      .describe(
+        "How this node enforces UserWorkspace quotas: `project_quota` (the filesystem stops a write at the quota), `accounting` (the weaker mode: usage is measured, writes and new runs are refused once over, a running command is not stopped mid-write; decision 0047), `unknown` (the node never reported).",
+      ),
+    detail: z.string().describe("What detection found: the data root's mount and options."),
+  })
+  .openapi("QuotaEnforcement");
+
 /** The shape stored in `nodes.runtime` (jsonb), written by the node itself. */
 export const storedNodeRuntimeSchema = z.object({
+  /** Absent in a report from an agent-host older than this field. */
+  quota: z.object({ mode: z.enum(["project_quota", "accounting"]), detail: z.string() }).optional(),
   tiers: z.array(
     z.object({ tier: z.enum(SANDBOX_TIER_VALUES), ready: z.boolean(), detail: z.string() }),
   ),
@@ -50,6 +65,7 @@ export const adminNodeRuntimeSchema = z
     state: z.enum(ADMIN_NODE_STATES),
     heartbeat_at: z.string().describe("Last heartbeat (RFC 3339)."),
     sandbox_tiers: z.array(sandboxTierReportSchema),
+    quota_enforcement: quotaEnforcementSchema,
     runtime_assets: z.object({
       state: z
         .enum(RUNTIME_ASSETS_STATES)

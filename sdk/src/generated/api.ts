@@ -1068,6 +1068,7 @@ export interface components {
       /** @description Last heartbeat (RFC 3339). */
       heartbeat_at: string;
       sandbox_tiers: components["schemas"]["SandboxTierReport"][];
+      quota_enforcement: components["schemas"]["QuotaEnforcement"];
       runtime_assets: {
         /**
          * @description `verifying` while the node hashes and probes its assets after a start; `unknown` when the node never reported (an agent-host older than this report).
@@ -1087,6 +1088,15 @@ export interface components {
       /** @description Ready at start (preflight) and still answering at the last heartbeat. */
       ready: boolean;
       /** @description What preflight found, or the part that is missing. */
+      detail: string;
+    };
+    QuotaEnforcement: {
+      /**
+       * @description How this node enforces UserWorkspace quotas: `project_quota` (the filesystem stops a write at the quota), `accounting` (the weaker mode: usage is measured, writes and new runs are refused once over, a running command is not stopped mid-write; decision 0047), `unknown` (the node never reported).
+       * @enum {string}
+       */
+      mode: "project_quota" | "accounting" | "unknown";
+      /** @description What detection found: the data root's mount and options. */
       detail: string;
     };
     RuntimeAssetStatus: {

@@ -129,6 +129,12 @@ it("serves each node's tiers and verified Runtime Assets to an admin", async () 
   expect(report.runtime_assets.assets.find((a) => a.name === "bash")?.version).toBe(
     manifest.packages.bash,
   );
+  // The data root is a plain temp dir (no prjquota mount): the node reports the weaker mode
+  // and names the data root's real mount (decision 0047).
+  expect(report.quota_enforcement).toEqual({
+    mode: "accounting",
+    detail: expect.stringContaining("data root"),
+  });
 }, 300_000);
 
 it("refuses a non-admin (403) and an anonymous caller (401) without revealing any node", async () => {
@@ -178,6 +184,7 @@ it("reports a node still verifying, one that never reported, and one whose tier 
   });
   expect(items.find((r) => r.node_id === silent)).toMatchObject({
     sandbox_tiers: [],
+    quota_enforcement: { mode: "unknown" },
     runtime_assets: { state: "unknown", assets: [] },
   });
 });

@@ -1,9 +1,11 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
+import { Registry } from "prom-client";
 import type { CapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
+import { createWorkcellMetrics, type WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import { SANDBOX_RUNTIME_MOUNT } from "../shared/paths/runtime-paths.ts";
 import { failRunsOfNode } from "../shared/runs/fail-node-runs.ts";
 import { DEFAULT_NODE_HEARTBEAT_INTERVAL_MS } from "../shared/runs/node-liveness.ts";
@@ -76,6 +78,11 @@ export type AgentHostDeps = {
   logger: Logger;
   /** Spans of runs and data-plane requests, from OTEL_* at the entry; default off. */
   tracing?: Tracing;
+  /**
+   * The process's series (createProcessMetrics; the entry serves them on METRICS_PORT);
+   * default: a registry of this agent-host alone.
+   */
+  metrics?: WorkcellMetrics;
 };
 
 /** The tier runs get by default (container when ready, else process), or none: runs are refused. */
@@ -105,6 +112,7 @@ export type AgentHost = {
  */
 export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
   const logger = deps.logger.child({ node_id: deps.nodeId });
+  const metrics = deps.metrics ?? createWorkcellMetrics(new Registry());
   const stops: Array<() => Promise<void>> = [];
   const starting = new AbortController();
   try {
@@ -128,6 +136,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       s3: deps.s3,
       uploadsBucket: deps.attachmentsBucket,
       workspaces: userWorkspaces,
+      metrics,
     });
     await skills.registerBuiltins(starting.signal);
 
@@ -140,6 +149,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         quota,
         publicKeys: deps.capabilityPublicKeys,
         logger,
+        metrics,
         attachments: {
           objects: createS3AttachmentObjectStore({ s3: deps.s3, bucket: deps.attachmentsBucket }),
         },
@@ -157,6 +167,8 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     // Runs a previous process of this node left running are over; ending them first
     // releases their sandboxes, so the reconciler below removes rather than adopts them.
     const ended = await failRunsOfNode(deps.db, deps.nodeId);
+    const endedRuns = ended.reduce((sum, scope) => sum + scope.runIds.length, 0);
+    if (endedRuns > 0) metrics.runs.inc({ status: "failed" }, endedRuns);
     if (ended.length > 0) {
       logger.warn(
         { run_ids: ended.flatMap((s) => s.runIds) },
@@ -222,6 +234,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         db: deps.db,
         driver: deps.sandboxTiers.driver,
         logger,
+        metrics,
         nodeId: deps.nodeId,
         config: deps.sandboxConfig,
       });
@@ -276,6 +289,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       queue: createSqsWorkQueue({
         sqs: deps.sqs,
         queueUrl: deps.runQueueUrl,
+        metrics,
         ...(deps.deadLetterQueueUrl === undefined
           ? {}
           : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
@@ -293,6 +307,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       nodeId: deps.nodeId,
       logger,
       ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
+      metrics,
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
       ...(deps.workerConcurrency === undefined
         ? {}

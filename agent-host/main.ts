@@ -15,6 +15,7 @@ import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";
 import { parseEnv } from "../shared/env/parse-env.ts";
 import { postgresListen } from "../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../shared/logging/safe-error-serializer.ts";
+import { createProcessMetrics, serveProcessMetrics } from "../shared/metrics/process-metrics.ts";
 import { startTracing } from "../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../shared/telemetry/tracing-env.ts";
 import { startAgentHost } from "./agent-host.ts";
@@ -38,6 +39,7 @@ const env = parseEnv(agentHostEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
 // Off unless OTEL_* asks for it; then the SDK is loaded and its provider passed in below.
 const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-agent-host");
+const metrics = createProcessMetrics();
 const sql = postgres(env.DATABASE_URL, {
   max: poolSize(env.WORKER_CONCURRENCY),
   onnotice: () => {},
@@ -100,6 +102,12 @@ const host = await startAgentHost({
   nodeHeartbeatIntervalMs: env.NODE_HEARTBEAT_SECONDS * 1000,
   logger,
   tracing: tracing.tracing,
+  metrics,
+});
+const metricsServer = await serveProcessMetrics(metrics, {
+  port: env.METRICS_PORT,
+  hostname: env.METRICS_HOST,
+  logger,
 });
 logger.info(
   { data_plane: host.dataPlaneUrl, sandbox: host.sandboxDriver },
@@ -112,6 +120,7 @@ async function shutdown(signal: string): Promise<void> {
   stopping = true;
   logger.info({ signal }, "agent-host stopping");
   await host.stop();
+  await metricsServer?.close();
   await sql.end({ timeout: 5 });
   // Spans still buffered are exported before the process goes.
   await tracing

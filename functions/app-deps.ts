@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
 import type { UserLimits } from "../shared/limits/user-limits.ts";
+import type { WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
 import type { AppLimits } from "./app-limits.ts";
 import type { AttachmentDeps } from "./attachments/attachment-deps.ts";
@@ -21,6 +22,16 @@ import type { SkillsDeps } from "./skills/create-skills-deps.ts";
  */
 export type AppDeps = SkillsDeps & {
   logger: Logger;
+  /**
+   * The process's (or invocation's) series, in the Registry its ops listener serves or its
+   * entry exports (docs/decisions/0031); default: a registry of this app alone.
+   */
+  metrics?: WorkcellMetrics;
+  /**
+   * Called when each request has been answered, in runtimes nobody can scrape (Lambda,
+   * Workers): createMetricsLogFlusher writes `metrics` as a log line (decision 0031).
+   */
+  exportMetrics?: () => Promise<void>;
   health: HealthProbes;
   /** postgres.js in the cloud, PGlite locally. */
   db: Db;

@@ -10,6 +10,9 @@ export type AppEnv = {
     logger: Logger;
     /** The request span's context (traceRequests): what a handler starts is its child. */
     trace: TraceContext;
+    /** Set by errorHandler: the catalogue code of a refused or failed request. */
+    errorCode: string;
+    errorReason: unknown;
     /** Set by the authenticate middleware on every route under /v1 except health. */
     principal: Principal;
   };

@@ -1,8 +1,10 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { Registry } from "prom-client";
 import { runEventSchema } from "../shared/contracts/run-event.ts";
 import { WorkcellError } from "../shared/errors/index.ts";
 import { limitBody } from "../shared/http/body-limit.ts";
 import { traceRequests } from "../shared/http/trace-requests.ts";
+import { createWorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import { noTracing } from "../shared/telemetry/tracing.ts";
 import type { AppDeps } from "./app-deps.ts";
 import type { AppEnv } from "./app-env.ts";
@@ -36,13 +38,27 @@ import { recordedRunChanges } from "./runs/recorded-run-changes.ts";
  */
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const limits = { ...DEFAULT_APP_LIMITS, ...deps.limits };
+  const metrics = deps.metrics ?? createWorkcellMetrics(new Registry());
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   // Outermost: the request's span covers everything, preflights and refusals included.
   app.use(traceRequests(deps.tracing ?? noTracing()));
+  const { exportMetrics } = deps;
+  if (exportMetrics !== undefined) {
+    // Outermost, so the request's own line and counts (requestContext) are in the export.
+    app.use(async function exportMetricsAfterRequest(_c, next) {
+      try {
+        await next();
+      } finally {
+        await exportMetrics().catch((error: unknown) =>
+          deps.logger.warn({ err: error }, "could not export the request's metrics"),
+        );
+      }
+    });
+  }
   // First: a preflight is answered before authentication (it never carries a token),
   // and every answer, errors included, carries the CORS headers of an allowed origin.
   app.use(apiCors(deps.corsOrigins ?? []));
-  app.use(requestContext(deps.logger));
+  app.use(requestContext(deps.logger, metrics));
   app.onError(errorHandler());
   app.notFound(() => {
     throw new WorkcellError("not_found", "No such route: see GET /openapi.json for the API.");
@@ -61,6 +77,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerThreadRunsRoute(app, deps);
   registerRunRoutes(app, {
     ...deps,
+    metrics,
     runChanges: deps.runChanges ?? recordedRunChanges(deps.db),
     limits,
   });

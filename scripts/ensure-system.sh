@@ -24,6 +24,8 @@ command -v setpriv >/dev/null 2>&1 || want+=(util-linux)
 command -v mmdebstrap >/dev/null 2>&1 || want+=(mmdebstrap)
 # The kernel-budget test (#13) builds a static C helper that opens inotify instances.
 { command -v cc >/dev/null 2>&1 && ls /usr/lib/*-linux-gnu/libc.a >/dev/null 2>&1; } || want+=(gcc libc6-dev)
+# The metrics tests parse /metrics with Prometheus' reference parser (its Python client).
+/usr/bin/python3 -c "import prometheus_client.parser" >/dev/null 2>&1 || want+=(python3-prometheus-client)
 
 if [ "${#want[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -1,8 +1,10 @@
 import { Hono } from "hono";
 import { except } from "hono/combine";
+import { Registry } from "prom-client";
 import { WorkcellError } from "../../shared/errors/index.ts";
 import { corsForOrigins } from "../../shared/http/cors-for-origins.ts";
 import { traceRequests } from "../../shared/http/trace-requests.ts";
+import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { noTracing } from "../../shared/telemetry/tracing.ts";
 import { requireCapability } from "./capability-auth.ts";
 import type { DataPlaneDeps } from "./data-plane-deps.ts";
@@ -44,6 +46,7 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
     );
   }
   const limits = { ...DEFAULT_DATA_PLANE_LIMITS, ...deps.limits };
+  const metrics = deps.metrics ?? createWorkcellMetrics(new Registry());
   const app = new Hono<DataPlaneEnv>();
   // Outermost: a caller's trace (traceparent) continues through every data-plane request.
   app.use(traceRequests(deps.tracing ?? noTracing()));
@@ -51,7 +54,13 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   app.notFound(() => {
     throw new WorkcellError("not_found", "No such data-plane route: see API.md 'Workdir files'.");
   });
-  app.use(requestContext(deps.logger));
+  app.use(requestContext(deps.logger, metrics));
+  // Every quota refusal of the data plane (PUT, batch, mkdir, attachment import) is an
+  // error answer with this code, whichever route raised it: counted once, here.
+  app.use(async function countQuotaRejections(c, next) {
+    await next();
+    if (c.get("errorCode") === "quota_exceeded") metrics.quotaRejections.inc();
+  });
   // Browsers call /dp/v1 from the SPA's origin; preflights carry no token, so CORS answers
   // them before authentication. The internal endpoints are for functions/ only: no CORS.
   app.use(
@@ -84,6 +93,7 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   const routeDeps = {
     userWorkspaces: deps.userWorkspaces,
     limits,
+    bytes: metrics.dataPlaneBytes,
     ...(deps.quota === undefined ? {} : { quota: deps.quota }),
   };
   registerHealthRoutes(app, deps.readiness ?? (() => undefined));

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
 import type { ReadinessCheck } from "../node-readiness.ts";
@@ -24,6 +25,8 @@ export interface DataPlaneDeps {
   /** The `iss` capabilities must carry (default DEFAULT_CAPABILITY_ISSUER). */
   readonly issuer?: string;
   readonly logger: Logger;
+  /** The agent-host's series (its ops listener serves them); default: this app's own. */
+  readonly metrics?: WorkcellMetrics;
   readonly limits?: Partial<DataPlaneLimits>;
   /**
    * UserWorkspace quotas, from the `quota` claim of each capability (createAccountingQuota

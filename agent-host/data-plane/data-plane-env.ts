@@ -10,6 +10,9 @@ export type DataPlaneEnv = {
     logger: Logger;
     /** The request span's context (traceRequests). */
     trace: TraceContext;
+    /** Set by errorHandler: the catalogue code (and reason) of a refused or failed request. */
+    errorCode: string;
+    errorReason: unknown;
     /** The verified capability; set by `requireCapability` on every authorized route. */
     capability: CapabilityClaims;
   };

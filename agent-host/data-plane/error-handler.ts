@@ -18,7 +18,6 @@ export function errorHandler(): ErrorHandler<DataPlaneEnv> {
     wwwAuthenticate: WWW_AUTHENTICATE,
     mapError: clientAborted,
     headers: { "Cache-Control": "no-store" },
-    refusedLogMessage: "refused",
     logRefusalReason: true,
   });
 }

@@ -72,7 +72,7 @@ export async function executeChildRun(
   } finally {
     parentSignal.removeEventListener("abort", onParentStop);
   }
-  const recorded = await recordOutcome(db, { run, fence, logger }, outcome);
+  const recorded = await recordOutcome(db, { run, fence, logger, metrics: deps.metrics }, outcome);
   return subagentOutcomeOf(child, recorded.kind === "ended" ? recorded.ending : undefined);
 }
 

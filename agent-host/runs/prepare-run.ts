@@ -127,6 +127,7 @@ export async function prepareRun(
             workdirPath: context.workdirPath,
             ...(context.agent.sandbox === undefined ? {} : { tier: context.agent.sandbox }),
             ...(context.agent.file_view === undefined ? {} : { fileView: context.agent.file_view }),
+            runId: run.runId,
           },
           signal,
         );

@@ -77,7 +77,7 @@ async function executeTraced(
   const recorded = await inSpan(deps.tracing, "run.finish", { parent: trace }, () =>
     recordOutcome(
       deps.db,
-      { run, fence, logger, maxHandBacks: deps.limits.maxHandBacks },
+      { run, fence, logger, metrics: deps.metrics, maxHandBacks: deps.limits.maxHandBacks },
       root.outcome,
     ),
   );

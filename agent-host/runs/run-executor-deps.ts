@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
@@ -23,6 +24,8 @@ export interface RunExecutorDeps {
   readonly leasedCommands: LeasedCommands;
   readonly nodeId: string;
   readonly logger: Logger;
+  /** Terminal runs, hand-backs and lease losses are counted where they are recorded. */
+  readonly metrics: WorkcellMetrics;
   readonly limits: RunWorkerLimits;
   /** Spans of preparation, model calls, execs and the ending (noTracing() when off). */
   readonly tracing: Tracing;

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
 import type { AgentRun, RunError } from "../../shared/db/schema.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { ChangeBatch } from "./change-batch/change-batch.ts";
 import { releaseClaim } from "./claim-run.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
@@ -33,6 +34,7 @@ export interface RecordedTarget {
   readonly run: AgentRun;
   readonly fence: RunFence;
   readonly logger: Logger;
+  readonly metrics: Pick<WorkcellMetrics, "runs" | "runHandBacks" | "runLeaseLosses">;
   /**
    * Hand-backs allowed (run-limits.ts maxHandBacks): a run claimed more than this many
    * times that would be handed back again fails `hand_back_limit` instead, so nothing
@@ -61,6 +63,27 @@ export const INTERNAL_ERROR: RunError = Object.freeze({
  * hand-back is itself a crash: the run is then ended `failed/internal` if still ours.
  */
 export async function recordOutcome(
+  db: Db,
+  target: RecordedTarget,
+  outcome: RunOutcome,
+): Promise<RecordedRun> {
+  const recorded = await recordOnce(db, target, outcome);
+  // Counted once the outcome is committed (or known lost), whichever path recorded it.
+  switch (recorded.kind) {
+    case "ended":
+      target.metrics.runs.inc({ status: recorded.ending.status });
+      break;
+    case "handed_back":
+      target.metrics.runHandBacks.inc();
+      break;
+    case "lease_lost":
+      target.metrics.runLeaseLosses.inc();
+      break;
+  }
+  return recorded;
+}
+
+async function recordOnce(
   db: Db,
   target: RecordedTarget,
   outcome: RunOutcome,

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { Registry } from "prom-client";
 import {
   type QueueMessage,
   type RunDispatchMessage,
@@ -7,6 +8,10 @@ import {
 } from "../../shared/contracts/queue-message.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import {
+  createWorkcellMetrics,
+  type WorkcellMetrics,
+} from "../../shared/metrics/workcell-metrics.ts";
 import {
   extractTrace,
   injectTrace,
@@ -51,6 +56,8 @@ export interface RunWorkerDeps {
   /** The agent-host's data root (DATA_ROOT): change batch repair records live under it. */
   readonly dataRoot: string;
   readonly logger: Logger;
+  /** The agent-host's series; default: this worker's own registry. */
+  readonly metrics?: WorkcellMetrics;
   readonly limits?: Partial<RunWorkerLimits>;
   /**
    * LISTEN for cancel notifications (postgresListen(sql), or PGlite's). Without it
@@ -80,6 +87,7 @@ export class RunWorker {
   readonly #deps: RunWorkerDeps;
   readonly #limits: RunWorkerLimits;
   readonly #log: Logger;
+  readonly #metrics: WorkcellMetrics;
   readonly #cancels: CancelWatcher;
   readonly #executor: RunExecutor;
   readonly #batches: RunBatches;
@@ -95,7 +103,9 @@ export class RunWorker {
     this.#deps = deps;
     this.#tracing = deps.tracing ?? noTracing();
     this.#limits = resolveRunWorkerLimits(deps.limits);
-    this.#log = deps.logger.child({ component: "run-worker", node_id: deps.nodeId });
+    // The agent-host's logger carries node_id already: pino would write it twice.
+    this.#log = deps.logger.child({ component: "run-worker" });
+    this.#metrics = deps.metrics ?? createWorkcellMetrics(new Registry());
     this.#cancels = new CancelWatcher({
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
       logger: this.#log,
@@ -119,6 +129,7 @@ export class RunWorker {
       cancelWatcher: this.#cancels,
       nodeId: deps.nodeId,
       logger: this.#log,
+      metrics: this.#metrics,
       limits: this.#limits,
       tracing: this.#tracing,
       ...(deps.shell === undefined ? {} : { shell: deps.shell }),
@@ -231,6 +242,13 @@ export class RunWorker {
   }
 
   async #execute(claim: ClaimOutcome & { readonly ok: true }): Promise<void> {
+    const { createdAt, startedAt } = claim.run;
+    if (startedAt !== null) {
+      // Both from the database clock (insert and claim): no skew between hosts.
+      this.#metrics.runQueueWaitSeconds.observe(
+        Math.max(0, (startedAt.getTime() - createdAt.getTime()) / 1000),
+      );
+    }
     // The trace of the delivery that parked the run (whichever node received it).
     const trace = extractTrace(this.#tracing, claim.run.traceContext ?? undefined);
     await inSpan(

@@ -5,6 +5,8 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
+import { countSqsErrors } from "../../shared/metrics/count-sqs-errors.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import {
   TRACE_MESSAGE_ATTRIBUTES,
   traceCarrierOf,
@@ -21,29 +23,33 @@ export interface SqsWorkQueueOptions {
    * deleted (deadLetter answers `dropped`): SQS has no "dead-letter now" call.
    */
   readonly deadLetterQueueUrl?: string;
+  /** Failed calls are counted in workcell_sqs_errors_total{operation}. */
+  readonly metrics?: Pick<WorkcellMetrics, "sqsErrors">;
 }
 
 /** The WorkQueue over SQS (fauxqs in tests and the local Workcell). */
 export function createSqsWorkQueue(options: SqsWorkQueueOptions): WorkQueue {
-  const { sqs, queueUrl, deadLetterQueueUrl } = options;
+  const { sqs, queueUrl, deadLetterQueueUrl, metrics } = options;
   const remove = (message: ReceivedMessage, signal: AbortSignal) =>
-    sqs
-      .send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receipt }), {
+    countSqsErrors(metrics, "delete", signal, () =>
+      sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receipt }), {
         abortSignal: signal,
-      })
-      .then(() => undefined);
+      }),
+    ).then(() => undefined);
   return {
     async receive(request, signal) {
-      const out = await sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: queueUrl,
-          MaxNumberOfMessages: request.max,
-          WaitTimeSeconds: request.waitSeconds,
-          VisibilityTimeout: request.visibilityTimeoutSeconds,
-          // The trace context of the submitting request (functions/queue/sqs-run-queue.ts).
-          MessageAttributeNames: [...TRACE_MESSAGE_ATTRIBUTES],
-        }),
-        { abortSignal: signal },
+      const out = await countSqsErrors(metrics, "receive", signal, () =>
+        sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: request.max,
+            WaitTimeSeconds: request.waitSeconds,
+            VisibilityTimeout: request.visibilityTimeoutSeconds,
+            // The trace context of the submitting request (functions/queue/sqs-run-queue.ts).
+            MessageAttributeNames: [...TRACE_MESSAGE_ATTRIBUTES],
+          }),
+          { abortSignal: signal },
+        ),
       );
       const received: ReceivedMessage[] = [];
       for (const m of out.Messages ?? []) {
@@ -61,24 +67,28 @@ export function createSqsWorkQueue(options: SqsWorkQueueOptions): WorkQueue {
     },
     ack: remove,
     async release(message, signal) {
-      await sqs.send(
-        new ChangeMessageVisibilityCommand({
-          QueueUrl: queueUrl,
-          ReceiptHandle: message.receipt,
-          VisibilityTimeout: 0,
-        }),
-        { abortSignal: signal },
+      await countSqsErrors(metrics, "visibility", signal, () =>
+        sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: queueUrl,
+            ReceiptHandle: message.receipt,
+            VisibilityTimeout: 0,
+          }),
+          { abortSignal: signal },
+        ),
       );
     },
     async deadLetter(message, code, signal) {
       if (deadLetterQueueUrl !== undefined) {
-        await sqs.send(
-          new SendMessageCommand({
-            QueueUrl: deadLetterQueueUrl,
-            MessageBody: message.body,
-            MessageAttributes: { error_code: { DataType: "String", StringValue: code } },
-          }),
-          { abortSignal: signal },
+        await countSqsErrors(metrics, "send", signal, () =>
+          sqs.send(
+            new SendMessageCommand({
+              QueueUrl: deadLetterQueueUrl,
+              MessageBody: message.body,
+              MessageAttributes: { error_code: { DataType: "String", StringValue: code } },
+            }),
+            { abortSignal: signal },
+          ),
         );
       }
       await remove(message, signal);
@@ -87,14 +97,16 @@ export function createSqsWorkQueue(options: SqsWorkQueueOptions): WorkQueue {
     async send(body, delaySeconds, signal, traceCarrier) {
       const attributes =
         traceCarrier === undefined ? undefined : traceMessageAttributes(traceCarrier);
-      await sqs.send(
-        new SendMessageCommand({
-          QueueUrl: queueUrl,
-          MessageBody: body,
-          DelaySeconds: delaySeconds,
-          ...(attributes === undefined ? {} : { MessageAttributes: attributes }),
-        }),
-        { abortSignal: signal },
+      await countSqsErrors(metrics, "send", signal, () =>
+        sqs.send(
+          new SendMessageCommand({
+            QueueUrl: queueUrl,
+            MessageBody: body,
+            DelaySeconds: delaySeconds,
+            ...(attributes === undefined ? {} : { MessageAttributes: attributes }),
+          }),
+          { abortSignal: signal },
+        ),
       );
     },
   };

@@ -21,6 +21,8 @@ export type AcquireRequest = {
   tier?: SandboxTier;
   /** What the tree's sandbox may write (`agent.file_view`); `workspace` when absent. */
   fileView?: FileView;
+  /** The run asking, for the lifecycle log lines only (a coalesced create names the first). */
+  runId?: string;
 };
 
 export type AcquireRefusal =
@@ -89,7 +91,7 @@ export async function acquireUnderLock(
   // Not the caller's signal: followers share this work, and one caller giving up must
   // not fail the others. The create is bounded by its own timeout instead.
   const signal = AbortSignal.timeout(ctx.config.createTimeoutMs);
-  const log = ctx.logger.child({ sandbox_id: sandboxId });
+  const log = ctx.logger.child(lifecycleFields(sandboxId, request));
   const progress: CreateProgress = {};
   let decided: Decision;
   try {
@@ -215,9 +217,11 @@ async function createGeneration(
   signal: AbortSignal,
   progress: CreateProgress,
 ): Promise<Decision> {
+  // The run id is for log lines only: it is no part of the sandbox's identity or labels.
+  const { runId: _logOnly, ...placement } = request;
   const identity = {
     sandboxId,
-    ...request,
+    ...placement,
     fileView: request.fileView ?? DEFAULT_FILE_VIEW,
     nodeId: ctx.nodeId,
   };
@@ -225,7 +229,7 @@ async function createGeneration(
   if (generation === undefined) {
     throw new Error(`sandbox ${sandboxId}: generation claim lost while holding its lock`);
   }
-  const log = ctx.logger.child({ sandbox_id: sandboxId, generation });
+  const log = ctx.logger.child({ ...lifecycleFields(sandboxId, request), generation });
   let created: Awaited<ReturnType<typeof ctx.driver.create>>;
   try {
     created = await ctx.driver.create({ ...identity, generation }, signal);
@@ -247,6 +251,7 @@ async function createGeneration(
       `sandbox ${sandboxId}: generation ${generation} moved on while holding its lock`,
     );
   }
+  ctx.metrics.sandboxCreates.inc({ tier: tierOfContainerId(containerId) });
   log.info({ container_id: containerId }, "sandbox created");
   return decide({
     ok: true,
@@ -283,4 +288,13 @@ async function removeQuietly(ctx: SandboxContext, c: SandboxContainer): Promise<
       "could not remove orphaned container",
     );
   }
+}
+
+/** What every lifecycle line of an acquire carries: whose sandbox, for which run. */
+function lifecycleFields(sandboxId: string, request: AcquireRequest): Record<string, string> {
+  return {
+    uid: request.uid,
+    ...(request.runId === undefined ? {} : { run_id: request.runId }),
+    sandbox_id: sandboxId,
+  };
 }

@@ -2,6 +2,7 @@ import { forget } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
 import type { FencedOutcome } from "./sandbox-handle.ts";
 import type { ReapWindow } from "./sandbox-store.ts";
+import { tierOfContainerId } from "./sandbox-tier.ts";
 
 export type DestroyOptions = {
   /** Reaper mode: only if still reapable at the claim (idle or released), never while pinned. */
@@ -29,9 +30,13 @@ export async function destroyGeneration(
   signal: AbortSignal,
   options: DestroyOptions = {},
 ): Promise<DestroyGenerationOutcome> {
-  const log = ctx.logger.child({ sandbox_id: sandboxId, generation });
   const entry = ctx.live.get(sandboxId);
   const mine = entry?.handle.generation === generation ? entry : undefined;
+  const log = ctx.logger.child({
+    ...(mine === undefined ? {} : { uid: mine.handle.uid }),
+    sandbox_id: sandboxId,
+    generation,
+  });
   if (mine) {
     // The reaper never waits for a busy sandbox: in use means not idle.
     if (options.idle !== undefined && mine.pins.pinned > 0) return { ok: false, reason: "in_use" };
@@ -65,6 +70,8 @@ export async function destroyGeneration(
         { containerId: claim.containerId, sandboxId, generation },
         signal,
       );
+      if (removed.ok)
+        ctx.metrics.sandboxDestroys.inc({ tier: tierOfContainerId(claim.containerId) });
       if (!removed.ok)
         log.error(
           { container_id: claim.containerId },

@@ -68,6 +68,7 @@ export async function reconcileNode(
       return now.state === "destroying" && store.markDestroyed(now.sandboxId, now.generation, tx);
     });
     if (marked.locked && marked.value) {
+      ctx.metrics.reconcilerActions.inc({ action: "mark_gone" });
       forget(ctx, row.sandboxId, row.generation);
       report.marked.push(row.sandboxId);
     }
@@ -91,11 +92,17 @@ async function judgeContainer(
   if (current?.state === "running" && current.containerId === c.containerId) {
     const handle = handleFromRow(current);
     if (c.running && handle) {
+      const known = ctx.live.get(c.sandboxId);
+      // A generation this process already holds is not an action of the reconciler.
+      if (known?.handle.generation !== c.generation || known.pins.closed) {
+        ctx.metrics.reconcilerActions.inc({ action: "adopt" });
+      }
       register(ctx, handle);
       return "adopted";
     }
     // Its keep-alive died (OOM, engine restart): the generation is over.
     await ctx.driver.destroy(c, signal);
+    ctx.metrics.reconcilerActions.inc({ action: "destroy" });
     await ctx.store.markFailed(tx, c.sandboxId, c.generation, "running");
     forget(ctx, c.sandboxId, c.generation);
     return "destroyed";
@@ -104,6 +111,7 @@ async function judgeContainer(
   if (current?.state === "destroying" && !current.destroyingStale) return "skipped";
   // No row, another generation, another node, not live, or a destroyer that crashed.
   await ctx.driver.destroy(c, signal);
+  ctx.metrics.reconcilerActions.inc({ action: "destroy" });
   if (current?.state === "destroying") await ctx.store.markDestroyed(c.sandboxId, c.generation, tx);
   forget(ctx, c.sandboxId, c.generation);
   return "destroyed";

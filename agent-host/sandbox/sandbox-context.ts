@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { FileView } from "../../shared/paths/file-view.ts";
 import type { AcquireResult } from "./acquire-sandbox.ts";
 import type { SandboxDriver } from "./driver.ts";
@@ -18,6 +19,8 @@ export type SandboxManagerDeps = {
   nodeId: string;
   /** The manager's timings; driver settings (image, limits) belong to the drivers. */
   config: SandboxTimings;
+  /** The agent-host's series (creates, destroys, exec seconds, reconciler actions). */
+  metrics?: WorkcellMetrics;
 };
 
 /** A generation this process knows to be live, with its in-flight uses. */
@@ -28,7 +31,9 @@ export type LiveSandbox = { handle: SandboxHandle; pins: PinSet };
  * It lives on the instance, never at module level: two managers in one process (tests,
  * two nodes in the local stack) must not see each other's sandboxes.
  */
-export type SandboxContext = SandboxManagerDeps & {
+export type SandboxContext = Omit<SandboxManagerDeps, "metrics"> & {
+  /** The deps' metrics, or a registry of this manager alone. */
+  metrics: WorkcellMetrics;
   store: SandboxStore;
   /** sandbox_id → the live generation this process holds. */
   live: Map<string, LiveSandbox>;

@@ -1,7 +1,9 @@
+import { Registry } from "prom-client";
 import { abortable } from "../../shared/async/abortable.ts";
 import type { DbOrTransaction } from "../../shared/db/client.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { sandboxId as sandboxIdOf } from "../../shared/identity/sandbox-id.ts";
+import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { isCanonicalUuid } from "../../shared/paths/canonical-uuid.ts";
 import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
 import {
@@ -18,6 +20,7 @@ import { type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
 import type { InflightAcquire, SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
 import type { FencedOutcome, SandboxHandle } from "./sandbox-handle.ts";
 import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
+import { tierOfContainerId } from "./sandbox-tier.ts";
 
 export type ManagedExecOutcome =
   | { ok: true; result: ExecResult }
@@ -39,7 +42,13 @@ export class SandboxManager {
   readonly #background = new Set<Promise<unknown>>();
 
   constructor(deps: SandboxManagerDeps) {
-    this.#ctx = { ...deps, store: new SandboxStore(deps.db), live: new Map(), inflight: new Map() };
+    this.#ctx = {
+      ...deps,
+      metrics: deps.metrics ?? createWorkcellMetrics(new Registry()),
+      store: new SandboxStore(deps.db),
+      live: new Map(),
+      inflight: new Map(),
+    };
   }
 
   /**
@@ -180,11 +189,18 @@ export class SandboxManager {
         forget(this.#ctx, handle.sandboxId, handle.generation);
         return STALE;
       }
+      const started = performance.now();
       const out = await this.#ctx.driver.exec(
         entry.handle,
         request,
         AbortSignal.any([signal, pin.signal]),
       );
+      if (out.ok) {
+        this.#ctx.metrics.sandboxExecSeconds.observe(
+          { tier: tierOfContainerId(entry.handle.containerId) },
+          (performance.now() - started) / 1000,
+        );
+      }
       if (!out.ok) {
         await store.markFailed(db, handle.sandboxId, handle.generation, "running");
         forget(this.#ctx, handle.sandboxId, handle.generation);

@@ -2,6 +2,7 @@ import type { S3Client } from "@aws-sdk/client-s3";
 import type { Logger } from "pino";
 import type { SkillsDataPlane } from "../../shared/contracts/skills-data-plane.ts";
 import type { Db } from "../../shared/db/client.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { FsSyscalls } from "../workspace/syscalls.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
 import { type BuiltinRegistration, registerBuiltinSkills } from "./builtin-skills.ts";
@@ -32,6 +33,8 @@ export interface AgentHostSkillsDeps {
   readonly timeouts?: Partial<RefreshTimeouts>;
   readonly builtinDir?: string;
   readonly hooks?: RefreshHooks;
+  /** workcell_skill_refreshes_total{result}: every projection refresh, whoever asked. */
+  readonly metrics?: Pick<WorkcellMetrics, "skillRefreshes">;
 }
 
 /** Everything the agent-host does with skills, wired once (agent-host/main.ts). */
@@ -60,11 +63,14 @@ export function createAgentHostSkills(deps: AgentHostSkillsDeps): AgentHostSkill
     logger,
     ...(deps.limits ? { limits: deps.limits } : {}),
   };
-  const refresher = createProjectionRefresher({
-    ...common,
-    ...(deps.timeouts ? { timeouts: deps.timeouts } : {}),
-    ...(deps.hooks ? { hooks: deps.hooks } : {}),
-  });
+  const refresher = countedRefresher(
+    createProjectionRefresher({
+      ...common,
+      ...(deps.timeouts ? { timeouts: deps.timeouts } : {}),
+      ...(deps.hooks ? { hooks: deps.hooks } : {}),
+    }),
+    deps.metrics,
+  );
   const store = createSourceStore({
     ...common,
     ...(deps.timeouts?.advisoryLockTimeoutMs
@@ -111,5 +117,25 @@ export function createAgentHostSkills(deps: AgentHostSkillsDeps): AgentHostSkill
         },
         signal,
       ),
+  };
+}
+
+/** The refresher, counting each outcome (a throw counts as failed, then propagates). */
+function countedRefresher(
+  refresher: ProjectionRefresher,
+  metrics: Pick<WorkcellMetrics, "skillRefreshes"> | undefined,
+): ProjectionRefresher {
+  if (metrics === undefined) return refresher;
+  return {
+    async refresh(uid, signal) {
+      let ok = false;
+      try {
+        const outcome = await refresher.refresh(uid, signal);
+        ok = outcome.ok;
+        return outcome;
+      } finally {
+        metrics.skillRefreshes.inc({ result: ok ? "ok" : "failed" });
+      }
+    },
   };
 }

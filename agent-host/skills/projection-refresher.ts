@@ -257,7 +257,8 @@ export function createProjectionRefresher(deps: ProjectionRefresherDeps): Projec
     async refresh(uid, signal) {
       signal.throwIfAborted();
       const dirname = uidDirname(uid);
-      const log = deps.logger.child({ uid, component: "skills-projection" });
+      // No `component` of its own: the skills logger carries one, and pino would repeat the key.
+      const log = deps.logger.child({ uid });
       // postgres.js rejects a transaction the moment its connection closes, while the
       // body may still be copying under the flock: the body is then waited for (it holds
       // the flock) and its queries give up at once.

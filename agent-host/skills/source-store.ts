@@ -151,7 +151,7 @@ export function createSourceStore(deps: SourceStoreDeps): SourceStore {
           details: { field: "slug" },
         });
       }
-      const log = deps.logger.child({ slug, kind, component: "skills-source-store" });
+      const log = deps.logger.child({ slug, kind });
       const sourcesFd = openSkillsSubdir(sys, deps.dataRoot, SOURCES_DIR);
       const temp = tempName();
       let hoisted: string | undefined;

@@ -8,10 +8,13 @@
 import { handle, streamHandle } from "hono/aws-lambda";
 import pino from "pino";
 import postgres from "postgres";
+import { Registry } from "prom-client";
 import { z } from "zod";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
+import { createMetricsLogFlusher } from "../../shared/metrics/log-metrics.ts";
+import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import { createPollingRunEventWaiter } from "../run-events/run-event-waiter.ts";
@@ -34,11 +37,16 @@ const env = parseEnv(functionsEnvSchema, process.env);
 const { WORKCELL_LAMBDA_RESPONSE_MODE: mode } = parseEnv(lambdaEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
 const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
+// Nothing scrapes a Lambda: the instance's registry is logged (and reset) after each
+// request, one invocation at a time (docs/decisions/0031).
+const metrics = createWorkcellMetrics(new Registry());
 const app = createApp(
   createRuntimeDeps({
     env,
     sql,
     logger,
+    metrics,
+    exportMetrics: createMetricsLogFlusher(metrics, logger),
     auth: createTokenVerifier(env),
     // A frozen instance cannot hold a LISTEN: poll.
     runEvents: createPollingRunEventWaiter(),

@@ -7,9 +7,11 @@ import postgres from "postgres";
 import { z } from "zod";
 import { intVar, portVar } from "../../shared/env/env-vars.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
+import { metricsEnvShape } from "../../shared/env/metrics-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { postgresListen } from "../../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
+import { createProcessMetrics, serveProcessMetrics } from "../../shared/metrics/process-metrics.ts";
 import { startTracing } from "../../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { createApp } from "../app.ts";
@@ -28,11 +30,13 @@ const nodeEnvSchema = z.object({
   SWEEP_INTERVAL_MS: intVar(1_000, 3_600_000)
     .optional()
     .describe("Also run the dispatch sweeper in-process every this many ms (when no cron does)."),
+  ...metricsEnvShape,
 });
 
 const env = parseEnv(functionsEnvSchema, process.env);
 const nodeEnv = parseEnv(nodeEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
+const metrics = createProcessMetrics();
 // Off unless OTEL_* asks for it; then the SDK is loaded and its provider passed in below.
 const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-functions");
 const sql = postgres(env.DATABASE_URL, {
@@ -49,16 +53,28 @@ const deps = createRuntimeDeps({
   runEvents,
   dispatchBatchLingerMs: DEFAULT_BATCH_LINGER_MS,
   tracing: tracing.tracing,
+  metrics,
 });
 const server = serve({ fetch: createApp(deps).fetch, port: nodeEnv.PORT, hostname: nodeEnv.HOST });
 logger.info({ port: nodeEnv.PORT, tracing: tracing.enabled }, "workcell functions listening");
+const metricsServer = await serveProcessMetrics(metrics, {
+  port: nodeEnv.METRICS_PORT,
+  hostname: nodeEnv.METRICS_HOST,
+  logger,
+});
 
 const stopping = new AbortController();
 const sweeper =
   nodeEnv.SWEEP_INTERVAL_MS === undefined
     ? Promise.resolve()
     : runSweeperLoop(
-        { db: deps.db, runQueue: deps.runQueue, logger, nodeTtlMs: env.NODE_TTL_SECONDS * 1000 },
+        {
+          db: deps.db,
+          runQueue: deps.runQueue,
+          logger,
+          nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
+          metrics,
+        },
         stopping.signal,
         nodeEnv.SWEEP_INTERVAL_MS,
       );
@@ -69,6 +85,7 @@ async function shutdown(signal: string): Promise<void> {
   logger.info({ signal }, "shutting down");
   await new Promise<void>((done) => server.close(() => done()));
   await sweeper;
+  await metricsServer?.close();
   await runEvents.close();
   await sql.end({ timeout: 5 });
   // Spans still buffered are exported before the process goes.

@@ -3,11 +3,14 @@
 // (functions/runs/sweep-runs.ts).
 import pino from "pino";
 import postgres from "postgres";
+import { Registry } from "prom-client";
 import { createAwsClients } from "../../shared/aws/create-aws-clients.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
+import { createMetricsLogFlusher } from "../../shared/metrics/log-metrics.ts";
+import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import { sweepRuns } from "../runs/sweep-runs.ts";
 import { SWEEP_BUDGET_MS } from "./lambda-timeouts.ts";
@@ -15,16 +18,23 @@ import { SWEEP_BUDGET_MS } from "./lambda-timeouts.ts";
 const env = parseEnv(functionsEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
 const db = createDb(postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} }));
-const runQueue = createSqsRunQueue({ sqs: createAwsClients(env).sqs, queueUrl: env.RUN_QUEUE_URL });
+// Logged after each invocation, like the API's (docs/decisions/0031).
+const metrics = createWorkcellMetrics(new Registry());
+const flushMetrics = createMetricsLogFlusher(metrics, logger);
+const runQueue = createSqsRunQueue({
+  sqs: createAwsClients(env).sqs,
+  queueUrl: env.RUN_QUEUE_URL,
+  metrics,
+});
 
 /** Counts only: what one invocation did, for the function's logs and metrics. */
 export type SweepSummary = { ran: boolean; sent: number; failed: number; nodeLost: number };
 
 export async function handler(): Promise<SweepSummary> {
   const { lostNodes, nodeLost, dispatch } = await sweepRuns(
-    { db, runQueue, logger, nodeTtlMs: env.NODE_TTL_SECONDS * 1000 },
+    { db, runQueue, logger, nodeTtlMs: env.NODE_TTL_SECONDS * 1000, metrics },
     AbortSignal.timeout(SWEEP_BUDGET_MS),
-  );
+  ).finally(flushMetrics);
   // `ran` is the dispatch step's (another sweeper held its lock); leases are always swept.
   const lost = [...lostNodes.scopes, ...nodeLost].reduce((n, s) => n + s.runIds.length, 0);
   return dispatch.ran

@@ -3,12 +3,15 @@
 // `nodejs_compat` (postgres.js over TCP, the AWS SDK); no node:fs anywhere in the bundle.
 import pino from "pino";
 import postgres from "postgres";
+import { Registry } from "prom-client";
 import { z } from "zod";
 import { createAwsClients } from "../../shared/aws/create-aws-clients.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { type FunctionsEnv, functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { type EnvRecord, parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
+import { createMetricsLogFlusher } from "../../shared/metrics/log-metrics.ts";
+import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import type { TokenVerifier } from "../auth/token-verifier.ts";
@@ -58,11 +61,16 @@ function createWorker() {
     async fetch(request: Request, bindings: EnvRecord, ctx: ExecutionContext): Promise<Response> {
       const { env, credentials, verifier, logger } = setup(bindings);
       const sql = postgres(env.DATABASE_URL, POSTGRES_OPTIONS);
+      // Nothing scrapes a Worker: this request's series are logged once it is answered
+      // (docs/decisions/0031).
+      const metrics = createWorkcellMetrics(new Registry());
       const app = createApp(
         createRuntimeDeps({
           env,
           sql,
           logger,
+          metrics,
+          exportMetrics: createMetricsLogFlusher(metrics, logger),
           auth: verifier,
           awsCredentials: credentials,
           runEvents: createPollingRunEventWaiter(),
@@ -90,16 +98,19 @@ async function sweep(
   logger: pino.Logger,
 ): Promise<void> {
   const sql = postgres(env.DATABASE_URL, POSTGRES_OPTIONS);
+  const metrics = createWorkcellMetrics(new Registry());
   try {
     const runQueue = createSqsRunQueue({
       sqs: createAwsClients(env, credentials).sqs,
       queueUrl: env.RUN_QUEUE_URL,
+      metrics,
     });
     await sweepRuns(
-      { db: createDb(sql), runQueue, logger, nodeTtlMs: env.NODE_TTL_SECONDS * 1000 },
+      { db: createDb(sql), runQueue, logger, nodeTtlMs: env.NODE_TTL_SECONDS * 1000, metrics },
       AbortSignal.timeout(SWEEP_BUDGET_MS),
     );
   } finally {
+    await createMetricsLogFlusher(metrics, logger)();
     await sql.end({ timeout: 5 });
   }
 }

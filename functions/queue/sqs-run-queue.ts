@@ -6,6 +6,8 @@ import {
 } from "@aws-sdk/client-sqs";
 import { trace } from "@opentelemetry/api";
 import { serializeQueueMessage } from "../../shared/contracts/queue-message.ts";
+import { countSqsErrors } from "../../shared/metrics/count-sqs-errors.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { traceMessageAttributes } from "../../shared/telemetry/message-attributes.ts";
 import {
   failSpan,
@@ -27,19 +29,23 @@ export function createSqsRunQueue(p: {
   queueUrl: string;
   /** Each message is a PRODUCER span whose context travels in its message attributes. */
   tracing?: Tracing;
+  /** Failed sends (whole calls, and entries a batch refused) count in workcell_sqs_errors_total. */
+  metrics?: Pick<WorkcellMetrics, "sqsErrors">;
 }): RunQueue {
   const tracing = p.tracing ?? noTracing();
   return {
     async dispatchRun(runId, signal, parent) {
       const hop = publishSpan(tracing, runId, parent);
       try {
-        await p.sqs.send(
-          new SendMessageCommand({
-            QueueUrl: p.queueUrl,
-            MessageBody: serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
-            ...hop.attributes,
-          }),
-          { abortSignal: signal },
+        await countSqsErrors(p.metrics, "send", signal, () =>
+          p.sqs.send(
+            new SendMessageCommand({
+              QueueUrl: p.queueUrl,
+              MessageBody: serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
+              ...hop.attributes,
+            }),
+            { abortSignal: signal },
+          ),
         );
       } catch (error) {
         hop.end(error);
@@ -55,19 +61,23 @@ export function createSqsRunQueue(p: {
         // One span per message, not per batch: each run's trace gets its own queue hop.
         const hops = chunk.map((runId) => publishSpan(tracing, runId, parents?.get(runId)));
         try {
-          const out = await p.sqs.send(
-            new SendMessageBatchCommand({
-              QueueUrl: p.queueUrl,
-              // Entry ids only need to be unique within the batch: the index is enough.
-              Entries: chunk.map((runId, index) => ({
-                Id: String(index),
-                MessageBody: serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
-                ...hops[index]?.attributes,
-              })),
-            }),
-            { abortSignal: signal },
+          const out = await countSqsErrors(p.metrics, "send", signal, () =>
+            p.sqs.send(
+              new SendMessageBatchCommand({
+                QueueUrl: p.queueUrl,
+                // Entry ids only need to be unique within the batch: the index is enough.
+                Entries: chunk.map((runId, index) => ({
+                  Id: String(index),
+                  MessageBody: serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
+                  ...hops[index]?.attributes,
+                })),
+              }),
+              { abortSignal: signal },
+            ),
           );
           const ok = new Set((out.Successful ?? []).map((entry) => Number(entry.Id)));
+          const refused = chunk.length - ok.size;
+          if (refused > 0) p.metrics?.sqsErrors.inc({ operation: "send" }, refused);
           chunk.forEach((runId, index) => {
             (ok.has(index) ? sent : failed).push(runId);
             hops[index]?.end(ok.has(index) ? undefined : new Error("SQS refused the entry"));

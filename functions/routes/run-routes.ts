@@ -10,6 +10,7 @@ import {
   threadRunSubmitRequestSchema,
 } from "../../shared/contracts/run.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppEnv } from "../app-env.ts";
 import type { AppLimits } from "../app-limits.ts";
@@ -134,6 +135,7 @@ export type RunRouteDeps = Pick<AppDeps, "db" | "runQueue" | "logger"> & {
     AppLimits,
     "queueSendTimeoutMs" | "maxQueuedRunsPerUid" | "queuedRunsRetryAfterSeconds"
   >;
+  metrics: WorkcellMetrics;
 };
 
 export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps): void {
@@ -144,6 +146,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
     queueSendTimeoutMs: deps.limits.queueSendTimeoutMs,
     maxQueuedRuns: deps.limits.maxQueuedRunsPerUid,
     queuedRunsRetryAfterSeconds: deps.limits.queuedRunsRetryAfterSeconds,
+    metrics: deps.metrics,
   });
 
   app.openapi(submitThreadRun, async (c) => {
@@ -189,7 +192,15 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
   });
 
   app.openapi(cancelRunRoute, async (c) => {
-    const run = await cancelRun(deps.db, c.var.principal.uid, c.req.valid("param").run_id);
+    const { run, ended } = await cancelRun(
+      deps.db,
+      c.var.principal.uid,
+      c.req.valid("param").run_id,
+    );
+    deps.metrics.runCancelRequests.inc();
+    // A pending run ends here, not in a worker: its terminal status is counted here too.
+    if (ended) deps.metrics.runs.inc({ status: "cancelled" });
+    c.var.logger.info({ run_id: run.runId, cancelled_now: ended }, "run cancel requested");
     return c.json(runBody(run), 202);
   });
 

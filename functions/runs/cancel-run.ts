@@ -9,7 +9,7 @@ import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
 
 /**
  * Requests cancellation of the caller's run (202, idempotent; a run that finished
- * otherwise: 409).
+ * otherwise: 409). `ended` is true when this call itself ended the run (it was pending).
  *
  * A pending run has no worker yet, so it is cancelled right here: status `cancelled`
  * plus its terminal `run.completed` event, in one transaction holding the row lock. A
@@ -17,7 +17,11 @@ import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
  * lock and then matches nothing. A running run gets `cancel_requested`, which its worker
  * observes (NOTIFY on workcell_run_cancel, or its heartbeat) and acts on.
  */
-export async function cancelRun(db: Db, uid: string, runId: string): Promise<AgentRun> {
+export async function cancelRun(
+  db: Db,
+  uid: string,
+  runId: string,
+): Promise<{ run: AgentRun; ended: boolean }> {
   return db.transaction(async (tx) => {
     const [run] = await tx
       .select()
@@ -27,12 +31,12 @@ export async function cancelRun(db: Db, uid: string, runId: string): Promise<Age
     if (run === undefined) throw new WorkcellError("not_found", "No such run.");
     switch (run.status) {
       case "pending":
-        return cancelPending(tx, run);
+        return { run: await cancelPending(tx, run), ended: true };
       case "running":
-        return requestCancel(tx, run);
+        return { run: await requestCancel(tx, run), ended: false };
       case "cancelled":
         // Asking again for what was already asked is a success (idempotent).
-        if (run.cancelRequested) return run;
+        if (run.cancelRequested) return { run, ended: false };
         throw domainError("run_finished", { details: { status: run.status } });
       case "succeeded":
       case "failed":

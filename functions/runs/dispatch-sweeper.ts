@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
 import { executeRows } from "../../shared/db/execute-rows.ts";
 import { agentRuns } from "../../shared/db/schema.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { RunQueue } from "../queue/run-queue.ts";
 
 /**
@@ -41,6 +42,8 @@ export type SweeperDeps = {
   readonly limits?: Partial<SweeperLimits>;
   /** A node silent for this long is lost (shared/runs/node-liveness.ts); default 30 s. */
   readonly nodeTtlMs?: number;
+  /** Runs the sweep ends count in workcell_runs_total{status="failed"}. */
+  readonly metrics?: Pick<WorkcellMetrics, "runs">;
 };
 
 /**

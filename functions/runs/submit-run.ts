@@ -13,6 +13,7 @@ import {
 } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { TraceContext } from "../../shared/telemetry/tracing.ts";
 import { DEFAULT_APP_LIMITS } from "../app-limits.ts";
 import { tableRow } from "../db/table-row.ts";
@@ -50,6 +51,7 @@ export type SubmitRunDeps = {
   /** Pending root runs a uid may have; one more is 429 `queued_runs_limit` (default DEFAULT_APP_LIMITS). */
   readonly maxQueuedRuns?: number;
   readonly queuedRunsRetryAfterSeconds?: number;
+  readonly metrics: Pick<WorkcellMetrics, "runsSubmitted">;
 };
 
 /**
@@ -87,6 +89,12 @@ export async function submitRun(deps: SubmitRunDeps, p: SubmitRunInput): Promise
     throw error;
   }
 
+  deps.metrics.runsSubmitted.inc();
+  // The request's logger carries request_id and uid: this line ties them to the run.
+  deps.logger.info(
+    { run_id: submitted.run.runId, thread_id: submitted.run.threadId },
+    "run submitted",
+  );
   await dispatchAfterCommit(deps, submitted.run.runId, p.trace);
   return submitted;
 }

@@ -42,9 +42,15 @@ type Settled<T> =
 export async function sweepRuns(deps: SweeperDeps, signal: AbortSignal): Promise<RunSweepResult> {
   const nodeTtlMs = deps.nodeTtlMs ?? DEFAULT_NODE_TTL_MS;
   const lost = await settle(() => failLostNodes(deps.db, nodeTtlMs, signal));
-  if (lost.ok) logLostNodes(deps, lost.value);
+  if (lost.ok) {
+    logLostNodes(deps, lost.value);
+    countFailed(deps, lost.value.scopes);
+  }
   const leases = await settle(() => failExpiredLeases(deps.db, undefined, signal));
-  if (leases.ok) logNodeLost(deps, leases.value);
+  if (leases.ok) {
+    logNodeLost(deps, leases.value);
+    countFailed(deps, leases.value);
+  }
   const dispatch = await settle(() => sweepPendingRuns(deps, signal));
   const errors = [lost, leases, dispatch].flatMap((s) => (s.ok ? [] : [s.error]));
   if (errors.length > 1) throw new AggregateError(errors, "several sweep steps failed");
@@ -65,6 +71,11 @@ function logLostNodes(deps: SweeperDeps, sweep: LostNodesSweep): void {
       "sweeper released a sandbox of a lost node",
     );
   }
+}
+
+function countFailed(deps: SweeperDeps, scopes: readonly ExpiredScope[]): void {
+  const ended = scopes.reduce((sum, scope) => sum + scope.runIds.length, 0);
+  if (ended > 0) deps.metrics?.runs.inc({ status: "failed" }, ended);
 }
 
 function logNodeLost(deps: SweeperDeps, scopes: readonly ExpiredScope[]): void {

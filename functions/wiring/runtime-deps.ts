@@ -4,6 +4,7 @@ import type { Sql } from "postgres";
 import { type AwsCredentials, createAwsClients } from "../../shared/aws/create-aws-clients.ts";
 import { createDb } from "../../shared/db/client.ts";
 import type { FunctionsEnv } from "../../shared/env/functions-env.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppLimits } from "../app-limits.ts";
@@ -37,6 +38,10 @@ export type RuntimeDepsOptions = {
   limits?: Partial<AppLimits>;
   /** From OTEL_* at the entry (startTracing); default off. */
   tracing?: Tracing;
+  /** The process's series (Node entry) or the invocation's (Lambda, Workers). */
+  metrics?: WorkcellMetrics;
+  /** After each request (Lambda, Workers): log the metrics (createMetricsLogFlusher). */
+  exportMetrics?: () => Promise<void>;
 };
 
 /** AppDeps of a cloud runtime (Node server, Lambda, Workers) from its parsed environment. */
@@ -81,6 +86,8 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     }),
     ...(o.limits === undefined ? {} : { limits: o.limits }),
     ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
+    ...(o.metrics === undefined ? {} : { metrics: o.metrics }),
+    ...(o.exportMetrics === undefined ? {} : { exportMetrics: o.exportMetrics }),
   };
 }
 
@@ -89,6 +96,7 @@ function runQueueFor(o: RuntimeDepsOptions, sqs: SQSClient): RunQueue {
     sqs,
     queueUrl: o.env.RUN_QUEUE_URL,
     ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
+    ...(o.metrics === undefined ? {} : { metrics: o.metrics }),
   });
   return o.dispatchBatchLingerMs === undefined
     ? queue

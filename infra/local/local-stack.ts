@@ -7,6 +7,7 @@ import { PGlite } from "@electric-sql/pglite";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import Docker from "dockerode";
 import type { Logger } from "pino";
+import { Registry } from "prom-client";
 import { type SandboxDriverStatus, startAgentHost } from "../../agent-host/agent-host.ts";
 import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
 import { resolveSandboxImage } from "../../agent-host/runtime/sandbox-image.ts";
@@ -36,6 +37,10 @@ import { importCapabilityPublicKey } from "../../shared/capability/capability-ke
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
 import type { LocalEnv } from "../../shared/env/local-env.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import {
+  createWorkcellMetrics,
+  type WorkcellMetrics,
+} from "../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import { createPgliteDb } from "../db/create-pglite-db.ts";
 import { migrate } from "../db/migrate.ts";
@@ -95,6 +100,8 @@ export async function startLocalStack(p: {
   /** Where browsers reach the local server (http://127.0.0.1:<PORT>), for upload URLs. */
   publicUrl: string;
   logger: Logger;
+  /** One registry for the whole process: both planes count into it (main.ts serves it). */
+  metrics?: WorkcellMetrics;
   /** The node's ready sandbox drivers; default: detected (Docker, then the process tier). */
   sandboxTiers?: SandboxTierSet;
   /** One tracing for both planes of the process (docs/decisions/0034); default off. */
@@ -102,6 +109,7 @@ export async function startLocalStack(p: {
 }): Promise<LocalStack> {
   const tracing = p.tracing === undefined ? {} : { tracing: p.tracing };
   const stops: Array<() => Promise<void>> = [];
+  const metrics = p.metrics ?? createWorkcellMetrics(new Registry());
   try {
     const secrets = await loadOrCreateLocalSecrets(p.dataDir);
 
@@ -189,13 +197,14 @@ export async function startLocalStack(p: {
       },
       logger: p.logger,
       ...tracing,
+      metrics,
     });
     stops.push(() => agentHost.stop());
     const dataPlaneUrl = agentHost.dataPlaneUrl;
 
     // One long-lived process: concurrent submissions share SendMessageBatch calls.
     const runQueue = createBatchingRunQueue(
-      createSqsRunQueue({ sqs, queueUrl: runQueueUrl, ...tracing }),
+      createSqsRunQueue({ sqs, queueUrl: runQueueUrl, metrics, ...tracing }),
       { lingerMs: DEFAULT_BATCH_LINGER_MS },
     );
     const capabilityPrivateJwk = ed25519PrivateJwkVar().parse(
@@ -207,6 +216,7 @@ export async function startLocalStack(p: {
     const app = createApp({
       ...tracing,
       logger: p.logger,
+      metrics,
       health: createHealthProbes({ db, sqs, runQueueUrl, s3, attachmentsBucket }),
       db,
       auth: createCachingTokenVerifier(
@@ -246,7 +256,7 @@ export async function startLocalStack(p: {
 
     const sweeping = new AbortController();
     const sweeper = runSweeperLoop(
-      { db, runQueue, logger: p.logger },
+      { db, runQueue, logger: p.logger, metrics },
       sweeping.signal,
       LOCAL_SWEEP_INTERVAL_MS,
     );

@@ -9,6 +9,7 @@ import pino from "pino";
 import { localEnvSchema } from "../../shared/env/local-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
+import { createProcessMetrics, serveProcessMetrics } from "../../shared/metrics/process-metrics.ts";
 import { startTracing } from "../../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { printBanner } from "./banner.ts";
@@ -23,12 +24,14 @@ await mkdir(dataDir, { recursive: true, mode: 0o700 });
 const url = `http://127.0.0.1:${env.PORT}`;
 // Off unless OTEL_* asks for it; one provider for both planes of this process.
 const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-local");
+const metrics = createProcessMetrics();
 const stack = await startLocalStack({
   env,
   dataDir,
   publicUrl: url,
   logger,
   tracing: tracing.tracing,
+  metrics,
 });
 const app = createLocalServerApp({
   api: stack.app,
@@ -38,6 +41,11 @@ const app = createLocalServerApp({
   devJwtSecret: stack.secrets.devJwtSecret,
 });
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: "127.0.0.1" });
+const metricsServer = await serveProcessMetrics(metrics, {
+  port: env.METRICS_PORT,
+  hostname: env.METRICS_HOST,
+  logger,
+});
 printBanner({ url, dataDir, stack });
 
 let stopping = false;
@@ -50,6 +58,7 @@ async function shutdown(signal: string): Promise<void> {
   await tracing
     .shutdown()
     .catch((error: unknown) => logger.warn({ err: error }, "trace export failed"));
+  await metricsServer?.close();
   process.exit(0);
 }
 process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -12,6 +12,8 @@ const OPTIONAL_SETTINGS = [
   "tracing",
   "userLimitDefaults",
   "nodeTtlMs",
+  "metrics",
+  "exportMetrics",
 ];
 
 /**

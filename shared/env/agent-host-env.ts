@@ -13,6 +13,7 @@ import {
   postgresUrlVar,
 } from "./env-vars.ts";
 import { nodeHeartbeatEnv, nodeTtlEnv } from "./liveness-env.ts";
+import { metricsEnvShape } from "./metrics-env.ts";
 
 export const DEFAULT_DATA_PLANE_PORT = 8081;
 
@@ -95,6 +96,7 @@ export const agentHostEnvSchema = z.object({
   DATA_PLANE_PORT: portVar()
     .default(DEFAULT_DATA_PLANE_PORT)
     .describe(`TCP port of the data-plane HTTP API (default ${DEFAULT_DATA_PLANE_PORT}).`),
+  ...metricsEnvShape,
   DATA_PLANE_HOST: z
     .string()
     .min(1)

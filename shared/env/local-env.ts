@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { agentHostEnvSchema, DEFAULT_DATA_PLANE_PORT } from "./agent-host-env.ts";
 import { corsOriginsVar, logLevelVar, portVar } from "./env-vars.ts";
+import { metricsEnvShape } from "./metrics-env.ts";
 
 export const DEFAULT_LOCAL_PORT = 8080;
 export const DEFAULT_LOCAL_DATA_DIR = "./.data";
@@ -31,6 +32,8 @@ export const localEnvSchema = z.object({
   DATA_PLANE_PORT: portVar()
     .default(DEFAULT_DATA_PLANE_PORT)
     .describe(`TCP port of the local data plane (default ${DEFAULT_DATA_PLANE_PORT}).`),
+  // One ops listener for the whole process: both planes' series in one registry.
+  ...metricsEnvShape,
   // The same model settings as an agent-host: unset MODEL_BASE_URL = the `shell` model.
   MODEL_BASE_URL: agentHostEnvSchema.shape.MODEL_BASE_URL,
   MODEL_API_KEY: agentHostEnvSchema.shape.MODEL_API_KEY,

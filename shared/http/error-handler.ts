@@ -15,9 +15,7 @@ export interface ErrorHandlerOptions {
   readonly mapError?: (err: unknown, c: Context) => unknown;
   /** Headers of every error answer (e.g. `Cache-Control: no-store`); default none. */
   readonly headers?: Readonly<Record<string, string>>;
-  /** Message of the info line logged for a refusal (a 4xx); default "request refused". */
-  readonly refusedLogMessage?: string;
-  /** Whether that line carries the error's `details.reason`; default false. */
+  /** Whether the request's log line carries a refusal's `details.reason`; default false. */
   readonly logRefusalReason?: boolean;
 }
 
@@ -30,33 +28,27 @@ export interface ErrorHandlerOptions {
 export function errorHandler<E extends RequestContextEnv = RequestContextEnv>(
   options: ErrorHandlerOptions,
 ): ErrorHandler<E> {
-  const {
-    wwwAuthenticate,
-    mapError,
-    headers = {},
-    refusedLogMessage = "request refused",
-    logRefusalReason = false,
-  } = options;
+  const { wwwAuthenticate, mapError, headers = {}, logRefusalReason = false } = options;
   return function onError(err, c) {
     const error =
       (err instanceof HTTPException ? fromHttpException(err) : undefined) ??
       mapError?.(err, c) ??
       err;
     const status = httpStatusOfError(error) as ContentfulStatusCode;
-    const log = c.var.logger;
+    const body = toErrorBody(error);
+    // A refusal is not logged here: requestContext's one line per request carries its
+    // code (and reason). A failure also gets its own line, with the error.
+    c.set("errorCode", body.error.code);
+    if (logRefusalReason && status < 500) c.set("errorReason", reasonOf(error));
     // Serialized here too, so a logger built without loggerOptions() cannot leak bound SQL values.
-    if (status >= 500) log?.error({ err: safeErrorSerializer(err) }, "request failed");
-    else {
-      const code = toErrorBody(error).error.code;
-      log?.info(logRefusalReason ? { code, reason: reasonOf(error) } : { code }, refusedLogMessage);
-    }
+    if (status >= 500) c.var.logger?.error({ err: safeErrorSerializer(err) }, "request failed");
     const requestId = c.var.requestId;
     if (requestId) c.header(REQUEST_ID_HEADER, requestId);
     if (status === 401) c.header("WWW-Authenticate", wwwAuthenticate);
     // API.md: a 429 always carries Retry-After (whole seconds, at least 1).
     if (status === 429) c.header("Retry-After", String(retryAfterSecondsOf(error)));
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
-    return c.json(toErrorBody(error), status);
+    return c.json(body, status);
   };
 }
 

@@ -1,5 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
+import type { HttpPlane, WorkcellMetrics } from "../metrics/workcell-metrics.ts";
+import { routeTemplate } from "./route-template.ts";
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
 /** Longest caller-chosen request id taken as is; a longer one is replaced, never truncated. */
@@ -10,30 +12,36 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]+$/;
 export type RequestContextEnv = {
   Variables: {
     requestId: string;
-    /** Child logger carrying the request id. */
+    /** Child logger carrying the request id (and what later middleware adds: the uid). */
     logger: Logger;
+    /** Set by errorHandler: the catalogue code of a refused or failed request. */
+    errorCode: string;
+    /** Set by errorHandler when its app logs refusal reasons (`details.reason`). */
+    errorReason: unknown;
   };
 };
 
 export interface RequestContextOptions {
   /** The app's logger; each request gets a child carrying its id. */
   readonly logger: Logger;
-  /**
-   * Log one debug line per request (method, route, status, ms); default false. Query
-   * strings are never logged: paths are the user's data.
-   */
-  readonly logEachRequest?: boolean;
+  /** Which app this is, in the metric labels. */
+  readonly plane: HttpPlane;
+  /** Counts each answer (workcell_http_requests_total and its duration histogram). */
+  readonly metrics: WorkcellMetrics;
 }
 
 /**
  * Gives each request an id (the caller's when short and safe to log, e.g. functions/
- * forwarding its own; else a fresh UUID), echoes it on the response and puts a child logger
- * carrying it on `c.var`. Web-standard only: it runs on Node, Lambda and Workers alike.
+ * forwarding its own; else a fresh UUID), echoes it on the response, puts a child logger
+ * carrying it on `c.var`, and when the answer is ready logs one `request` line (method,
+ * route template, status, duration_ms, and the uid through the child logger once
+ * authentication set it) and counts it. Never the concrete path or query: they hold ids
+ * and the users' file names. Web-standard only: it runs on Node, Lambda and Workers alike.
  */
 export function requestContext<E extends RequestContextEnv = RequestContextEnv>(
   options: RequestContextOptions,
 ): MiddlewareHandler<E> {
-  const { logger, logEachRequest = false } = options;
+  const { logger, plane, metrics } = options;
   return async function requestContextMiddleware(c, next) {
     const started = performance.now();
     const incoming = c.req.header(REQUEST_ID_HEADER);
@@ -47,13 +55,22 @@ export function requestContext<E extends RequestContextEnv = RequestContextEnv>(
     c.set("logger", logger.child({ request_id: requestId }));
     c.header(REQUEST_ID_HEADER, requestId);
     await next();
-    if (!logEachRequest) return;
-    c.var.logger.debug(
+    const seconds = (performance.now() - started) / 1000;
+    const method = c.req.method;
+    const route = routeTemplate(c);
+    const status = c.res.status;
+    metrics.httpRequests.inc({ plane, method, route, status: String(status) });
+    metrics.httpRequestSeconds.observe({ plane, method, route }, seconds);
+    const code = c.get("errorCode") as string | undefined;
+    const reason = c.get("errorReason");
+    c.var.logger.info(
       {
-        method: c.req.method,
-        route: c.req.routePath,
-        status: c.res.status,
-        ms: Math.round(performance.now() - started),
+        method,
+        route,
+        status,
+        duration_ms: Math.round(seconds * 1000),
+        ...(code === undefined ? {} : { error_code: code }),
+        ...(reason === undefined ? {} : { reason }),
       },
       "request",
     );

@@ -42,6 +42,8 @@ export async function startLocalWorkcell(
       PORT: String(port),
       AWS_EMULATOR_PORT: String(await freePort()),
       DATA_PLANE_PORT: String(await freePort()),
+      // Not the default 9464: parallel tests (and other engineers) share the host.
+      METRICS_PORT: String(await freePort()),
       ...extraEnv,
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -59,6 +59,10 @@ export function registerBatchRoute(app: Hono<DataPlaneEnv>, deps: RouteDeps): vo
           }),
         },
       );
+      deps.bytes.inc(
+        { direction: "in" },
+        written.reduce((sum, info) => sum + info.size, 0),
+      );
       return c.json({ items: written.map((info) => createdJson(dir, info)) }, 201);
     },
   );

@@ -52,6 +52,7 @@ export function registerContentRoutes(app: Hono<DataPlaneEnv>, deps: RouteDeps):
         ),
       added: (info) => ({ bytes: info.size, inodes: 1 }),
     });
+    deps.bytes.inc({ direction: "in" }, written.size);
     return c.json(createdJson(parentOf(path), written), 201);
   });
 }
@@ -105,6 +106,8 @@ async function download(c: Context<DataPlaneEnv>, deps: RouteDeps): Promise<Resp
     reader.close();
     return c.body(null, status, headers);
   }
+  // Counted as answered (the Content-Length), not as the client read it.
+  deps.bytes.inc({ direction: "out" }, length);
   // No request signal here: when the client goes away the server cancels the stream, and
   // the reader closes its descriptor on cancel (an abort error would only add log noise).
   return c.body(reader.stream({ range }), status, headers);

@@ -94,6 +94,8 @@ export function registerImportRoute(app: Hono<DataPlaneEnv>, deps: ImportRouteDe
           result.ok ? { bytes: announced, inodes: result.items.length } : { bytes: 0, inodes: 0 },
       });
       if (!outcome.ok) throw importRefusalError(outcome);
+      // The objects' bytes (each was cut off at, and checked against, its announced size).
+      deps.bytes.inc({ direction: "in" }, announced);
       return c.json({ items: outcome.items }, 200);
     },
   );

@@ -94,6 +94,8 @@ test("npm ci --omit=dev installs no dev dependency, and the agent-host starts an
       AWS_SECRET_ACCESS_KEY: "test",
       CAPABILITY_PUBLIC_KEY: keys.publicJwk,
       DATA_PLANE_PORT: String(port),
+      // Not the default 9464: parallel tests (and other engineers) share the host.
+      METRICS_PORT: String(await freePort()),
       DATA_PLANE_HOST: "127.0.0.1",
       SANDBOX_IMAGE: image,
       WORKER_CONCURRENCY: "1",

@@ -34,6 +34,8 @@ beforeAll(async () => {
       PORT: String(port),
       AWS_EMULATOR_PORT: String(await freePort()),
       DATA_PLANE_PORT: String(await freePort()),
+      // Not the default 9464: parallel tests (and other engineers) share the host.
+      METRICS_PORT: String(await freePort()),
       DATA_DIR: dataDir,
       LOG_LEVEL: "warn",
     },

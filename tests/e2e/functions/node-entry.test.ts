@@ -37,6 +37,8 @@ beforeAll(async () => {
       ...vars,
       HOST: "127.0.0.1",
       PORT: String(port),
+      // Not the default 9464: parallel tests (and other engineers) share the host.
+      METRICS_PORT: String(await freePort()),
       SWEEP_INTERVAL_MS: "1000",
       WORKCELL_CORS_ORIGINS: `${CONSOLE_ORIGIN},http://localhost:5173`,
     },

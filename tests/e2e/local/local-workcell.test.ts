@@ -69,6 +69,8 @@ describe("the local Workcell (one command, one process)", () => {
       PORT: String(port),
       AWS_EMULATOR_PORT: String(awsPort),
       DATA_PLANE_PORT: String(await freePort()),
+      // Not the default 9464: parallel tests (and other engineers) share the host.
+      METRICS_PORT: String(await freePort()),
     };
   });
   afterAll(() => dataRoot.remove());

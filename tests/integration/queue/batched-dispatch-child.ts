@@ -3,10 +3,12 @@
 import { SQSClient } from "@aws-sdk/client-sqs";
 import pino from "pino";
 import postgres from "postgres";
+import { Registry } from "prom-client";
 import { createBatchingRunQueue } from "../../../functions/queue/batching-run-queue.ts";
 import { createSqsRunQueue } from "../../../functions/queue/sqs-run-queue.ts";
 import { submitRun } from "../../../functions/runs/submit-run.ts";
 import { createDb } from "../../../shared/db/client.ts";
+import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 
 const args = JSON.parse(process.argv[2] ?? "{}") as {
   dbUrl: string;
@@ -31,6 +33,7 @@ const deps = {
   runQueue,
   logger: pino({ level: "silent" }),
   queueSendTimeoutMs: TEN_MINUTES_MS,
+  metrics: createWorkcellMetrics(new Registry()),
 };
 // Fewer than a full batch each time is never flushed; a full one would be, so stay below.
 for (let i = 0; i < args.count; i++) {

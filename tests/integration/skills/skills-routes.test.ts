@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { HeadObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type AgentHostSkills,
@@ -23,6 +24,7 @@ import { createS3SkillArchiveUploads } from "../../../functions/skills/skill-arc
 import { createSqsSkillRefreshQueue } from "../../../functions/skills/skill-refresh-queue.ts";
 import { parseQueueMessage } from "../../../shared/contracts/queue-message.ts";
 import type { SkillsDataPlane } from "../../../shared/contracts/skills-data-plane.ts";
+import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 import { freshBucket, freshQueue, s3Client, sqsClient } from "../../support/aws.ts";
 import { buildZip } from "./archive-builder.ts";
 import { namesIn, type SkillsEnv, setupSkills, silentLogger } from "./skills-harness.ts";
@@ -71,7 +73,7 @@ describe("skills routes", () => {
 
   function buildApp(currentDataPlane: () => SkillsDataPlane): OpenAPIHono<AppEnv> {
     const built = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-    built.use(requestContext(silentLogger));
+    built.use(requestContext(silentLogger, createWorkcellMetrics(new Registry())));
     built.onError(errorHandler());
     // Stands in for the authenticate middleware: the principal it would set.
     built.use("/v1/*", async (c, next) => {

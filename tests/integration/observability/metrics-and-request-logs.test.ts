@@ -285,4 +285,30 @@ describe("metrics and request logs of the local Workcell", () => {
       ),
     ).toBe(1);
   });
+
+  test("no line of the whole session repeats a context key", () => {
+    const keys = [
+      "node_id",
+      "component",
+      "request_id",
+      "uid",
+      "run_id",
+      "sandbox_id",
+      "generation",
+    ];
+    expect(stack.raw.length).toBeGreaterThan(0);
+    const repeated = stack.raw.filter((line) =>
+      keys.some((key) => line.split(`"${key}":`).length > 2),
+    );
+    expect(repeated).toEqual([]);
+    // The run worker's and the sandbox lifecycle lines carry their context once.
+    const created = stack.lines.filter((l) => l.msg === "sandbox created");
+    expect(created.length).toBeGreaterThan(0);
+    for (const line of created) {
+      expect(line).toMatchObject({ uid: ALICE, node_id: expect.any(String) });
+      expect(typeof line.run_id).toBe("string");
+      expect(typeof line.sandbox_id).toBe("string");
+      expect(typeof line.generation).toBe("number");
+    }
+  });
 });

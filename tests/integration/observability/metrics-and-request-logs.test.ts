@@ -10,6 +10,8 @@ import { type ObservedStack, startObservedStack } from "./observed-stack.ts";
 
 const ALICE = "metrics-alice";
 const UPLOAD_BYTES = 1_000;
+/** Sandboxes are created for real on a shared, loaded machine. */
+const TEST_TIMEOUT_MS = 240_000;
 
 let stack: ObservedStack;
 
@@ -218,7 +220,7 @@ describe("metrics and request logs of the local Workcell", () => {
       expect(line).not.toContain("observed.txt");
       expect(line).not.toContain(runId);
     }
-  });
+  }, TEST_TIMEOUT_MS);
 
   test("a quota refusal counts once and writes nothing", async () => {
     const { runId, threadId } = await submit("true");
@@ -260,7 +262,7 @@ describe("metrics and request logs of the local Workcell", () => {
       body: {},
     });
     expect(cleared.status).toBe(200);
-  });
+  }, TEST_TIMEOUT_MS);
 
   test("a cancel of a running run counts one cancel request and one cancelled run", async () => {
     const before = await stack.scrape();
@@ -284,7 +286,7 @@ describe("metrics and request logs of the local Workcell", () => {
         http("api", "POST", "/v1/runs/{run_id}/cancel", 202),
       ),
     ).toBe(1);
-  });
+  }, TEST_TIMEOUT_MS);
 
   test("no line of the whole session repeats a context key", () => {
     const keys = [

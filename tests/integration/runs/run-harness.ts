@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { and, asc, eq } from "drizzle-orm";
+import { Registry } from "prom-client";
 import {
   createEmptySkillProjection,
   createSqsWorkQueue,
@@ -32,6 +33,7 @@ import {
   projects,
   runEvents,
 } from "../../../shared/db/schema.ts";
+import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 import { freshQueue, sqsClient } from "../../support/aws.ts";
 import { type ManagerWorld, managerWorld } from "../sandbox/manager-fixture.ts";
 import { containersOfNode, GEM, silentLogger } from "../sandbox/sandbox-fixture.ts";
@@ -126,7 +128,13 @@ export async function runWorld(
       .where(eq(conversations.threadId, threadId));
     if (!thread) throw new Error(`no thread ${threadId}`);
     const { run } = await submitRun(
-      { db, runQueue: queue, logger: silentLogger, queueSendTimeoutMs: 10_000 },
+      {
+        db,
+        runQueue: queue,
+        logger: silentLogger,
+        queueSendTimeoutMs: 10_000,
+        metrics: createWorkcellMetrics(new Registry()),
+      },
       {
         uid: thread.uid,
         target: { kind: "thread", threadId },

@@ -10,6 +10,7 @@ import type { TokenVerifier } from "./auth/token-verifier.ts";
 import type { CapabilityMinter } from "./capability/capability-minter.ts";
 import type { DataPlaneClient } from "./data-plane/data-plane-client.ts";
 import type { HealthProbes } from "./health/health-probes.ts";
+import type { RequestRateLimiter } from "./limits/request-rate-limiter.ts";
 import type { RunQueue } from "./queue/run-queue.ts";
 import type { EventTickets } from "./run-events/event-tickets.ts";
 import type { RunEventWaiter } from "./run-events/run-event-waiter.ts";
@@ -67,6 +68,11 @@ export type AppDeps = SkillsDeps & {
    * builds it from OTEL_* (shared/telemetry/start-tracing.ts). Default: off.
    */
   tracing?: Tracing;
+  /**
+   * requests_per_minute per uid; default: the Postgres token bucket
+   * (createRequestRateLimiter) with the deployment's default limit.
+   */
+  rateLimiter?: RequestRateLimiter;
   /** The deployment's per-uid limits where no admin override applies (DEFAULT_USER_LIMITS). */
   userLimitDefaults?: UserLimits;
 };

@@ -19,6 +19,8 @@ export type AppLimits = {
   maxQueuedRunsPerUid: number;
   /** Retry-After of that 429: a slot of the uid frees when one of its runs ends. */
   queuedRunsRetryAfterSeconds: number;
+  /** Event streams one uid may have open at once (all instances); one more is 429. */
+  maxEventStreamsPerUid: number;
   /** Event stream: first wait after finding no new events, doubled up to the max. */
   eventPollMinMs: number;
   eventPollMaxMs: number;
@@ -39,6 +41,7 @@ export const DEFAULT_APP_LIMITS: AppLimits = {
   maxBodyBytes: 2 * 1024 * 1024,
   queueSendTimeoutMs: 3_000,
   maxQueuedRunsPerUid: 200,
+  maxEventStreamsPerUid: 32,
   queuedRunsRetryAfterSeconds: 10,
   eventPollMinMs: 100,
   eventPollMaxMs: 1_000,

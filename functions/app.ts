@@ -4,14 +4,17 @@ import { runEventSchema } from "../shared/contracts/run-event.ts";
 import { WorkcellError } from "../shared/errors/index.ts";
 import { limitBody } from "../shared/http/body-limit.ts";
 import { traceRequests } from "../shared/http/trace-requests.ts";
+import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
 import { createWorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import { noTracing } from "../shared/telemetry/tracing.ts";
 import type { AppDeps } from "./app-deps.ts";
 import type { AppEnv } from "./app-env.ts";
 import { DEFAULT_APP_LIMITS } from "./app-limits.ts";
+import { createRequestRateLimiter } from "./limits/request-rate-limiter.ts";
 import { apiCors } from "./middleware/api-cors.ts";
 import { authenticate } from "./middleware/authenticate.ts";
 import { errorHandler } from "./middleware/error-handler.ts";
+import { rateLimit } from "./middleware/rate-limit.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { requireAdmin } from "./middleware/require-admin.ts";
 import { validationHook } from "./middleware/validation-hook.ts";
@@ -68,7 +71,18 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   // registration order, and this one answers without calling next().
   registerHealthRoute(app, deps.health);
   const eventTickets = deps.eventTickets ?? createEventTickets();
-  app.use("/v1/*", authenticate(deps.auth, eventTickets), limitBody(limits.maxBodyBytes));
+  const rateLimiter =
+    deps.rateLimiter ??
+    createRequestRateLimiter({
+      db: deps.db,
+      defaultRequestsPerMinute: (deps.userLimitDefaults ?? DEFAULT_USER_LIMITS).requests_per_minute,
+    });
+  app.use(
+    "/v1/*",
+    authenticate(deps.auth, eventTickets),
+    rateLimit(rateLimiter),
+    limitBody(limits.maxBodyBytes),
+  );
   // Before any route's validator: a non-admin is refused whatever body it sends.
   app.use("/v1/admin/*", requireAdmin());
 

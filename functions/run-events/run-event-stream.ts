@@ -29,6 +29,8 @@ export type RunEventStreamRequest = {
   readonly afterSeq: number;
   /** The client's request: aborts when it disconnects. */
   readonly signal: AbortSignal;
+  /** Called once when the stream is over: closed, failed or cancelled by the client. */
+  readonly onEnd?: () => void;
 };
 
 /**
@@ -55,6 +57,12 @@ export function runEventStream(
   let started = false;
   let finished = false;
   let runIsTerminal = false;
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    request.onEnd?.();
+  };
 
   const readEvents = () =>
     deps.db
@@ -117,8 +125,10 @@ export function runEventStream(
     async pull(controller) {
       try {
         const chunk = await next();
-        if (chunk === undefined) controller.close();
-        else controller.enqueue(encoder.encode(chunk));
+        if (chunk === undefined) {
+          end();
+          controller.close();
+        } else controller.enqueue(encoder.encode(chunk));
       } catch (error) {
         if (signal.aborted) {
           // The client went away (or cancelled the body): the wait or read it was in is
@@ -129,11 +139,13 @@ export function runEventStream(
           // Last-Event-ID. The error stays in our log, never in the stream.
           deps.logger.error({ err: error, run_id: request.runId }, "run event stream failed");
         }
+        end();
         closeQuietly(controller);
       }
     },
     cancel() {
       stop.abort();
+      end();
     },
   });
 }

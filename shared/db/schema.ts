@@ -9,6 +9,7 @@ export * from "./schema/idempotency-keys.ts";
 export * from "./schema/messages.ts";
 export * from "./schema/nodes.ts";
 export * from "./schema/projects.ts";
+export * from "./schema/rate-limits.ts";
 export * from "./schema/requests.ts";
 export * from "./schema/run-changes.ts";
 export * from "./schema/run-events.ts";

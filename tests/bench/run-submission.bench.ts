@@ -33,6 +33,7 @@ import { createHttpSkillsDataPlane } from "../../functions/skills/http-skills-da
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER, mintDevToken } from "../../infra/local/dev-token.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { ed25519PrivateJwkVar } from "../../shared/env/env-vars.ts";
+import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
 import { freePort } from "../setup/free-port.ts";
 import { startPostgresCluster } from "../setup/postgres-cluster.ts";
 import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
@@ -110,6 +111,10 @@ try {
         queueUrl,
         skillsDataPlane: createHttpSkillsDataPlane({ baseUrl: "http://127.0.0.1:9", capabilities }),
       }),
+      // One user submits every run and no worker drains them: lift the per-uid rate and
+      // queued-runs bounds (docs/decisions/0037), which would otherwise refuse the bench.
+      userLimitDefaults: { ...DEFAULT_USER_LIMITS, requests_per_minute: 1_000_000 },
+      limits: { maxQueuedRunsPerUid: 10_000_000 },
     });
   const oursUrl = await listen(appWith(createSqsRunQueue({ sqs, queueUrl })).fetch, stops);
   const batchedQueue = createBatchingRunQueue(

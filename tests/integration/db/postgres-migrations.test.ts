@@ -68,10 +68,12 @@ async function publicTables(sql: postgres.Sql): Promise<string[]> {
 
 const expectedTables = [
   "agent_runs",
+  "api_rate_buckets",
   "attachments",
   "change_batch_items",
   "change_batches",
   "conversations",
+  "event_stream_slots",
   "execution_leases",
   "idempotency_keys",
   "messages",

@@ -65,6 +65,9 @@ export async function unitApp(overrides: Partial<AppDeps> = {}): Promise<UnitApp
     logger: pino({ level: "silent" }),
     health: { db: down, queue: down, storage: down, nodesReady: down },
     db: createDb(sql),
+    // The token bucket lives in Postgres, which unit tests do not reach; it has its own
+    // integration test (tests/integration/functions/rate-limits.test.ts).
+    rateLimiter: { take: async () => ({ ok: true }) },
     auth: createDevTokenVerifier({
       secret,
       issuer: DEV_TOKEN_ISSUER,

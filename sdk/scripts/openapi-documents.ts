@@ -14,6 +14,7 @@ const OPTIONAL_SETTINGS = [
   "nodeTtlMs",
   "metrics",
   "exportMetrics",
+  "rateLimiter",
 ];
 
 /**

@@ -74,6 +74,7 @@ const expectedTables = [
   "change_batches",
   "conversations",
   "event_stream_slots",
+  "execution_lease_roots",
   "execution_leases",
   "idempotency_keys",
   "messages",

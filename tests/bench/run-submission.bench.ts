@@ -170,9 +170,13 @@ try {
   await load(baselineRequest, WARMUP_REQUESTS);
   await load(oursRequest, WARMUP_REQUESTS);
   await sqs.send(new PurgeQueueCommand({ QueueUrl: queueUrl })).catch(() => {});
+  await oursSql`update agent_runs set status = 'cancelled', finished_at = now() where status = 'pending'`;
   const base = await load(baselineRequest, REQUESTS);
   const ours = await load(oursRequest, REQUESTS);
   await sqs.send(new PurgeQueueCommand({ QueueUrl: queueUrl })).catch(() => {});
+  // Each phase leaves its runs pending (no worker here); end them so the next phase starts
+  // below every uid's queued-runs bound, as a drained queue would.
+  await oursSql`update agent_runs set status = 'cancelled', finished_at = now() where status = 'pending'`;
   const runsBeforeBatched = await countRuns(oursSql);
   const batched = await load(batchedRequest, REQUESTS);
   const committedBatched = (await countRuns(oursSql)) - runsBeforeBatched;

@@ -42,22 +42,27 @@ function userTexts(models: ReturnType<typeof scriptedModels>): string[] {
   });
 }
 
-it("a run handed back and claimed again lists the attachments once, with their sandbox paths", async () => {
+it("a run that waited while the node was quiesced lists the attachments once, with their sandbox paths", async () => {
   await world.sandboxManager.quiesce(AbortSignal.timeout(30_000));
   const models = scriptedModels(() => [{ text: "ok" }]);
-  await world.worker({ model: models.factory, limits: { handBackDelaySeconds: 1 } });
+  await world.worker({
+    model: models.factory,
+    limits: { handBackDelaySeconds: 1, waitingPollMs: 200 },
+  });
   const project = await world.project();
   const thread = await world.thread(project);
   await attach(thread, "report.pdf", true);
   await attach(thread, "photo.png", false);
 
   const runId = await world.submit(thread, "what is in them?");
-  // Claimed and handed back (nothing executed), then pending again.
-  await world.waitForRun(runId, (run) => run.attempt >= 1 && run.status === "pending");
+  // Since fair share (decision 0037) a quiesced node claims nothing: the run's message was
+  // taken and the run waits in Postgres, unclaimed, until the node is active again.
+  const waiting = await world.waitForRun(runId, (run) => run.waitingSince !== null);
+  expect(waiting).toMatchObject({ status: "pending", attempt: 0 });
   await world.sandboxManager.resume(AbortSignal.timeout(30_000));
   const run = await world.waitForRun(runId);
   expect(run.status).toBe("succeeded");
-  expect(run.attempt).toBeGreaterThanOrEqual(2);
+  expect(run.attempt).toBe(1);
   expectGapFree(await world.events(runId));
 
   const [seen] = userTexts(models);

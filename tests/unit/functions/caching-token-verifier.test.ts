@@ -28,17 +28,23 @@ function countingVerifier(clock: { ms: number }) {
   return { verifier, counted };
 }
 
+/** The caching verifier over a counting real one, both on one settable clock. */
+function cachedOnClock(maxEntries: number, maxAgeMs: number) {
+  const clock = { ms: Date.now() };
+  const { verifier, counted } = countingVerifier(clock);
+  const cached = createCachingTokenVerifier(verifier, {
+    maxEntries,
+    maxAgeMs,
+    now: () => clock.ms,
+  });
+  return { clock, counted, cached };
+}
+
 const signal = () => AbortSignal.timeout(5_000);
 
 describe("caching token verifier", () => {
   test("verifies a token once and answers the same principal from the cache", async () => {
-    const clock = { ms: Date.now() };
-    const { verifier, counted } = countingVerifier(clock);
-    const cached = createCachingTokenVerifier(verifier, {
-      maxEntries: 10,
-      maxAgeMs: 60_000,
-      now: () => clock.ms,
-    });
+    const { counted, cached } = cachedOnClock(10, 60_000);
     const token = await mintDevToken(SECRET, "alice");
     const first = await cached.verify(token, signal());
     const second = await cached.verify(token, signal());
@@ -48,13 +54,7 @@ describe("caching token verifier", () => {
   });
 
   test("never caches a refusal: a forged token is checked, and refused, every time", async () => {
-    const clock = { ms: Date.now() };
-    const { verifier, counted } = countingVerifier(clock);
-    const cached = createCachingTokenVerifier(verifier, {
-      maxEntries: 10,
-      maxAgeMs: 60_000,
-      now: () => clock.ms,
-    });
+    const { counted, cached } = cachedOnClock(10, 60_000);
     const forged = await mintDevToken("another-secret-0123456789-abcdefgh", "alice");
     for (let i = 0; i < 3; i++) {
       expect((await cached.verify(forged, signal())).ok).toBe(false);
@@ -63,13 +63,7 @@ describe("caching token verifier", () => {
   });
 
   test("re-verifies after maxAgeMs, and a token past its exp is refused, not served from the cache", async () => {
-    const clock = { ms: Date.now() };
-    const { verifier, counted } = countingVerifier(clock);
-    const cached = createCachingTokenVerifier(verifier, {
-      maxEntries: 10,
-      maxAgeMs: 1_000,
-      now: () => clock.ms,
-    });
+    const { clock, counted, cached } = cachedOnClock(10, 1_000);
     const token = await mintDevToken(SECRET, "bob", { ttlSeconds: 120 });
     expect((await cached.verify(token, signal())).ok).toBe(true);
     clock.ms += 1_500;
@@ -83,13 +77,7 @@ describe("caching token verifier", () => {
   });
 
   test("keeps at most maxEntries tokens, dropping the least recently used", async () => {
-    const clock = { ms: Date.now() };
-    const { verifier, counted } = countingVerifier(clock);
-    const cached = createCachingTokenVerifier(verifier, {
-      maxEntries: 2,
-      maxAgeMs: 60_000,
-      now: () => clock.ms,
-    });
+    const { counted, cached } = cachedOnClock(2, 60_000);
     const [a, b, c] = await Promise.all(["a", "b", "c"].map((uid) => mintDevToken(SECRET, uid)));
     for (const token of [a, b, a, c] as string[]) await cached.verify(token, signal());
     expect(counted.calls).toBe(3); // a, b, c; the second a was a hit

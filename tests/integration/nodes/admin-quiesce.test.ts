@@ -1,16 +1,11 @@
 import { eq } from "drizzle-orm";
-import { generateKeyPair } from "jose";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type AgentHost, startAgentHost } from "../../../agent-host/agent-host.ts";
-import { modelConfigSchema } from "../../../agent-host/runs/agent/model-config.ts";
+import type { AgentHost } from "../../../agent-host/agent-host.ts";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import type { AdminNode } from "../../../shared/contracts/node.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
-import { postgresListen } from "../../../shared/listen/postgres-listen.ts";
-import { freePort } from "../../setup/free-port.ts";
-import { freshBucket, s3Client } from "../../support/aws.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
 import { busyboxRuntimeDir } from "../../support/process-tier.ts";
 import {
@@ -24,6 +19,7 @@ import {
   testConfig,
   uniqueNodeId,
 } from "../sandbox/sandbox-fixture.ts";
+import { startNodeAgentHost } from "./node-agent-host.ts";
 
 // Operators through the API (API.md "Nodes and runtimes", issue 14 (6)(7)): a real
 // agent-host (data plane, sandbox manager, worker, heartbeat) and the control plane on
@@ -38,19 +34,10 @@ const { docker, image } = requireDocker();
 beforeAll(async () => {
   h = await startFunctionsHarness({ dbMax: 30 });
   nodeId = uniqueNodeId();
-  const { publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
-  const s3 = s3Client();
   const config = testConfig(image, { drainTimeoutMs: 500, killGraceMs: 500 });
-  host = await startAgentHost({
-    db: h.db,
-    listen: postgresListen(h.database.sql),
-    sqs: h.sqs,
-    runQueueUrl: h.queueUrl,
-    s3,
-    attachmentsBucket: await freshBucket(s3),
-    dataRoot: h.dataRoot,
+  host = await startNodeAgentHost(h, {
     nodeId,
-    capabilityPublicKeys: [publicKey],
+    config,
     sandboxTiers: await detectSandboxTiers({
       logger: silentLogger,
       dataRoot: h.dataRoot,
@@ -58,11 +45,6 @@ beforeAll(async () => {
       runtimeDir: await busyboxRuntimeDir(),
       docker,
     }),
-    sandboxConfig: config,
-    modelConfig: modelConfigSchema.parse({ kind: "shell" }),
-    dataPlane: { port: await freePort(), hostname: "127.0.0.1" },
-    nodeHeartbeatIntervalMs: 200,
-    logger: silentLogger,
   });
 });
 afterAll(async () => {
@@ -147,13 +129,15 @@ it("quiesce through the admin route drains the node and stops new sandboxes; res
   );
   expect((await myNode())?.state).toBe("quiesced");
 
-  // No new sandbox while quiesced: a new run is handed back, never executed here.
+  // No new sandbox while quiesced: a quiesced node claims nothing (fair share, decision
+  // 0037), so the new run waits in Postgres, unclaimed and never executed here.
   const waiting = await submit("echo after-resume");
-  await until(
+  const parked = await until(
     () => runRow(waiting.run_id),
-    (r) => r.attempt >= 1 && r.status === "pending",
-    "the hand-back",
+    (r) => r.waitingSince !== null,
+    "the run to wait",
   );
+  expect(parked).toMatchObject({ status: "pending", attempt: 0 });
   expect(await containersOfNode(docker, nodeId)).toEqual([]);
 
   expect((await h.call("POST", `/v1/admin/nodes/${nodeId}/resume`, { admin: true })).status).toBe(

@@ -4,16 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { eq } from "drizzle-orm";
-import { generateKeyPair } from "jose";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type AgentHost, startAgentHost } from "../../../agent-host/agent-host.ts";
-import { modelConfigSchema } from "../../../agent-host/runs/agent/model-config.ts";
+import type { AgentHost } from "../../../agent-host/agent-host.ts";
 import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
-import { postgresListen } from "../../../shared/listen/postgres-listen.ts";
-import { freePort } from "../../setup/free-port.ts";
-import { freshBucket, s3Client } from "../../support/aws.ts";
 import { requireDocker } from "../../support/docker.ts";
 import { busyboxRuntimeDir } from "../../support/process-tier.ts";
 import {
@@ -27,6 +22,7 @@ import {
   testConfig,
   uniqueNodeId,
 } from "../sandbox/sandbox-fixture.ts";
+import { startNodeAgentHost } from "./node-agent-host.ts";
 
 // The no-isolation path (ARCHITECTURE.md §8, issue 11 item 7): a node where no Docker
 // engine answers and bubblewrap is missing starts (files still served), says it is not
@@ -51,19 +47,10 @@ beforeAll(async () => {
   h = await startFunctionsHarness({ dbMax: 30 });
   nodeId = uniqueNodeId();
   stateDir = join(tmpdir(), `workcell-no-isolation-${randomUUID()}`);
-  const { publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
-  const s3 = s3Client();
   const config = testConfig("unused");
-  host = await startAgentHost({
-    db: h.db,
-    listen: postgresListen(h.database.sql),
-    sqs: h.sqs,
-    runQueueUrl: h.queueUrl,
-    s3,
-    attachmentsBucket: await freshBucket(s3),
-    dataRoot: h.dataRoot,
+  host = await startNodeAgentHost(h, {
     nodeId,
-    capabilityPublicKeys: [publicKey],
+    config,
     sandboxTiers: await detectSandboxTiers({
       logger: silentLogger,
       dataRoot: h.dataRoot,
@@ -73,11 +60,6 @@ beforeAll(async () => {
       docker: new Docker({ socketPath: join(stateDir, "no-docker.sock") }),
       process: { stateDir, cgroupParent: `workcell-test/${nodeId}`, path: pathWithoutBwrap },
     }),
-    sandboxConfig: config,
-    modelConfig: modelConfigSchema.parse({ kind: "shell" }),
-    dataPlane: { port: await freePort(), hostname: "127.0.0.1" },
-    nodeHeartbeatIntervalMs: 200,
-    logger: silentLogger,
   });
 });
 afterAll(async () => {

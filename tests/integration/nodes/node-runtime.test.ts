@@ -3,11 +3,9 @@ import { readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
-import { generateKeyPair } from "jose";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type AgentHost, startAgentHost } from "../../../agent-host/agent-host.ts";
+import type { AgentHost } from "../../../agent-host/agent-host.ts";
 import { recordNodeRuntime } from "../../../agent-host/record-node-runtime.ts";
-import { modelConfigSchema } from "../../../agent-host/runs/agent/model-config.ts";
 import { resolveSandboxImage } from "../../../agent-host/runtime/sandbox-image.ts";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
@@ -19,8 +17,6 @@ import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { freePort } from "../../setup/free-port.ts";
-import { freshBucket, s3Client } from "../../support/aws.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
 import {
   ALICE,
@@ -29,6 +25,7 @@ import {
   startFunctionsHarness,
 } from "../functions/support/functions-harness.ts";
 import { silentLogger, testConfig, uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
+import { startNodeAgentHost } from "./node-agent-host.ts";
 
 // One real agent-host with both tiers, the real Runtime Assets and the default sandbox
 // image (issue 20 (5)): its runtime report in its node row, served by GET
@@ -50,22 +47,14 @@ beforeAll(async () => {
   });
   h = await startFunctionsHarness({ dbMax: 20 });
   nodeId = uniqueNodeId();
-  const { publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
-  const s3 = s3Client();
   // SANDBOX_IMAGE unset, as an operator deploys: the Runtime Assets' own image.
   const config = testConfig(
     await resolveSandboxImage({ configured: undefined, runtimeDir: treeDir }),
     { memoryBytes: 512 * 1024 * 1024 },
   );
-  host = await startAgentHost({
-    db: h.db,
-    sqs: h.sqs,
-    runQueueUrl: h.queueUrl,
-    s3,
-    attachmentsBucket: await freshBucket(s3),
-    dataRoot: h.dataRoot,
+  host = await startNodeAgentHost(h, {
     nodeId,
-    capabilityPublicKeys: [publicKey],
+    config,
     sandboxTiers: await detectSandboxTiers({
       logger: silentLogger,
       dataRoot: h.dataRoot,
@@ -74,11 +63,6 @@ beforeAll(async () => {
       docker,
       process: { stateDir, cgroupParent: `workcell-test/${nodeId}` },
     }),
-    sandboxConfig: config,
-    modelConfig: modelConfigSchema.parse({ kind: "shell" }),
-    dataPlane: { port: await freePort(), hostname: "127.0.0.1" },
-    nodeHeartbeatIntervalMs: 200,
-    logger: silentLogger,
   });
 }, 300_000);
 afterAll(async () => {

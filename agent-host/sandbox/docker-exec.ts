@@ -270,10 +270,12 @@ const SHELL_ADDED_ENV = ["PWD", "OLDPWD", "SHLVL"] as const;
  * and then `exec`s it (same pid, same argv; a missing program exits 127). The variables
  * the shell itself exports are unset first, unless the request declared them, so the
  * command still gets exactly the declared environment. The process tier's trampoline
- * sets the same umask.
+ * sets the same umask. The image's own /bin/sh by absolute path: a PATH lookup would find
+ * the Runtime Assets' shell first (/runtime/usr/bin), which cannot run in an image without
+ * their loader (the busybox test image, an operator's static image).
  */
 export function withPrivateUmask(cmd: readonly string[], env: ExecRequest["env"]): string[] {
   const added = SHELL_ADDED_ENV.filter((name) => env?.[name] === undefined);
   const unset = added.length > 0 ? `unset ${added.join(" ")}; ` : "";
-  return ["sh", "-c", `umask 077 && ${unset}exec "$@"`, "sh", ...cmd];
+  return ["/bin/sh", "-c", `umask 077 && ${unset}exec "$@"`, "sh", ...cmd];
 }

@@ -40,32 +40,57 @@ export function createRequestRateLimiter(options: RequestRateLimiterOptions): Re
   const divisor = options.leaseDivisor ?? 20;
   const now = options.now ?? Date.now;
   const leases = new Map<string, { tokens: number; expiresAt: number }>();
+  // One take from Postgres at a time per uid: a burst of concurrent requests that all find
+  // the lease empty would otherwise each take a lease-full of tokens and drain the whole
+  // bucket at once (50 concurrent requests at rpm 600 were refused).
+  const inflight = new Map<string, Promise<BucketTake>>();
+
+  const refusal = (taken: BucketTake): RateDecision => ({
+    ok: false,
+    retryAfterSeconds: Math.max(1, Math.ceil((1 - taken.left) / (taken.rpm / 60))),
+  });
+
+  const takeAhead = (uid: string): Promise<BucketTake> => {
+    const started = takeFromBucket(db, uid, defaultRequestsPerMinute, divisor)
+      .then((taken) => {
+        const at = now();
+        if (taken.granted < 1) {
+          leases.delete(uid);
+          return taken;
+        }
+        if (leases.size >= MAX_LEASES) {
+          for (const [key, value] of leases) if (value.expiresAt <= at) leases.delete(key);
+        }
+        leases.set(uid, { tokens: taken.granted, expiresAt: at + leaseMs });
+        return taken;
+      })
+      .finally(() => inflight.delete(uid));
+    inflight.set(uid, started);
+    return started;
+  };
 
   return {
     async take(uid, signal) {
-      const at = now();
-      const lease = leases.get(uid);
-      if (lease !== undefined && lease.tokens >= 1 && at < lease.expiresAt) {
-        lease.tokens -= 1;
-        return { ok: true };
+      // Each round either spends a leased token, or waits for one take from Postgres
+      // that grants at least one token (then spends it, or another request did and the
+      // next round takes again) or refuses (every waiter of it is refused).
+      for (;;) {
+        const lease = leases.get(uid);
+        if (lease !== undefined && lease.tokens >= 1 && now() < lease.expiresAt) {
+          lease.tokens -= 1;
+          return { ok: true };
+        }
+        signal?.throwIfAborted();
+        const pending = inflight.get(uid);
+        if (pending !== undefined) {
+          // Its failure is its starter's error; a waiter tries a take of its own.
+          const taken = await pending.catch(() => undefined);
+          if (taken !== undefined && taken.granted < 1) return refusal(taken);
+          continue;
+        }
+        const taken = await takeAhead(uid);
+        if (taken.granted < 1) return refusal(taken);
       }
-      signal?.throwIfAborted();
-      const taken = await takeFromBucket(db, uid, defaultRequestsPerMinute, divisor);
-      if (taken.granted < 1) {
-        leases.delete(uid);
-        const perSecond = taken.rpm / 60;
-        return {
-          ok: false,
-          retryAfterSeconds: Math.max(1, Math.ceil((1 - taken.left) / perSecond)),
-        };
-      }
-      if (leases.size >= MAX_LEASES) {
-        for (const [key, value] of leases) if (value.expiresAt <= at) leases.delete(key);
-      }
-      if (taken.granted > 1)
-        leases.set(uid, { tokens: taken.granted - 1, expiresAt: at + leaseMs });
-      else leases.delete(uid);
-      return { ok: true };
     },
   };
 }

@@ -90,6 +90,17 @@ describe("requests_per_minute", () => {
     expect(ok).toBeLessThanOrEqual(12);
     expect(results.filter((r) => r.status === 429).length).toBe(30 - ok);
   });
+
+  test("a concurrent burst well under the limit all passes (one take from Postgres at a time)", async () => {
+    const uid = "burst-user";
+    await setRpm(uid, 600);
+    const results = await Promise.all(
+      Array.from({ length: 100 }, () => h.call("GET", "/v1/threads", { uid })),
+    );
+    // Before: every request that found the lease empty took rpm/20 tokens at once, and
+    // 50 concurrent requests drained a 600 bucket.
+    expect(results.map((r) => r.status)).toEqual(Array.from({ length: 100 }, () => 200));
+  });
 });
 
 describe("open event streams per uid", () => {

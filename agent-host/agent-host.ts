@@ -1,3 +1,4 @@
+import { basename, dirname } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
@@ -6,42 +7,43 @@ import type { CapabilityPublicKey } from "../shared/capability/capability-keys.t
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
 import { createWorkcellMetrics, type WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
-import { SANDBOX_RUNTIME_MOUNT } from "../shared/paths/runtime-paths.ts";
 import { failRunsOfNode } from "../shared/runs/fail-node-runs.ts";
 import { DEFAULT_NODE_HEARTBEAT_INTERVAL_MS } from "../shared/runs/node-liveness.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
+import { createThreadRevocations } from "./data-plane/thread-revocations.ts";
+import { followNodeState } from "./follow-node-state.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
 import { NodeHeartbeat } from "./node-heartbeat.ts";
 import { createNodeReadiness, type ReadinessCheck } from "./node-readiness.ts";
-import { detectQuotaEnforcement } from "./quota/detect-quota-enforcement.ts";
+import { createRunQuotaGate } from "./quota/run-quota-gate.ts";
 import { createAccountingQuota } from "./quota/workspace-quota.ts";
-import { recordNodeRuntime } from "./record-node-runtime.ts";
 import { registerNode } from "./register-node.ts";
 import type { ModelConfig } from "./runs/agent/model-config.ts";
 import type { ListenFn } from "./runs/listen.ts";
 import { modelClientFactoryFor } from "./runs/model-client-factory.ts";
 import type { RunSandboxes } from "./runs/run-sandboxes.ts";
 import { RunWorker } from "./runs/run-worker.ts";
-import { IMAGE_SHELL, type SandboxShell, type ShellFor } from "./runs/sandbox-exec-adapter.ts";
+import { runtimeShellFor } from "./runs/runtime-shell-for.ts";
 import { createSqsWorkQueue } from "./runs/sqs-work-queue.ts";
-import { type RuntimeAssetsReport, verifyRuntimeAssets } from "./runtime/runtime-assets.ts";
+import type { RuntimeAssetsReport } from "./runtime/runtime-assets.ts";
 import { runtimeAssetsImage } from "./runtime/sandbox-image.ts";
+import { startRuntimeReport } from "./runtime/start-runtime-report.ts";
 import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
 import { SandboxManager } from "./sandbox/sandbox-manager.ts";
-import type { SandboxTier, SandboxTierStatus } from "./sandbox/sandbox-tier.ts";
-import { tierOfContainerId } from "./sandbox/sandbox-tier.ts";
+import { type StagingSweep, sweepStagedBinds } from "./sandbox/staged-binds.ts";
+import { sweepLegacyStagedBinds } from "./sandbox/sweep-legacy-staged-binds.ts";
+import { type SandboxDriverStatus, sandboxDriverStatus } from "./sandbox-driver-status.ts";
 import { type AgentHostSkills, createAgentHostSkills } from "./skills/agent-host-skills.ts";
 import { refreshFailureError } from "./skills/refresh-handler.ts";
+import { TierWatch } from "./tier-watch.ts";
 import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
 import { createPathResolver } from "./workspace/path-resolver.ts";
 import { createUserWorkspaces } from "./workspace/user-workspaces.ts";
 
-/** Bound on verifying the Runtime Assets (hashing every file, running every probe). */
-export const RUNTIME_VERIFY_TIMEOUT_MS = 10 * 60_000;
 /** The sandbox user (agent-host/sandbox/container-spec.ts): it must own what it writes. */
 export const SANDBOX_OWNER = { uid: 1000, gid: 1000 } as const;
 
@@ -83,13 +85,6 @@ export type AgentHostDeps = {
    * default: a registry of this agent-host alone.
    */
   metrics?: WorkcellMetrics;
-};
-
-/** The tier runs get by default (container when ready, else process), or none: runs are refused. */
-export type SandboxDriverStatus = {
-  kind: SandboxTier | "none";
-  detail: string;
-  tiers: SandboxTierStatus[];
 };
 
 export type AgentHost = {
@@ -148,6 +143,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         userWorkspaces,
         quota,
         publicKeys: deps.capabilityPublicKeys,
+        revocations: createThreadRevocations({ db: deps.db }),
         logger,
         metrics,
         attachments: {
@@ -176,57 +172,44 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       );
     }
 
-    const sandboxDriver = driverStatus(deps.sandboxTiers);
-    // Every asset's checksums and probe, once per start (ARCHITECTURE.md §3), in the
-    // background: a first verification hashes ~300 MB. Until it is done the process
-    // tier's bash waits for it; a failure leaves every asset not ready.
-    const stopping = new AbortController();
-    const runtime = verifyRuntimeAssets({
-      treeDir: deps.sandboxTiers.runtimeDir,
-      bwrap: "bwrap",
-      signal: AbortSignal.any([stopping.signal, AbortSignal.timeout(RUNTIME_VERIFY_TIMEOUT_MS)]),
-    }).catch(
-      (error: unknown): RuntimeAssetsReport => ({
-        version: "unknown",
-        assets: [],
-        error: (error as Error).message,
-      }),
-    );
-    // The runtime report operators read (GET /v1/admin/runtime): the tiers now, the
-    // assets once verified; a failed write is logged, the node runs on.
-    const tiers = deps.sandboxTiers.statuses.map(({ tier, ready, detail }) => ({
-      tier,
-      ready,
-      detail,
-    }));
-    const quotaEnforcement = await detectQuotaEnforcement(deps.dataRoot, starting.signal);
-    if (quotaEnforcement.mode === "accounting") {
-      logger.info({ detail: quotaEnforcement.detail }, "workspace quotas: accounting mode");
+    // Staging mounts of creates a previous process of this node died in the middle of
+    // (root-only binds of users' directories) go before this process creates anything;
+    // a failure is logged and the node starts (decision 0060).
+    // Then what creates left in the layout from before per-node staging (decision 0073).
+    const staging = deps.sandboxTiers.bindStagingDir;
+    const failedSweep = (error: unknown): StagingSweep => ({
+      removed: [],
+      failed: [{ name: ".", error: (error as Error).message }],
+    });
+    const own = await sweepStagedBinds(staging, starting.signal).catch(failedSweep);
+    const legacy = await sweepLegacyStagedBinds(
+      dirname(staging),
+      basename(staging),
+      starting.signal,
+    ).catch(failedSweep);
+    const swept: StagingSweep = {
+      removed: [...own.removed, ...legacy.removed.map((name) => `../${name}`)],
+      failed: [...own.failed, ...legacy.failed.map((f) => ({ ...f, name: `../${f.name}` }))],
+    };
+    if (swept.removed.length > 0) {
+      logger.warn({ staging: swept.removed }, "removed staging mounts a previous process left");
     }
-    await recordNodeRuntime(
-      deps.db,
-      deps.nodeId,
-      { tiers, quota: quotaEnforcement },
+    if (swept.failed.length > 0) {
+      logger.error({ failed: swept.failed }, "could not remove stale staging mounts");
+    }
+
+    const sandboxDriver = sandboxDriverStatus(deps.sandboxTiers);
+    const { runtime, stop: stopRuntimeReport } = await startRuntimeReport(
+      {
+        db: deps.db,
+        nodeId: deps.nodeId,
+        dataRoot: deps.dataRoot,
+        sandboxTiers: deps.sandboxTiers,
+        logger,
+      },
       starting.signal,
     );
-    const recorded = runtime.then(async (report) => {
-      for (const asset of report.assets.filter((a) => !a.ready)) {
-        logger.warn({ asset: asset.name, reason: asset.reason }, "runtime asset not ready");
-      }
-      await recordNodeRuntime(
-        deps.db,
-        deps.nodeId,
-        { tiers, quota: quotaEnforcement, assets: report },
-        stopping.signal,
-      ).catch((error: unknown) => {
-        if (!stopping.signal.aborted)
-          logger.warn({ err: error }, "could not record the Runtime Assets report");
-      });
-    });
-    stops.push(async () => {
-      stopping.abort();
-      await recorded;
-    });
+    stops.push(stopRuntimeReport);
     let sandboxes: RunSandboxes;
     let manager: SandboxManager | undefined;
     if (sandboxDriver.kind !== "none") {
@@ -247,14 +230,36 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       sandboxes = noIsolationSandboxes(sandboxDriver.detail);
     }
 
+    // Docker going away at run time (the tiers were ready at start): the node stops
+    // claiming and says not ready until the probe finds every tier again, then one
+    // reconcile pass removes what a create cut off by the outage left (decision 0058).
+    let worker: RunWorker | undefined;
+    const tierWatch = new TierWatch({
+      expected:
+        manager === undefined
+          ? []
+          : deps.sandboxTiers.statuses.filter((s) => s.ready).map((s) => s.tier),
+      probe: (signal) =>
+        manager === undefined ? Promise.resolve([]) : deps.sandboxTiers.probe(signal),
+      onRecovered: async () => {
+        const report = await manager?.reconcile(
+          AbortSignal.timeout(deps.sandboxConfig.createTimeoutMs),
+          { afterOutage: true },
+        );
+        if (report !== undefined && report.destroyed.length > 0)
+          logger.info({ destroyed: report.destroyed }, "removed containers left by the outage");
+        worker?.wake();
+      },
+      logger,
+    });
+    stops.push(() => tierWatch.settled());
     const heartbeat = new NodeHeartbeat({
       db: deps.db,
       nodeId: deps.nodeId,
       intervalMs: deps.nodeHeartbeatIntervalMs ?? DEFAULT_NODE_HEARTBEAT_INTERVAL_MS,
       beatTimeoutMs: deps.nodeHeartbeatIntervalMs ?? DEFAULT_NODE_HEARTBEAT_INTERVAL_MS,
       nodeTtlMs: deps.sandboxConfig.nodeTtlMs,
-      tiers: (signal) =>
-        manager === undefined ? Promise.resolve([]) : deps.sandboxTiers.probe(signal),
+      tiers: (signal) => tierWatch.probe(signal),
       onState: (state) => followNodeState(manager, state, logger),
       logger,
     });
@@ -263,8 +268,8 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       db: deps.db,
       sqs: deps.sqs,
       runQueueUrl: deps.runQueueUrl,
-      tiers: (signal) =>
-        manager === undefined ? Promise.resolve([]) : deps.sandboxTiers.probe(signal),
+      tiers: (signal) => tierWatch.probe(signal),
+      degraded: () => tierWatch.degraded,
       quiesced: () => manager?.quiesced ?? false,
     });
     stops.push(() => heartbeat.stop({ markStopped: true }));
@@ -283,7 +288,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       });
     }
 
-    const worker = new RunWorker({
+    worker = new RunWorker({
       db: deps.db,
       dataRoot: deps.dataRoot,
       queue: createSqsWorkQueue({
@@ -295,7 +300,8 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
           : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
       }),
       sandboxManager: sandboxes,
-      shell: shellFor(
+      canClaim: () => !tierWatch.degraded,
+      shell: runtimeShellFor(
         runtime,
         runtimeAssetsImage(deps.sandboxTiers.runtimeDir).then(
           (image) => image === deps.sandboxConfig.image,
@@ -312,14 +318,28 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       ...(deps.workerConcurrency === undefined
         ? {}
         : { limits: { concurrency: deps.workerConcurrency } }),
+      // The same accounting as the data plane: a run's commands and the Files API count
+      // against one figure per uid (docs/decisions/0050).
+      quota: createRunQuotaGate({ db: deps.db, accounting: quota, logger }),
       // A refresh that could not finish goes back to the queue (or its DLQ) as an error.
-      skillsRefresh: async (message, signal) => {
-        const failure = refreshFailureError(await skills.refreshHandler.handle(message, signal));
+      // Its line names the API request that queued it, when it does (docs/decisions/0069).
+      skillsRefresh: async (message, signal, requestId) => {
+        const outcome = await skills.refreshHandler.handle(message, signal);
+        logger.info(
+          {
+            uid: message.uid,
+            ok: outcome.ok,
+            ...(requestId === undefined ? {} : { request_id: requestId }),
+          },
+          "skills refreshed from the queue",
+        );
+        const failure = refreshFailureError(outcome);
         if (failure) throw failure;
       },
     });
-    await worker.start();
-    stops.push(() => worker.stop());
+    const runWorker = worker;
+    await runWorker.start();
+    stops.push(() => runWorker.stop());
 
     return {
       dataPlaneUrl,
@@ -336,68 +356,4 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     for (const stop of stops.reverse()) await stop().catch(() => {});
     throw error;
   }
-}
-
-/**
- * An operator's quiesce or resume (admin routes write the node row; a heartbeat reads it)
- * carried out by this node's sandbox manager. A failure is logged and retried at the next
- * state change the heartbeat sees; acquires already read the row and refuse meanwhile.
- */
-async function followNodeState(
-  manager: SandboxManager | undefined,
-  state: "active" | "quiesced",
-  logger: Logger,
-): Promise<void> {
-  if (manager === undefined) return;
-  try {
-    if (state === "quiesced" && !manager.quiesced) {
-      const { destroyed } = await manager.quiesce(AbortSignal.timeout(5 * 60_000));
-      logger.info({ destroyed: destroyed.length }, "node quiesced by an operator");
-    } else if (state === "active" && manager.quiesced) {
-      await manager.resume(AbortSignal.timeout(30_000));
-      logger.info("node resumed by an operator");
-    }
-  } catch (error) {
-    logger.error({ err: error, state }, "could not follow the node's state");
-  }
-}
-
-function driverStatus(tiers: SandboxTierSet): SandboxDriverStatus {
-  const kind = tiers.driver.defaultTier();
-  if (kind === undefined) {
-    return {
-      kind: "none",
-      detail: tiers.statuses.map((s) => `${s.tier}: ${s.detail}`).join("; "),
-      tiers: tiers.statuses,
-    };
-  }
-  return { kind, detail: tiers.driver.status(kind).detail, tiers: tiers.statuses };
-}
-
-/**
- * The bash tool's shell per tier. Both tiers run the Runtime Assets' bash at /runtime,
- * or refuse with the asset's reason; nothing falls back to another binary. In the
- * container tier that holds when the image is the Runtime Assets' own
- * (workcell-sandbox:<key>, the default): its root has the same libc and loader as
- * /runtime. Another image an operator configured (SANDBOX_IMAGE; the busybox test image)
- * may have neither, so the tool runs that image's own /bin/sh (docs/decisions/0042).
- */
-function shellFor(
-  runtime: Promise<RuntimeAssetsReport>,
-  containerImageIsAssets: Promise<boolean>,
-): ShellFor {
-  const runtimeShell = runtime.then((report): SandboxShell => {
-    const bash = report.assets.find((a) => a.name === "bash");
-    return bash?.ready
-      ? { ok: true, argv: [`${SANDBOX_RUNTIME_MOUNT}/usr/bin/bash`, "-c"] }
-      : {
-          ok: false,
-          reason: `the bash Runtime Asset is not ready (${bash?.reason ?? report.error ?? "unknown"})`,
-        };
-  });
-  const containerShell = containerImageIsAssets.then((assets) =>
-    assets ? runtimeShell : IMAGE_SHELL,
-  );
-  return (handle) =>
-    tierOfContainerId(handle.containerId) === "process" ? runtimeShell : containerShell;
 }

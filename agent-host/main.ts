@@ -1,8 +1,8 @@
 // The agent-host daemon of one compute node (ARCHITECTURE.md §1): parses its environment,
 // connects Postgres, SQS, S3 and Docker, and starts the data plane, skills, the sandbox
 // manager and the run worker (agent-host.ts). infra/agent-host/ installs it as a service.
-// SIGTERM stops it cleanly: runs finish or are handed back, sandboxes stay for the next
-// start's reconciler to adopt.
+// SIGTERM stops it cleanly: runs finish or are handed back, its sandboxes are destroyed
+// and its node row is marked stopped, so nothing points at it (docs/deploy/split.md).
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
@@ -80,6 +80,7 @@ const host = await startAgentHost({
   sandboxTiers: await detectSandboxTiers({
     logger,
     dataRoot: env.DATA_ROOT,
+    nodeId: env.NODE_ID,
     config: sandboxConfig,
     runtimeDir: env.RUNTIME_ASSETS_DIR,
     docker: new Docker(),

@@ -22,12 +22,15 @@ export type NodeReadinessDeps = {
   sqs: SQSClient;
   runQueueUrl: string;
   tiers: (signal: AbortSignal) => Promise<string[]>;
+  /** A tier the node started with does not answer now (TierWatch): not ready. */
+  degraded?: () => boolean;
   quiesced: () => boolean;
 };
 
 /**
  * The agent-host's readiness (API.md "Health"): ready only when its database and queue
- * answer, at least one sandbox tier is usable, and it is not quiesced. Each probe is one
+ * answer, every sandbox tier it started with answers (at least one), and it is not
+ * quiesced. Each probe is one
  * real round trip, bounded by the caller's signal.
  */
 export function createNodeReadiness(deps: NodeReadinessDeps): ReadinessCheck {
@@ -56,8 +59,9 @@ export function createNodeReadiness(deps: NodeReadinessDeps): ReadinessCheck {
       deps.tiers(signal).catch(() => [] as string[]),
     ]);
     const quiesced = deps.quiesced();
+    const degraded = deps.degraded?.() ?? false;
     return {
-      ready: db === "ok" && queue === "ok" && tiers.length > 0 && !quiesced,
+      ready: db === "ok" && queue === "ok" && tiers.length > 0 && !degraded && !quiesced,
       components: { db, queue, sandbox_tiers: tiers, quiesced },
     };
   };

@@ -33,6 +33,11 @@ export type AppDeps = SkillsDeps & {
    * Workers): createMetricsLogFlusher writes `metrics` as a log line (decision 0031).
    */
   exportMetrics?: () => Promise<void>;
+  /**
+   * Called when each request's span has ended, in runtimes frozen between requests (Lambda):
+   * exports the buffered spans (StartedTracing.flush), or they would wait for a thaw.
+   */
+  flushTraces?: () => Promise<void>;
   health: HealthProbes;
   /** postgres.js in the cloud, PGlite locally. */
   db: Db;

@@ -32,6 +32,7 @@ import { registerRunRoutes } from "./routes/run-routes.ts";
 import { registerSkillRoutes } from "./routes/skills-routes.ts";
 import { registerThreadRoutes } from "./routes/thread-routes.ts";
 import { registerThreadRunsRoute } from "./routes/thread-runs-route.ts";
+import { registerUsageRoute } from "./routes/usage-route.ts";
 import { createEventTickets } from "./run-events/event-tickets.ts";
 import { recordedRunChanges } from "./runs/recorded-run-changes.ts";
 
@@ -43,7 +44,21 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const limits = { ...DEFAULT_APP_LIMITS, ...deps.limits };
   const metrics = deps.metrics ?? createWorkcellMetrics(new Registry());
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-  // Outermost: the request's span covers everything, preflights and refusals included.
+  const { flushTraces } = deps;
+  if (flushTraces !== undefined) {
+    // Outside the request's span, so the span has ended when its export is flushed.
+    app.use(async function flushTracesAfterRequest(_c, next) {
+      try {
+        await next();
+      } finally {
+        await flushTraces().catch((error: unknown) =>
+          deps.logger.warn({ err: error }, "could not export the request's spans"),
+        );
+      }
+    });
+  }
+  // Outermost (after the flush): the request's span covers everything, preflights and
+  // refusals included.
   app.use(traceRequests(deps.tracing ?? noTracing()));
   const { exportMetrics } = deps;
   if (exportMetrics !== undefined) {
@@ -102,6 +117,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerSkillRoutes(app, deps);
   registerNodeRoutes(app, deps);
   registerLimitsRoutes(app, deps);
+  registerUsageRoute(app, deps);
 
   // The frames of GET /v1/runs/{id}/events carry this as JSON; no JSON route returns it,
   // so it is registered by itself (clients generate their event types from it).

@@ -16,10 +16,14 @@ command -v systemd-analyze >/dev/null 2>&1 || want+=(systemd)
 # Debian's chromium: the web console's browser tests drive it with playwright-core.
 [ -x /usr/bin/chromium ] || want+=(chromium)
 [ -x /bin/busybox ] && { ldd /bin/busybox 2>&1 || true; } | grep -q "not a dynamic" || want+=(busybox-static)
-# The process sandbox tier (agent-host/sandbox/process/): bubblewrap, and setpriv to
-# start it as the sandbox user.
+# The process sandbox tier (agent-host/sandbox/process/): bubblewrap, and util-linux's
+# unshare for each generation's user namespace.
 command -v bwrap >/dev/null 2>&1 || want+=(bubblewrap)
-command -v setpriv >/dev/null 2>&1 || want+=(util-linux)
+command -v unshare >/dev/null 2>&1 || want+=(util-linux)
+# The process-sandbox bench compares with @anthropic-ai/sandbox-runtime (srt), which
+# needs socat and ripgrep on Linux (decision 0028).
+command -v socat >/dev/null 2>&1 || want+=(socat)
+command -v rg >/dev/null 2>&1 || want+=(ripgrep)
 # Runtime Assets (infra/runtime-assets/) are built from Debian packages by mmdebstrap.
 command -v mmdebstrap >/dev/null 2>&1 || want+=(mmdebstrap)
 # The kernel-budget test (#13) builds a static C helper that opens inotify instances.

@@ -12,6 +12,7 @@ import { WorkcellError } from "../../shared/errors/index.ts";
 import { bearerToken } from "../../shared/http/bearer-token.ts";
 import type { DataPlaneDeps } from "./data-plane-deps.ts";
 import type { DataPlaneEnv } from "./data-plane-env.ts";
+import type { ThreadRevocations } from "./thread-revocations.ts";
 
 /**
  * Verifies the `Authorization: Bearer <capability>` of every request before anything else
@@ -25,7 +26,7 @@ import type { DataPlaneEnv } from "./data-plane-env.ts";
  * know to fetch a fresh capability, and which says nothing about the key.
  */
 export function requireCapability(
-  deps: Pick<DataPlaneDeps, "publicKeys" | "audience" | "issuer">,
+  deps: Pick<DataPlaneDeps, "publicKeys" | "audience" | "issuer" | "revocations">,
   clockToleranceSec: number,
 ): MiddlewareHandler<DataPlaneEnv> {
   return async function requireCapabilityMiddleware(c, next) {
@@ -54,11 +55,44 @@ export function requireCapability(
       );
     }
     const claims = result.claims;
+    if (claims.thread_id !== undefined && deps.revocations !== undefined) {
+      await refuseRevoked(deps.revocations, claims.uid, claims.thread_id, c);
+    }
     c.set("capability", claims);
     // The uid is logged (it is the OIDC subject, not a secret); the token never is.
     c.set("logger", c.var.logger.child({ uid: claims.uid, jti: claims.jti }));
     await next();
   };
+}
+
+/**
+ * A capability handed out for a thread dies with the thread (docs/decisions/0051). Like
+ * `expired`, the reason is told: it says nothing about the key, and an honest client needs
+ * to know that asking again will not help. Postgres not answering is a 503 (fail closed).
+ */
+async function refuseRevoked(
+  revocations: ThreadRevocations,
+  uid: string,
+  threadId: string,
+  c: Context<DataPlaneEnv>,
+): Promise<void> {
+  let revoked: boolean;
+  try {
+    revoked = await revocations.isRevoked(uid, threadId, c.req.raw.signal);
+  } catch (error) {
+    c.var.logger.warn({ err: error, thread_id: threadId }, "capability revocation check failed");
+    throw new WorkcellError(
+      "unavailable",
+      "The data plane could not check whether the capability's thread still exists: retry shortly.",
+    );
+  }
+  if (!revoked) return;
+  c.var.logger.info({ reason: "revoked", thread_id: threadId }, "capability refused");
+  throw new WorkcellError(
+    "unauthenticated",
+    "The thread this capability was issued for has been deleted: its capabilities no longer work.",
+    { details: { reason: "capability_revoked" } },
+  );
 }
 
 /** The verified capability, after checking that it grants `op` (403 otherwise). */

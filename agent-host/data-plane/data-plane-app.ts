@@ -22,10 +22,11 @@ import { registerImportRoute } from "./routes/import-route.ts";
 import { registerInternalRoutes } from "./routes/internal-routes.ts";
 import { registerListRoute } from "./routes/list-route.ts";
 import {
-  refuseServiceCapability,
   registerSkillsInternalRoutes,
   SKILLS_INTERNAL_ROUTES,
 } from "./routes/skills-internal-routes.ts";
+import { registerUsageInternalRoute, WORKSPACE_USAGE_PATH } from "./routes/usage-internal-route.ts";
+import { refuseServiceCapability } from "./service-capability-auth.ts";
 
 /** How long a browser may cache a CORS preflight answer. */
 const CORS_MAX_AGE_SECONDS = 600;
@@ -83,12 +84,15 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   // Public, like the API's: the contract of the routes below.
   app.get("/dp/openapi.json", (c) => c.json(dataPlaneOpenApiDocument(new URL(c.req.url).origin)));
   const authenticate = requireCapability(deps, limits.clockToleranceSec);
-  // A service capability (skills) is genuine but names no Workdir: 403 before the Workdir
-  // check. The skills routes authenticate service capabilities themselves (and refuse
-  // Workdir ones): docs/decisions/0011-skills-over-the-data-plane.md.
+  // A service capability (skills, usage) is genuine but names no Workdir: 403 before the
+  // Workdir check. The service routes authenticate service capabilities themselves (and
+  // refuse Workdir ones): docs/decisions/0011-skills-over-the-data-plane.md, 0049.
   const refuseService = refuseServiceCapability(deps, limits.clockToleranceSec);
   app.use("/dp/v1/*", refuseService, authenticate);
-  app.use("/internal/v1/*", except(SKILLS_INTERNAL_ROUTES, refuseService, authenticate));
+  app.use(
+    "/internal/v1/*",
+    except([SKILLS_INTERNAL_ROUTES, WORKSPACE_USAGE_PATH], refuseService, authenticate),
+  );
 
   const routeDeps = {
     userWorkspaces: deps.userWorkspaces,
@@ -105,5 +109,6 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   registerInternalRoutes(app, routeDeps);
   registerImportRoute(app, { ...routeDeps, attachments: deps.attachments });
   registerSkillsInternalRoutes(app, { ...deps, skills: deps.skills, limits });
+  registerUsageInternalRoute(app, { ...deps, limits, quota: deps.quota });
   return app;
 }

@@ -9,6 +9,7 @@ import type { WorkspaceQuotaAccounting } from "../quota/workspace-quota.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
 import type { DataPlaneLimits } from "./data-plane-limits.ts";
 import type { SkillsInternalHandlers } from "./routes/skills-internal-routes.ts";
+import type { ThreadRevocations } from "./thread-revocations.ts";
 
 /** Everything the data-plane app needs, passed in once by the agent-host's wiring. */
 export interface DataPlaneDeps {
@@ -25,6 +26,12 @@ export interface DataPlaneDeps {
   /** The `iss` capabilities must carry (default DEFAULT_CAPABILITY_ISSUER). */
   readonly issuer?: string;
   readonly logger: Logger;
+  /**
+   * The revocation point of capabilities that name a thread (docs/decisions/0051):
+   * `createThreadRevocations({ db })`. The agent-host always passes it; without it (tests of
+   * the file routes alone) such capabilities work until they expire.
+   */
+  readonly revocations?: ThreadRevocations;
   /** The agent-host's series (its ops listener serves them); default: this app's own. */
   readonly metrics?: WorkcellMetrics;
   readonly limits?: Partial<DataPlaneLimits>;

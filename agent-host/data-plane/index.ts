@@ -14,3 +14,8 @@ export {
   DEFAULT_DATA_PLANE_REQUEST_TIMEOUT_MS,
   startDataPlaneServer,
 } from "./start-data-plane-server.ts";
+export {
+  createThreadRevocations,
+  DEFAULT_ACTIVE_THREAD_TTL_MS,
+  type ThreadRevocations,
+} from "./thread-revocations.ts";

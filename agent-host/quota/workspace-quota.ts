@@ -33,6 +33,14 @@ export interface WorkspaceQuotaAccounting {
   ): Promise<QuotaReservation>;
   /** The usage as this node last measured it, plus what it wrote since. */
   usage(uid: string, signal: AbortSignal): Promise<WorkspaceUsage>;
+  /**
+   * Adds what something other than a data-plane write added (a sandbox command, as its
+   * Workdir scans saw it) to the current figure, until the next measurement; nothing when
+   * `uid` has no figure yet (its first measurement sees it).
+   */
+  record(uid: string, added: WorkspaceUsage): void;
+  /** Makes the next `usage`/`reserve` measure again (something wrote an unknown amount). */
+  markStale(uid: string): void;
 }
 
 export type AccountingQuotaOptions = {
@@ -66,7 +74,8 @@ type Mutable = { bytes: number; inodes: number };
  * UserWorkspace (a no-follow walk, cached for maxUsageAgeMs) and refuses any data-plane
  * write that would take it over its quota. In-flight writes hold reservations, so two
  * concurrent uploads cannot both take the last free bytes. Commands in the sandbox are
- * not stopped mid-write in this mode; the run worker refuses new runs once over.
+ * not stopped mid-write in this mode; the run worker refuses new runs and commands once
+ * over (run-quota-gate.ts).
  */
 export function createAccountingQuota(options: AccountingQuotaOptions): WorkspaceQuotaAccounting {
   const maxAgeMs = options.maxUsageAgeMs ?? DEFAULT_MAX_USAGE_AGE_MS;
@@ -145,6 +154,15 @@ export function createAccountingQuota(options: AccountingQuotaOptions): Workspac
       const entry = await entryFor(uid, signal);
       const a = added(entry);
       return { bytes: entry.measured.bytes + a.bytes, inodes: entry.measured.inodes + a.inodes };
+    },
+    record(uid, grew) {
+      if (grew.bytes === 0 && grew.inodes === 0) return;
+      entries.get(uid)?.settled.push({ at: now(), bytes: grew.bytes, inodes: grew.inodes });
+    },
+    markStale(uid) {
+      const entry = entries.get(uid);
+      // The entry stays (its reservations belong to writes still running); only its age goes.
+      if (entry !== undefined) entry.measuredAt = Number.NEGATIVE_INFINITY;
     },
   };
 }

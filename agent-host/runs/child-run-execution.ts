@@ -7,6 +7,7 @@ import type { RunEnding } from "./finish-run.ts";
 import { RunControl } from "./run-control.ts";
 import { RunEventLog } from "./run-event-log.ts";
 import type { RunExecutorDeps } from "./run-executor-deps.ts";
+import { runLogFields } from "./run-log-fields.ts";
 import { type RunOutcome, recordOutcome } from "./run-recorder.ts";
 import { withRunWiring } from "./run-wiring.ts";
 
@@ -25,8 +26,7 @@ export async function executeChildRun(
   const { run, fence } = child;
   // From the worker's logger, not the parent's: pino would repeat a rebound run_id.
   const logger = deps.logger.child({
-    uid: run.uid,
-    run_id: run.runId,
+    ...runLogFields(run),
     parent_run_id: parent.run.runId,
     sandbox_id: parent.handle.sandboxId,
     generation: parent.handle.generation,

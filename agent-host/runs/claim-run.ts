@@ -5,7 +5,16 @@ import { lockTree } from "../../shared/runs/tree-lock.ts";
 import { fencedRun, type RunFence } from "./run-fence.ts";
 
 export type ClaimOutcome =
-  | { readonly ok: true; readonly run: AgentRun; readonly fence: RunFence }
+  | {
+      readonly ok: true;
+      readonly run: AgentRun;
+      readonly fence: RunFence;
+      /**
+       * performance.now() before the claiming UPDATE was sent: the lease it wrote ends no
+       * earlier than this + TTL, so the run's heartbeat counts its silence from here.
+       */
+      readonly claimedAt: number;
+    }
   /** Unknown id, or another claim (or a cancel) got there first: nothing to do. */
   | { readonly ok: false; readonly reason: "unknown" }
   | { readonly ok: false; readonly reason: "not_pending"; readonly status: RunStatus };
@@ -14,6 +23,22 @@ export interface ClaimRequest {
   readonly runId: string;
   readonly nodeId: string;
   readonly leaseTtlMs: number;
+}
+
+/**
+ * The columns a claim sets, by either claimer (this one and the fair-share claim of a
+ * waiting run): running, owned by this node, the next attempt (the fence), the lease from
+ * the database clock. `started_at` is the statement's clock, not the transaction's: the
+ * claim may have waited on the tree lock, and the run starts when it gets the row.
+ */
+export function claimedRunColumns(request: Pick<ClaimRequest, "nodeId" | "leaseTtlMs">) {
+  return {
+    status: "running",
+    ownerNode: request.nodeId,
+    attempt: sql`${agentRuns.attempt} + 1`,
+    leaseExpiresAt: sql`now() + ${request.leaseTtlMs}::bigint * interval '1 millisecond'`,
+    startedAt: sql`clock_timestamp()`,
+  } as const;
 }
 
 /**
@@ -26,8 +51,9 @@ export interface ClaimRequest {
  * The UPDATE runs under the execution-tree lock of the run's (uid, scope), so it is
  * ordered against the tree cleanup's decision (shared/runs/tree-lock.ts): either the
  * cleanup sees this run running and keeps the sandbox, or the claim commits after the
- * decision and the run acquires a new generation (at worst it ends `stale_generation`);
- * it never executes in the destroyed one.
+ * decision and the run takes the sandbox the cleanup kept warm, or acquires a new
+ * generation when it destroys the old one (at worst it ends `stale_generation`); it never
+ * executes in the destroyed one.
  */
 export async function claimRun(db: Db, request: ClaimRequest): Promise<ClaimOutcome> {
   const [seen] = await db
@@ -42,17 +68,12 @@ export async function claimRun(db: Db, request: ClaimRequest): Promise<ClaimOutc
   if (seen === undefined) return { ok: false, reason: "unknown" };
   if (seen.status !== "pending") return { ok: false, reason: "not_pending", status: seen.status };
 
+  const claimedAt = performance.now();
   const claimed = await db.transaction(async (tx) => {
     await lockTree(tx, seen.uid, seen.runtimeScopeId);
     const [row] = await tx
       .update(agentRuns)
-      .set({
-        status: "running",
-        ownerNode: request.nodeId,
-        attempt: sql`${agentRuns.attempt} + 1`,
-        leaseExpiresAt: sql`now() + ${request.leaseTtlMs}::bigint * interval '1 millisecond'`,
-        startedAt: sql`now()`,
-      })
+      .set(claimedRunColumns(request))
       .where(
         and(
           eq(agentRuns.runId, request.runId),
@@ -74,6 +95,7 @@ export async function claimRun(db: Db, request: ClaimRequest): Promise<ClaimOutc
     ok: true,
     run: claimed,
     fence: { runId: claimed.runId, uid: claimed.uid, attempt: claimed.attempt },
+    claimedAt,
   };
 }
 

@@ -7,7 +7,10 @@ import { fencedRun, type RunFence } from "./run-fence.ts";
 export const CHILD_TITLE_CHARS = 80;
 
 export interface ChildRunSeed {
-  readonly parent: Pick<AgentRun, "runId" | "uid" | "threadId" | "runtimeScopeId">;
+  readonly parent: Pick<
+    AgentRun,
+    "runId" | "uid" | "threadId" | "runtimeScopeId" | "originRequestId"
+  >;
   readonly parentFence: RunFence;
   readonly projectId: string;
   readonly task: string;
@@ -65,6 +68,8 @@ export async function createChildRun(db: Db, seed: ChildRunSeed): Promise<ChildR
         leaseExpiresAt: sql`now() + ${seed.leaseTtlMs}::bigint * interval '1 millisecond'`,
         startedAt: sql`now()`,
         input: seed.task,
+        // The tree's submitting request: the sub-agent's log lines name it too.
+        originRequestId: seed.parent.originRequestId,
         agent: seed.model === undefined ? {} : { model: seed.model },
       })
       .returning();

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { yieldToIo } from "../../shared/async/yield-to-io.ts";
 import type { AgentRun } from "../../shared/db/schema.ts";
 import { inSpan, ROOT_CONTEXT, type TraceContext } from "../../shared/telemetry/tracing.ts";
 import { withAttachmentContext } from "../attachments/attachment-context.ts";
@@ -13,6 +14,7 @@ import { stoppedBeforeStart } from "./run-ending.ts";
 import { nextEventSeq, RunEventLog } from "./run-event-log.ts";
 import type { RunExecutorDeps } from "./run-executor-deps.ts";
 import type { RunFence } from "./run-fence.ts";
+import { runLogFields } from "./run-log-fields.ts";
 import { type RecordedRun, type RunOutcome, recordOutcome } from "./run-recorder.ts";
 import { withRunWiring } from "./run-wiring.ts";
 import { cleanupExecutionTree } from "./tree-cleanup.ts";
@@ -21,6 +23,8 @@ import { cleanupExecutionTree } from "./tree-cleanup.ts";
 export interface ClaimedRun {
   readonly run: AgentRun;
   readonly fence: RunFence;
+  /** When the claim was sent (claim-run.ts); absent: the run's lease beats once first. */
+  readonly claimedAt?: number;
 }
 
 /** A root run's outcome plus the sandbox it used, which the tree cleanup destroys. */
@@ -58,16 +62,22 @@ export async function executeRootRun(
 
 async function executeTraced(
   deps: RunExecutorDeps,
-  { run, fence }: ClaimedRun,
+  { run, fence, claimedAt }: ClaimedRun,
   shutdown: AbortSignal,
   trace: TraceContext,
 ): Promise<RecordedRun> {
-  const logger = deps.logger.child({ uid: run.uid, run_id: run.runId });
+  const logger = deps.logger.child(runLogFields(run));
   const control = new RunControl();
+  const claimed =
+    claimedAt === undefined
+      ? {}
+      : { claimed: { sentAt: claimedAt, cancelRequested: run.cancelRequested } };
   let root: RootOutcome;
   try {
-    root = await withRunWiring(deps, { runId: run.runId, fence, control, logger, shutdown }, () =>
-      prepareAndDrive(deps, { run, fence, control, logger, trace }),
+    root = await withRunWiring(
+      deps,
+      { runId: run.runId, fence, control, logger, shutdown, ...claimed },
+      () => prepareAndDrive(deps, { run, fence, control, logger, trace }),
     );
   } catch (error) {
     logger.error({ err: error }, "run failed unexpectedly");
@@ -82,7 +92,12 @@ async function executeTraced(
     ),
   );
   // A handed-back run is pending again and may be claimed anew: its scope is not ours.
-  if (recorded.kind !== "handed_back") await cleanupTree(deps, { run, logger }, root.handle);
+  if (recorded.kind !== "handed_back") {
+    // The terminal event is committed and its NOTIFY sent: let the event streams' reads
+    // and writes of it go first (shared/async/yield-to-io.ts), the cleanup is background.
+    await yieldToIo();
+    await cleanupTree(deps, { run, logger }, root.handle);
+  }
   return recorded;
 }
 
@@ -97,8 +112,11 @@ async function prepareAndDrive(
   { run, fence, control, logger: rootLog, trace }: RootExecution,
 ): Promise<RootOutcome> {
   const { db, limits } = deps;
-  const events = new RunEventLog({ db, fence, nextSeq: await nextEventSeq(db, run.runId) });
-  const context = await loadRunContext(db, run, limits);
+  const [nextSeq, context] = await Promise.all([
+    nextEventSeq(db, run.runId),
+    loadRunContext(db, run, limits),
+  ]);
+  const events = new RunEventLog({ db, fence, nextSeq });
   let prepared: Preparation | undefined;
   try {
     control.signal.throwIfAborted();
@@ -179,7 +197,12 @@ async function cleanupTree(
   try {
     await cleanupExecutionTree(
       deps,
-      { runId: run.runId, uid: run.uid, runtimeScopeId: run.runtimeScopeId },
+      {
+        runId: run.runId,
+        uid: run.uid,
+        runtimeScopeId: run.runtimeScopeId,
+        originRequestId: run.originRequestId,
+      },
       handle,
       AbortSignal.timeout(limits.treeCleanupWaitMs + limits.sandboxDestroyTimeoutMs),
     );

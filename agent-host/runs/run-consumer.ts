@@ -29,6 +29,8 @@ export interface MessageContext {
   readonly stopping: AbortSignal;
   /** The CONSUMER span of this delivery, a child of the producer's (the queue hop). */
   readonly trace: TraceContext;
+  /** The API request the message was sent for, when it names one (`skills.refresh`). */
+  readonly requestId?: string;
 }
 
 /**
@@ -165,7 +167,10 @@ export class RunConsumer {
 
   async #processIn(message: ReceivedMessage, trace: TraceContext): Promise<void> {
     const { queue } = this.#deps;
-    const log = this.#deps.logger.child({ message_id: message.messageId });
+    const log = this.#deps.logger.child({
+      message_id: message.messageId,
+      ...(message.requestId === undefined ? {} : { request_id: message.requestId }),
+    });
     let acked = false;
     const context: MessageContext = {
       ack: async () => {
@@ -180,6 +185,7 @@ export class RunConsumer {
       },
       stopping: this.#stopping.signal,
       trace,
+      ...(message.requestId === undefined ? {} : { requestId: message.requestId }),
     };
     const parsed = parseQueueMessage(message.body);
     try {

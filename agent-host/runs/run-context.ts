@@ -37,18 +37,38 @@ export async function loadRunContext(
   run: AgentRun,
   limits: { readonly maxHistoryMessages: number },
 ): Promise<RunContext> {
-  const [place] = await db
-    .select({
-      projectId: projects.id,
-      workdirPath: projects.workdirPath,
-      directoryMode: projects.directoryMode,
-    })
-    .from(conversations)
-    .innerJoin(
-      projects,
-      and(eq(projects.id, conversations.projectId), eq(projects.uid, conversations.uid)),
-    )
-    .where(and(eq(conversations.threadId, run.threadId), eq(conversations.uid, run.uid)));
+  // Three independent reads, sent together: on PostgreSQL they overlap, on the local
+  // PGlite they run back to back without an event-loop turn between them.
+  const [[place], newestFirst, files] = await Promise.all([
+    db
+      .select({
+        projectId: projects.id,
+        workdirPath: projects.workdirPath,
+        directoryMode: projects.directoryMode,
+      })
+      .from(conversations)
+      .innerJoin(
+        projects,
+        and(eq(projects.id, conversations.projectId), eq(projects.uid, conversations.uid)),
+      )
+      .where(and(eq(conversations.threadId, run.threadId), eq(conversations.uid, run.uid))),
+    // Strictly before the run: the run's own user message was inserted in the run's
+    // transaction (same now()), and it is passed separately as the run's input.
+    db
+      .select({ role: messages.role, content: messages.content })
+      .from(messages)
+      .where(
+        and(
+          eq(messages.threadId, run.threadId),
+          eq(messages.uid, run.uid),
+          lt(messages.createdAt, run.createdAt),
+          inArray(messages.role, ["user", "assistant"]),
+        ),
+      )
+      .orderBy(desc(messages.createdAt), desc(messages.id))
+      .limit(limits.maxHistoryMessages),
+    listThreadAttachments(db, run.uid, run.threadId),
+  ]);
   if (place === undefined) {
     // The composite foreign keys make this impossible short of a manual delete.
     throw new WorkcellError("internal", "The run's thread or project is missing.", {
@@ -56,21 +76,6 @@ export async function loadRunContext(
     });
   }
 
-  // Strictly before the run: the run's own user message was inserted in the run's
-  // transaction (same now()), and it is passed separately as the run's input.
-  const newestFirst = await db
-    .select({ role: messages.role, content: messages.content })
-    .from(messages)
-    .where(
-      and(
-        eq(messages.threadId, run.threadId),
-        eq(messages.uid, run.uid),
-        lt(messages.createdAt, run.createdAt),
-        inArray(messages.role, ["user", "assistant"]),
-      ),
-    )
-    .orderBy(desc(messages.createdAt), desc(messages.id))
-    .limit(limits.maxHistoryMessages);
   const history: ChatMessage[] = newestFirst
     .reverse()
     .map((m) =>
@@ -78,8 +83,6 @@ export async function loadRunContext(
         ? { role: "assistant", content: m.content, toolCalls: [] }
         : { role: "user", content: m.content },
     );
-
-  const files = await listThreadAttachments(db, run.uid, run.threadId);
 
   const agent = agentOptionsSchema.safeParse(run.agent);
   return {

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
+import type { RunQuotaGate } from "../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import type { CancelWatcher } from "./cancel-watcher.ts";
@@ -37,4 +38,6 @@ export interface RunExecutorDeps {
   readonly systemPromptExtra?: string;
   /** How the bash tool runs a command line in a sandbox; default the image's /bin/sh. */
   readonly shell?: ShellFor;
+  /** A uid over its workspace quota gets no new run (prepare-run.ts) and no next command. */
+  readonly quota?: RunQuotaGate;
 }

@@ -12,7 +12,10 @@ export interface RunSubagentSpawnerDeps {
   readonly nodeId: string;
   readonly leaseTtlMs: number;
   readonly maxSubagentsPerRun: number;
-  readonly parent: Pick<AgentRun, "runId" | "uid" | "threadId" | "runtimeScopeId">;
+  readonly parent: Pick<
+    AgentRun,
+    "runId" | "uid" | "threadId" | "runtimeScopeId" | "originRequestId"
+  >;
   readonly parentFence: RunFence;
   readonly projectId: string;
   readonly model?: string;

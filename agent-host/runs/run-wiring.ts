@@ -19,13 +19,15 @@ export interface WiredRun {
   readonly logger: Logger;
   /** Root runs only: this node stopping stops the run (`shutdown`). */
   readonly shutdown?: AbortSignal;
+  /** A run this node just claimed: the claim's UPDATE was its first heartbeat. */
+  readonly claimed?: { readonly sentAt: number; readonly cancelRequested: boolean };
 }
 
 /**
  * Runs `body` with the run wired to what can stop it: its heartbeat (lease + cancel
  * poll), the cancel LISTEN and, for a root run, the node's shutdown; each stops the run's
- * control with its reason. The first heartbeat is awaited before `body`, so a cancel
- * committed before the claim is seen at once.
+ * control with its reason. The first heartbeat (or the claim, which read the row) comes
+ * before `body`, so a cancel committed before the claim is seen at once.
  *
  * This is the one place a run's wiring is stopped: after `body` settles (returned or
  * threw) and before the caller records anything, so the heartbeat neither outlives the
@@ -51,7 +53,7 @@ export async function withRunWiring<T>(
   if (shutdown?.aborted) onShutdown();
   else shutdown?.addEventListener("abort", onShutdown, { once: true });
   try {
-    await lease.start();
+    await lease.start(run.claimed);
     return await body();
   } finally {
     unwatch();

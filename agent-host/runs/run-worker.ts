@@ -7,6 +7,7 @@ import {
   serializeQueueMessage,
 } from "../../shared/contracts/queue-message.ts";
 import type { Db } from "../../shared/db/client.ts";
+import type { AgentRun } from "../../shared/db/schema.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import {
   createWorkcellMetrics,
@@ -20,6 +21,7 @@ import {
   type TraceContext,
   type Tracing,
 } from "../../shared/telemetry/tracing.ts";
+import type { RunQuotaGate } from "../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import { CancelWatcher } from "./cancel-watcher.ts";
@@ -32,6 +34,7 @@ import type { ModelClientFactory } from "./model-client-factory.ts";
 import { type MessageContext, RunConsumer } from "./run-consumer.ts";
 import { type RootRunResult, RunExecutor } from "./run-executor.ts";
 import { type RunWorkerLimits, resolveRunWorkerLimits } from "./run-limits.ts";
+import { runLogFields } from "./run-log-fields.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
 import type { ShellFor } from "./sandbox-exec-adapter.ts";
 import type { SkillProjection } from "./skill-projection.ts";
@@ -44,6 +47,11 @@ export interface RunWorkerDeps {
   readonly queue: WorkQueue;
   /** This node's SandboxManager (started: reconciled, reaper running). */
   readonly sandboxManager: RunSandboxes;
+  /**
+   * False while this node should take no run (its sandbox tier is gone, TierWatch): the
+   * slots claim nothing and runs wait in Postgres for another node. Default: always.
+   */
+  readonly canClaim?: () => boolean;
   /** The bash tool's shell: the Runtime Assets' bash, or why it is unavailable. */
   readonly shell?: ShellFor;
   /** Built with `owner: {uid: 1000, gid: 1000}`, so the sandbox user owns what it creates. */
@@ -64,8 +72,15 @@ export interface RunWorkerDeps {
    * cancels are noticed at the next heartbeat only.
    */
   readonly listen?: ListenFn;
-  /** Handles `skills.refresh` messages from the same queue; without it they are left for retry. */
-  readonly skillsRefresh?: (message: SkillsRefreshMessage, signal: AbortSignal) => Promise<void>;
+  /**
+   * Handles `skills.refresh` messages from the same queue (with the id of the API request
+   * that sent it, when the message names one); without it they are left for retry.
+   */
+  readonly skillsRefresh?: (
+    message: SkillsRefreshMessage,
+    signal: AbortSignal,
+    requestId: string | undefined,
+  ) => Promise<void>;
   readonly agentTools?: Omit<AgentToolsOptions, "subagents">;
   readonly agentLimits?: Partial<AgentLimits>;
   readonly systemPromptExtra?: string;
@@ -74,6 +89,12 @@ export interface RunWorkerDeps {
    * §10); built from OTEL_* by the entry. Default: off.
    */
   readonly tracing?: Tracing;
+  /**
+   * UserWorkspace quotas in the accounting mode (createRunQuotaGate): a uid over its quota
+   * gets no new run and no next command. Without it nothing is checked (tests of the
+   * worker alone); agent-host.ts always wires it.
+   */
+  readonly quota?: RunQuotaGate;
 }
 
 /**
@@ -118,6 +139,7 @@ export class RunWorker {
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
       limits: this.#limits,
       logger: this.#log,
+      ...(deps.quota === undefined ? {} : { quota: deps.quota }),
     });
     this.#executor = new RunExecutor({
       leasedCommands: this.#batches.commands,
@@ -133,6 +155,7 @@ export class RunWorker {
       limits: this.#limits,
       tracing: this.#tracing,
       ...(deps.shell === undefined ? {} : { shell: deps.shell }),
+      ...(deps.quota === undefined ? {} : { quota: deps.quota }),
       ...(deps.agentTools === undefined ? {} : { agentTools: deps.agentTools }),
       ...(deps.agentLimits === undefined ? {} : { agentLimits: deps.agentLimits }),
       ...(deps.systemPromptExtra === undefined
@@ -145,6 +168,7 @@ export class RunWorker {
       logger: this.#log,
       limits: this.#limits,
       execute: (claim) => this.#execute(claim),
+      ...(deps.canClaim === undefined ? {} : { canClaim: deps.canClaim }),
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
     });
     this.#consumer = new RunConsumer({
@@ -154,6 +178,11 @@ export class RunWorker {
       tracing: this.#tracing,
       limits: this.#limits,
     });
+  }
+
+  /** Looks for a waiting run now (the node can take work again). */
+  wake(): void {
+    this.#slots.wake();
   }
 
   get limits(): RunWorkerLimits {
@@ -214,7 +243,7 @@ export class RunWorker {
             "This agent-host has no skills refresh handler: wire agent-host/skills into the run worker.",
           );
         }
-        return this.#deps.skillsRefresh(message, context.stopping);
+        return this.#deps.skillsRefresh(message, context.stopping, context.requestId);
     }
   }
 
@@ -231,7 +260,12 @@ export class RunWorker {
       return;
     }
     // The delivery's context waits with the run: whichever node claims it continues it.
-    const parked = await parkRun(this.#deps.db, runId, injectTrace(this.#tracing, context.trace));
+    const parked = await parkRun(
+      this.#deps.db,
+      runId,
+      this.#deps.nodeId,
+      injectTrace(this.#tracing, context.trace),
+    );
     if (!parked.ok) {
       // A duplicate delivery, a run another node took, a finished or unknown run: the
       // message has done its job (or never had one).
@@ -261,18 +295,18 @@ export class RunWorker {
       async () => {},
     );
     const result = await this.#executor.executeRoot(claim, this.#shutdown.signal, trace);
-    if (result.kind === "handed_back") await this.#redispatch(claim.run.runId, result, trace);
+    if (result.kind === "handed_back") await this.#redispatch(claim.run, result, trace);
   }
 
   /** Puts a handed-back run on the queue again; the dispatch sweeper is the backstop. */
   async #redispatch(
-    runId: string,
+    run: AgentRun,
     result: RootRunResult & { kind: "handed_back" },
     trace: TraceContext,
   ) {
     try {
       await this.#deps.queue.send(
-        serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
+        serializeQueueMessage({ type: "run.dispatch", run_id: run.runId }),
         this.#limits.handBackDelaySeconds,
         AbortSignal.timeout(this.#limits.queueCallTimeoutMs),
         // The next node's work stays in the submission's trace.
@@ -280,7 +314,7 @@ export class RunWorker {
       );
     } catch (error) {
       this.#log.warn(
-        { err: error, run_id: runId, reason: result.reason },
+        { err: error, ...runLogFields(run), reason: result.reason },
         "could not re-dispatch a handed-back run; the dispatch sweeper will",
       );
     }

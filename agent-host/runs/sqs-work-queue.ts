@@ -8,7 +8,8 @@ import {
 import { countSqsErrors } from "../../shared/metrics/count-sqs-errors.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import {
-  TRACE_MESSAGE_ATTRIBUTES,
+  CONSUMED_MESSAGE_ATTRIBUTES,
+  requestIdOf,
   traceCarrierOf,
   traceMessageAttributes,
 } from "../../shared/telemetry/message-attributes.ts";
@@ -45,8 +46,9 @@ export function createSqsWorkQueue(options: SqsWorkQueueOptions): WorkQueue {
             MaxNumberOfMessages: request.max,
             WaitTimeSeconds: request.waitSeconds,
             VisibilityTimeout: request.visibilityTimeoutSeconds,
-            // The trace context of the submitting request (functions/queue/sqs-run-queue.ts).
-            MessageAttributeNames: [...TRACE_MESSAGE_ATTRIBUTES],
+            // The trace context of the submitting request (functions/queue/sqs-run-queue.ts),
+            // and a `skills.refresh`'s request id (functions/skills/skill-refresh-queue.ts).
+            MessageAttributeNames: [...CONSUMED_MESSAGE_ATTRIBUTES],
           }),
           { abortSignal: signal },
         ),
@@ -56,11 +58,13 @@ export function createSqsWorkQueue(options: SqsWorkQueueOptions): WorkQueue {
         // A message without a receipt cannot be deleted or released: leave it to reappear.
         if (m.ReceiptHandle === undefined) continue;
         const traceCarrier = traceCarrierOf(m.MessageAttributes);
+        const requestId = requestIdOf(m.MessageAttributes);
         received.push({
           messageId: m.MessageId,
           body: m.Body ?? "",
           receipt: m.ReceiptHandle,
           ...(traceCarrier === undefined ? {} : { traceCarrier }),
+          ...(requestId === undefined ? {} : { requestId }),
         });
       }
       return received;

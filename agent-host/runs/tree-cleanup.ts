@@ -1,11 +1,12 @@
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { sleepRejectOnAbort } from "../../shared/async/sleep-reject-on-abort.ts";
-import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
+import type { Db, DbOrTransaction, DbTransaction } from "../../shared/db/client.ts";
 import { executeRows } from "../../shared/db/execute-rows.ts";
 import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
 import { lockTree } from "../../shared/runs/tree-lock.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
+import { runLogFields } from "./run-log-fields.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
 
 export interface TreeCleanupDeps {
@@ -23,6 +24,8 @@ export interface EndedRoot {
   readonly runId: string;
   readonly uid: string;
   readonly runtimeScopeId: string;
+  /** The submitting request's id, for the log lines (runLogFields). */
+  readonly originRequestId?: string | null;
 }
 
 export type TreeCleanupOutcome =
@@ -47,7 +50,7 @@ interface ActiveRun {
  * 1. Under the tree lock (uid + scope), find the runs of the scope still active. Those
  *    of this root's tree (its descendants) get `cancel_requested` plus a NOTIFY, which
  *    their workers act on; committed before waiting, so their own final writes are not
- *    blocked by our row locks.
+ *    blocked by our row locks. With none of them, step 3 decides in this transaction.
  * 2. Wait for them to end, bounded by `treeCleanupWaitMs`.
  * 3. Under the tree lock again, decide: if another root's run of the scope is running, it
  *    uses the sandbox and will clean up when it ends, so keep it. Pending runs do not
@@ -82,14 +85,30 @@ export async function cleanupExecutionTree(
   signal: AbortSignal,
 ): Promise<TreeCleanupOutcome> {
   const log = deps.logger.child({
-    uid: root.uid,
-    run_id: root.runId,
+    ...runLogFields({ ...root, originRequestId: root.originRequestId ?? null }),
     ...(handle ? { sandbox_id: handle.sandboxId, generation: handle.generation } : {}),
   });
-  const stragglers = await deps.db.transaction(async (tx) => {
+  type Decision = {
+    others: number;
+    left: string[];
+    warm: Awaited<ReturnType<RunSandboxes["keepWarm"]>> | undefined;
+  };
+  /** Step 3, under the tree lock `tx` holds, from the scope's active runs read in it. */
+  const decide = async (tx: DbTransaction, active: ActiveRun[]): Promise<Decision> => {
+    const others = active.filter((r) => !r.in_tree && r.status === "running").length;
+    const left = active.filter((r) => r.in_tree && r.run_id !== root.runId).map((r) => r.run_id);
+    // Under the tree lock, so no run of the scope is claimed between decision and mark.
+    // Stragglers that did not stop lose the sandbox instead: it is destroyed below.
+    const keep = others === 0 && left.length === 0 && handle !== undefined;
+    return { others, left, warm: keep ? await deps.sandboxes.keepWarm(handle, tx) : undefined };
+  };
+  // Steps 1 and 3 share one transaction when the tree has no straggler (every turn but a
+  // cancelled one): the same lock and the same read decide, one round trip less.
+  const first = await deps.db.transaction(async (tx) => {
     await lockTree(tx, root.uid, root.runtimeScopeId);
     const active = await activeRunsOfScope(tx, root);
     const mine = active.filter((r) => r.in_tree && r.run_id !== root.runId);
+    if (mine.length === 0) return { stragglers: [], decision: await decide(tx, active) };
     for (const run of mine) {
       await tx.execute(
         sql`update agent_runs set cancel_requested = true
@@ -97,23 +116,18 @@ export async function cleanupExecutionTree(
       );
       await tx.execute(sql`select pg_notify(${RUN_CANCEL_CHANNEL}::text, ${run.run_id}::text)`);
     }
-    return mine.map((r) => r.run_id);
+    return { stragglers: mine.map((r) => r.run_id), decision: undefined };
   });
-  if (stragglers.length > 0) {
+  const { stragglers } = first;
+  let decision = first.decision;
+  if (decision === undefined) {
     log.warn({ stragglers }, "runs of the ended tree still active; cancelling them first");
     await waitForEnd(deps, root, stragglers, signal);
+    decision = await deps.db.transaction(async (tx) => {
+      await lockTree(tx, root.uid, root.runtimeScopeId);
+      return decide(tx, await activeRunsOfScope(tx, root));
+    });
   }
-
-  const decision = await deps.db.transaction(async (tx) => {
-    await lockTree(tx, root.uid, root.runtimeScopeId);
-    const active = await activeRunsOfScope(tx, root);
-    const others = active.filter((r) => !r.in_tree && r.status === "running").length;
-    const left = active.filter((r) => r.in_tree && r.run_id !== root.runId).map((r) => r.run_id);
-    // Under the tree lock, so no run of the scope is claimed between decision and mark.
-    // Stragglers that did not stop lose the sandbox instead: it is destroyed below.
-    const keep = others === 0 && left.length === 0 && handle !== undefined;
-    return { others, left, warm: keep ? await deps.sandboxes.keepWarm(handle, tx) : undefined };
-  });
   if (decision.others > 0) {
     log.info({ active_runs: decision.others }, "scope still in use; sandbox kept");
     return { kind: "kept", activeRuns: decision.others };

@@ -7,6 +7,8 @@ export interface ReceivedMessage {
   readonly receipt: string;
   /** The producer's W3C trace context (traceparent / tracestate attributes), if any. */
   readonly traceCarrier?: Readonly<Record<string, string>>;
+  /** The API request a `skills.refresh` was sent for (its `request_id` attribute), if any. */
+  readonly requestId?: string;
 }
 
 export interface ReceiveRequest {

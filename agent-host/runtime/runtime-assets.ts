@@ -1,9 +1,7 @@
-import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { z } from "zod";
 
 // Runtime Assets (ARCHITECTURE.md §3): the read-only tree built by
@@ -13,8 +11,6 @@ import { z } from "zod";
 // files of its own packages match and its probe printed what it should; a mismatch in
 // a file no asset owns (libc, the loader) makes every asset not ready.
 
-const run = promisify(execFile);
-const PROBE_TIMEOUT_MS = 20_000;
 const HASH_CONCURRENCY = 8;
 
 export type RuntimeAssetSpec = {
@@ -97,11 +93,24 @@ export type RuntimeAssetsReport = {
   error?: string;
 };
 
+/**
+ * Runs the probes of `assets` against the tree at `treeDir` laid out as at /runtime, in
+ * a sandbox of one of the tiers; per asset, in order: undefined (passed) or why it failed.
+ */
+export type AssetProber = (
+  treeDir: string,
+  assets: readonly RuntimeAssetSpec[],
+  signal: AbortSignal,
+) => Promise<Array<string | undefined>>;
+
 export type VerifyRuntimeAssetsInput = {
   /** The tree mounted at /runtime (RUNTIME_ASSETS_DIR): `<build>/tree`. */
   treeDir: string;
-  /** bubblewrap, to run probes in a sandbox of the tree; absent: probes cannot run. */
-  bwrap?: string;
+  /**
+   * Where probes run: bubblewrap (bwrapAssetProber) or a throw-away container of the
+   * sandbox image (containerAssetProber); absent: probes cannot run on this node.
+   */
+  prober?: AssetProber;
   signal: AbortSignal;
 };
 
@@ -139,6 +148,9 @@ export async function verifyRuntimeAssets(
   const sharedBroken = mismatched.filter((f) => !ownedByAsset.has(owners.get(f) ?? ""));
 
   const assets: RuntimeAssetStatus[] = [];
+  // Assets whose files are intact get probed, all at once (a container prober starts one
+  // container for them); their index in `assets` is where the probe's verdict goes.
+  const toProbe: Array<{ spec: RuntimeAssetSpec; index: number }> = [];
   for (const asset of RUNTIME_ASSETS) {
     const assetVersion = packages[asset.packages[0] as string] ?? "absent";
     const status = (ready: boolean, reason?: string): RuntimeAssetStatus => ({
@@ -162,14 +174,32 @@ export async function verifyRuntimeAssets(
       );
       continue;
     }
-    if (!input.bwrap) {
+    if (!input.prober) {
       assets.push(
-        status(false, "the probe needs bubblewrap on the node (apt-get install -y bubblewrap)"),
+        status(
+          false,
+          "the probe needs a sandbox tier on the node: bubblewrap (apt-get install -y bubblewrap) or the container tier",
+        ),
       );
       continue;
     }
-    const probe = await runProbe(input.bwrap, input.treeDir, asset, input.signal);
-    assets.push(probe === undefined ? status(true) : status(false, probe));
+    toProbe.push({ spec: asset, index: assets.length });
+    assets.push(status(false, "not probed"));
+  }
+  if (input.prober && toProbe.length > 0) {
+    const verdicts = await input.prober(
+      input.treeDir,
+      toProbe.map((p) => p.spec),
+      input.signal,
+    );
+    toProbe.forEach(({ index }, i) => {
+      const asset = assets[index] as RuntimeAssetStatus;
+      const reason = verdicts[i];
+      assets[index] =
+        reason === undefined
+          ? { name: asset.name, version: asset.version, ready: true }
+          : { ...asset, reason };
+    });
   }
   return { version, assets };
 }
@@ -269,59 +299,4 @@ async function fileOwners(treeDir: string): Promise<Map<string, string>> {
     }
   }
   return owners;
-}
-
-/** Runs the probe in a minimal sandbox of the tree laid out as at /runtime; undefined = passed. */
-async function runProbe(
-  bwrap: string,
-  treeDir: string,
-  asset: RuntimeAssetSpec,
-  signal: AbortSignal,
-): Promise<string | undefined> {
-  const args = [
-    "--unshare-all",
-    "--die-with-parent",
-    "--clearenv",
-    "--setenv",
-    "PATH",
-    "/runtime/usr/bin:/usr/bin:/bin",
-    "--setenv",
-    "HOME",
-    "/tmp",
-    "--ro-bind",
-    treeDir,
-    "/runtime",
-    "--symlink",
-    "/runtime/usr",
-    "/usr",
-    "--symlink",
-    "usr/bin",
-    "/bin",
-    "--symlink",
-    "usr/lib",
-    "/lib",
-    "--symlink",
-    "usr/lib64",
-    "/lib64",
-    "--symlink",
-    "/runtime/etc",
-    "/etc",
-    "--proc",
-    "/proc",
-    "--dev",
-    "/dev",
-    "--tmpfs",
-    "/tmp",
-    "--",
-    ...asset.probe,
-  ];
-  try {
-    const { stdout } = await run(bwrap, args, { timeout: PROBE_TIMEOUT_MS, env: {}, signal });
-    return asset.expect.test(stdout)
-      ? undefined
-      : `probe printed ${JSON.stringify(stdout.slice(0, 80))}`;
-  } catch (error) {
-    const e = error as { stderr?: string; message: string };
-    return `probe failed: ${(e.stderr ?? e.message).trim().slice(0, 200)}`;
-  }
 }

@@ -23,6 +23,8 @@ export type AcquireRequest = {
   fileView?: FileView;
   /** The run asking, for the lifecycle log lines only (a coalesced create names the first). */
   runId?: string;
+  /** That run's submitting request (X-Request-Id), for the same lines (docs/decisions/0059). */
+  requestId?: string;
 };
 
 export type AcquireRefusal =
@@ -295,6 +297,7 @@ function lifecycleFields(sandboxId: string, request: AcquireRequest): Record<str
   return {
     uid: request.uid,
     ...(request.runId === undefined ? {} : { run_id: request.runId }),
+    ...(request.requestId === undefined ? {} : { request_id: request.requestId }),
     sandbox_id: sandboxId,
   };
 }

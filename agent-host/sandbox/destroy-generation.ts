@@ -1,5 +1,5 @@
 import { forget } from "./live-registry.ts";
-import type { SandboxContext } from "./sandbox-context.ts";
+import { destroyKey, type SandboxContext } from "./sandbox-context.ts";
 import type { FencedOutcome } from "./sandbox-handle.ts";
 import type { ReapWindow } from "./sandbox-store.ts";
 import { tierOfContainerId } from "./sandbox-tier.ts";
@@ -60,6 +60,8 @@ export async function destroyGeneration(
     return { ok: false, reason: "stale_generation" };
   }
 
+  const key = destroyKey(sandboxId, generation);
+  ctx.destroying.add(key);
   try {
     if (mine) {
       const held = await mine.pins.drain(ctx.config.drainTimeoutMs, ctx.config.killGraceMs * 2);
@@ -83,7 +85,9 @@ export async function destroyGeneration(
     // Whatever threw (engine down, database gone), the claim won: this generation is
     // 'destroying' and can never be used again, so the pin set closes for good and every
     // waiter (pin(), closeOutcome()) takes that answer instead of hanging. The reconciler
-    // finishes the removal once the row is stale (destroyingStaleMs).
+    // finishes the removal once the row is stale (destroyingStaleMs), or at once in the
+    // pass after a tier outage (reconcile-node.ts: no destroy of it is in flight here).
+    ctx.destroying.delete(key);
     if (mine) {
       mine.pins.finishClose();
       forget(ctx, sandboxId, generation);

@@ -2,6 +2,9 @@ import { stat } from "node:fs/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
 import { abortable } from "../../shared/async/abortable.ts";
+import { bwrapAssetProber } from "../runtime/bwrap-asset-prober.ts";
+import { containerAssetProber } from "../runtime/container-asset-prober.ts";
+import type { AssetProber } from "../runtime/runtime-assets.ts";
 import { RUNTIME_ASSETS_IMAGE_REPOSITORY } from "../runtime/sandbox-image.ts";
 import { DockerDriver } from "./docker-driver.ts";
 import type { SandboxDriver } from "./driver.ts";
@@ -9,6 +12,7 @@ import { ProcessDriver } from "./process/process-driver.ts";
 import { processPreflight } from "./process/process-preflight.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
 import type { SandboxTier, SandboxTierStatus } from "./sandbox-tier.ts";
+import { nodeBindStagingDir } from "./staged-binds.ts";
 import { TieredDriver } from "./tiered-driver.ts";
 
 /** How long start-up waits for the Docker engine before reporting the container tier unavailable. */
@@ -20,6 +24,11 @@ export type SandboxTierInputs = {
   logger: Logger;
   /** users/<uid dirname>/workspace and skills/ live below it. */
   dataRoot: string;
+  /**
+   * This node's id: the container tier stages its binds in a directory of this node's own,
+   * and it names the node's asset probe container.
+   */
+  nodeId: string;
   config: SandboxConfig;
   /** The Runtime Assets tree mounted at /runtime in both tiers. */
   runtimeDir: string;
@@ -41,6 +50,18 @@ export type SandboxTierSet = {
   /** The Runtime Assets tree both tiers mount at /runtime. */
   runtimeDir: string;
   /**
+   * Where this node's container creates stage their host binds (staged-binds.ts), whether
+   * or not the container tier is ready now: agent-host sweeps it at start.
+   */
+  bindStagingDir: string;
+  /**
+   * Where the Runtime Assets' probes run: bubblewrap when the process tier is ready (or
+   * neither tier is: the probes then fail with bubblewrap's reason), else a container of
+   * the container tier's image. A node without bubblewrap (the agent-host in a
+   * container) thus verifies its assets in the tier it runs them in.
+   */
+  assetProber: AssetProber;
+  /**
    * The tiers usable right now, as the node heartbeat and `/readyz` report them (API.md
    * "Nodes and runtimes"): a ready tier stays reported while its engine answers within
    * the signal's bound (the container tier pings Docker; the process tier has no daemon).
@@ -58,6 +79,7 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
   const drivers = new Map<SandboxTier, SandboxDriver>();
   const statuses: SandboxTierStatus[] = [];
   const runtimeMissing = await runtimeDirProblem(inputs.runtimeDir);
+  const bindStagingDir = nodeBindStagingDir(inputs.dataRoot, inputs.nodeId);
 
   if (inputs.docker) {
     const detail = await dockerProblem(inputs.docker, inputs.config.image);
@@ -70,6 +92,7 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
           dataRoot: inputs.dataRoot,
           config: inputs.config,
           runtimeDir: runtimeMissing ? undefined : inputs.runtimeDir,
+          nodeId: inputs.nodeId,
         }),
       );
     }
@@ -98,6 +121,7 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
           cgroups: found.parts.cgroups,
           tools: found.parts.tools,
           seccompFilter: found.parts.seccompFilter,
+          mounts: found.parts.mounts,
           limits: config,
           config,
         }),
@@ -116,10 +140,22 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
     );
   }
   const { docker } = inputs;
+  const assetProber =
+    !drivers.has("process") && drivers.has("container") && docker
+      ? containerAssetProber({
+          docker,
+          logger: inputs.logger,
+          image: inputs.config.image,
+          nodeId: inputs.nodeId,
+          dockerCallTimeoutMs: inputs.config.dockerCallTimeoutMs,
+        })
+      : bwrapAssetProber("bwrap");
   return {
     driver: new TieredDriver(drivers, statuses),
     statuses,
     runtimeDir: inputs.runtimeDir,
+    bindStagingDir,
+    assetProber,
     async probe(signal) {
       const usable: SandboxTier[] = [];
       if (drivers.has("container") && docker) {

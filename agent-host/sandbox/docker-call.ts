@@ -31,9 +31,46 @@ export async function boundedDockerCall<T>(
   try {
     return await call(AbortSignal.any([signal, deadline]));
   } catch (error) {
-    if (signal.aborted || !deadline.aborted) throw error;
-    throw dockerUnresponsive(bound, error);
+    if (signal.aborted) throw error;
+    if (deadline.aborted) throw dockerUnresponsive(bound, error);
+    // The socket is gone or refuses (dockerd stopped, its socket removed, a proxy cut):
+    // the same outage as a hang, only noticed sooner, and the same answer for the run.
+    if (isConnectionError(error)) throw dockerUnreachable(bound, error);
+    throw error;
   }
+}
+
+/** Errors of the connection to the engine itself, not answers of the engine (no HTTP status). */
+const CONNECTION_ERRORS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOENT",
+  "EPIPE",
+  "ECONNABORTED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+]);
+
+export function isConnectionError(error: unknown): boolean {
+  const e = error as { code?: unknown; statusCode?: unknown } | undefined;
+  if (e === undefined || e === null || typeof e.statusCode === "number") return false;
+  // docker-modem reports a socket closed mid-answer as a plain Error with this text.
+  if (error instanceof Error && /socket hang up/i.test(error.message)) return true;
+  return typeof e.code === "string" && CONNECTION_ERRORS.has(e.code);
+}
+
+/** The error for a Docker call whose connection failed (socket gone, refused, reset). */
+export function dockerUnreachable(bound: DockerCallBound, cause?: unknown): Error {
+  const known = commandRanText(bound.commandRan);
+  return domainError("sandbox_engine_unresponsive", {
+    message: `Docker could not be reached ${bound.purpose}${known}: check that dockerd on this node runs and its socket answers (docker info).`,
+    details: {
+      unreachable: true,
+      ...(bound.commandRan === undefined ? {} : { command_ran: bound.commandRan }),
+    },
+    cause,
+  });
 }
 
 /** The error for a Docker call that did not answer within its bound. */

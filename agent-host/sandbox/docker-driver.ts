@@ -1,6 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
 import { lstat } from "node:fs/promises";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
@@ -27,11 +26,10 @@ import type {
   SandboxDriver,
   SandboxSpec,
 } from "./driver.ts";
-import { hostMountComponents, type OpenedMountDirs, openMountDirs } from "./open-mount-dirs.ts";
+import { type OpenedMountDirs, openMountDirs } from "./open-mount-dirs.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
+import { nodeBindStagingDir, stageBinds } from "./staged-binds.ts";
 
-/** Cleanup after a failed create must not inherit the caller's (maybe aborted) signal. */
-const CLEANUP_TIMEOUT_MS = 30_000;
 /** Docker answers 409 while another removal of the same container is in progress. */
 const REMOVAL_POLL_MS = 50;
 
@@ -43,6 +41,11 @@ export type DockerDriverDeps = {
   config: SandboxConfig;
   /** The Runtime Assets tree, bound read-only at /runtime (absent: not built yet). */
   runtimeDir?: string | undefined;
+  /**
+   * This node's id: each create stages its host binds below this node's own root-only
+   * directory (staged-binds.ts), which agent-host sweeps at start.
+   */
+  nodeId: string;
 };
 
 export class DockerDriver implements SandboxDriver {
@@ -60,11 +63,24 @@ export class DockerDriver implements SandboxDriver {
     const opened = await openMountDirs(this.#deps.dataRoot, dirname, workdirPath);
     if (!opened.ok) return opened;
     try {
-      return await this.#createContainer(
-        { ...spec, workdirPath, uidDirname: dirname },
+      // Docker gets root-only paths bound from those descriptors, never a path through
+      // the user's directories (staged-binds.ts says why).
+      const staged = await stageBinds(
+        nodeBindStagingDir(this.#deps.dataRoot, this.#deps.nodeId),
+        containerName(spec.sandboxId, spec.generation),
         opened.dirs,
         signal,
       );
+      try {
+        return await this.#createContainer(
+          { ...spec, workdirPath, uidDirname: dirname },
+          opened.dirs,
+          staged.paths,
+          signal,
+        );
+      } finally {
+        await staged.release();
+      }
     } finally {
       await opened.close();
     }
@@ -73,10 +89,10 @@ export class DockerDriver implements SandboxDriver {
   async #createContainer(
     spec: SandboxSpec & { uidDirname: string },
     opened: OpenedMountDirs,
+    staged: Record<keyof OpenedMountDirs, string>,
     signal: AbortSignal,
   ): Promise<CreateResult> {
-    const { docker, dataRoot, config } = this.#deps;
-    const parts = hostMountComponents(spec.uidDirname);
+    const { docker, config } = this.#deps;
     const name = containerName(spec.sandboxId, spec.generation);
     const log = this.#deps.logger.child({
       sandbox_id: spec.sandboxId,
@@ -85,9 +101,9 @@ export class DockerDriver implements SandboxDriver {
     const options = containerCreateOptions(
       {
         ...spec,
-        workspaceHostPath: join(dataRoot, ...parts.workspace),
-        skillsHostPath: join(dataRoot, ...parts.skills),
-        workdirHostPath: join(dataRoot, ...parts.workspace, ...spec.workdirPath.split("/")),
+        workspaceHostPath: staged.workspace,
+        skillsHostPath: staged.skills,
+        workdirHostPath: staged.workdir,
         ...(this.#deps.runtimeDir === undefined ? {} : { runtimeHostPath: this.#deps.runtimeDir }),
       },
       config,
@@ -135,7 +151,10 @@ export class DockerDriver implements SandboxDriver {
   }
 
   async #removeQuietly(nameOrId: string): Promise<void> {
-    const signal = AbortSignal.timeout(CLEANUP_TIMEOUT_MS);
+    // Not the caller's (maybe aborted) signal; one call's bound, not more: with the engine
+    // gone this would only hold the run's slot, and the reconcile pass when the tier comes
+    // back removes what is left (docs/decisions/0058).
+    const signal = AbortSignal.timeout(this.#deps.config.dockerCallTimeoutMs);
     try {
       await this.#deps.docker
         .getContainer(nameOrId)
@@ -235,8 +254,8 @@ async function firstSwappedMount(
   opened: OpenedMountDirs,
   spec: { workdirPath: string; fileView?: FileView },
 ): Promise<string | "exited" | undefined> {
-  // Docker resolves a bind source as a path; the Workdir's (`workdir` view) passes
-  // through directories the user can write, so it is checked like the other two.
+  // The binds were staged from these descriptors (staged-binds.ts); checked anyway, so
+  // that a mistake there, or a mount made by someone else, still refuses the sandbox.
   const checks: Array<readonly [string, FileHandle]> = [
     [SANDBOX_USER_DATA_MOUNT, opened.workspace],
     [SANDBOX_SKILLS_MOUNT, opened.skills],

@@ -5,7 +5,13 @@ import type Docker from "dockerode";
 import type { Logger } from "pino";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { SANDBOX_USER } from "./container-spec.ts";
-import { boundedDockerCall, type CommandRan, dockerUnresponsive } from "./docker-call.ts";
+import {
+  boundedDockerCall,
+  type CommandRan,
+  dockerUnreachable,
+  dockerUnresponsive,
+  isConnectionError,
+} from "./docker-call.ts";
 import { isGoneError } from "./docker-errors.ts";
 import type { ContainerRef, ExecOutcome, ExecRequest } from "./driver.ts";
 import { startExecCapture } from "./exec-capture.ts";
@@ -52,7 +58,7 @@ export async function runDockerExec(
       signal,
       (bounded) =>
         container.exec({
-          Cmd: withPrivateUmask(request.cmd, request.env),
+          Cmd: execWrapper(request.cmd, request.env),
           Env: envList(request.env),
           User: SANDBOX_USER,
           ...(request.cwd === undefined ? {} : { WorkingDir: request.cwd }),
@@ -114,6 +120,8 @@ export async function runDockerExec(
 
   try {
     if (stopReason === undefined) return finish("exited", await exitCodeOf(deps, exec));
+    if (stopReason === "cancelled")
+      return await cancelExec(deps, ref, exec, stream, closed, () => finish("cancelled", null));
     try {
       await killExec(deps, ref, exec, "yes");
       // The kill closes the process's pipes, so the stream ends; if something still
@@ -128,6 +136,55 @@ export async function runDockerExec(
     if (isGoneError(error)) return { ok: false, reason: "sandbox_gone" };
     throw error;
   }
+}
+
+/**
+ * A cancelled exec: its process is killed and the stream closed as for a timeout, but
+ * the caller (a run being stopped) waits for that at most killGraceMs. With the engine
+ * hung, the kill's inspect would otherwise hold the cancel for a whole Docker call bound
+ * (issue 14: a cancel takes effect within a second, stopping a run never waits on a hung
+ * call); the kill goes on in the background, bounded, and a failure is logged. A kill
+ * that fails at once (the container is gone) still reports as before.
+ */
+async function cancelExec(
+  deps: DockerExecDeps,
+  ref: ContainerRef,
+  exec: Docker.Exec,
+  stream: Duplex | Readable,
+  closed: Promise<void>,
+  cancelled: () => ExecOutcome,
+): Promise<ExecOutcome> {
+  const killing = killExec(deps, ref, exec, "yes");
+  const late = new AbortController();
+  const outcome = await Promise.race([
+    killing.then(
+      () => "killed" as const,
+      (error: unknown) => ({ error }),
+    ),
+    sleep(deps.config.killGraceMs, "late" as const, { signal: late.signal }).catch(
+      () => "late" as const,
+    ),
+  ]);
+  late.abort();
+  if (outcome === "late") {
+    void killing
+      .catch((error: unknown) => {
+        deps.logger.warn(
+          { err: error, container_id: ref.containerId, exec_id: exec.id },
+          "could not kill a cancelled exec",
+        );
+      })
+      .finally(() => stream.destroy());
+    return cancelled();
+  }
+  try {
+    if (outcome !== "killed") throw outcome.error;
+    // As after a timeout: the kill closes the process's pipes, so the stream ends.
+    await raceTimeout(closed, deps.config.killGraceMs);
+  } finally {
+    stream.destroy();
+  }
+  return cancelled();
 }
 
 /** Waits for `promise` at most `ms`, without leaving a timer behind. */
@@ -161,7 +218,16 @@ async function startExec(
       abortSignal: deadline.signal,
     })) as Duplex | Readable;
   } catch (error) {
-    if (!deadline.signal.aborted) throw error;
+    if (!deadline.signal.aborted) {
+      // The socket broke with the start in flight: the command may have started.
+      if (isConnectionError(error)) {
+        throw dockerUnreachable(
+          { timeoutMs, purpose: "to start the command", commandRan: "maybe" },
+          error,
+        );
+      }
+      throw error;
+    }
     await killExec(deps, ref, exec, "maybe").catch((killError: unknown) => {
       deps.logger.warn(
         { err: killError, container_id: ref.containerId, exec_id: exec.id },
@@ -265,17 +331,26 @@ function envList(env: ExecRequest["env"]): string[] {
 const SHELL_ADDED_ENV = ["PWD", "OLDPWD", "SHLVL"] as const;
 
 /**
- * New files 0600 and directories 0700 (ARCHITECTURE.md §3): Docker starts an exec with
- * umask 022 and has no setting for it, so the command runs behind a shell that sets 077
- * and then `exec`s it (same pid, same argv; a missing program exits 127). The variables
- * the shell itself exports are unset first, unless the request declared them, so the
- * command still gets exactly the declared environment. The process tier's trampoline
- * sets the same umask. The image's own /bin/sh by absolute path: a PATH lookup would find
- * the Runtime Assets' shell first (/runtime/usr/bin), which cannot run in an image without
- * their loader (the busybox test image, an operator's static image).
+ * What Docker's exec cannot set, set by a shell that then `exec`s the command (same pid,
+ * same argv; a missing program exits 127):
+ *
+ * - New files 0600 and directories 0700 (ARCHITECTURE.md §3): Docker starts an exec with
+ *   umask 022, so the shell sets 077. The process tier's trampoline sets the same umask.
+ * - A command is the first thing the kernel's OOM killer takes, never the sandbox's
+ *   keep-alive: an exec inherits the container's `oom_score_adj`, so without this a
+ *   second OOM kill (while the first victim's memory is still being freed) could take the
+ *   keep-alive and stop the whole sandbox. Raising one's own score needs no privilege; a
+ *   /proc that refuses it leaves the command running with the container's score.
+ *
+ * The variables the shell itself exports are unset first, unless the request declared
+ * them, so the command still gets exactly the declared environment. The image's own
+ * /bin/sh by absolute path: a PATH lookup would find the Runtime Assets' shell first
+ * (/runtime/usr/bin), which cannot run in an image without their loader (the busybox test
+ * image, an operator's static image).
  */
-export function withPrivateUmask(cmd: readonly string[], env: ExecRequest["env"]): string[] {
+export function execWrapper(cmd: readonly string[], env: ExecRequest["env"]): string[] {
   const added = SHELL_ADDED_ENV.filter((name) => env?.[name] === undefined);
   const unset = added.length > 0 ? `unset ${added.join(" ")}; ` : "";
-  return ["/bin/sh", "-c", `umask 077 && ${unset}exec "$@"`, "sh", ...cmd];
+  const oom = "{ echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null; ";
+  return ["/bin/sh", "-c", `umask 077 && ${oom}${unset}exec "$@"`, "sh", ...cmd];
 }

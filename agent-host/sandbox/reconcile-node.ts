@@ -1,7 +1,7 @@
 import type { DbTransaction } from "../../shared/db/client.ts";
 import type { SandboxContainer } from "./driver.ts";
 import { forget, register } from "./live-registry.ts";
-import type { SandboxContext } from "./sandbox-context.ts";
+import { destroyKey, type SandboxContext } from "./sandbox-context.ts";
 import { handleFromRow } from "./sandbox-handle.ts";
 
 export type ReconcileReport = {
@@ -17,6 +17,15 @@ export type ReconcileReport = {
 
 type Verdict = "adopted" | "destroyed" | "skipped";
 
+export type ReconcileOptions = {
+  /**
+   * The pass after a sandbox tier outage (TierWatch): a 'destroying' row of this node
+   * whose destroy is not in flight in this process was abandoned by a destroy the
+   * outage cut off, so it is finished now rather than after destroyingStaleMs.
+   */
+  afterOutage?: boolean;
+};
+
 /**
  * Compares this node's labelled containers with Postgres and makes them agree
  * (ARCHITECTURE.md §4.6): adopt what is live and owned, destroy what is orphaned or
@@ -31,6 +40,7 @@ type Verdict = "adopted" | "destroyed" | "skipped";
 export async function reconcileNode(
   ctx: SandboxContext,
   signal: AbortSignal,
+  options: ReconcileOptions = {},
 ): Promise<ReconcileReport> {
   const report: ReconcileReport = { adopted: [], destroyed: [], marked: [], skipped: [] };
   const { config, nodeId, store } = ctx;
@@ -45,7 +55,7 @@ export async function reconcileNode(
       continue;
     }
     const judged = await store.withSandboxLockIfFree(c.sandboxId, (tx) =>
-      judgeContainer(ctx, tx, c, signal),
+      judgeContainer(ctx, tx, c, signal, options),
     );
     report[judged.locked ? judged.value : "skipped"].push(c.containerId);
   }
@@ -86,6 +96,7 @@ async function judgeContainer(
   tx: DbTransaction,
   c: SandboxContainer,
   signal: AbortSignal,
+  options: ReconcileOptions,
 ): Promise<Verdict> {
   const row = await ctx.store.readForReconcile(tx, c.sandboxId, ctx.config.destroyingStaleMs);
   const current = row?.generation === c.generation && row.nodeId === ctx.nodeId ? row : undefined;
@@ -108,7 +119,11 @@ async function judgeContainer(
     return "destroyed";
   }
   // A destroy of this generation is draining its execs right now: let it finish.
-  if (current?.state === "destroying" && !current.destroyingStale) return "skipped";
+  if (current?.state === "destroying" && !current.destroyingStale) {
+    const abandoned =
+      options.afterOutage === true && !ctx.destroying.has(destroyKey(c.sandboxId, c.generation));
+    if (!abandoned) return "skipped";
+  }
   // No row, another generation, another node, not live, or a destroyer that crashed.
   await ctx.driver.destroy(c, signal);
   ctx.metrics.reconcilerActions.inc({ action: "destroy" });

@@ -39,7 +39,14 @@ export type SandboxContext = Omit<SandboxManagerDeps, "metrics"> & {
   live: Map<string, LiveSandbox>;
   /** sandbox_id → the acquire being decided in this process (under the sandbox lock). */
   inflight: Map<string, InflightAcquire>;
+  /** `sandbox_id/generation` of each destroy this process has claimed and not yet ended. */
+  destroying: Set<string>;
 };
+
+/** The key of `SandboxContext.destroying`. */
+export function destroyKey(sandboxId: string, generation: number): string {
+  return `${sandboxId}/${generation}`;
+}
 
 export type InflightAcquire = {
   workdirPath: string;

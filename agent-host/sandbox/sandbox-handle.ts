@@ -48,3 +48,6 @@ export function handleFromRow(row: {
     fileView: row.fileView,
   });
 }
+
+/** The refusal every fenced operation returns once the handle's generation is over. */
+export const STALE_GENERATION = { ok: false, reason: "stale_generation" } as const;

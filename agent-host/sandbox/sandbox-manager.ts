@@ -1,5 +1,4 @@
 import { Registry } from "prom-client";
-import { abortable } from "../../shared/async/abortable.ts";
 import type { DbOrTransaction } from "../../shared/db/client.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { sandboxId as sandboxIdOf } from "../../shared/identity/sandbox-id.ts";
@@ -9,22 +8,19 @@ import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.
 import {
   type AcquireRequest,
   type AcquireResult,
-  acquireUnderLock,
   sameFileView,
   sameTier,
 } from "./acquire-sandbox.ts";
+import { BackgroundTasks } from "./background-tasks.ts";
+import { acquireCoalesced } from "./coalesced-acquire.ts";
 import { destroyGeneration } from "./destroy-generation.ts";
-import type { ExecRequest, ExecResult } from "./driver.ts";
+import type { ExecRequest } from "./driver.ts";
+import { execInGeneration, type ManagedExecOutcome } from "./exec-in-generation.ts";
 import { forget } from "./live-registry.ts";
-import { type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
-import type { InflightAcquire, SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
-import type { FencedOutcome, SandboxHandle } from "./sandbox-handle.ts";
+import { type ReconcileOptions, type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
+import type { SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
+import { type FencedOutcome, type SandboxHandle, STALE_GENERATION } from "./sandbox-handle.ts";
 import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
-import { tierOfContainerId } from "./sandbox-tier.ts";
-
-export type ManagedExecOutcome =
-  | { ok: true; result: ExecResult }
-  | { ok: false; reason: "stale_generation" };
 
 /** A sandbox generation the idle reaper may destroy, as observed when it looked. */
 export type IdleCandidate = { sandboxId: string; generation: number };
@@ -39,7 +35,8 @@ export class SandboxManager {
   readonly #ctx: SandboxContext;
   #quiesced = false;
   #loops: AbortController | undefined;
-  readonly #background = new Set<Promise<unknown>>();
+  readonly #background: BackgroundTasks;
+  readonly #trackFn = (work: Promise<unknown>): void => this.#background.track(work);
 
   constructor(deps: SandboxManagerDeps) {
     this.#ctx = {
@@ -48,7 +45,9 @@ export class SandboxManager {
       store: new SandboxStore(deps.db),
       live: new Map(),
       inflight: new Map(),
+      destroying: new Set(),
     };
+    this.#background = new BackgroundTasks(deps.logger);
   }
 
   /**
@@ -71,7 +70,13 @@ export class SandboxManager {
     if (this.#quiesced) return { ok: false, reason: "node_quiesced" };
     const warm = await this.#acquireWarm(id, workdirPath, request);
     if (warm) return warm;
-    return this.#acquireCoalesced(id, { ...request, workdirPath }, signal);
+    return acquireCoalesced(
+      this.#ctx,
+      { quiesced: () => this.#quiesced, track: this.#trackFn },
+      id,
+      { ...request, workdirPath },
+      signal,
+    );
   }
 
   /** The fast path: a generation this process holds, confirmed live by one conditional touch. */
@@ -93,141 +98,20 @@ export class SandboxManager {
     return { ok: true, handle: entry.handle, created: false };
   }
 
-  /**
-   * One decision per scope at a time in this process: acquires for the same Workdir
-   * share it; one for another Workdir waits for it and then decides for itself (and
-   * finds the mismatch, unless that create failed).
-   */
-  async #acquireCoalesced(
-    id: string,
-    request: AcquireRequest,
-    signal: AbortSignal,
-  ): Promise<AcquireResult> {
-    const inflight = this.#ctx.inflight;
-    for (;;) {
-      const pending = inflight.get(id);
-      if (!pending) break;
-      if (
-        pending.workdirPath === request.workdirPath &&
-        pending.tier === request.tier &&
-        pending.fileView === request.fileView
-      ) {
-        // A follower: the create (if any) was the leader's.
-        const shared = await this.#wait(pending, signal);
-        return shared.ok ? { ...shared, created: false } : shared;
-      }
-      await abortable(
-        pending.done.catch(() => undefined),
-        signal,
-      );
-    }
-    if (this.#quiesced) return { ok: false, reason: "node_quiesced" };
-    const done = acquireUnderLock(this.#ctx, id, request).finally(() => {
-      if (inflight.get(id)?.done === done) inflight.delete(id);
-    });
-    // Callers may all stop waiting (abort); the outcome must still count as handled.
-    done.catch(() => {});
-    const entry: InflightAcquire = {
-      workdirPath: request.workdirPath,
-      tier: request.tier,
-      fileView: request.fileView,
-      done,
-      waiting: 0,
-    };
-    inflight.set(id, entry);
-    // A create nobody waits for any more (every caller cancelled while it ran) would
-    // leave a live sandbox no run uses: it is destroyed as soon as it exists.
-    void done.then(
-      (out) => {
-        if (entry.waiting === 0 && out.ok && out.created) {
-          this.#track(
-            destroyGeneration(
-              this.#ctx,
-              id,
-              out.handle.generation,
-              AbortSignal.timeout(this.#ctx.config.createTimeoutMs),
-            ).catch((error: unknown) =>
-              this.#ctx.logger.warn(
-                { err: error, sandbox_id: id },
-                "could not destroy an abandoned create",
-              ),
-            ),
-          );
-        }
-      },
-      () => {},
-    );
-    return this.#wait(entry, signal);
-  }
-
-  /** Waits for a shared acquire; a caller that aborts stops counting as waiting for it. */
-  async #wait(entry: InflightAcquire, signal: AbortSignal): Promise<AcquireResult> {
-    entry.waiting++;
-    try {
-      return await abortable(entry.done, signal);
-    } catch (error) {
-      if (signal.aborted) entry.waiting--;
-      throw error;
-    }
-  }
-
   /** Runs a command in the handle's generation; refused once that generation is over. */
-  async exec(
+  exec(
     handle: SandboxHandle,
     request: ExecRequest,
     signal: AbortSignal,
   ): Promise<ManagedExecOutcome> {
-    const { store, db } = this.#ctx;
-    const entry = this.#ctx.live.get(handle.sandboxId);
-    if (entry?.handle.generation !== handle.generation) return STALE;
-    const pin = await entry.pins.pin();
-    if (!pin) return STALE;
-    try {
-      // The touch is the cross-process fence (another agent-host process may have
-      // destroyed this generation) and keeps the reaper away while the exec runs.
-      if (!(await store.touch(db, handle.sandboxId, handle.generation))) {
-        forget(this.#ctx, handle.sandboxId, handle.generation);
-        return STALE;
-      }
-      const started = performance.now();
-      const out = await this.#ctx.driver.exec(
-        entry.handle,
-        request,
-        AbortSignal.any([signal, pin.signal]),
-      );
-      if (out.ok) {
-        this.#ctx.metrics.sandboxExecSeconds.observe(
-          { tier: tierOfContainerId(entry.handle.containerId) },
-          (performance.now() - started) / 1000,
-        );
-      }
-      if (!out.ok) {
-        await store.markFailed(db, handle.sandboxId, handle.generation, "running");
-        forget(this.#ctx, handle.sandboxId, handle.generation);
-        return STALE;
-      }
-      // Idle time counts from the end of the last use, not its start. Not awaited: it
-      // only moves the idle clock (the start touch already fenced and marked the use),
-      // so the caller does not pay a round trip for it; stop() waits for it.
-      this.#track(
-        store.touch(db, handle.sandboxId, handle.generation).catch((error: unknown) => {
-          this.#ctx.logger.warn(
-            { err: error, sandbox_id: handle.sandboxId },
-            "touch after exec failed",
-          );
-        }),
-      );
-      return { ok: true, result: out.result };
-    } finally {
-      pin.release();
-    }
+    return execInGeneration(this.#ctx, this.#trackFn, handle, request, signal);
   }
 
   /** Records a use of the handle's generation (keeps the idle reaper away). */
   async touch(handle: SandboxHandle, signal: AbortSignal): Promise<FencedOutcome> {
     signal.throwIfAborted();
     const ok = await this.#ctx.store.touch(this.#ctx.db, handle.sandboxId, handle.generation);
-    return ok ? { ok: true } : STALE;
+    return ok ? { ok: true } : STALE_GENERATION;
   }
 
   /**
@@ -236,7 +120,7 @@ export class SandboxManager {
    */
   async destroy(handle: SandboxHandle, signal: AbortSignal): Promise<FencedOutcome> {
     const out = await destroyGeneration(this.#ctx, handle.sandboxId, handle.generation, signal);
-    return out.ok ? out : STALE;
+    return out.ok ? out : STALE_GENERATION;
   }
 
   /** Running generations of this node idle for longer than the configured time. */
@@ -292,8 +176,8 @@ export class SandboxManager {
     return reaped;
   }
 
-  reconcile(signal: AbortSignal): Promise<ReconcileReport> {
-    return reconcileNode(this.#ctx, signal);
+  reconcile(signal: AbortSignal, options: ReconcileOptions = {}): Promise<ReconcileReport> {
+    return reconcileNode(this.#ctx, signal, options);
   }
 
   /**
@@ -306,7 +190,7 @@ export class SandboxManager {
     // Waits, through the node row lock, for every create in flight on this node.
     await this.#ctx.store.setNodeState(this.#ctx.nodeId, "quiesced");
     await Promise.allSettled([...this.#ctx.inflight.values()].map((p) => p.done));
-    return this.#destroyAllRunning(signal);
+    return this.#destroyAllAndSweep(signal);
   }
 
   /** True between quiesce() and resume() in this process. */
@@ -328,7 +212,25 @@ export class SandboxManager {
   async releaseAll(signal: AbortSignal): Promise<{ destroyed: string[] }> {
     this.#quiesced = true;
     await Promise.allSettled([...this.#ctx.inflight.values()].map((p) => p.done));
-    return this.#destroyAllRunning(signal);
+    return this.#destroyAllAndSweep(signal);
+  }
+
+  /** Destroys every running sandbox of this node, then sweeps what no live row names. */
+  async #destroyAllAndSweep(signal: AbortSignal): Promise<{ destroyed: string[] }> {
+    const released = await this.#destroyAllRunning(signal);
+    // A container whose row is no longer live (a create or destroy cut off by the stop)
+    // would outlive the node: one reconcile pass removes it, so a clean stop leaves none.
+    const leftovers = await this.reconcile(signal).catch((error: unknown) => {
+      this.#ctx.logger.error({ err: error }, "final reconcile on stop failed");
+      return undefined;
+    });
+    if (leftovers !== undefined && leftovers.destroyed.length > 0) {
+      this.#ctx.logger.warn(
+        { container_ids: leftovers.destroyed },
+        "removed containers without a live sandbox row on stop",
+      );
+    }
+    return released;
   }
 
   async #destroyAllRunning(signal: AbortSignal): Promise<{ destroyed: string[] }> {
@@ -362,10 +264,10 @@ export class SandboxManager {
     this.#loops?.abort();
     const loops = new AbortController();
     this.#loops = loops;
-    this.#every(this.#ctx.config.reaperIntervalMs, loops.signal, "idle reaper", (s) =>
+    this.#background.every(this.#ctx.config.reaperIntervalMs, loops.signal, "idle reaper", (s) =>
       this.reapIdle(s),
     );
-    this.#every(this.#ctx.config.reconcileIntervalMs, loops.signal, "reconciler", (s) =>
+    this.#background.every(this.#ctx.config.reconcileIntervalMs, loops.signal, "reconciler", (s) =>
       this.reconcile(s),
     );
     return report;
@@ -375,39 +277,6 @@ export class SandboxManager {
   async stop(): Promise<void> {
     this.#loops?.abort();
     this.#loops = undefined;
-    await Promise.allSettled([...this.#background]);
-  }
-
-  /** Work that outlives the call that started it; stop() waits for it. */
-  #track(work: Promise<unknown>): void {
-    this.#background.add(work);
-    const done = () => this.#background.delete(work);
-    work.then(done, done);
-  }
-
-  #every(
-    intervalMs: number,
-    signal: AbortSignal,
-    name: string,
-    task: (signal: AbortSignal) => Promise<unknown>,
-  ): void {
-    let running = false;
-    const timer = setInterval(() => {
-      if (running || signal.aborted) return; // never two passes of one task at once
-      running = true;
-      this.#track(
-        task(signal)
-          .catch((error: unknown) => {
-            if (!signal.aborted) this.#ctx.logger.error({ err: error }, `${name} pass failed`);
-          })
-          .finally(() => {
-            running = false;
-          }),
-      );
-    }, intervalMs);
-    timer.unref();
-    signal.addEventListener("abort", () => clearInterval(timer), { once: true });
+    await this.#background.settle();
   }
 }
-
-const STALE = { ok: false, reason: "stale_generation" } as const;

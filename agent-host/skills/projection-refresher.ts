@@ -15,7 +15,8 @@ import {
   type RefreshTimeouts,
   type SkillLimits,
 } from "./skill-limits.ts";
-import { grantLockKey, lockTimeoutSql, sourceLockKey } from "./skill-locks.ts";
+import { lockTimeoutSql, sourceLockKey } from "./skill-locks.ts";
+import { takeGrantLock } from "./take-grant-lock.ts";
 
 export type RefreshFailureReason =
   /** A symlink, FIFO, socket or device in the source: the slug's projection was removed. */
@@ -60,6 +61,11 @@ export interface RefreshOutcome {
 
 /** Test seams and tracing hooks; none of them may throw in production wiring. */
 export interface RefreshHooks {
+  /**
+   * The uid's grant lock was held by someone else (a grant change in progress) when the
+   * refresh tried it; the refresh now waits for it.
+   */
+  readonly onGrantLockBusy?: (uid: string) => void | Promise<void>;
   /** Right after the flock is taken. */
   readonly onLocked?: (uid: string) => void | Promise<void>;
   /** Right before the flock is released. */
@@ -213,7 +219,7 @@ export function createProjectionRefresher(deps: ProjectionRefresherDeps): Projec
     let desired: DesiredSkill[];
     try {
       await untilAborted(tx.execute(lockTimeoutSql(timeouts.advisoryLockTimeoutMs)), stop);
-      await untilAborted(tx.execute(sql`select pg_advisory_xact_lock(${grantLockKey(uid)})`), stop);
+      await takeGrantLock(tx, uid, stop, hooks?.onGrantLockBusy);
       desired = await untilAborted(readDesiredSkills(tx, uid), stop);
       stop.throwIfAborted();
     } catch (error) {

@@ -4,6 +4,7 @@ import type {
   ImportedAttachment,
 } from "../../shared/contracts/attachment-import.ts";
 import type { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { RequestOrigin } from "../data-plane/request-origin.ts";
 
 /** Whose Workdir: the capability is minted for exactly this uid and Workdir. */
 export type ImportTarget = {
@@ -11,6 +12,8 @@ export type ImportTarget = {
   readonly workdirPath: string;
   /** The uid's UserWorkspace quota, carried by the import capability. */
   readonly quota?: WorkspaceQuota;
+  /** The API request the call is made for (its id and trace travel along). */
+  readonly origin?: RequestOrigin;
 };
 
 /**

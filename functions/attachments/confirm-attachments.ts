@@ -9,6 +9,7 @@ import type { Db } from "../../shared/db/client.ts";
 import type { TmpUpload } from "../../shared/db/schema.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { UserLimits } from "../../shared/limits/user-limits.ts";
+import type { RequestOrigin } from "../data-plane/request-origin.ts";
 import { idempotencyScope } from "../idempotency/idempotency-scope.ts";
 import { runIdempotent, storedResponse } from "../idempotency/idempotent-transaction.ts";
 import { findEffectiveLimits } from "../limits/user-limits-store.ts";
@@ -34,6 +35,8 @@ export type ConfirmInput = {
   threadId: string;
   request: AttachmentsConfirmRequest;
   idempotencyKey: string | undefined;
+  /** The confirm request: its id and trace travel to the data plane (decision 0054). */
+  origin?: RequestOrigin;
 };
 
 type ConfirmResponse = { items: Attachment[] };
@@ -79,6 +82,7 @@ export async function confirmAttachments(
     uid,
     workdirPath: thread.workdirPath,
     quota: { workspace_bytes: limits.workspace_bytes, workspace_inodes: limits.workspace_inodes },
+    ...(input.origin === undefined ? {} : { origin: input.origin }),
   };
   const items: AttachmentImportItem[] = request.items.map((item, index) => {
     const upload = uploads[index] as TmpUpload;

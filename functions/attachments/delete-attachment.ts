@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { Db, DbTransaction } from "../../shared/db/client.ts";
 import { agentRuns, attachments } from "../../shared/db/schema.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { RequestOrigin } from "../data-plane/request-origin.ts";
 import { findActiveThread } from "../threads/thread-store.ts";
 import type { AttachmentDeps } from "./attachment-deps.ts";
 
@@ -32,6 +33,7 @@ export async function deleteAttachment(
   uid: string,
   threadId: string,
   fileId: string,
+  origin?: RequestOrigin,
 ): Promise<void> {
   const deleted = await deps.db.transaction(async (tx) => {
     const thread = await findActiveThread(tx, uid, threadId, "update");
@@ -68,7 +70,7 @@ export async function deleteAttachment(
   // hung up. The importer bounds the call with its own timeout.
   try {
     const failed = await deps.importer.removeFiles(
-      { uid, workdirPath: deleted.workdirPath },
+      { uid, workdirPath: deleted.workdirPath, ...(origin === undefined ? {} : { origin }) },
       paths,
       new AbortController().signal,
     );

@@ -70,6 +70,7 @@ export function createHttpAttachmentImporter(
         signal: timed,
         callerSignal: signal,
         purpose: "to import the attachments",
+        ...(target.origin === undefined ? {} : { origin: target.origin }),
       });
       if (answer.status === 200) {
         const parsed = attachmentImportResponseSchema.safeParse(parseJson(answer.text));
@@ -102,6 +103,7 @@ export function createHttpAttachmentImporter(
             signal: timed,
             callerSignal: signal,
             purpose: "to remove an imported file",
+            ...(target.origin === undefined ? {} : { origin: target.origin }),
           });
           if (answer.status !== 204 && answer.status !== 404) failed.push(path);
         } catch {

@@ -9,6 +9,11 @@ export type CapabilityRequest = {
   readonly ops: readonly CapabilityOp[];
   /** The uid's UserWorkspace quota (its effective limits), for capabilities that write. */
   readonly quota?: WorkspaceQuota;
+  /**
+   * The thread a client capability is handed out for: the data plane refuses it once the
+   * thread is deleted (docs/decisions/0051). Every capability given to a client names one.
+   */
+  readonly threadId?: string;
   /** Default: the minter's TTL (DEFAULT_CAPABILITY_TTL_SECONDS). */
   readonly ttlSeconds?: number;
 };
@@ -30,7 +35,7 @@ export interface CapabilityMinter {
  */
 export type ServiceCapabilityRequest = {
   readonly ops: readonly ServiceCapabilityOp[];
-  /** Required with skills.refresh / skills.personal, refused otherwise. */
+  /** Required with a per-user op (skills.refresh, skills.personal, workspace.usage), refused otherwise. */
   readonly uid?: string;
   /** Required with skills.import, refused otherwise. */
   readonly skill?: { readonly slug: string; readonly uploadKey: string };

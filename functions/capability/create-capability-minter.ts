@@ -37,6 +37,7 @@ export function createCapabilityMinter(
         workdirPath: request.workdirPath,
         ops: request.ops,
         ...(request.quota === undefined ? {} : { quota: request.quota }),
+        ...(request.threadId === undefined ? {} : { threadId: request.threadId }),
         signal,
         ...(request.ttlSeconds === undefined ? {} : { ttlSeconds: request.ttlSeconds }),
         ...(options.privateJwk.kid === undefined ? {} : { keyId: options.privateJwk.kid }),

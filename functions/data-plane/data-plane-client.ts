@@ -1,3 +1,5 @@
+import type { RequestOrigin } from "./request-origin.ts";
+
 /**
  * Outcome of the data plane's open-existing check for a linked project's directory:
  * `ok` (a real directory), `not_found` (missing), `invalid` (exists but is not a
@@ -15,5 +17,23 @@ export interface DataPlaneClient {
     uid: string,
     workdirPath: string,
     signal: AbortSignal,
+    /** The API request the check is made for (its id and trace travel along). */
+    origin?: RequestOrigin,
   ): Promise<WorkdirCheck>;
+  /**
+   * `uid`'s UserWorkspace usage as the data plane's quota accounting sees it (the figure its
+   * writes are checked against; docs/decisions/0049 says how fresh).
+   */
+  workspaceUsage(
+    uid: string,
+    signal: AbortSignal,
+    /** The API request the read is made for (its id and trace travel along). */
+    origin?: RequestOrigin,
+  ): Promise<WorkspaceUsageFigures>;
 }
+
+/** Bytes of regular files and inodes (every entry) of one UserWorkspace. */
+export type WorkspaceUsageFigures = {
+  readonly workspaceBytes: number;
+  readonly workspaceInodes: number;
+};

@@ -1,5 +1,6 @@
 import { ERROR_CODES, type ErrorCode } from "../../shared/errors/error-catalogue.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { originHeaders, type RequestOrigin } from "./request-origin.ts";
 
 /**
  * Largest answer read from the data plane. Its biggest is a personal skills listing
@@ -37,6 +38,8 @@ export interface DataPlaneRequest {
   readonly callerSignal: AbortSignal;
   /** What the call does, for messages: "to check the directory". */
   readonly purpose: string;
+  /** The API request it is made for: its id and trace travel along (decision 0054). */
+  readonly origin?: RequestOrigin;
 }
 
 export interface DataPlaneAnswer {
@@ -65,7 +68,10 @@ export function createDataPlaneHttp(options: DataPlaneHttpOptions): DataPlaneHtt
   const maxBytes = options.maxResponseBytes ?? MAX_DATA_PLANE_RESPONSE_BYTES;
   return {
     async request(r) {
-      const headers: Record<string, string> = { Authorization: `Bearer ${r.token}` };
+      const headers: Record<string, string> = {
+        ...originHeaders(r.origin),
+        Authorization: `Bearer ${r.token}`,
+      };
       if (r.body !== undefined) headers["Content-Type"] = "application/json";
       try {
         const response = await fetchImpl(new URL(r.path.slice(1), base).toString(), {
@@ -152,4 +158,45 @@ export function errorBodyOf(text: string): DataPlaneErrorBody | undefined {
 export function errorReasonOf(body: DataPlaneErrorBody | undefined): string | undefined {
   const reason = body?.details?.reason;
   return typeof reason === "string" ? reason : undefined;
+}
+
+/**
+ * A non-200 answer of a service route (skills, usage): the agent-host's error rethrown as it
+ * was, or ours (internal/unavailable).
+ */
+export function serviceRefusalOf(path: string, status: number, text: string): WorkcellError {
+  const body = errorBodyOf(text);
+  const reason = errorReasonOf(body);
+  if (status === 401) {
+    return new WorkcellError(
+      "internal",
+      reason === "capability_expired"
+        ? "The agent-host found the control plane's service capability expired: the clocks of functions/ and the agent-host disagree."
+        : "The agent-host refused the control plane's service capability: CAPABILITY_PRIVATE_KEY and the data plane's CAPABILITY_PUBLIC_KEY are not a pair.",
+    );
+  }
+  if (status === 403) {
+    // Every 403 of the service routes is about the capability (its op, its uid, its import):
+    // the handlers themselves never answer 403.
+    return new WorkcellError(
+      "internal",
+      `The agent-host refused the service capability for ${path} (${reason ?? "forbidden"}): functions/ minted the wrong scope.`,
+    );
+  }
+  if (status === 404 && body?.code === "not_found") {
+    // No such route: an agent-host of an older release, during a rolling deploy.
+    return new WorkcellError(
+      "unavailable",
+      `The agent-host does not serve ${path}: upgrade it to this release.`,
+    );
+  }
+  if (body === undefined || status === 404) {
+    return new WorkcellError(
+      "unavailable",
+      `The agent-host could not serve ${path} (HTTP ${status}): retry later.`,
+    );
+  }
+  return new WorkcellError(body.code, body.message, {
+    ...(body.details === undefined ? {} : { details: body.details }),
+  });
 }

@@ -1,5 +1,6 @@
+import { z } from "zod";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
-import type { CapabilityMinter } from "../capability/capability-minter.ts";
+import type { CapabilityMinter, ServiceCapabilityMinter } from "../capability/capability-minter.ts";
 import type { DataPlaneClient, WorkdirCheck } from "./data-plane-client.ts";
 import {
   CAPABILITY_REFUSALS,
@@ -8,6 +9,8 @@ import {
   errorBodyOf,
   errorReasonOf,
   KEY_PAIR_MISMATCH,
+  parseJson,
+  serviceRefusalOf,
 } from "./data-plane-http.ts";
 
 /**
@@ -17,26 +20,36 @@ import {
  * plane, so a drift fails them.
  */
 export const WORKDIR_CHECK_PATH = "/internal/v1/workdirs/check";
+/** agent-host/data-plane/routes/usage-internal-route.ts (same reasons as above). */
+export const WORKSPACE_USAGE_PATH = "/internal/v1/usage";
 /** The check is one directory walk; a data plane slower than this counts as down. */
 export const DEFAULT_DATA_PLANE_TIMEOUT_MS = 5_000;
 /** The check's capability is used at once, by us: it needs to live only seconds. */
 export const CHECK_CAPABILITY_TTL_SECONDS = 30;
+
+const usageResponseSchema = z.object({
+  workspace_bytes: z.number().int().nonnegative(),
+  workspace_inodes: z.number().int().nonnegative(),
+});
 export type HttpDataPlaneClientOptions = {
   /** DATA_PLANE_URL: the data plane's base URL. */
   baseUrl: string;
-  capabilities: CapabilityMinter;
+  /** Workdir capabilities for the check, a service capability for the usage read. */
+  capabilities: CapabilityMinter & ServiceCapabilityMinter;
+  /** Per call (the check is one directory walk, the usage read at most one workspace walk). */
   timeoutMs?: number;
   fetch?: typeof fetch;
 };
 
 /**
  * Calls the data plane over HTTP with a capability scoped to exactly the Workdir being
- * checked (`read` only), so the data plane needs no other trust in us than the key.
+ * checked (`check` only), or to one uid's usage (a service capability, `workspace.usage`
+ * only), so the data plane needs no other trust in us than the key.
  */
 export function createHttpDataPlaneClient(options: HttpDataPlaneClientOptions): DataPlaneClient {
   const http = createDataPlaneHttp(options);
   return {
-    async checkExistingWorkdir(uid, workdirPath, signal) {
+    async checkExistingWorkdir(uid, workdirPath, signal, origin) {
       const timed = deadlineOf(signal, options.timeoutMs ?? DEFAULT_DATA_PLANE_TIMEOUT_MS);
       // `check` only: it proves the directory exists without letting the holder read it.
       const { token } = await options.capabilities.mint(
@@ -51,8 +64,39 @@ export function createHttpDataPlaneClient(options: HttpDataPlaneClientOptions): 
         signal: timed,
         callerSignal: signal,
         purpose: "to check the directory",
+        ...(origin === undefined ? {} : { origin }),
       });
       return outcomeOf(answer.status, errorReasonOf(errorBodyOf(answer.text)));
+    },
+
+    async workspaceUsage(uid, signal, origin) {
+      const timed = deadlineOf(signal, options.timeoutMs ?? DEFAULT_DATA_PLANE_TIMEOUT_MS);
+      const { token } = await options.capabilities.mintService(
+        { ops: ["workspace.usage"], uid, ttlSeconds: CHECK_CAPABILITY_TTL_SECONDS },
+        timed,
+      );
+      const { status, text } = await http.request({
+        path: WORKSPACE_USAGE_PATH,
+        method: "POST",
+        token,
+        body: { uid },
+        signal: timed,
+        callerSignal: signal,
+        purpose: "to measure the workspace",
+        ...(origin === undefined ? {} : { origin }),
+      });
+      if (status !== 200) throw serviceRefusalOf(WORKSPACE_USAGE_PATH, status, text);
+      const parsed = usageResponseSchema.safeParse(parseJson(text));
+      if (!parsed.success) {
+        throw new WorkcellError(
+          "internal",
+          `The agent-host answered ${WORKSPACE_USAGE_PATH} with an unexpected body: its version does not match functions/.`,
+        );
+      }
+      return {
+        workspaceBytes: parsed.data.workspace_bytes,
+        workspaceInodes: parsed.data.workspace_inodes,
+      };
     },
   };
 }

@@ -15,6 +15,8 @@ import { parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createMetricsLogFlusher } from "../../shared/metrics/log-metrics.ts";
 import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
+import { startTracing } from "../../shared/telemetry/start-tracing.ts";
+import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import { createPollingRunEventWaiter } from "../run-events/run-event-waiter.ts";
@@ -40,6 +42,10 @@ const sql = postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} });
 // Nothing scrapes a Lambda: the instance's registry is logged (and reset) after each
 // request, one invocation at a time (docs/decisions/0031).
 const metrics = createWorkcellMetrics(new Registry());
+// OTEL_* as on the Node entry (off by default). The instance is frozen once an invocation
+// returns, so each request's spans are exported before it does (flushTraces); a collector
+// next to the function (the OpenTelemetry Lambda layer's, on localhost) keeps that short.
+const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-functions");
 const app = createApp(
   createRuntimeDeps({
     env,
@@ -47,6 +53,8 @@ const app = createApp(
     logger,
     metrics,
     exportMetrics: createMetricsLogFlusher(metrics, logger),
+    tracing: tracing.tracing,
+    ...(tracing.enabled ? { flushTraces: () => tracing.flush() } : {}),
     auth: createTokenVerifier(env),
     // A frozen instance cannot hold a LISTEN: poll.
     runEvents: createPollingRunEventWaiter(),

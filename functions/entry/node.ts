@@ -74,6 +74,7 @@ const sweeper =
           logger,
           nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
           metrics,
+          tracing: tracing.tracing,
         },
         stopping.signal,
         nodeEnv.SWEEP_INTERVAL_MS,

@@ -20,17 +20,18 @@ export async function openEventStreamSlot(
     await tx.execute(
       sql`select pg_advisory_xact_lock(hashtextextended(${`workcell.event-streams:${uid}`}, 0))`,
     );
+    // Lapsed slots of this uid go while we hold its lock, in the same statement (the
+    // count ignores them either way).
     const [row] = await executeRows<{ stream_id: string }>(
       tx,
-      sql`insert into event_stream_slots (uid, expires_at)
+      sql`with lapsed as (
+            delete from event_stream_slots where uid = ${uid} and expires_at <= now()
+          )
+          insert into event_stream_slots (uid, expires_at)
           select ${uid}, now() + ${ttlMs}::bigint * interval '1 millisecond'
           where (select count(*) from event_stream_slots
                  where uid = ${uid} and expires_at > now()) < ${max}::int
           returning stream_id`,
-    );
-    // Lapsed slots of this uid go while we hold its lock.
-    await tx.execute(
-      sql`delete from event_stream_slots where uid = ${uid} and expires_at <= now()`,
     );
     return row?.stream_id;
   });

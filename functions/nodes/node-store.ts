@@ -9,15 +9,22 @@ import { type NodeState, nodes } from "../../shared/db/schema/nodes.ts";
 import { nodeIsLost } from "../../shared/runs/node-liveness.ts";
 import { isoTime } from "../db/iso-time.ts";
 
+/** What both admin listings read of a node: who, its state, whether it is lost by the TTL. */
+function nodeColumns(nodeTtlMs: number) {
+  return {
+    nodeId: nodes.nodeId,
+    state: nodes.state,
+    lost: sql<boolean>`${nodeIsLost(nodeTtlMs)}`,
+    heartbeatAt: nodes.heartbeatAt,
+    sandboxTiers: nodes.sandboxTiers,
+  };
+}
+
 /** Every node as operators see it (API.md "Nodes and runtimes"), lost derived from the TTL. */
 export async function listNodes(db: Db, nodeTtlMs: number): Promise<AdminNode[]> {
   const rows = await db
     .select({
-      nodeId: nodes.nodeId,
-      state: nodes.state,
-      lost: sql<boolean>`${nodeIsLost(nodeTtlMs)}`,
-      heartbeatAt: nodes.heartbeatAt,
-      sandboxTiers: nodes.sandboxTiers,
+      ...nodeColumns(nodeTtlMs),
       liveSandboxes: nodes.liveSandboxes,
       runningRuns: nodes.runningRuns,
     })
@@ -41,14 +48,7 @@ export async function listNodes(db: Db, nodeTtlMs: number): Promise<AdminNode[]>
  */
 export async function listNodeRuntimes(db: Db, nodeTtlMs: number): Promise<AdminNodeRuntime[]> {
   const rows = await db
-    .select({
-      nodeId: nodes.nodeId,
-      state: nodes.state,
-      lost: sql<boolean>`${nodeIsLost(nodeTtlMs)}`,
-      heartbeatAt: nodes.heartbeatAt,
-      sandboxTiers: nodes.sandboxTiers,
-      runtime: nodes.runtime,
-    })
+    .select({ ...nodeColumns(nodeTtlMs), runtime: nodes.runtime })
     .from(nodes)
     .orderBy(asc(nodes.nodeId));
   return rows.map((r) => {

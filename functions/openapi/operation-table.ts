@@ -18,6 +18,7 @@ export const TAGS = {
   Files: "Capabilities for the data plane's Workdir files API.",
   Attachments: "Presigned uploads confirmed into a thread's Workdir.",
   Skills: "Skills visible to the caller.",
+  Usage: "The caller's workspace usage and runs against their limits.",
   Admin: "Operator calls (admin tokens only).",
 } as const;
 export type Tag = keyof typeof TAGS;
@@ -102,6 +103,7 @@ export const OPERATIONS: Readonly<Record<string, OperationInfo>> = {
   "GET /v1/admin/runtime": { operationId: "listNodeRuntimes", tag: "Admin" },
   "POST /v1/admin/nodes/{node_id}/quiesce": { operationId: "quiesceNode", tag: "Admin" },
   "POST /v1/admin/nodes/{node_id}/resume": { operationId: "resumeNode", tag: "Admin" },
+  "GET /v1/usage": { operationId: "getUsage", tag: "Usage" },
   "GET /v1/admin/users/{uid}/limits": { operationId: "getUserLimits", tag: "Admin" },
   "PUT /v1/admin/users/{uid}/limits": {
     operationId: "putUserLimits",

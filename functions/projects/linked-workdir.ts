@@ -4,6 +4,7 @@ import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
 import type { DataPlaneClient } from "../data-plane/data-plane-client.ts";
+import type { RequestOrigin } from "../data-plane/request-origin.ts";
 
 /**
  * The canonical Workdir of a project create request, or undefined for a managed project.
@@ -15,10 +16,11 @@ export async function linkedWorkdir(
   uid: string,
   request: ProjectCreateRequest,
   signal: AbortSignal,
+  origin?: RequestOrigin,
 ): Promise<string | undefined> {
   if (request.workdir_path === undefined) return undefined;
   const workdirPath = normalizeWorkdirPath(request.workdir_path);
-  const outcome = await dataPlane.checkExistingWorkdir(uid, workdirPath, signal);
+  const outcome = await dataPlane.checkExistingWorkdir(uid, workdirPath, signal, origin);
   switch (outcome) {
     case "ok":
       return workdirPath;

@@ -9,6 +9,7 @@ import {
 import type { Db } from "../../shared/db/client.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { DEFAULT_USER_LIMITS, type UserLimits } from "../../shared/limits/user-limits.ts";
+import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AppEnv } from "../app-env.ts";
 import { attachmentBody } from "../attachments/attachment-body.ts";
 import type { AttachmentDeps } from "../attachments/attachment-deps.ts";
@@ -17,6 +18,7 @@ import { listAttachments } from "../attachments/attachment-store.ts";
 import { confirmAttachments } from "../attachments/confirm-attachments.ts";
 import { createUploadGroup } from "../attachments/create-upload-group.ts";
 import { deleteAttachment } from "../attachments/delete-attachment.ts";
+import { requestOriginOf } from "../data-plane/request-origin.ts";
 import { idempotencyHeadersSchema } from "../idempotency/idempotency-key.ts";
 import { findActiveThread } from "../threads/thread-store.ts";
 import {
@@ -33,6 +35,7 @@ export type AttachmentRouteDeps = {
   readonly logger: Logger;
   readonly attachments: AttachmentDeps;
   readonly userLimitDefaults?: UserLimits;
+  readonly tracing?: Tracing;
 };
 
 const attachmentParams = z.object({
@@ -167,6 +170,7 @@ export function registerAttachmentRoutes(
         threadId: c.req.valid("param").thread_id,
         request: c.req.valid("json"),
         idempotencyKey: c.req.valid("header")["idempotency-key"],
+        origin: requestOriginOf(c, deps.tracing),
       },
       c.req.raw.signal,
     );
@@ -190,6 +194,7 @@ export function registerAttachmentRoutes(
       c.var.principal.uid,
       thread_id,
       file_id,
+      requestOriginOf(c, deps.tracing),
     );
     return c.body(null, 204);
   });

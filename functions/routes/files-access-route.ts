@@ -58,6 +58,8 @@ export function registerFilesAccessRoute(
         uid,
         workdirPath: found.workdirPath,
         ops: c.req.valid("json").ops,
+        // Revoked by the data plane once this thread is deleted (docs/decisions/0051).
+        threadId: found.thread.threadId,
         // The data plane enforces the quota from the capability: it needs no database.
         quota: {
           workspace_bytes: limits.workspace_bytes,

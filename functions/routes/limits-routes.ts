@@ -5,21 +5,17 @@ import {
   effectiveLimits,
   type UserLimits,
   userLimitsOverrideSchema,
+  userLimitsSchema,
 } from "../../shared/limits/user-limits.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppEnv } from "../app-env.ts";
 import { findLimitsOverride, putLimitsOverride } from "../limits/user-limits-store.ts";
 import { bearerSecurity, commonErrors, errorResponse } from "./openapi-common.ts";
 
-const limitsSchema = userLimitsOverrideSchema
-  .required()
-  .openapi("UserLimits")
-  .describe("The limits in force: each override, else the deployment's default.");
-
 const adminLimitsSchema = z
   .object({
     uid: uidSchema,
-    limits: limitsSchema,
+    limits: userLimitsSchema,
     overrides: userLimitsOverrideSchema.describe("What an admin set; the rest are defaults."),
   })
   .openapi("AdminUserLimits");

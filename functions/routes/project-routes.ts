@@ -8,6 +8,7 @@ import {
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppEnv } from "../app-env.ts";
+import { requestOriginOf } from "../data-plane/request-origin.ts";
 import { idempotencyHeadersSchema } from "../idempotency/idempotency-key.ts";
 import { idempotencyScope } from "../idempotency/idempotency-scope.ts";
 import { runIdempotent, storedResponse } from "../idempotency/idempotent-transaction.ts";
@@ -64,7 +65,7 @@ const getProject = createRoute({
 
 export function registerProjectRoutes(
   app: OpenAPIHono<AppEnv>,
-  deps: Pick<AppDeps, "db" | "dataPlane">,
+  deps: Pick<AppDeps, "db" | "dataPlane" | "tracing">,
 ): void {
   app.openapi(createProject, async (c) => {
     const { uid } = c.var.principal;
@@ -79,7 +80,13 @@ export function registerProjectRoutes(
     const replayed = await storedResponse(deps.db, scope);
     if (replayed !== undefined) return c.json(replayed.body as Project, 201);
 
-    const workdirPath = await linkedWorkdir(deps.dataPlane, uid, body, c.req.raw.signal);
+    const workdirPath = await linkedWorkdir(
+      deps.dataPlane,
+      uid,
+      body,
+      c.req.raw.signal,
+      requestOriginOf(c, deps.tracing),
+    );
     const response = await runIdempotent(deps.db, scope, async (tx) => {
       const row = await insertProject(tx, {
         uid,

@@ -11,6 +11,7 @@ import {
 } from "../../shared/contracts/run.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
+import { injectTrace, noTracing } from "../../shared/telemetry/tracing.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppEnv } from "../app-env.ts";
 import type { AppLimits } from "../app-limits.ts";
@@ -129,7 +130,7 @@ const listChanges = createRoute({
   },
 });
 
-export type RunRouteDeps = Pick<AppDeps, "db" | "runQueue" | "logger"> & {
+export type RunRouteDeps = Pick<AppDeps, "db" | "runQueue" | "logger" | "tracing"> & {
   runChanges: RunChangesSource;
   limits: Pick<
     AppLimits,
@@ -139,6 +140,7 @@ export type RunRouteDeps = Pick<AppDeps, "db" | "runQueue" | "logger"> & {
 };
 
 export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps): void {
+  const tracing = deps.tracing ?? noTracing();
   const submitDeps = (logger: AppDeps["logger"]) => ({
     db: deps.db,
     runQueue: deps.runQueue,
@@ -158,6 +160,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
       agent: body.agent,
       idempotencyKey: c.req.valid("header")["idempotency-key"],
       trace: c.var.trace,
+      traceCarrier: injectTrace(tracing, c.var.trace),
+      originRequestId: c.var.requestId,
     });
     return c.json(runBody(run), 202);
   });
@@ -177,6 +181,8 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
         agent: body.agent,
         idempotencyKey: c.req.valid("header")["idempotency-key"],
         trace: c.var.trace,
+        traceCarrier: injectTrace(tracing, c.var.trace),
+        originRequestId: c.var.requestId,
       });
       if (thread === undefined)
         throw new Error("a run in a new thread came back without its thread");

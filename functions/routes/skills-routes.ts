@@ -3,7 +3,9 @@ import type { Logger } from "pino";
 import { skillListSchema } from "../../shared/contracts/skill.ts";
 import type { SkillsDataPlane } from "../../shared/contracts/skills-data-plane.ts";
 import type { Db } from "../../shared/db/client.ts";
+import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AppEnv } from "../app-env.ts";
+import { requestOriginOf } from "../data-plane/request-origin.ts";
 import { isoTime } from "../db/iso-time.ts";
 import { listSkillCatalogue } from "../skills/list-skill-catalogue.ts";
 import {
@@ -31,6 +33,8 @@ export type SkillRoutesDeps = {
   /** `skills.refresh` messages on the run queue. */
   skillRefreshQueue: SkillRefreshQueue;
   skillsLimits?: Partial<SkillsLimits>;
+  /** The data-plane calls continue the request's trace (docs/decisions/0054); default off. */
+  tracing?: Tracing;
 };
 
 const listSkills = createRoute({
@@ -157,7 +161,11 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesD
   });
 
   app.openapi(listSkills, async (c) => {
-    const items = await service.listVisible(c.var.principal.uid, c.req.raw.signal);
+    const items = await service.listVisible(
+      c.var.principal.uid,
+      c.req.raw.signal,
+      requestOriginOf(c, deps.tracing),
+    );
     return c.json({ items }, 200);
   });
 
@@ -191,7 +199,12 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesD
 
   app.openapi(importSkill, async (c) => {
     const body = c.req.valid("json");
-    const imported = await service.importUpload(body.slug, body.upload_id, c.req.raw.signal);
+    const imported = await service.importUpload(
+      body.slug,
+      body.upload_id,
+      c.req.raw.signal,
+      requestOriginOf(c, deps.tracing),
+    );
     const response = {
       slug: imported.slug,
       kind: imported.kind,
@@ -205,13 +218,18 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesD
 
   app.openapi(grantSkill, async (c) => {
     const { slug, uid } = c.req.valid("param");
-    const projection = await service.grant(uid, slug, c.req.raw.signal);
+    const projection = await service.grant(
+      uid,
+      slug,
+      c.req.raw.signal,
+      requestOriginOf(c, deps.tracing),
+    );
     return c.json({ slug, uid, projection }, 200);
   });
 
   app.openapi(revokeSkill, async (c) => {
     const { slug, uid } = c.req.valid("param");
-    await service.revoke(uid, slug, c.req.raw.signal);
+    await service.revoke(uid, slug, c.req.raw.signal, requestOriginOf(c, deps.tracing));
     return c.body(null, 204);
   });
 }

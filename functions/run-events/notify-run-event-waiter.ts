@@ -14,6 +14,10 @@ export type NotifyRunEventWaiter = RunEventWaiter & { close(): Promise<void> };
 export function createNotifyRunEventWaiter(p: {
   listen: ListenFn;
   logger: Logger;
+  hooks?: {
+    /** A stream now waits for `runId` with LISTEN up: a NOTIFY from here on wakes it (tests). */
+    onWaiting?(runId: string): void;
+  };
 }): NotifyRunEventWaiter {
   const waiting = new RunIdFanOut();
   let listening: Promise<(() => Promise<void>) | undefined> | undefined;
@@ -42,7 +46,42 @@ export function createNotifyRunEventWaiter(p: {
         const timer = setTimeout(done, timeoutMs);
         signal.addEventListener("abort", done, { once: true });
         const remove = waiting.add(runId, done);
+        p.hooks?.onWaiting?.(runId);
       });
+    },
+    watch(runId) {
+      void ensureListening();
+      let notified = false;
+      let wake: (() => void) | undefined;
+      const remove = waiting.add(runId, () => {
+        notified = true;
+        wake?.();
+      });
+      return {
+        async wait(timeoutMs, signal) {
+          // A LISTEN that is not up yet may miss a notification; polling covers it, as
+          // for waitForEvents.
+          await ensureListening();
+          if (!notified && !signal.aborted) {
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                clearTimeout(timer);
+                signal.removeEventListener("abort", done);
+                wake = undefined;
+                resolve();
+              };
+              const timer = setTimeout(done, timeoutMs);
+              signal.addEventListener("abort", done, { once: true });
+              wake = done;
+              p.hooks?.onWaiting?.(runId);
+            });
+          }
+          const outcome = notified ? "notified" : "timeout";
+          notified = false;
+          return outcome;
+        },
+        close: remove,
+      };
     },
     async close() {
       const stop = await listening;

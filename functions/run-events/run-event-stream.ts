@@ -61,6 +61,7 @@ export function runEventStream(
   const end = () => {
     if (ended) return;
     ended = true;
+    watch?.close();
     request.onEnd?.();
   };
 
@@ -86,6 +87,21 @@ export function runEventStream(
     return row?.status;
   };
 
+  // With a watch, a notification that came during a read is remembered: after a read
+  // with events the stream waits at once (no read that finds nothing), and the run's
+  // status, the fallback for a worker that died without its terminal event, is read only
+  // after a wait that timed out. Without one (polling), every wake reads both.
+  const watch = deps.waiter.watch?.(request.runId);
+  let mustRead = true;
+  let checkStatus = true;
+
+  const wait = async (waitMs: number) => {
+    if (watch === undefined) {
+      await deps.waiter.waitForEvents(request.runId, waitMs, signal);
+      checkStatus = true;
+    } else if ((await watch.wait(waitMs, signal)) === "timeout") checkStatus = true;
+  };
+
   /** The next chunk to send, or undefined when the stream is over. */
   const next = async (): Promise<string | undefined> => {
     if (!started) {
@@ -93,30 +109,38 @@ export function runEventStream(
       return retryFrame(SSE_RECONNECT_MS);
     }
     while (!finished && !signal.aborted && Date.now() < deadline) {
+      if (!mustRead) {
+        const idleMs = Date.now() - lastSentAt;
+        if (idleMs >= limits.eventKeepAliveMs) {
+          lastSentAt = Date.now();
+          return KEEP_ALIVE_FRAME;
+        }
+        const waitMs = Math.min(pollMs, limits.eventKeepAliveMs - idleMs, deadline - Date.now());
+        await wait(Math.max(waitMs, 0));
+        pollMs = Math.min(pollMs * 2, limits.eventPollMaxMs);
+        if (signal.aborted) break;
+      }
+      mustRead = false;
       const rows = await readEvents();
       if (rows.length > 0) {
         lastSeq = rows[rows.length - 1]?.seq ?? lastSeq;
         pollMs = limits.eventPollMinMs;
         lastSentAt = Date.now();
         if (rows.some((row) => row.type === TERMINAL_EVENT_TYPE)) finished = true;
+        // Polling cannot know whether more came meanwhile: it looks again at once.
+        mustRead = watch === undefined;
         return rows.map(runEventFrame).join("");
       }
       if (runIsTerminal) return undefined;
+      if (!checkStatus) continue;
+      checkStatus = false;
       const status = await readStatus();
       if (status === undefined) return undefined;
       if (isTerminalRunStatus(status)) {
         // Events are committed no later than the status: read once more, then end.
         runIsTerminal = true;
-        continue;
+        mustRead = true;
       }
-      const idleMs = Date.now() - lastSentAt;
-      if (idleMs >= limits.eventKeepAliveMs) {
-        lastSentAt = Date.now();
-        return KEEP_ALIVE_FRAME;
-      }
-      const waitMs = Math.min(pollMs, limits.eventKeepAliveMs - idleMs, deadline - Date.now());
-      await deps.waiter.waitForEvents(request.runId, Math.max(waitMs, 0), signal);
-      pollMs = Math.min(pollMs * 2, limits.eventPollMaxMs);
     }
     return undefined;
   };

@@ -7,6 +7,23 @@ import { sleepResolveOnAbort } from "../../shared/async/sleep-resolve-on-abort.t
  */
 export interface RunEventWaiter {
   waitForEvents(runId: string, timeoutMs: number, signal: AbortSignal): Promise<void>;
+  /**
+   * A watch of one run for a stream's whole life, where notifications exist (LISTEN):
+   * it remembers a notification that came while the stream was reading, so after a read
+   * the stream can wait at once instead of reading again to find nothing.
+   */
+  watch?(runId: string): RunEventWatch;
+}
+
+/** One stream's subscription to its run's notifications (RunEventWaiter.watch). */
+export interface RunEventWatch {
+  /**
+   * Resolves `notified` at once if a notification came since the last wait resolved (or
+   * since the watch began), else on the next one; `timeout` after `timeoutMs` or an
+   * abort. Reading right after it resolves sees every event notified before it did.
+   */
+  wait(timeoutMs: number, signal: AbortSignal): Promise<"notified" | "timeout">;
+  close(): void;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { Db } from "../../shared/db/client.ts";
 import { executeRows } from "../../shared/db/execute-rows.ts";
 import { agentRuns } from "../../shared/db/schema.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
+import { extractTrace, noTracing, type Tracing } from "../../shared/telemetry/tracing.ts";
 import type { RunQueue } from "../queue/run-queue.ts";
 
 /**
@@ -42,6 +43,8 @@ export type SweeperDeps = {
   readonly limits?: Partial<SweeperLimits>;
   /** A node silent for this long is lost (shared/runs/node-liveness.ts); default 30 s. */
   readonly nodeTtlMs?: number;
+  /** Extracts the runs' stored trace context for their re-send; default off. */
+  readonly tracing?: Tracing;
   /** Runs the sweep ends count in workcell_runs_total{status="failed"}. */
   readonly metrics?: Pick<WorkcellMetrics, "runs">;
 };
@@ -75,7 +78,7 @@ export async function sweepPendingRuns(
       return { ran: false, reason: "another sweeper holds the lock" } as const;
 
     const due = await tx
-      .select({ runId: agentRuns.runId })
+      .select({ runId: agentRuns.runId, traceContext: agentRuns.traceContext })
       .from(agentRuns)
       .where(
         and(
@@ -99,9 +102,18 @@ export async function sweepPendingRuns(
       .for("update", { skipLocked: true });
     if (due.length === 0) return { ran: true, sent: [], failed: [] } as const;
 
+    // A re-send continues the trace of the request that submitted the run (its stored
+    // context) instead of starting a new one (docs/decisions/0054).
+    const tracing = deps.tracing ?? noTracing();
+    const traces = new Map(
+      due.flatMap((row) =>
+        row.traceContext === null ? [] : [[row.runId, extractTrace(tracing, row.traceContext)]],
+      ),
+    );
     const result = await deps.runQueue.dispatchRuns(
       due.map((row) => row.runId),
       AbortSignal.any([signal, AbortSignal.timeout(limits.sendTimeoutMs)]),
+      traces,
     );
     if (result.sent.length > 0) {
       await tx

@@ -38,6 +38,16 @@ export type SubmitRunInput = {
   readonly idempotencyKey: string | undefined;
   /** The request's trace context; the run's message carries it to the worker. */
   readonly trace?: TraceContext;
+  /**
+   * The same context as W3C fields (injectTrace), stored with the run so the sweeper's
+   * re-send continues the submission's trace (docs/decisions/0054). Empty when tracing is off.
+   */
+  readonly traceCarrier?: Readonly<Record<string, string>>;
+  /**
+   * The submitting request's X-Request-Id, stored with the run: the agent-host's log lines
+   * of the run carry it (docs/decisions/0059).
+   */
+  readonly originRequestId?: string;
 };
 
 /** `thread` only for a new thread (POST /v1/runs answers with it); a thread run answers with the run. */
@@ -177,17 +187,27 @@ async function insertMessageRequestRun(
         select ${p.uid}, message.thread_id, message.id, ${p.idempotencyKey ?? null}, ${hash} from message
         returning id, thread_id
       )
-    insert into ${agentRuns} (uid, thread_id, request_id, runtime_scope_id, input, agent, dispatched_at)
+    insert into ${agentRuns} (uid, thread_id, request_id, runtime_scope_id, input, agent, dispatched_at, trace_context, origin_request_id)
     select ${p.uid}, request.thread_id, request.id, thread.root_thread_id,
       -- The input travels once: the run's copy comes from the message row.
       message.content,
       ${JSON.stringify(p.agent ?? {})}::jsonb,
       -- The database clock, like the sweeper's comparison: app and DB clocks may differ.
-      now()
+      now(),
+      ${traceContextOf(p)}::jsonb,
+      ${p.originRequestId ?? null}::text
     from request cross join thread cross join message
     returning *`,
   );
   return raw === undefined ? undefined : tableRow(agentRuns, raw);
+}
+
+/** The stored trace_context: null when tracing is off (nothing to continue). */
+function traceContextOf(p: SubmitRunInput): string | null {
+  const carrier = p.traceCarrier;
+  return carrier === undefined || Object.keys(carrier).length === 0
+    ? null
+    : JSON.stringify(carrier);
 }
 
 /** Pending root runs of `uid`, counted up to `max` (enough to compare with it). */

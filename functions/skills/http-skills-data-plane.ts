@@ -6,6 +6,7 @@ import type {
   SkillsDataPlane,
 } from "../../shared/contracts/skills-data-plane.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { RequestOrigin } from "../../shared/http/request-origin.ts";
 import type {
   ServiceCapabilityMinter,
   ServiceCapabilityRequest,
@@ -13,9 +14,8 @@ import type {
 import {
   createDataPlaneHttp,
   deadlineOf,
-  errorBodyOf,
-  errorReasonOf,
   parseJson,
+  serviceRefusalOf,
 } from "../data-plane/data-plane-http.ts";
 
 /**
@@ -103,7 +103,8 @@ const personalResponseSchema = z.object({
  * handler value with 200, and its errors are rethrown with their code, message and details.
  * A data plane that cannot be reached, or answers with something that is not ours (a proxy's
  * 502), is `unavailable`; a refused capability is `internal` (the key pair or the scope is
- * wrong: an operator's or our bug, not the caller's).
+ * wrong: an operator's or our bug, not the caller's). Each call carries its API request's
+ * `X-Request-Id` and trace context when given one (docs/decisions/0054).
  */
 export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): SkillsDataPlane {
   const http = createDataPlaneHttp({
@@ -118,6 +119,7 @@ export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): 
     schema: S,
     defaultTimeoutMs: number,
     signal: AbortSignal,
+    origin: RequestOrigin | undefined,
   ): Promise<z.output<S>> {
     const timed = deadlineOf(signal, options.timeoutMs ?? defaultTimeoutMs);
     const { token } = await options.capabilities.mintService(
@@ -132,8 +134,9 @@ export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): 
       signal: timed,
       callerSignal: signal,
       purpose: `for skills (${path})`,
+      ...(origin === undefined ? {} : { origin }),
     });
-    if (status !== 200) throw refusalOf(path, status, text);
+    if (status !== 200) throw serviceRefusalOf(path, status, text);
     const parsed = schema.safeParse(parseJson(text));
     if (!parsed.success) {
       throw new WorkcellError(
@@ -145,7 +148,7 @@ export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): 
   }
 
   return {
-    async refreshProjection(uid, signal): Promise<ProjectionRefreshResult> {
+    async refreshProjection(uid, signal, origin): Promise<ProjectionRefreshResult> {
       const out = await call(
         SKILLS_REFRESH_PATH,
         { ops: ["skills.refresh"], uid },
@@ -153,11 +156,12 @@ export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): 
         refreshResponseSchema,
         DEFAULT_SKILLS_REFRESH_TIMEOUT_MS,
         signal,
+        origin,
       );
       return { ok: out.ok, projected: out.projected, failures: out.failures };
     },
 
-    async importSkill(request, signal): Promise<SkillImportResult> {
+    async importSkill(request, signal, origin): Promise<SkillImportResult> {
       const out = await call(
         SKILLS_IMPORT_PATH,
         { ops: ["skills.import"], skill: { slug: request.slug, uploadKey: request.key } },
@@ -165,6 +169,7 @@ export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): 
         importResponseSchema,
         DEFAULT_SKILLS_IMPORT_TIMEOUT_MS,
         signal,
+        origin,
       );
       if (out.ok) {
         const { slug, kind, description, content_hash } = out.skill;
@@ -186,7 +191,7 @@ export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): 
       return { ok: false, reason: out.reason, message: out.message };
     },
 
-    async listPersonalSkills(uid, signal): Promise<PersonalSkillInfo[]> {
+    async listPersonalSkills(uid, signal, origin): Promise<PersonalSkillInfo[]> {
       const out = await call(
         SKILLS_PERSONAL_PATH,
         { ops: ["skills.personal"], uid },
@@ -194,46 +199,9 @@ export function createHttpSkillsDataPlane(options: HttpSkillsDataPlaneOptions): 
         personalResponseSchema,
         DEFAULT_SKILLS_PERSONAL_TIMEOUT_MS,
         signal,
+        origin,
       );
       return out.items;
     },
   };
-}
-
-/** A non-200 answer: the agent-host's error rethrown as it was, or ours (internal/unavailable). */
-function refusalOf(path: string, status: number, text: string): WorkcellError {
-  const body = errorBodyOf(text);
-  const reason = errorReasonOf(body);
-  if (status === 401) {
-    return new WorkcellError(
-      "internal",
-      reason === "capability_expired"
-        ? "The agent-host found the control plane's service capability expired: the clocks of functions/ and the agent-host disagree."
-        : "The agent-host refused the control plane's service capability: CAPABILITY_PRIVATE_KEY and the data plane's CAPABILITY_PUBLIC_KEY are not a pair.",
-    );
-  }
-  if (status === 403) {
-    // Every 403 of these routes is about the capability (its op, its uid, its import): the
-    // handlers themselves never answer 403.
-    return new WorkcellError(
-      "internal",
-      `The agent-host refused the service capability for ${path} (${reason ?? "forbidden"}): functions/ minted the wrong scope.`,
-    );
-  }
-  if (status === 404 && body?.code === "not_found") {
-    // No such route: an agent-host of an older release, during a rolling deploy.
-    return new WorkcellError(
-      "unavailable",
-      `The agent-host does not serve ${path}: upgrade it to this release.`,
-    );
-  }
-  if (body === undefined || status === 404) {
-    return new WorkcellError(
-      "unavailable",
-      `The agent-host could not serve ${path} (HTTP ${status}): retry later.`,
-    );
-  }
-  return new WorkcellError(body.code, body.message, {
-    ...(body.details === undefined ? {} : { details: body.details }),
-  });
 }

@@ -7,6 +7,7 @@ import type {
   SkillsDataPlane,
 } from "../../shared/contracts/skills-data-plane.ts";
 import { WorkcellError } from "../../shared/errors/index.ts";
+import type { RequestOrigin } from "../../shared/http/request-origin.ts";
 import { MAX_SKILL_ARCHIVE_BYTES } from "./skill-admin-contracts.ts";
 import type { SkillArchiveUploads } from "./skill-archive-uploads.ts";
 import type { SkillCatalogue } from "./skill-catalogue.ts";
@@ -58,11 +59,21 @@ export type ImportedSkillResult = ImportedSkill & {
  * acquire as well, so a lost refresh can never leave the skill in a new sandbox.
  */
 export interface SkillsService {
-  listVisible(uid: string, signal: AbortSignal): Promise<Skill[]>;
+  listVisible(uid: string, signal: AbortSignal, origin?: RequestOrigin): Promise<Skill[]>;
   createUpload(size: number, signal: AbortSignal): ReturnType<SkillArchiveUploads["presign"]>;
-  importUpload(slug: string, uploadId: string, signal: AbortSignal): Promise<ImportedSkillResult>;
-  grant(uid: string, slug: string, signal: AbortSignal): Promise<"refreshed" | "queued">;
-  revoke(uid: string, slug: string, signal: AbortSignal): Promise<void>;
+  importUpload(
+    slug: string,
+    uploadId: string,
+    signal: AbortSignal,
+    origin?: RequestOrigin,
+  ): Promise<ImportedSkillResult>;
+  grant(
+    uid: string,
+    slug: string,
+    signal: AbortSignal,
+    origin?: RequestOrigin,
+  ): Promise<"refreshed" | "queued">;
+  revoke(uid: string, slug: string, signal: AbortSignal, origin?: RequestOrigin): Promise<void>;
 }
 
 export function createSkillsService(deps: SkillsServiceDeps): SkillsService {
@@ -72,11 +83,13 @@ export function createSkillsService(deps: SkillsServiceDeps): SkillsService {
   async function refreshNow(
     uid: string,
     signal: AbortSignal,
+    origin: RequestOrigin | undefined,
   ): Promise<ProjectionRefreshResult | undefined> {
     try {
       return await deps.dataPlane.refreshProjection(
         uid,
         AbortSignal.any([signal, AbortSignal.timeout(limits.refreshWaitMs)]),
+        origin,
       );
     } catch (err) {
       signal.throwIfAborted();
@@ -85,9 +98,13 @@ export function createSkillsService(deps: SkillsServiceDeps): SkillsService {
     }
   }
 
-  async function enqueue(uids: readonly string[], signal: AbortSignal): Promise<number> {
+  async function enqueue(
+    uids: readonly string[],
+    signal: AbortSignal,
+    origin: RequestOrigin | undefined,
+  ): Promise<number> {
     if (uids.length === 0) return 0;
-    const { sent, failed } = await deps.refreshQueue.enqueueRefresh(uids, signal);
+    const { sent, failed } = await deps.refreshQueue.enqueueRefresh(uids, signal, origin);
     if (failed.length > 0) {
       // The run worker refreshes before every sandbox acquire: a lost fan-out delays an
       // update until the user's next run, it never shows a revoked skill.
@@ -97,10 +114,10 @@ export function createSkillsService(deps: SkillsServiceDeps): SkillsService {
   }
 
   return {
-    async listVisible(uid, signal) {
+    async listVisible(uid, signal, origin) {
       const [granted, personal] = await Promise.all([
         deps.catalogue.listGranted(uid),
-        deps.dataPlane.listPersonalSkills(uid, signal),
+        deps.dataPlane.listPersonalSkills(uid, signal, origin),
       ]);
       return [
         ...granted.map((s) => ({ slug: s.slug, kind: s.kind, description: s.description })),
@@ -121,7 +138,7 @@ export function createSkillsService(deps: SkillsServiceDeps): SkillsService {
       return deps.uploads.presign(signal);
     },
 
-    async importUpload(slug, uploadId, signal) {
+    async importUpload(slug, uploadId, signal, origin) {
       const size = await deps.uploads.sizeOf(uploadId, signal);
       if (size === undefined) {
         throw new WorkcellError(
@@ -145,6 +162,7 @@ export function createSkillsService(deps: SkillsServiceDeps): SkillsService {
       const result = await deps.dataPlane.importSkill(
         { slug, key: deps.uploads.keyOf(uploadId), sourceVersion: `upload:${uploadId}` },
         AbortSignal.any([signal, AbortSignal.timeout(limits.importWaitMs)]),
+        origin,
       );
       if (!(!result.ok && result.reason === "busy")) {
         // Imported or refused for good: the upload has served its purpose either way.
@@ -156,7 +174,7 @@ export function createSkillsService(deps: SkillsServiceDeps): SkillsService {
       const refreshesQueued =
         result.status === "unchanged"
           ? 0
-          : await enqueue(await deps.catalogue.grantees(slug), signal);
+          : await enqueue(await deps.catalogue.grantees(slug), signal, origin);
       log.info(
         { slug, status: result.status, refreshes_queued: refreshesQueued },
         "skill imported",
@@ -164,24 +182,24 @@ export function createSkillsService(deps: SkillsServiceDeps): SkillsService {
       return { ...result.skill, status: result.status, refreshesQueued };
     },
 
-    async grant(uid, slug, signal) {
+    async grant(uid, slug, signal, origin) {
       const change = await deps.catalogue.grant(uid, slug);
       if (!change.found) throw noSuchSkill(slug);
-      const outcome = await refreshNow(uid, signal);
+      const outcome = await refreshNow(uid, signal, origin);
       if (outcome?.projected?.includes(slug)) return "refreshed";
-      await enqueue([uid], signal);
+      await enqueue([uid], signal, origin);
       return "queued";
     },
 
-    async revoke(uid, slug, signal) {
+    async revoke(uid, slug, signal, origin) {
       const change = await deps.catalogue.revoke(uid, slug);
       if (!change.found) throw noSuchSkill(slug);
-      const outcome = await refreshNow(uid, signal);
+      const outcome = await refreshNow(uid, signal, origin);
       // Whatever else the refresh reports (another slug's broken source, say), the revoke
       // is done once the slug is gone from the projection every sandbox mounts.
       if (outcome !== undefined && outcome.projected !== null && !outcome.projected.includes(slug))
         return;
-      await enqueue([uid], signal).catch(() => 0);
+      await enqueue([uid], signal, origin).catch(() => 0);
       throw new WorkcellError(
         "unavailable",
         "The grant is revoked, but the skill could not yet be removed from the user's sandboxes: retry the request.",

@@ -42,6 +42,8 @@ export type RuntimeDepsOptions = {
   metrics?: WorkcellMetrics;
   /** After each request (Lambda, Workers): log the metrics (createMetricsLogFlusher). */
   exportMetrics?: () => Promise<void>;
+  /** After each request's span (Lambda): export the buffered spans (StartedTracing.flush). */
+  flushTraces?: () => Promise<void>;
 };
 
 /** AppDeps of a cloud runtime (Node server, Lambda, Workers) from its parsed environment. */
@@ -88,6 +90,7 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
     ...(o.metrics === undefined ? {} : { metrics: o.metrics }),
     ...(o.exportMetrics === undefined ? {} : { exportMetrics: o.exportMetrics }),
+    ...(o.flushTraces === undefined ? {} : { flushTraces: o.flushTraces }),
   };
 }
 

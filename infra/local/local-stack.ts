@@ -8,7 +8,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import Docker from "dockerode";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
-import { type SandboxDriverStatus, startAgentHost } from "../../agent-host/agent-host.ts";
+import { startAgentHost } from "../../agent-host/agent-host.ts";
 import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
 import { resolveSandboxImage } from "../../agent-host/runtime/sandbox-image.ts";
 import {
@@ -16,6 +16,7 @@ import {
   type SandboxTierSet,
 } from "../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
+import type { SandboxDriverStatus } from "../../agent-host/sandbox-driver-status.ts";
 import { createApp } from "../../functions/app.ts";
 import type { AppEnv } from "../../functions/app-env.ts";
 import { createAttachmentDeps } from "../../functions/attachments/create-attachment-deps.ts";
@@ -164,6 +165,7 @@ export async function startLocalStack(p: {
       (await detectSandboxTiers({
         logger: p.logger,
         dataRoot,
+        nodeId: nodeId,
         config: sandboxConfig,
         runtimeDir: p.env.RUNTIME_ASSETS_DIR,
         docker: new Docker(),
@@ -256,7 +258,7 @@ export async function startLocalStack(p: {
 
     const sweeping = new AbortController();
     const sweeper = runSweeperLoop(
-      { db, runQueue, logger: p.logger, metrics },
+      { db, runQueue, logger: p.logger, metrics, ...tracing },
       sweeping.signal,
       LOCAL_SWEEP_INTERVAL_MS,
     );

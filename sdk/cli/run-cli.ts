@@ -7,6 +7,7 @@ import { attachCommand, filesCommand } from "./commands/file-commands.ts";
 import { loginCommand } from "./commands/login-command.ts";
 import { runCommand } from "./commands/run-command.ts";
 import { cancelCommand, changesCommand, threadsCommand } from "./commands/thread-commands.ts";
+import { usageCommand } from "./commands/usage-command.ts";
 
 export const HELP = `workcell: the Workcell API from a terminal
 
@@ -19,6 +20,7 @@ export const HELP = `workcell: the Workcell API from a terminal
   workcell changes [<run_id>]                   files a run changed
   workcell cancel [<run_id>]
   workcell skills
+  workcell usage                                your workspace bytes/inodes and runs against your limits
   workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime
                  | limits <uid> [name=value | name=default ...]
 
@@ -36,6 +38,7 @@ const COMMANDS: Record<string, (ctx: CliContext) => Promise<number>> = {
   changes: changesCommand,
   cancel: cancelCommand,
   skills: skillsCommand,
+  usage: usageCommand,
   admin: adminCommand,
 };
 

@@ -15,6 +15,7 @@ const OPTIONAL_SETTINGS = [
   "metrics",
   "exportMetrics",
   "rateLimiter",
+  "flushTraces",
 ];
 
 /**

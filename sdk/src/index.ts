@@ -49,4 +49,4 @@ export {
   type TokenSource,
   type WorkcellOptions,
 } from "./transport.ts";
-export { Workcell } from "./workcell.ts";
+export { type UsageData, Workcell } from "./workcell.ts";

@@ -1,9 +1,13 @@
 import { Admin } from "./admin.ts";
 import { Attachments } from "./attachments.ts";
+import type { components } from "./generated/api.ts";
 import { Runs } from "./runs.ts";
 import { Skills } from "./skills.ts";
 import { Threads } from "./threads.ts";
 import { type CallOptions, Transport, type WorkcellOptions } from "./transport.ts";
+
+/** `GET /v1/usage`: the caller's workspace bytes and inodes and runs, against their limits. */
+export type UsageData = components["schemas"]["Usage"];
 
 /**
  * The Workcell API client.
@@ -43,5 +47,13 @@ export class Workcell {
   /** `GET /v1/healthz` (no token needed). */
   health(options: CallOptions = {}) {
     return this.#transport.call((api, init) => api.GET("/v1/healthz", init), options);
+  }
+
+  /**
+   * `GET /v1/usage`: the caller's UserWorkspace bytes and inodes (a few seconds old at most)
+   * and running and queued runs, with the limits in force.
+   */
+  usage(options: CallOptions = {}): Promise<UsageData> {
+    return this.#transport.call((api, init) => api.GET("/v1/usage", init), options);
   }
 }

@@ -58,6 +58,12 @@ export const capabilityClaimsSchema = z.object({
   iat: z.number().int().nonnegative().describe("Issued at, seconds since the epoch."),
   exp: z.number().int().positive().describe("Expires at, seconds since the epoch."),
   jti: z.string().min(1).max(128).describe("Unique id of this capability, for logs and audits."),
+  thread_id: z
+    .uuid()
+    .optional()
+    .describe(
+      "The thread the capability was handed out for (POST /v1/threads/{id}/files/access): the data plane refuses it once that thread is deleted (docs/decisions/0051). Absent on functions/' own short-lived internal capabilities.",
+    ),
   quota: workspaceQuotaSchema
     .optional()
     .describe(

@@ -19,6 +19,8 @@ export interface MintCapabilityOptions extends MintCapabilityJwtOptions {
   readonly ops: readonly CapabilityOp[];
   /** The uid's UserWorkspace quota, enforced by the data plane on every write. */
   readonly quota?: WorkspaceQuota;
+  /** The thread it is handed out for: revoked when that thread is deleted (decision 0051). */
+  readonly threadId?: string;
 }
 
 export type MintedCapability = MintedCapabilityJwt<CapabilityClaims>;
@@ -37,6 +39,7 @@ export async function mintCapability(options: MintCapabilityOptions): Promise<Mi
       uid: options.uid,
       workdir_path: normalizeWorkdirPath(options.workdirPath),
       ops: [...options.ops],
+      ...(options.threadId === undefined ? {} : { thread_id: options.threadId }),
       ...(options.quota === undefined ? {} : { quota: { ...options.quota } }),
       ...registered,
     }),

@@ -19,7 +19,7 @@ export interface ServiceCapabilitySkillScope {
 
 export interface MintServiceCapabilityOptions extends MintCapabilityJwtOptions {
   readonly ops: readonly ServiceCapabilityOp[];
-  /** Required with a per-user op (skills.refresh, skills.personal), refused without one. */
+  /** Required with a per-user op (skills.refresh, skills.personal, workspace.usage), refused without one. */
   readonly uid?: string;
   /** Required with skills.import, refused without it. */
   readonly skill?: ServiceCapabilitySkillScope;

@@ -34,7 +34,9 @@ export const serviceCapabilityClaimsSchema = z
       .min(1)
       .max(MAX_UID_CHARS)
       .optional()
-      .describe("The one user a per-user op (skills.refresh, skills.personal) may act for."),
+      .describe(
+        "The one user a per-user op (skills.refresh, skills.personal, workspace.usage) may act for.",
+      ),
     skill_slug: z
       .string()
       .min(1)
@@ -71,7 +73,7 @@ export const serviceCapabilityClaimsSchema = z
         path: ["uid"],
         message: perUser
           ? "a per-user op needs the uid it acts for"
-          : "uid is only for per-user ops (skills.refresh, skills.personal)",
+          : "uid is only for per-user ops (skills.refresh, skills.personal, workspace.usage)",
       });
     }
     const importing = hasAny(claims.ops, SKILL_IMPORT_SERVICE_OPS);

@@ -8,11 +8,14 @@
  * * `skills.personal`: list one user's personal skills (`agents/skills/` of their
  *   UserWorkspace), read-only.
  * * `skills.import`: import one uploaded archive as one shared skill.
+ * * `workspace.usage`: read one user's UserWorkspace usage (bytes, inodes) as the data
+ *   plane's quota accounting sees it (docs/decisions/0049); nothing else of the workspace.
  */
 export const SERVICE_CAPABILITY_OPS = [
   "skills.refresh",
   "skills.personal",
   "skills.import",
+  "workspace.usage",
 ] as const;
 
 export type ServiceCapabilityOp = (typeof SERVICE_CAPABILITY_OPS)[number];
@@ -25,6 +28,7 @@ export type ServiceCapabilityOp = (typeof SERVICE_CAPABILITY_OPS)[number];
 export const PER_USER_SERVICE_OPS: readonly ServiceCapabilityOp[] = [
   "skills.refresh",
   "skills.personal",
+  "workspace.usage",
 ];
 
 /** Ops scoped to one skill import: the capability names the slug and the upload key. */

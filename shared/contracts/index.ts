@@ -13,3 +13,4 @@ export * from "./run.ts";
 export * from "./run-event.ts";
 export * from "./skill.ts";
 export * from "./thread.ts";
+export * from "./usage.ts";

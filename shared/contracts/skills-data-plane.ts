@@ -1,3 +1,5 @@
+import type { RequestOrigin } from "../http/request-origin.ts";
+
 /**
  * The seam from the control plane to the agent-host for skills. functions/ never touches
  * skill bytes: importing an archive, refreshing a projection and reading a user's personal
@@ -7,14 +9,29 @@
  * Implementations: agent-host/skills/in-process-skills-data-plane.ts (the one-process local
  * Workcell, and tests); an HTTP client for the split deployment calls the same agent-host
  * handlers through the data plane's internal routes.
+ *
+ * `origin` is the API request a call is made for: the HTTP client sends its id and trace
+ * context (docs/decisions/0054); in-process there is no hop to carry them over.
  */
 export interface SkillsDataPlane {
   /** Makes the uid's projection equal its grants now (ARCHITECTURE.md §6). */
-  refreshProjection(uid: string, signal: AbortSignal): Promise<ProjectionRefreshResult>;
+  refreshProjection(
+    uid: string,
+    signal: AbortSignal,
+    origin?: RequestOrigin,
+  ): Promise<ProjectionRefreshResult>;
   /** Imports the uploaded archive at `key` (in the skill-upload bucket) as shared skill `slug`. */
-  importSkill(request: SkillImportRequest, signal: AbortSignal): Promise<SkillImportResult>;
+  importSkill(
+    request: SkillImportRequest,
+    signal: AbortSignal,
+    origin?: RequestOrigin,
+  ): Promise<SkillImportResult>;
   /** The caller's personal skills (`agents/skills/<slug>/SKILL.md` in their UserWorkspace). */
-  listPersonalSkills(uid: string, signal: AbortSignal): Promise<PersonalSkillInfo[]>;
+  listPersonalSkills(
+    uid: string,
+    signal: AbortSignal,
+    origin?: RequestOrigin,
+  ): Promise<PersonalSkillInfo[]>;
 }
 
 export interface ProjectionRefreshResult {

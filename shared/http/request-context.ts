@@ -8,6 +8,18 @@ export const REQUEST_ID_HEADER = "X-Request-Id";
 const MAX_INCOMING_REQUEST_ID_CHARS = 128;
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]+$/;
 
+/**
+ * A request id from elsewhere (a header, a queue message) when it is short and safe to log
+ * as is; undefined otherwise (a longer one is replaced, never truncated).
+ */
+export function safeRequestId(incoming: string | undefined): string | undefined {
+  return incoming !== undefined &&
+    incoming.length <= MAX_INCOMING_REQUEST_ID_CHARS &&
+    SAFE_REQUEST_ID.test(incoming)
+    ? incoming
+    : undefined;
+}
+
 /** The per-request variables (`c.var`) that requestContext sets and errorHandler reads. */
 export type RequestContextEnv = {
   Variables: {
@@ -44,13 +56,7 @@ export function requestContext<E extends RequestContextEnv = RequestContextEnv>(
   const { logger, plane, metrics } = options;
   return async function requestContextMiddleware(c, next) {
     const started = performance.now();
-    const incoming = c.req.header(REQUEST_ID_HEADER);
-    const requestId =
-      incoming !== undefined &&
-      incoming.length <= MAX_INCOMING_REQUEST_ID_CHARS &&
-      SAFE_REQUEST_ID.test(incoming)
-        ? incoming
-        : crypto.randomUUID();
+    const requestId = safeRequestId(c.req.header(REQUEST_ID_HEADER)) ?? crypto.randomUUID();
     c.set("requestId", requestId);
     c.set("logger", logger.child({ request_id: requestId }));
     c.header(REQUEST_ID_HEADER, requestId);

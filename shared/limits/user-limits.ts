@@ -51,6 +51,12 @@ export const userLimitsOverrideSchema = z
   .describe("An admin's overrides; a field left out takes the deployment's default.");
 
 export type UserLimitsOverride = z.output<typeof userLimitsOverrideSchema>;
+
+/** Every limit, as in force for a user (GET /v1/usage, the admin limits routes). */
+export const userLimitsSchema = userLimitsOverrideSchema
+  .required()
+  .openapi("UserLimits")
+  .describe("The limits in force: each override, else the deployment's default.");
 export type UserLimits = Required<UserLimitsOverride>;
 
 /** The limits in force: each override, else the default. */

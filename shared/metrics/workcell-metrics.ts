@@ -46,100 +46,86 @@ export type WorkcellMetrics = {
 /** Registers every Workcell series in `registry` (which must not hold them yet). */
 export function createWorkcellMetrics(registry: Registry): WorkcellMetrics {
   const registers = [registry];
+  // Every series is registered in `registry` only; histograms all measure seconds.
+  const counter = <T extends string = string>(name: string, help: string, labelNames: T[] = []) =>
+    new Counter<T>({ name, help, labelNames, registers });
+  const histogram = <T extends string = string>(name: string, help: string, labelNames: T[] = []) =>
+    new Histogram<T>({ name, help, labelNames, buckets: [...SECONDS_BUCKETS], registers });
   return {
     registry,
-    httpRequests: new Counter({
-      name: "workcell_http_requests_total",
-      help: "HTTP requests answered, by plane, method, route template and status.",
-      labelNames: ["plane", "method", "route", "status"] as const,
-      registers,
-    }),
-    httpRequestSeconds: new Histogram({
-      name: "workcell_http_request_duration_seconds",
-      help: "Time from request to response headers, by plane, method and route template.",
-      labelNames: ["plane", "method", "route"] as const,
-      buckets: [...SECONDS_BUCKETS],
-      registers,
-    }),
-    runsSubmitted: new Counter({
-      name: "workcell_runs_submitted_total",
-      help: "Runs committed by a submission (idempotent replays not counted).",
-      registers,
-    }),
-    runCancelRequests: new Counter({
-      name: "workcell_run_cancel_requests_total",
-      help: "Accepted cancel requests (202), idempotent repeats included.",
-      registers,
-    }),
-    runs: new Counter({
-      name: "workcell_runs_total",
-      help: "Runs that reached a terminal status (succeeded, failed, cancelled).",
-      labelNames: ["status"] as const,
-      registers,
-    }),
-    runQueueWaitSeconds: new Histogram({
-      name: "workcell_run_queue_wait_seconds",
-      help: "Time from a run's submission to its claim by a worker.",
-      buckets: [...SECONDS_BUCKETS],
-      registers,
-    }),
-    sandboxCreates: new Counter({
-      name: "workcell_sandbox_creates_total",
-      help: "Sandboxes created (one new generation each), by isolation tier.",
-      labelNames: ["tier"] as const,
-      registers,
-    }),
-    sandboxDestroys: new Counter({
-      name: "workcell_sandbox_destroys_total",
-      help: "Sandbox generations destroyed, by isolation tier.",
-      labelNames: ["tier"] as const,
-      registers,
-    }),
-    sandboxExecSeconds: new Histogram({
-      name: "workcell_sandbox_exec_seconds",
-      help: "Duration of one command executed in a sandbox, by isolation tier.",
-      labelNames: ["tier"] as const,
-      buckets: [...SECONDS_BUCKETS],
-      registers,
-    }),
-    quotaRejections: new Counter({
-      name: "workcell_workspace_quota_rejections_total",
-      help: "Writes refused with quota_exceeded (nothing written).",
-      registers,
-    }),
-    sqsErrors: new Counter({
-      name: "workcell_sqs_errors_total",
-      help: "Failed SQS calls, by operation (receive, send, delete).",
-      labelNames: ["operation"] as const,
-      registers,
-    }),
-    runLeaseLosses: new Counter({
-      name: "workcell_run_lease_losses_total",
-      help: "Runs whose lease this worker lost (it stopped writing).",
-      registers,
-    }),
-    runHandBacks: new Counter({
-      name: "workcell_run_hand_backs_total",
-      help: "Runs handed back to the queue before executing.",
-      registers,
-    }),
-    reconcilerActions: new Counter({
-      name: "workcell_reconciler_actions_total",
-      help: "Reconciler actions: adopt (a live owned container this process did not hold), destroy (an orphaned, stale or dead container), mark_gone (a live row whose container is gone).",
-      labelNames: ["action"] as const,
-      registers,
-    }),
-    skillRefreshes: new Counter({
-      name: "workcell_skill_refreshes_total",
-      help: "Skill projection refreshes, by result (ok, failed).",
-      labelNames: ["result"] as const,
-      registers,
-    }),
-    dataPlaneBytes: new Counter({
-      name: "workcell_data_plane_bytes_total",
-      help: "File bytes the data plane wrote into workspaces (in) and served (out).",
-      labelNames: ["direction"] as const,
-      registers,
-    }),
+    httpRequests: counter(
+      "workcell_http_requests_total",
+      "HTTP requests answered, by plane, method, route template and status.",
+      ["plane", "method", "route", "status"],
+    ),
+    httpRequestSeconds: histogram(
+      "workcell_http_request_duration_seconds",
+      "Time from request to response headers, by plane, method and route template.",
+      ["plane", "method", "route"],
+    ),
+    runsSubmitted: counter(
+      "workcell_runs_submitted_total",
+      "Runs committed by a submission (idempotent replays not counted).",
+    ),
+    runCancelRequests: counter(
+      "workcell_run_cancel_requests_total",
+      "Accepted cancel requests (202), idempotent repeats included.",
+    ),
+    runs: counter(
+      "workcell_runs_total",
+      "Runs that reached a terminal status (succeeded, failed, cancelled).",
+      ["status"],
+    ),
+    runQueueWaitSeconds: histogram(
+      "workcell_run_queue_wait_seconds",
+      "Time from a run's submission to its claim by a worker.",
+    ),
+    sandboxCreates: counter(
+      "workcell_sandbox_creates_total",
+      "Sandboxes created (one new generation each), by isolation tier.",
+      ["tier"],
+    ),
+    sandboxDestroys: counter(
+      "workcell_sandbox_destroys_total",
+      "Sandbox generations destroyed, by isolation tier.",
+      ["tier"],
+    ),
+    sandboxExecSeconds: histogram(
+      "workcell_sandbox_exec_seconds",
+      "Duration of one command executed in a sandbox, by isolation tier.",
+      ["tier"],
+    ),
+    quotaRejections: counter(
+      "workcell_workspace_quota_rejections_total",
+      "Writes refused with quota_exceeded (nothing written).",
+    ),
+    sqsErrors: counter(
+      "workcell_sqs_errors_total",
+      "Failed SQS calls, by operation (receive, send, delete).",
+      ["operation"],
+    ),
+    runLeaseLosses: counter(
+      "workcell_run_lease_losses_total",
+      "Runs whose lease this worker lost (it stopped writing).",
+    ),
+    runHandBacks: counter(
+      "workcell_run_hand_backs_total",
+      "Runs handed back to the queue before executing.",
+    ),
+    reconcilerActions: counter(
+      "workcell_reconciler_actions_total",
+      "Reconciler actions: adopt (a live owned container this process did not hold), destroy (an orphaned, stale or dead container), mark_gone (a live row whose container is gone).",
+      ["action"],
+    ),
+    skillRefreshes: counter(
+      "workcell_skill_refreshes_total",
+      "Skill projection refreshes, by result (ok, failed).",
+      ["result"],
+    ),
+    dataPlaneBytes: counter(
+      "workcell_data_plane_bytes_total",
+      "File bytes the data plane wrote into workspaces (in) and served (out).",
+      ["direction"],
+    ),
   };
 }

@@ -11,14 +11,18 @@ export const TREE_LOCK_NAMESPACE = "workcell.runs.tree:";
 
 /**
  * One lock per (uid, runtime scope): the scope's execution trees and their sandbox.
- * Claims of the scope's runs (claim-run.ts), the tree cleanup's decision "is another run
- * of the scope running? then keep the sandbox, else this generation goes"
- * (tree-cleanup.ts) and the expired-lease sweep all hold it, so every claim is ordered
- * against that decision:
+ * Claims of the scope's runs (claim-run.ts, and the fair-share claim of a waiting run,
+ * fair-share/claim-waiting-run.ts), the tree cleanup's decision "is another run of the
+ * scope running? then keep the sandbox, else this generation goes" (tree-cleanup.ts) and
+ * the sweeps that end a lost node's runs and release their sandbox
+ * (end-scope-node-lost.ts: expired leases, lost nodes, a restarted node's leftovers) all
+ * hold it, so every claim is ordered against each such decision:
  *
  * - the claim commits first: the cleanup sees the run running and keeps the sandbox
  *   (`kept`); the run's own root cleans up when it ends;
- * - the claim commits after: the generation is already doomed. The destroy runs right
+ * - the claim commits after, and the cleanup kept the sandbox warm (marked released in
+ *   the deciding transaction): the claimed run takes it and clears the mark;
+ * - the claim commits after, and the generation is doomed. The destroy runs right
  *   after the deciding transaction, outside this lock (tree-cleanup.ts says why), and
  *   the sandbox manager refuses new uses of a generation being destroyed, so the
  *   claimed run acquires a new generation, or at worst (another agent-host process on

@@ -1,4 +1,5 @@
 import type { MessageAttributeValue } from "@aws-sdk/client-sqs";
+import { safeRequestId } from "../http/request-context.ts";
 
 /** The W3C fields a trace context travels in, as SQS message attributes (ARCHITECTURE.md §10). */
 export const TRACE_MESSAGE_ATTRIBUTES = ["traceparent", "tracestate"] as const;
@@ -26,4 +27,23 @@ export function traceCarrierOf(
     if (value !== undefined) carrier[name] = value;
   }
   return Object.keys(carrier).length === 0 ? undefined : carrier;
+}
+
+/**
+ * The id of the API request a message was sent for (`skills.refresh`: a run's is stored with
+ * the run instead, docs/decisions/0059), so the consumer's log lines name it (decision 0069).
+ */
+export const REQUEST_ID_MESSAGE_ATTRIBUTE = "request_id";
+
+/** Every attribute a consumer asks SQS for: the trace fields and the request id. */
+export const CONSUMED_MESSAGE_ATTRIBUTES = [
+  ...TRACE_MESSAGE_ATTRIBUTES,
+  REQUEST_ID_MESSAGE_ATTRIBUTE,
+] as const;
+
+/** The request id a received message carries, if any and safe to log (as X-Request-Id's rule). */
+export function requestIdOf(
+  attributes: Readonly<Record<string, MessageAttributeValue>> | undefined,
+): string | undefined {
+  return safeRequestId(attributes?.[REQUEST_ID_MESSAGE_ATTRIBUTE]?.StringValue);
 }

@@ -50,6 +50,7 @@ export function createSdkTracing(
     },
     enabled: true,
     shutdown: () => provider.shutdown(),
+    flush: () => provider.forceFlush(),
   };
 }
 

@@ -7,6 +7,11 @@ export type StartedTracing = {
   readonly enabled: boolean;
   /** Exports what is buffered and stops (bounded by the export timeout). */
   shutdown(): Promise<void>;
+  /**
+   * Exports what is buffered now and keeps going: a Lambda instance is frozen when its
+   * invocation returns, so its spans must leave before (docs/decisions/0034).
+   */
+  flush(): Promise<void>;
 };
 
 /**
@@ -21,7 +26,12 @@ export async function startTracing(
 ): Promise<StartedTracing> {
   const exporter = tracesExporterOf(env);
   if (exporter === "none") {
-    return { tracing: noTracing(), enabled: false, shutdown: async () => {} };
+    return {
+      tracing: noTracing(),
+      enabled: false,
+      shutdown: async () => {},
+      flush: async () => {},
+    };
   }
   const { createSdkTracing } = await import("./sdk-tracing.ts");
   return createSdkTracing(env, exporter, defaultServiceName);

@@ -73,7 +73,7 @@ try {
 
   const logger = pino({ level: "silent" });
   const config = sandboxConfigSchema.parse({ image });
-  const driver = new DockerDriver({ docker, logger, dataRoot, config });
+  const driver = new DockerDriver({ docker, logger, dataRoot, nodeId, config });
   const manager = new SandboxManager({ db, driver, logger, nodeId, config });
   const acquired = await manager.acquire(
     { uid: UID, runtimeScopeId: randomUUID(), workdirPath: "w10" },

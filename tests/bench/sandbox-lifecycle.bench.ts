@@ -59,7 +59,7 @@ try {
 
   const config = sandboxConfigSchema.parse({ image });
   const logger = pino({ level: "silent" });
-  const driver = new DockerDriver({ docker, logger, dataRoot, config });
+  const driver = new DockerDriver({ docker, logger, dataRoot, nodeId, config });
   const manager = new SandboxManager({ db, driver, logger, nodeId, config });
   const newScope = () => ({ uid: UID, runtimeScopeId: randomUUID(), workdirPath: WORKDIR });
   const acquire = async (request = newScope()): Promise<SandboxHandle> => {

@@ -26,6 +26,7 @@ import { createHttpSkillsDataPlane } from "../../functions/skills/http-skills-da
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER, mintDevToken } from "../../infra/local/dev-token.ts";
 import type { PostgresDb } from "../../shared/db/client.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import type { Tracing } from "../../shared/telemetry/tracing.ts";
 
 /** The user every `call` acts as unless told otherwise. */
 export const ALICE = "alice";
@@ -62,6 +63,8 @@ export type TestFunctionsAppOptions = {
   /** WORKCELL_CORS_ORIGINS. */
   corsOrigins?: CorsOrigins;
   attachmentLimits?: Partial<AttachmentLimits>;
+  /** The app's and its run queue's tracing (default off). */
+  tracing?: Tracing;
 };
 
 export type TestFunctionsApp = {
@@ -87,7 +90,8 @@ export function testLogger(): Logger {
 export function createTestFunctionsApp(options: TestFunctionsAppOptions): TestFunctionsApp {
   const { db, sqs, queueUrl, s3, bucket, dataPlaneUrl, capabilities } = options;
   const secret = randomBytes(32).toString("base64url");
-  const realQueue = createSqsRunQueue({ sqs, queueUrl });
+  const tracing = options.tracing === undefined ? {} : { tracing: options.tracing };
+  const realQueue = createSqsRunQueue({ sqs, queueUrl, ...tracing });
   const deps: AppDeps = {
     logger: options.logger,
     health: createHealthProbes({ db, sqs, runQueueUrl: queueUrl, s3, attachmentsBucket: bucket }),
@@ -122,6 +126,7 @@ export function createTestFunctionsApp(options: TestFunctionsAppOptions): TestFu
     ...(options.limits === undefined ? {} : { limits: options.limits }),
     ...(options.eventTickets === undefined ? {} : { eventTickets: options.eventTickets }),
     ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+    ...tracing,
   };
   const app = createApp(deps);
   const tokens = new Map<string, string>();

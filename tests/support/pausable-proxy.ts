@@ -9,7 +9,12 @@ export type PausableProxy = {
   path: string | undefined;
   /** Stops forwarding in both directions: peers see a connection that hangs, not one that fails. */
   pause(): void;
+  /** Destroys every connection and refuses new ones (a socket that went away), until resume(). */
+  cut(): void;
+  /** Forwards again (after pause() or cut()), held bytes first. */
   resume(): void;
+  /** True while paused or cut. */
+  readonly stopped: boolean;
   close(): Promise<void>;
 };
 
@@ -23,6 +28,12 @@ export type PausableProxyOptions = {
    * forwarded, so a test can hang one exact request (an exec start) and nothing before it.
    */
   pauseBefore?: (chunk: Buffer) => boolean;
+  /**
+   * Called with every chunk a client sends; true lets that request through and pauses the
+   * proxy before the first byte of the engine's answer on that connection, so the request
+   * takes effect (a container is created) and its caller never learns it.
+   */
+  pauseReplyTo?: (chunk: Buffer) => boolean;
 };
 
 /**
@@ -37,17 +48,35 @@ export async function startPausableProxy(
   const pairs = new Set<[Socket, Socket]>();
   // Bytes that arrived while paused, in order, with where they were going.
   let held: Array<[Socket, Buffer]> | undefined;
-  const forward = (to: Socket, fromClient: boolean) => (chunk: Buffer) => {
-    if (!held && fromClient && options.pauseBefore?.(chunk)) held = [];
-    if (held) held.push([to, chunk]);
-    else to.write(chunk);
+  let cut = false;
+  const forward =
+    (to: Socket, fromClient: boolean, awaitingReply: { on: boolean }) => (chunk: Buffer) => {
+      if (!held && fromClient && options.pauseBefore?.(chunk)) held = [];
+      if (!held && fromClient && options.pauseReplyTo?.(chunk)) awaitingReply.on = true;
+      if (!held && !fromClient && awaitingReply.on) {
+        awaitingReply.on = false;
+        held = [];
+      }
+      if (held) held.push([to, chunk]);
+      else to.write(chunk);
+    };
+  const destroyAll = () => {
+    for (const [a, b] of pairs) {
+      a.destroy();
+      b.destroy();
+    }
   };
   const server = createServer((client) => {
+    if (cut) {
+      client.destroy();
+      return;
+    }
     const upstream = createConnection(target);
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
-    client.on("data", forward(upstream, true));
-    upstream.on("data", forward(client, false));
+    const awaitingReply = { on: false };
+    client.on("data", forward(upstream, true, awaitingReply));
+    upstream.on("data", forward(client, false, awaitingReply));
     const end = () => {
       pairs.delete(pair);
       client.destroy();
@@ -67,19 +96,25 @@ export async function startPausableProxy(
   return {
     port: typeof address === "string" ? 0 : address.port,
     path: listenPath,
+    get stopped() {
+      return held !== undefined || cut;
+    },
     pause() {
       held ??= [];
     },
+    cut() {
+      cut = true;
+      held = undefined;
+      destroyAll();
+    },
     resume() {
+      cut = false;
       const pending = held ?? [];
       held = undefined;
       for (const [to, chunk] of pending) if (!to.destroyed) to.write(chunk);
     },
     async close() {
-      for (const [a, b] of pairs) {
-        a.destroy();
-        b.destroy();
-      }
+      destroyAll();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (listenPath !== undefined) await rm(listenPath, { force: true });
     },

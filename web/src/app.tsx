@@ -18,6 +18,7 @@ import { SkillsPage } from "./skills/skills-page.tsx";
 import { HomePage } from "./threads/home-page.tsx";
 import { ThreadPage } from "./threads/thread-page.tsx";
 import { ErrorMessage } from "./ui/error-message.tsx";
+import { UsagePage } from "./usage/usage-page.tsx";
 
 export function App() {
   const config = useQuery({
@@ -69,6 +70,7 @@ function SignedInGate({ config }: { config: ConsoleConfig }) {
           <Route index element={<HomePage />} />
           <Route path="threads/:threadId/*" element={<ThreadPage />} />
           <Route path="skills" element={<SkillsPage />} />
+          <Route path="usage" element={<UsagePage />} />
           <Route path="admin/skills" element={<AdminSkillsPage />} />
           <Route path="admin/nodes" element={<AdminNodesPage />} />
           <Route path="admin/runtime" element={<AdminRuntimePage />} />

@@ -18,6 +18,7 @@ export function Layout() {
             Threads
           </NavLink>
           <NavLink to="/skills">Skills</NavLink>
+          <NavLink to="/usage">Usage</NavLink>
           {session.admin && (
             <NavLink to="/admin/skills" className={adminActive}>
               Admin

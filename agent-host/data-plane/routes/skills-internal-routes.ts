@@ -1,30 +1,10 @@
-import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { Hono } from "hono";
 import { z } from "zod";
-import { DEFAULT_CAPABILITY_AUDIENCE } from "../../../shared/capability/capability-claims.ts";
-import { capabilityTokenType } from "../../../shared/capability/capability-token-type.ts";
-import {
-  MAX_SERVICE_UPLOAD_KEY_CHARS,
-  SERVICE_CAPABILITY_TOKEN_TYPE,
-  type ServiceCapabilityClaims,
-} from "../../../shared/capability/service-capability-claims.ts";
-import {
-  grantsServiceOp,
-  type ServiceCapabilityOp,
-} from "../../../shared/capability/service-capability-ops.ts";
-import {
-  type VerifyCapabilityOptions,
-  verifyCapability,
-} from "../../../shared/capability/verify-capability.ts";
-import {
-  type ServiceCapabilityVerification,
-  verifyServiceCapability,
-} from "../../../shared/capability/verify-service-capability.ts";
+import { MAX_SERVICE_UPLOAD_KEY_CHARS } from "../../../shared/capability/service-capability-claims.ts";
 import { MAX_UID_CHARS } from "../../../shared/contracts/common.ts";
-import { invalidRequestFromZod } from "../../../shared/contracts/contract-result.ts";
 import { MAX_SKILL_SLUG_CHARS } from "../../../shared/contracts/skill.ts";
 import type { SkillImportResult } from "../../../shared/contracts/skills-data-plane.ts";
 import { WorkcellError } from "../../../shared/errors/index.ts";
-import { bearerToken } from "../../../shared/http/bearer-token.ts";
 import { limitBody } from "../../../shared/http/body-limit.ts";
 import type { SkillImportHandler } from "../../skills/import-handler.ts";
 import type { PersonalSkill, PersonalSkills } from "../../skills/personal-skills.ts";
@@ -33,6 +13,13 @@ import type { SkillsRefreshHandler } from "../../skills/refresh-handler.ts";
 import type { DataPlaneDeps } from "../data-plane-deps.ts";
 import type { DataPlaneEnv } from "../data-plane-env.ts";
 import type { DataPlaneLimits } from "../data-plane-limits.ts";
+import {
+  authenticateService,
+  readServiceBody,
+  requireSameUid,
+  requireServiceOp,
+  type ServiceRoutesEnv,
+} from "../service-capability-auth.ts";
 
 export const SKILLS_INTERNAL_PREFIX = "/internal/v1/skills";
 /** Every skills route: authenticated by a service capability, never a Workdir one. */
@@ -73,13 +60,6 @@ export const skillsImportBodySchema = z.object({
     .describe("Provenance kept in the catalogue, e.g. `upload:<uuid>`."),
 });
 
-type SkillsRoutesEnv = {
-  Variables: Omit<DataPlaneEnv["Variables"], "capability"> & {
-    /** The verified service capability; set by the skills routes' own authentication. */
-    serviceCapability: ServiceCapabilityClaims;
-  };
-};
-
 /**
  * The skills operations of the control plane's SkillsDataPlane, over HTTP for the split
  * deployment (docs/decisions/0011-skills-over-the-data-plane.md). Each route is an RPC of
@@ -103,15 +83,15 @@ export function registerSkillsInternalRoutes(
   app: Hono<DataPlaneEnv>,
   deps: SkillsInternalRoutesDeps,
 ): void {
-  const routes = new Hono<SkillsRoutesEnv>();
+  const routes = new Hono<ServiceRoutesEnv>();
   // Before anything else, including the body limit: an anonymous caller learns nothing.
   routes.use("*", authenticateService(deps));
-  const jsonLimit = limitBody<SkillsRoutesEnv>(deps.limits.maxJsonBodyBytes);
+  const jsonLimit = limitBody<ServiceRoutesEnv>(deps.limits.maxJsonBodyBytes);
 
   routes.post("/refresh", jsonLimit, async (c) => {
     const claims = requireServiceOp(c, "skills.refresh");
     const skills = available(deps.skills);
-    const body = await readBody(c, skillsUidBodySchema, '{"uid": "..."}');
+    const body = await readServiceBody(c, skillsUidBodySchema, '{"uid": "..."}');
     requireSameUid(body.uid, claims);
     const outcome = await skills.refreshHandler.handle(
       { type: "skills.refresh", uid: body.uid },
@@ -123,7 +103,7 @@ export function registerSkillsInternalRoutes(
   routes.post("/personal", jsonLimit, async (c) => {
     const claims = requireServiceOp(c, "skills.personal");
     const skills = available(deps.skills);
-    const body = await readBody(c, skillsUidBodySchema, '{"uid": "..."}');
+    const body = await readServiceBody(c, skillsUidBodySchema, '{"uid": "..."}');
     requireSameUid(body.uid, claims);
     const items = await skills.personal.list(body.uid, c.req.raw.signal);
     return c.json({ items: items.map(personalJson) }, 200);
@@ -132,7 +112,7 @@ export function registerSkillsInternalRoutes(
   routes.post("/import", jsonLimit, async (c) => {
     const claims = requireServiceOp(c, "skills.import");
     const skills = available(deps.skills);
-    const body = await readBody(
+    const body = await readServiceBody(
       c,
       skillsImportBodySchema,
       '{"slug": "...", "key": "...", "source_version": "..."}',
@@ -159,116 +139,6 @@ export function registerSkillsInternalRoutes(
   app.route(SKILLS_INTERNAL_PREFIX, routes);
 }
 
-/**
- * For the Workdir routes (`/dp/v1/*`, the other `/internal/v1/*`), in front of their own
- * authentication: a genuine service capability is refused with 403, because it names no
- * Workdir and must never open one. (Without this guard the Workdir verifier would refuse it
- * too, by its `typ`, but as 401, telling an honest caller to fetch the same token again.)
- * Every other token goes on, untouched, to the Workdir authentication. The `typ` peek only
- * picks the verifier; the verifier pins the `typ` under the signature.
- */
-export function refuseServiceCapability(
-  deps: Pick<DataPlaneDeps, "publicKeys" | "audience" | "issuer">,
-  clockToleranceSec: number,
-): MiddlewareHandler<DataPlaneEnv> {
-  return async function refuseServiceCapabilityMiddleware(c, next) {
-    const token = bearerToken(c.req.header("Authorization"));
-    if (token !== undefined && capabilityTokenType(token) === SERVICE_CAPABILITY_TOKEN_TYPE) {
-      const result = await verifyServiceCapability(
-        token,
-        verifyOptions(deps, clockToleranceSec, c.req.raw.signal),
-      );
-      if (result.ok) {
-        c.var.logger.info({ jti: result.claims.jti }, "service capability on a Workdir route");
-        throw new WorkcellError(
-          "forbidden",
-          "A service capability cannot open a Workdir: use a capability from POST /v1/threads/{id}/files/access.",
-          { details: { reason: "operation_not_granted" } },
-        );
-      }
-    }
-    await next();
-  };
-}
-
-function authenticateService(deps: SkillsInternalRoutesDeps): MiddlewareHandler<SkillsRoutesEnv> {
-  return async function authenticateServiceMiddleware(c, next) {
-    const header = c.req.header("Authorization");
-    const token = bearerToken(header);
-    const options = verifyOptions(deps, deps.limits.clockToleranceSec, c.req.raw.signal);
-    const result: ServiceCapabilityVerification =
-      header === undefined
-        ? { ok: false, reason: "missing" }
-        : token === undefined
-          ? { ok: false, reason: "malformed" }
-          : await verifyServiceCapability(token, options);
-    // `wrong_type` is only given for a correctly signed token: if it is a valid Workdir
-    // capability, the caller is authenticated but not allowed (403), as for a missing op.
-    if (
-      !result.ok &&
-      result.reason === "wrong_type" &&
-      token !== undefined &&
-      (await verifyCapability(token, options)).ok
-    ) {
-      c.var.logger.info({ reason: "workdir_capability" }, "capability refused");
-      throw new WorkcellError(
-        "forbidden",
-        "A Workdir capability cannot call the skills routes: functions/ mints a service capability for them.",
-        { details: { reason: "operation_not_granted" } },
-      );
-    }
-    if (!result.ok) {
-      // The precise reason goes to the log only; `expired` alone is told (see capability-auth).
-      c.var.logger.info({ reason: result.reason }, "capability refused");
-      throw new WorkcellError(
-        "unauthenticated",
-        result.reason === "expired"
-          ? "The service capability has expired: mint a new one for each call (and check the clocks of functions/ and this agent-host)."
-          : "Missing or invalid service capability: send 'Authorization: Bearer <capability>' as minted by functions/ (mintServiceCapability).",
-        result.reason === "expired" ? { details: { reason: "capability_expired" } } : {},
-      );
-    }
-    c.set("serviceCapability", result.claims);
-    c.set(
-      "logger",
-      c.var.logger.child({
-        jti: result.claims.jti,
-        ...(result.claims.uid === undefined ? {} : { uid: result.claims.uid }),
-      }),
-    );
-    await next();
-  };
-}
-
-function verifyOptions(
-  deps: Pick<DataPlaneDeps, "publicKeys" | "audience" | "issuer">,
-  clockToleranceSec: number,
-  signal: AbortSignal,
-): VerifyCapabilityOptions {
-  return {
-    publicKey: deps.publicKeys,
-    audience: deps.audience ?? DEFAULT_CAPABILITY_AUDIENCE,
-    ...(deps.issuer === undefined ? {} : { issuer: deps.issuer }),
-    clockToleranceSec,
-    signal,
-  };
-}
-
-function requireServiceOp(
-  c: Context<SkillsRoutesEnv>,
-  op: ServiceCapabilityOp,
-): ServiceCapabilityClaims {
-  const claims = c.var.serviceCapability;
-  if (!grantsServiceOp(claims.ops, op)) {
-    throw new WorkcellError(
-      "forbidden",
-      `The capability does not allow '${op}': mint one that includes it.`,
-      { details: { reason: "operation_not_granted", op } },
-    );
-  }
-  return claims;
-}
-
 function available(skills: SkillsInternalHandlers | undefined): SkillsInternalHandlers {
   if (skills === undefined) {
     throw new WorkcellError(
@@ -277,36 +147,6 @@ function available(skills: SkillsInternalHandlers | undefined): SkillsInternalHa
     );
   }
   return skills;
-}
-
-/** Exact comparison: a uid is an opaque string, and the capability's is the one decided. */
-function requireSameUid(asked: string, claims: ServiceCapabilityClaims): void {
-  if (asked !== claims.uid) {
-    throw new WorkcellError(
-      "forbidden",
-      "uid is not the user the capability was minted for: mint one for this user.",
-      { details: { field: "uid", reason: "capability_scope" } },
-    );
-  }
-}
-
-async function readBody<S extends z.ZodType>(
-  c: Context<SkillsRoutesEnv>,
-  schema: S,
-  shape: string,
-): Promise<z.output<S>> {
-  let raw: unknown;
-  try {
-    raw = await c.req.json();
-  } catch (err) {
-    if (err instanceof WorkcellError) throw err; // the body limit
-    throw new WorkcellError("invalid_request", `Send a JSON body: ${shape}.`, {
-      details: { reason: "malformed_json" },
-    });
-  }
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw invalidRequestFromZod(parsed.error);
-  return parsed.data;
 }
 
 function refreshJson(outcome: RefreshOutcome) {

@@ -28,6 +28,9 @@ const REFUSAL_CODES: ReadonlySet<ErrorCode> = new Set([
   "not_found",
   "conflict",
   "payload_too_large",
+  // The UserWorkspace is over its quota (docs/decisions/0050): the model is told what to
+  // do (free space, ask for more); every further command is refused the same way.
+  "quota_exceeded",
 ]);
 
 /**

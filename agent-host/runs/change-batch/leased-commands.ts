@@ -3,6 +3,8 @@ import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import type { ChangeBatchTool } from "../../../shared/db/schema.ts";
 import { domainError, domainReasonOf } from "../../../shared/errors/domain-errors.ts";
+import { overQuota, type RunQuotaGate } from "../../quota/run-quota-gate.ts";
+import { scanGrowth } from "../../quota/scan-growth.ts";
 import type { MetadataScan, MetadataScanLimits, UserWorkspaces } from "../../workspace/index.ts";
 import type { ExecutionLeases } from "../execution-lease/execution-leases.ts";
 import type { RunFence } from "../run-fence.ts";
@@ -28,6 +30,11 @@ export interface LeasedCommandsDeps {
   readonly userWorkspaces: Pick<UserWorkspaces, "openExistingWorkdir">;
   readonly limits: LeasedCommandLimits;
   readonly logger: Logger;
+  /**
+   * The UserWorkspace quota (accounting mode): a uid over it gets no next command, and
+   * each command's growth is counted. Without it (tests of the lease alone) nothing is checked.
+   */
+  readonly quota?: RunQuotaGate;
 }
 
 /** Who runs a command and where: the run (fence), its writable root, its tree. */
@@ -35,6 +42,8 @@ export interface CommandScope {
   readonly fence: RunFence;
   readonly workdirPath: string;
   readonly tree: TreeBatches;
+  /** The run's logger (uid, run_id, request_id, sandbox); default: one with uid and run_id. */
+  readonly logger?: Logger;
 }
 
 export interface CommandInfo {
@@ -61,7 +70,8 @@ export class LeasedCommands {
    * `body` runs only once the lease is held; aborting `signal` while waiting gives up the
    * place in the queue and throws the signal's reason without running anything. A body
    * that throws still gets its batch (what it changed before failing is a fact) and the
-   * error is rethrown. The run not being live any more throws `lease_lost`.
+   * error is rethrown. The run not being live any more throws `lease_lost`. A uid over its
+   * workspace quota gets `quota_exceeded` before anything (no lease, no batch, no command).
    */
   async run<T>(
     scope: CommandScope,
@@ -70,11 +80,23 @@ export class LeasedCommands {
     body: (signal: AbortSignal) => Promise<T>,
   ): Promise<{ value: T; batch: ChangeBatch }> {
     const { fence, workdirPath, tree } = scope;
-    const log = this.#deps.logger.child({ uid: fence.uid, run_id: fence.runId });
+    const log = scope.logger ?? this.#deps.logger.child({ uid: fence.uid, run_id: fence.runId });
+    // The usage is measured first (cached, no statement); the limits are read by the
+    // lease's own statement, which does not arrive over quota (docs/decisions/0067).
+    const admission = await this.#deps.quota?.measure(fence.uid, signal);
     const kept = tree.lastScan(workdirPath);
-    const acquired = await this.#deps.leases.acquire(fence, workdirPath, signal, kept?.leaseSeq);
+    const acquired = await this.#deps.leases.acquire(
+      fence,
+      workdirPath,
+      signal,
+      kept?.leaseSeq,
+      admission,
+    );
     if (!acquired.ok) {
       if (acquired.reason === "cancelled") throw signal.reason;
+      if (acquired.reason === "over_quota" && admission !== undefined) {
+        throw overQuota(acquired.quota, admission.used);
+      }
       throw domainError("lease_lost", { details: { run_id: fence.runId } });
     }
     const lease = acquired.lease;
@@ -110,6 +132,7 @@ export class LeasedCommands {
         undefined,
       );
       tree.keepScan(workdirPath, after && { leaseSeq: lease.seq, scan: after });
+      this.#deps.quota?.settle(fence.uid, scanGrowth(before, after));
       const changes =
         before === undefined || after === undefined
           ? UNKNOWN_CHANGES

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import type { ListenFn } from "../../../shared/listen/listen-fn.ts";
+import type { RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../../workspace/index.ts";
 import { ExecutionLeases } from "../execution-lease/execution-leases.ts";
 import { LeaseWakeups } from "../execution-lease/lease-wakeups.ts";
@@ -18,6 +19,8 @@ export interface RunBatchesDeps {
   readonly listen?: ListenFn;
   readonly limits: RunWorkerLimits;
   readonly logger: Logger;
+  /** Every command is admitted and counted against the UserWorkspace quota. */
+  readonly quota?: RunQuotaGate;
 }
 
 /**
@@ -63,6 +66,7 @@ export class RunBatches {
         maxBatchItems: limits.changesMaxRecorded,
       },
       logger,
+      ...(deps.quota === undefined ? {} : { quota: deps.quota }),
     });
   }
 

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
+import type { WorkspaceQuota } from "../../../shared/capability/capability-claims.ts";
 import type { Db, DbOrTransaction } from "../../../shared/db/client.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
+import type { QuotaAdmission } from "../../quota/run-quota-gate.ts";
 import type { RunFence } from "../run-fence.ts";
 import { leaseRootKey } from "./lease-root.ts";
 import { EXECUTION_LEASE_CHANNEL, type LeaseWakeups } from "./lease-wakeups.ts";
@@ -44,11 +46,13 @@ export interface HeldExecutionLease {
 /**
  * Refusals are values: the run is not live any more (ended, taken over, lease expired),
  * so the command must not run; or the wait was cancelled (`signal` aborted), and nothing
- * ran and nothing is left queued.
+ * ran and nothing is left queued; or (with an admission) the uid's workspace is over the
+ * quota its limits row says, and no lease row was written.
  */
 export type AcquireResult =
   | { readonly ok: true; readonly lease: HeldExecutionLease }
-  | { readonly ok: false; readonly reason: "run_not_live" | "cancelled" };
+  | { readonly ok: false; readonly reason: "run_not_live" | "cancelled" }
+  | { readonly ok: false; readonly reason: "over_quota"; readonly quota: WorkspaceQuota };
 
 /**
  * The Execution Lease (ARCHITECTURE.md §5, docs/decisions/0014) in Postgres, so it holds
@@ -73,13 +77,16 @@ export class ExecutionLeases {
   /**
    * `previousSeq`: the seq of this caller's previous lease on the same root, whose
    * after-scan it kept; the granted lease then says whether that scan is still current
-   * (`rootUnchanged`, docs/decisions/0036).
+   * (`rootUnchanged`, docs/decisions/0036). `admission`: the uid's measured usage; the
+   * same statement then reads the uid's limits and arrives only when the usage is within
+   * them (docs/decisions/0067).
    */
   async acquire(
     fence: RunFence,
     workdirPath: string,
     signal: AbortSignal,
     previousSeq?: number,
+    admission?: QuotaAdmission,
   ): Promise<AcquireResult> {
     if (signal.aborted) return { ok: false, reason: "cancelled" };
     const leaseId = randomUUID();
@@ -87,16 +94,40 @@ export class ExecutionLeases {
     const previous = previousSeq ?? null;
     // One round trip (a server-side function, migration 0012): the uid's arrival lock,
     // the row (only for a live run) and, when the root is free, the grant.
-    const [first] = await executeRows<{
-      out_seq: string | number;
-      out_state: Grant;
-      out_root_unchanged: boolean;
-    }>(
-      this.#deps.db,
-      sql`select * from workcell_acquire_execution_lease(
+    const arrive = sql`workcell_acquire_execution_lease(
         ${leaseId}::uuid, ${fence.uid}, ${rootKey}, ${fence.runId}::uuid, ${fence.attempt}::int,
-        ${this.#deps.nodeId}, ${previous}::bigint, ${this.#deps.statementTimeoutMs}::int)`,
+        ${this.#deps.nodeId}, ${previous}::bigint, ${this.#deps.statementTimeoutMs}::int)`;
+    const [first] = await executeRows<ArrivalRow>(
+      this.#deps.db,
+      admission === undefined
+        ? sql`select * from ${arrive}`
+        : // The limits row, and the arrival only under it. The condition refers to the
+          // outer row alone, so PostgreSQL plans it as a one-time filter over the function
+          // scan: over quota, the function is not called at all (OFFSET 0 keeps the
+          // subquery from being flattened into a join filter, which would call it first).
+          sql`select q.limit_bytes, q.limit_inodes, a.*
+            from (select coalesce(u.workspace_bytes, ${admission.defaults.workspace_bytes}::bigint)::float8 as limit_bytes,
+                         coalesce(u.workspace_inodes, ${admission.defaults.workspace_inodes}::bigint)::float8 as limit_inodes
+                  from (select 1) one left join user_limits u on u.uid = ${fence.uid}) q
+            left join lateral (
+              select * from ${arrive}
+              where q.limit_bytes >= ${admission.used.bytes}::float8
+                and q.limit_inodes >= ${admission.used.inodes}::float8
+              offset 0) a on true`,
     );
+    if (admission !== undefined && first !== undefined && first.out_seq === null) {
+      const quota = {
+        workspace_bytes: Number(first.limit_bytes),
+        workspace_inodes: Number(first.limit_inodes),
+      };
+      if (
+        admission.used.bytes > quota.workspace_bytes ||
+        admission.used.inodes > quota.workspace_inodes
+      ) {
+        return { ok: false, reason: "over_quota", quota };
+      }
+      return { ok: false, reason: "run_not_live" };
+    }
     if (first === undefined) return { ok: false, reason: "run_not_live" };
     const seq = Number(first.out_seq);
     const lease = { leaseId, uid: fence.uid, workdirPath, seq };
@@ -151,6 +182,15 @@ export class ExecutionLeases {
 }
 
 type Grant = "granted" | "waiting" | "gone";
+
+/** The arrival's row; the limits columns only with an admission, the rest null when it did not arrive. */
+interface ArrivalRow {
+  readonly limit_bytes?: number | string;
+  readonly limit_inodes?: number | string;
+  readonly out_seq: string | number | null;
+  readonly out_state: Grant;
+  readonly out_root_unchanged: boolean;
+}
 
 /**
  * Deletes a lease row and wakes the uid's waiters when the transaction commits (NOTIFY is

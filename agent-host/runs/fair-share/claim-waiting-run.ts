@@ -3,7 +3,7 @@ import type { Db } from "../../../shared/db/client.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
 import { lockTree } from "../../../shared/runs/tree-lock.ts";
-import type { ClaimOutcome } from "../claim-run.ts";
+import { type ClaimOutcome, claimedRunColumns } from "../claim-run.ts";
 import { lockUidSlots } from "./uid-slot-lock.ts";
 
 export interface WaitingClaimRequest {
@@ -14,7 +14,15 @@ export interface WaitingClaimRequest {
 }
 
 export type WaitingClaim =
-  | (ClaimOutcome & { readonly ok: true })
+  | (ClaimOutcome & {
+      readonly ok: true;
+      /**
+       * Whether another run may be claimable now: another candidate was seen, or the
+       * claimed uid has more waiting runs. When false, the fill stops: a run that becomes
+       * claimable later (parked, or a slot freed) wakes the slots itself.
+       */
+      readonly more: boolean;
+    })
   /** No uid with a waiting run is under its limit (or this node is not active). */
   | { readonly ok: false; readonly reason: "none" }
   /** Every candidate was taken by another claimer meanwhile: look again. */
@@ -34,31 +42,38 @@ const CANDIDATES = 8;
 export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Promise<WaitingClaim> {
   const candidates = await executeRows<{ run_id: string; uid: string }>(
     db,
-    sql`with running as (
-          select uid, count(*)::int as n from agent_runs
-          where status = 'running' and parent_run_id is null
-          group by uid
-        ), heads as (
+    // Heads first (one per uid with a waiting run, from the pending partial index), then
+    // the running count of those uids only: with nothing waiting (most wakes) the query
+    // reads no running run at all.
+    sql`with heads as (
           select distinct on (uid) run_id, uid, created_at from agent_runs
           where status = 'pending' and waiting_since is not null and parent_run_id is null
           order by uid, created_at, run_id
+        ), counted as (
+          select h.run_id, h.uid, h.created_at,
+            (select count(*)::int from agent_runs r
+             where r.uid = h.uid and r.status = 'running' and r.parent_run_id is null) as n
+          from heads h
         )
-        select h.run_id, h.uid from heads h
-        left join running r on r.uid = h.uid
-        left join user_limits l on l.uid = h.uid
-        where coalesce(r.n, 0) < coalesce(l.max_concurrent_runs, ${request.defaultMaxConcurrentRuns}::int)
+        select c.run_id, c.uid from counted c
+        left join user_limits l on l.uid = c.uid
+        where c.n < coalesce(l.max_concurrent_runs, ${request.defaultMaxConcurrentRuns}::int)
           and exists (select 1 from nodes where node_id = ${request.nodeId} and state = 'active')
-        order by coalesce(r.n, 0), h.created_at, h.run_id
+        order by c.n, c.created_at, c.run_id
         limit ${CANDIDATES}`,
   );
   if (candidates.length === 0) return { ok: false, reason: "none" };
   for (const candidate of candidates) {
-    const claimed = await claimIfUnderLimit(db, candidate.run_id, candidate.uid, request);
-    if (claimed !== undefined) {
+    const claimedAt = performance.now();
+    const claim = await claimIfUnderLimit(db, candidate.run_id, candidate.uid, request);
+    if (claim !== undefined) {
+      const claimed = claim.row;
       return {
         ok: true,
         run: claimed,
         fence: { runId: claimed.runId, uid: claimed.uid, attempt: claimed.attempt },
+        claimedAt,
+        more: candidates.length > 1 || claim.more,
       };
     }
   }
@@ -74,30 +89,25 @@ export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Pro
 async function claimIfUnderLimit(db: Db, runId: string, uid: string, request: WaitingClaimRequest) {
   return db.transaction(async (tx) => {
     await lockUidSlots(tx, uid);
-    const [room] = await executeRows<{ ok: boolean }>(
+    // The room under the limit, the run's scope (for the tree lock) and whether the uid
+    // has another waiting run (the fill looks again then) in one statement.
+    const [seen] = await executeRows<{ ok: boolean; scope: string; more: boolean }>(
       tx,
       sql`select (select count(*) from agent_runs
                    where uid = ${uid} and status = 'running' and parent_run_id is null)
                < coalesce((select max_concurrent_runs from user_limits where uid = ${uid}),
-                          ${request.defaultMaxConcurrentRuns}::int) as ok`,
+                          ${request.defaultMaxConcurrentRuns}::int) as ok,
+            runtime_scope_id as scope,
+            exists (select 1 from agent_runs
+                    where uid = ${uid} and status = 'pending' and waiting_since is not null
+                      and parent_run_id is null and run_id <> ${runId}) as more
+          from agent_runs where run_id = ${runId}`,
     );
-    if (room?.ok !== true) return undefined;
-    const [seen] = await tx
-      .select({ scope: agentRuns.runtimeScopeId })
-      .from(agentRuns)
-      .where(eq(agentRuns.runId, runId));
-    if (seen === undefined) return undefined;
+    if (seen === undefined || seen.ok !== true) return undefined;
     await lockTree(tx, uid, seen.scope);
     const [row] = await tx
       .update(agentRuns)
-      .set({
-        status: "running",
-        ownerNode: request.nodeId,
-        attempt: sql`${agentRuns.attempt} + 1`,
-        leaseExpiresAt: sql`now() + ${request.leaseTtlMs}::bigint * interval '1 millisecond'`,
-        startedAt: sql`clock_timestamp()`,
-        waitingSince: null,
-      })
+      .set({ ...claimedRunColumns(request), waitingSince: null })
       .where(
         and(
           eq(agentRuns.runId, runId),
@@ -106,6 +116,6 @@ async function claimIfUnderLimit(db: Db, runId: string, uid: string, request: Wa
         ),
       )
       .returning();
-    return row;
+    return row === undefined ? undefined : { row, more: seen.more === true };
   });
 }

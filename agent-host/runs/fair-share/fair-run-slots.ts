@@ -4,8 +4,9 @@ import type { ListenFn } from "../../../shared/listen/listen-fn.ts";
 import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
 import type { ClaimOutcome } from "../claim-run.ts";
 import type { RunWorkerLimits } from "../run-limits.ts";
+import { runLogFields } from "../run-log-fields.ts";
 import { claimWaitingRun } from "./claim-waiting-run.ts";
-import { notifySlotFreed } from "./park-run.ts";
+import { fromOtherNode, notifySlotFreed } from "./park-run.ts";
 
 export interface FairRunSlotsDeps {
   readonly db: Db;
@@ -17,6 +18,8 @@ export interface FairRunSlotsDeps {
   >;
   /** Executes one claimed root run; resolves when it has ended (whatever the outcome). */
   readonly execute: (claim: ClaimOutcome & { readonly ok: true }) => Promise<void>;
+  /** False: claim nothing now (the node's sandbox tier is gone); the poll looks again. */
+  readonly canClaim?: () => boolean;
   /** LISTEN on the slots channel; without it only the poll finds work freed elsewhere. */
   readonly listen?: ListenFn;
 }
@@ -28,9 +31,9 @@ const MAX_CONTENDED_ROUNDS = 4;
  * This node's `concurrency` slots for root runs, filled from the runs waiting in Postgres
  * in fair order (claim-waiting-run.ts). A fill runs when a run was parked here, when one
  * of this node's runs ended, when another node NOTIFYs the slots channel (it parked a run
- * or freed a slot of a uid) and every `waitingPollMs` while a slot is free (a lost
- * notification, a run ended by the sweeper). Fills never overlap: a wake during one
- * makes it look once more.
+ * or freed a slot of a uid; this node's own notifications are skipped, it has woken
+ * already) and every `waitingPollMs` while a slot is free (a lost notification, a run
+ * ended by the sweeper). Fills never overlap: a wake during one makes it look once more.
  */
 export class FairRunSlots {
   readonly #deps: FairRunSlotsDeps;
@@ -46,10 +49,12 @@ export class FairRunSlots {
   }
 
   async start(): Promise<void> {
-    const { listen, limits, logger } = this.#deps;
+    const { listen, limits, logger, nodeId } = this.#deps;
     if (listen !== undefined) {
       try {
-        this.#unlisten = await listen(RUN_SLOTS_CHANNEL, () => this.wake());
+        this.#unlisten = await listen(RUN_SLOTS_CHANNEL, (payload) => {
+          if (fromOtherNode(payload, nodeId)) this.wake();
+        });
       } catch (error) {
         logger.warn(
           { err: error },
@@ -101,6 +106,7 @@ export class FairRunSlots {
     const { db, nodeId, limits, logger } = this.#deps;
     let contended = 0;
     while (!this.#stopped && this.#inflight.size < limits.concurrency) {
+      if (this.#deps.canClaim?.() === false) return;
       let claim: Awaited<ReturnType<typeof claimWaitingRun>>;
       try {
         claim = await claimWaitingRun(db, {
@@ -119,19 +125,24 @@ export class FairRunSlots {
       }
       contended = 0;
       this.#track(claim);
+      // Nothing else was claimable when it looked; whatever becomes so wakes us.
+      if (!claim.more) return;
     }
   }
 
   #track(claim: ClaimOutcome & { readonly ok: true }): void {
-    const { logger, db } = this.#deps;
+    const { logger, db, nodeId } = this.#deps;
     const work = (async () => {
       try {
         await this.#deps.execute(claim);
       } catch (error) {
-        logger.error({ err: error, run_id: claim.run.runId }, "run execution failed unexpectedly");
+        logger.error(
+          { err: error, ...runLogFields(claim.run) },
+          "run execution failed unexpectedly",
+        );
       }
       // Other nodes may hold waiting runs of this uid that its limit kept back.
-      await notifySlotFreed(db, claim.run.uid).catch((error: unknown) => {
+      await notifySlotFreed(db, nodeId).catch((error: unknown) => {
         logger.warn({ err: error }, "could not NOTIFY a freed run slot; other nodes poll");
       });
     })();

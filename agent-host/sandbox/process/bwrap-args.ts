@@ -1,10 +1,10 @@
 import {
   SANDBOX_HOME,
   SANDBOX_PATH,
-  SANDBOX_RUNTIME_MOUNT,
   SANDBOX_SKILLS_MOUNT,
   SANDBOX_USER_DATA_MOUNT,
 } from "../../../shared/paths/runtime-paths.ts";
+import { runtimeRootArgs } from "./runtime-root-args.ts";
 
 // The bubblewrap command line of one process-tier exec. Pure, so the isolation boundary
 // reads in one place: each line below is part of it (ARCHITECTURE.md §3).
@@ -25,6 +25,8 @@ export const CHILD_FD = {
   block: 5,
   /** The generation's user namespace (sandbox-userns.ts), joined with --userns. */
   userns: 6,
+  /** The trampoline's go-ahead: agent-host writes `go` once it is in the exec's cgroups. */
+  go: 7,
 } as const;
 
 /** Host paths bound into the sandbox (each below a directory only root can write). */
@@ -111,33 +113,9 @@ export function bwrapArgs(command: BwrapCommand): string[] {
     String(CHILD_FD.status),
     "--block-fd",
     String(CHILD_FD.block),
-    // The root is a fresh tmpfs holding only what follows.
-    "--ro-bind",
-    command.sources.runtime,
-    SANDBOX_RUNTIME_MOUNT,
-    // The usual FHS names point into the read-only Runtime Assets (a merged-/usr tree).
-    "--symlink",
-    `${SANDBOX_RUNTIME_MOUNT}/usr`,
-    "/usr",
-    "--symlink",
-    "usr/bin",
-    "/bin",
-    "--symlink",
-    "usr/sbin",
-    "/sbin",
-    "--symlink",
-    "usr/lib",
-    "/lib",
-    "--symlink",
-    "usr/lib64",
-    "/lib64",
-    "--symlink",
-    `${SANDBOX_RUNTIME_MOUNT}/etc`,
-    "/etc",
-    "--proc",
-    "/proc",
-    "--dev",
-    "/dev",
+    // The root is a fresh tmpfs holding only what follows: the read-only Runtime Assets
+    // at /runtime with the usual FHS names pointing into them, /proc and a private /dev.
+    ...runtimeRootArgs(command.sources.runtime, { linkSbin: true }),
     // /dev is a private tmpfs; read-only it offers no writable /dev/shm (device nodes
     // such as /dev/null still work: writing a device needs no writable filesystem).
     "--remount-ro",
@@ -171,30 +149,24 @@ export function bwrapArgs(command: BwrapCommand): string[] {
 }
 
 /**
- * The host-side trampoline: runs as root just long enough to put itself in the exec's
- * cgroups (so bwrap and everything it starts are counted and killable from the start),
- * sets the umask new files get (0700 dirs, 0600 files), then becomes `setpriv … bwrap`.
- * Arguments arrive positionally, never interpolated into the script.
+ * The host-side trampoline, started by agent-host directly as the host uid owning the
+ * generation's user namespace (Node's spawn uid/gid: setgroups(0), setgid, setuid, so no
+ * supplementary group and no host capability; bwrap joining the namespace with --userns
+ * needs that uid). It sets the umask new files get (0700 dirs, 0600 files), waits until
+ * agent-host (root) has put it in the exec's cgroups and says `go` on its fd, so bwrap and
+ * everything it starts are counted and killable from the start, closes that fd, then
+ * becomes bwrap. No go-ahead (agent-host closed the pipe): it exits, bwrap never runs.
+ * bwrap sets no_new_privs itself before it makes the sandbox, and drops the bounding set
+ * inside (the escape suite checks both from within). Arguments arrive positionally,
+ * never interpolated into the script.
  */
 export const TRAMPOLINE_SCRIPT = [
   "umask 077",
-  'n="$1"; shift',
-  'while [ "$n" -gt 0 ]; do echo "$$" > "$1" || exit 125; shift; n=$((n - 1)); done',
+  `IFS= read -r go <&${CHILD_FD.go} || exit 125`,
+  '[ "$go" = go ] || exit 125',
+  `exec ${CHILD_FD.go}<&-`,
   'exec "$@"',
 ].join("\n");
 
-/**
- * setpriv: bwrap runs as the host uid owning the generation's user namespace (joining it
- * needs that), without any host capability; inside, it becomes uid 1000, which the map
- * makes host 1000, so every file the sandbox writes is 1000:1000 on the host.
- */
-export function setprivArgs(usernsOwner: number): string[] {
-  return [
-    `--reuid=${usernsOwner}`,
-    `--regid=${usernsOwner}`,
-    "--clear-groups",
-    "--inh-caps=-all",
-    "--bounding-set=-all",
-    "--no-new-privs",
-  ];
-}
+/** What agent-host writes on the trampoline's go fd once it sits in the exec's cgroups. */
+export const TRAMPOLINE_GO = "go\n";

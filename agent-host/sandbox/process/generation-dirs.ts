@@ -20,6 +20,7 @@ import type { OpenedMountDirs } from "../open-mount-dirs.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
 import type { SandboxSources } from "./bwrap-args.ts";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
+import type { HostMounts } from "./host-mounts.ts";
 import type { ExecMounts } from "./process-exec.ts";
 import { createSandboxUserns } from "./sandbox-userns.ts";
 
@@ -36,6 +37,8 @@ const HOME_MOUNT_POINTS = ["user-data", "skills"] as const;
 
 export type GenerationDirsDeps = {
   stateDir: string;
+  /** mount(2) for the generation's binds and tmpfs (unmounts stay `umount` processes). */
+  mounts: HostMounts;
   limits: { tmpSizeBytes: number; homeSizeBytes: number };
 };
 
@@ -95,8 +98,8 @@ export class GenerationDirs {
   /**
    * Makes the generation's directory: labels, the two tmpfs, and host bind mounts of
    * the UserWorkspace and skill projection made by root from the descriptors the driver
-   * opened no-follow (`mount --no-canonicalize` hands /proc/<pid>/fd/<n> to mount(2)
-   * as is, and the kernel binds the open directory itself: no path is resolved again).
+   * opened no-follow (mount(2) gets /proc/self/fd/<n> as is, and the kernel binds the
+   * open directory itself: no path is resolved again), and the user namespace.
    * Directories are 0711: bwrap (uid 1000) can pass through but not list or write them.
    */
   async create(id: string, labels: LabelSource, dirs: OpenedMountDirs): Promise<void> {
@@ -105,35 +108,51 @@ export class GenerationDirs {
     // reused, so it is debris.
     await this.remove(id);
     await mkdir(this.#path(id), { mode: 0o711 });
-    await mkdir(this.#path(id, "mnt"), { mode: 0o711 });
-    for (const key of bindsOf(labels.fileView)) {
-      const target = this.#path(id, ...BINDS[key]);
-      await mkdir(target, { mode: 0o700 });
-      await run(
-        "mount",
-        ["--no-canonicalize", "--bind", `/proc/${process.pid}/fd/${dirs[key].fd}`, target],
-        { timeout: MOUNT_TIMEOUT_MS },
-      );
-    }
-    await writeFile(this.#path(id, LABELS_FILE), JSON.stringify(sandboxLabels(labels)), {
-      mode: 0o600,
-    });
+    const binds = bindsOf(labels.fileView);
+    // The labels before any mount: a generation with labels and not every mount is
+    // recognisable (not mounted(), so not running) and removed; one with mounts and no
+    // labels would be invisible to list().
+    await settleAll([
+      writeFile(this.#path(id, LABELS_FILE), JSON.stringify(sandboxLabels(labels)), {
+        mode: 0o600,
+      }),
+      mkdir(this.#path(id, "mnt"), { mode: 0o711 }),
+    ]);
     const owner = `uid=${SANDBOX_UID},gid=${SANDBOX_GID}`;
-    // After the binds: a half-made generation is recognisable (not mounted()) and removed.
-    await mountTmpfs(
-      this.#path(id, "tmp"),
-      `size=${this.#deps.limits.tmpSizeBytes},mode=1777,${owner}`,
-    );
-    await mountTmpfs(
-      this.#path(id, "home"),
-      `size=${this.#deps.limits.homeSizeBytes},mode=0700,${owner}`,
-    );
-    // Last: every exec of the generation joins this namespace (sandbox-userns.ts says why).
-    const nsOwner = await createSandboxUserns(
-      this.#path(id, USERNS_FILE),
-      AbortSignal.timeout(USERNS_TIMEOUT_MS),
-    );
-    await writeFile(this.#path(id, USERNS_OWNER_FILE), String(nsOwner), { mode: 0o600 });
+    const { mounts } = this.#deps;
+    // The mounts and the user namespace do not depend on each other: made at once, each
+    // waiting only for its own mount point (decision 0061). Every one settles before a
+    // failure is reported, so the caller's remove() never races a mount still in flight.
+    await settleAll([
+      ...binds.map(async (key) => {
+        const target = this.#path(id, ...BINDS[key]);
+        await mkdir(target, { mode: 0o700 });
+        mounts.bind(`/proc/self/fd/${dirs[key].fd}`, target);
+      }),
+      // nosuid,nodev (HostMounts.tmpfs): nothing on them can gain privileges or reach a
+      // device. exec stays allowed: agents run what they build under /tmp and ~ (as in
+      // the container tier).
+      mountTmpfs(
+        mounts,
+        this.#path(id, "tmp"),
+        `size=${this.#deps.limits.tmpSizeBytes},mode=1777,${owner}`,
+      ),
+      mountTmpfs(
+        mounts,
+        this.#path(id, "home"),
+        `size=${this.#deps.limits.homeSizeBytes},mode=0700,${owner}`,
+      ),
+      // Every exec of the generation joins this namespace (sandbox-userns.ts says why);
+      // its owner file last, so open() sees an owner only for a pinned namespace.
+      (async () => {
+        const nsOwner = await createSandboxUserns(
+          this.#path(id, USERNS_FILE),
+          mounts,
+          AbortSignal.timeout(USERNS_TIMEOUT_MS),
+        );
+        await writeFile(this.#path(id, USERNS_OWNER_FILE), String(nsOwner), { mode: 0o600 });
+      })(),
+    ]);
   }
 
   async labels(id: string): Promise<LabelSource | undefined> {
@@ -146,10 +165,17 @@ export class GenerationDirs {
     }
   }
 
-  /** Every mount still in place (a reboot or a manual umount ends the generation). */
-  async mounted(id: string, fileView: FileView): Promise<boolean> {
-    const points = await mountPoints();
-    return mountsOf(fileView).every((parts) => points.has(this.#path(id, ...parts)));
+  /**
+   * The generation's labels, and whether every mount of its view is still in place (a
+   * reboot or a manual umount ends the generation); both read at once.
+   */
+  async state(id: string): Promise<{ labels: LabelSource; mounted: boolean } | undefined> {
+    const [labels, points] = await Promise.all([this.labels(id), mountPoints()]);
+    if (!labels) return undefined;
+    const mounted = mountsOf(labels.fileView).every((parts) =>
+      points.has(this.#path(id, ...parts)),
+    );
+    return { labels, mounted };
   }
 
   /**
@@ -163,35 +189,50 @@ export class GenerationDirs {
     fileView: FileView,
   ): Promise<OpenedGeneration | undefined> {
     const opened: FileHandle[] = [];
-    const openBelow = async (parts: readonly string[]) => {
-      const dir = await openDirBeneath(this.#deps.stateDir, [id, ...parts]);
-      if (dir.ok) opened.push(dir.handle);
-      return dir.ok ? dir.handle : undefined;
-    };
-    try {
-      const workspace = await openBelow(BINDS.workspace);
-      const skills = await openBelow(BINDS.skills);
-      const tmp = await openBelow(TMPFS.tmp);
-      const home = await openBelow(TMPFS.home);
-      const workdir = fileView === "workdir" ? await openBelow(BINDS.workdir) : undefined;
-      if (!workspace || !skills || !tmp || !home) return undefined;
-      if (fileView === "workdir" && !workdir) return undefined;
-      for (const name of HOME_MOUNT_POINTS) {
-        const path = `/proc/self/fd/${home.fd}/${name}`;
-        const found = await lstat(path).catch(() => undefined);
-        if (found?.isDirectory()) continue;
-        if (found) await rm(path, { recursive: true, force: true });
-        await mkdir(path, { mode: 0o755 });
-        await chown(path, SANDBOX_UID, SANDBOX_GID);
-      }
-      const owner = Number(
-        await readFile(this.#path(id, USERNS_OWNER_FILE), "utf8").catch(() => ""),
+    // Every open settles before any result is judged, so none is left open unseen.
+    let failure: { error: unknown } | undefined;
+    const settle = (promise: Promise<FileHandle | undefined>) =>
+      promise.then(
+        (handle) => {
+          if (handle) opened.push(handle);
+          return handle;
+        },
+        (error: unknown) => {
+          failure ??= { error };
+          return undefined;
+        },
       );
+    const openBelow = (parts: readonly string[]) =>
+      settle(
+        openDirBeneath(this.#deps.stateDir, [id, ...parts]).then((dir) =>
+          dir.ok ? dir.handle : undefined,
+        ),
+      );
+    try {
+      // Independent opens, all at once: each is a thread-pool round trip, and on a
+      // loaded host every sequential one costs a scheduling delay (decision 0028).
+      const [workspace, skills, tmp, home, workdir, ownerText, ns, runtime] = await Promise.all([
+        openBelow(BINDS.workspace),
+        openBelow(BINDS.skills),
+        openBelow(TMPFS.tmp),
+        openBelow(TMPFS.home),
+        fileView === "workdir" ? openBelow(BINDS.workdir) : undefined,
+        readFile(this.#path(id, USERNS_OWNER_FILE), "utf8").catch(() => ""),
+        // Absent: the generation is gone (undefined, like a missing bind).
+        settle(
+          open(this.#path(id, USERNS_FILE), constants.O_RDONLY | constants.O_NOFOLLOW).catch(
+            () => undefined,
+          ),
+        ),
+        settle(open(runtimeDir, constants.O_RDONLY | constants.O_DIRECTORY)),
+      ]);
+      if (failure) throw failure.error;
+      if (!runtime) throw new Error(`the Runtime Assets directory ${runtimeDir} cannot be opened`);
+      if (!workspace || !skills || !tmp || !home || !ns) return undefined;
+      if (fileView === "workdir" && !workdir) return undefined;
+      const owner = Number(ownerText);
       if (!Number.isInteger(owner) || owner <= SANDBOX_UID) return undefined;
-      const ns = await open(this.#path(id, USERNS_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
-      opened.push(ns);
-      const runtime = await open(runtimeDir, constants.O_RDONLY | constants.O_DIRECTORY);
-      opened.push(runtime);
+      await Promise.all(HOME_MOUNT_POINTS.map((name) => remakeMountPoint(home, name)));
       const handles = { workspace, skills, runtime, tmp, home, ...(workdir ? { workdir } : {}) };
       opened.length = 0;
       return {
@@ -236,6 +277,16 @@ export class GenerationDirs {
   }
 }
 
+/** A bind's mount point inside home, made again (0755, 1000:1000) unless it is a directory. */
+async function remakeMountPoint(home: FileHandle, name: string): Promise<void> {
+  const path = `/proc/self/fd/${home.fd}/${name}`;
+  const found = await lstat(path).catch(() => undefined);
+  if (found?.isDirectory()) return;
+  if (found) await rm(path, { recursive: true, force: true });
+  await mkdir(path, { mode: 0o755 });
+  await chown(path, SANDBOX_UID, SANDBOX_GID);
+}
+
 /** Mount points of agent-host's mount namespace (/proc/self/mountinfo field 5, unescaped). */
 async function mountPoints(): Promise<Set<string>> {
   const text = await readFile("/proc/self/mountinfo", "utf8");
@@ -251,11 +302,14 @@ async function mountPoints(): Promise<Set<string>> {
   }
   return points;
 }
-async function mountTmpfs(path: string, options: string): Promise<void> {
+async function mountTmpfs(mounts: HostMounts, path: string, options: string): Promise<void> {
   await mkdir(path, { mode: 0o700 });
-  // nosuid,nodev: nothing on it can gain privileges or reach a device. exec stays
-  // allowed: agents run what they build under /tmp and ~ (as in the container tier).
-  await run("mount", ["-t", "tmpfs", "-o", `nosuid,nodev,${options}`, "tmpfs", path], {
-    timeout: MOUNT_TIMEOUT_MS,
-  });
+  mounts.tmpfs(path, options);
+}
+
+/** Waits for every promise; then throws the first failure, if any. */
+async function settleAll(promises: Array<Promise<unknown>>): Promise<void> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((s) => s.status === "rejected");
+  if (failed) throw failed.reason;
 }

@@ -19,6 +19,7 @@ import { openMountDirs } from "../open-mount-dirs.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
 import { GenerationDirs } from "./generation-dirs.ts";
+import type { HostMounts } from "./host-mounts.ts";
 import { runProcessExec } from "./process-exec.ts";
 import type { CgroupLimits, SandboxCgroups } from "./sandbox-cgroups.ts";
 
@@ -32,8 +33,10 @@ export type ProcessDriverDeps = {
   runtimeDir: string;
   cgroups: SandboxCgroups;
   /** Host tools, resolved by preflight (absolute paths). */
-  tools: { sh: string; setpriv: string; bwrap: string };
+  tools: { sh: string; bwrap: string };
   seccompFilter: Buffer;
+  /** mount(2) for the generations' binds and tmpfs (preflight binds it). */
+  mounts: HostMounts;
   limits: CgroupLimits & { tmpSizeBytes: number; homeSizeBytes: number };
   config: Pick<SandboxConfig, "execTimeoutMs" | "maxOutputBytesPerStream" | "killGraceMs">;
 };
@@ -51,7 +54,11 @@ export class ProcessDriver implements SandboxDriver {
 
   constructor(deps: ProcessDriverDeps) {
     this.#deps = deps;
-    this.#dirs = new GenerationDirs({ stateDir: deps.stateDir, limits: deps.limits });
+    this.#dirs = new GenerationDirs({
+      stateDir: deps.stateDir,
+      mounts: deps.mounts,
+      limits: deps.limits,
+    });
   }
 
   async create(spec: SandboxSpec, signal: AbortSignal): Promise<CreateResult> {
@@ -70,8 +77,14 @@ export class ProcessDriver implements SandboxDriver {
     };
     const id = processSandboxId(spec.sandboxId, spec.generation);
     try {
-      await this.#dirs.create(id, labels, opened.dirs);
-      await this.#deps.cgroups.createSandbox(id, this.#deps.limits);
+      // Independent: made at once (decision 0061); both settle before a failure is
+      // handled, so #remove never races a half-made part.
+      const made = await Promise.allSettled([
+        this.#dirs.create(id, labels, opened.dirs),
+        this.#deps.cgroups.createSandbox(id, this.#deps.limits),
+      ]);
+      const failed = made.find((m) => m.status === "rejected");
+      if (failed) throw failed.reason;
     } catch (error) {
       await this.#remove(id).catch(() => {});
       throw error;
@@ -87,12 +100,12 @@ export class ProcessDriver implements SandboxDriver {
 
   async inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined> {
     signal.throwIfAborted();
-    const labels = await this.#dirs.labels(containerId);
-    if (!labels) return undefined;
-    const running =
-      (await this.#deps.cgroups.sandboxExists(containerId)) &&
-      (await this.#dirs.mounted(containerId, labels.fileView));
-    return { ...labels, containerId, running };
+    const [state, grouped] = await Promise.all([
+      this.#dirs.state(containerId),
+      this.#deps.cgroups.sandboxExists(containerId),
+    ]);
+    if (!state) return undefined;
+    return { ...state.labels, containerId, running: grouped && state.mounted };
   }
 
   async exec(ref: ContainerRef, request: ExecRequest, signal: AbortSignal): Promise<ExecOutcome> {
@@ -105,30 +118,30 @@ export class ProcessDriver implements SandboxDriver {
       return { ok: false, reason: "sandbox_gone" };
     }
     const env = execEnvEntries(request.env);
-    const generation = await this.#dirs.open(
-      ref.containerId,
-      this.#deps.runtimeDir,
-      current.fileView,
-    );
-    if (!generation) return { ok: false, reason: "sandbox_gone" };
     const execName = `exec-${randomBytes(6).toString("hex")}`;
+    // The generation's descriptors and the exec's cgroup do not depend on each other:
+    // made at once (decision 0028). Whichever succeeded is undone if the other did not.
+    const [opened, grouped] = await Promise.allSettled([
+      this.#dirs.open(ref.containerId, this.#deps.runtimeDir, current.fileView),
+      this.#deps.cgroups.createExec(ref.containerId, execName),
+    ]);
+    const generation = opened.status === "fulfilled" ? opened.value : undefined;
     try {
-      let cgroupProcs: string[];
-      try {
-        cgroupProcs = await this.#deps.cgroups.createExec(ref.containerId, execName);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+      if (grouped.status === "rejected") {
+        if ((grouped.reason as NodeJS.ErrnoException).code === "ENOENT") {
           return { ok: false, reason: "sandbox_gone" };
         }
-        throw error;
+        throw grouped.reason;
       }
+      if (opened.status === "rejected") throw opened.reason;
+      if (!generation) return { ok: false, reason: "sandbox_gone" };
       return await runProcessExec(
         this.#deps,
         {
           sources: generation.sources,
           mounts: generation.handles,
           userns: generation.userns,
-          cgroupProcs,
+          cgroupProcs: grouped.value,
           killTree: () => this.#deps.cgroups.kill(ref.containerId, execName),
           cwd: request.cwd ?? runtimeWorkdirPath(current.workdirPath),
           env,
@@ -140,7 +153,11 @@ export class ProcessDriver implements SandboxDriver {
         signal,
       );
     } finally {
-      await generation.close();
+      // runProcessExec removed the exec's group; before it ran, this does (idempotent).
+      if (grouped.status === "fulfilled" && (opened.status === "rejected" || !generation)) {
+        await this.#deps.cgroups.kill(ref.containerId, execName).catch(() => {});
+      }
+      await generation?.close();
     }
   }
 

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync, type Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { lstat, readFile } from "node:fs/promises";
+import { lstat, writeFile } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -17,7 +18,7 @@ import {
   bwrapArgs,
   CHILD_FD,
   type SandboxSources,
-  setprivArgs,
+  TRAMPOLINE_GO,
   TRAMPOLINE_SCRIPT,
 } from "./bwrap-args.ts";
 
@@ -29,7 +30,7 @@ export type ExecMounts = Record<Exclude<keyof SandboxSources, "workdir">, FileHa
 export type ProcessExecDeps = {
   logger: Logger;
   config: Pick<SandboxConfig, "execTimeoutMs" | "maxOutputBytesPerStream" | "killGraceMs">;
-  tools: { sh: string; setpriv: string; bwrap: string };
+  tools: { sh: string; bwrap: string };
   seccompFilter: Buffer;
 };
 
@@ -38,7 +39,7 @@ export type ProcessExecTarget = {
   mounts: ExecMounts;
   /** The generation's user namespace and the host uid owning it (sandbox-userns.ts). */
   userns: { handle: FileHandle; owner: number };
-  /** cgroup.procs files the trampoline joins before it becomes bwrap. */
+  /** cgroup.procs files agent-host puts the trampoline in before it may become bwrap. */
   cgroupProcs: string[];
   /** Kills everything in the exec's cgroup (its whole process tree) and removes the group. */
   killTree(): Promise<{ survivors: number }>;
@@ -84,10 +85,6 @@ export async function runProcessExec(
       "-c",
       TRAMPOLINE_SCRIPT,
       "sh",
-      String(target.cgroupProcs.length),
-      ...target.cgroupProcs,
-      deps.tools.setpriv,
-      ...setprivArgs(target.userns.owner),
       deps.tools.bwrap,
       ...bwrapArgs({
         sources: target.sources,
@@ -98,7 +95,7 @@ export async function runProcessExec(
       }),
     ],
     {
-      // Order is CHILD_FD's: 3 seccomp, 4 status, 5 block, 6 the user namespace.
+      // Order is CHILD_FD's: 3 seccomp, 4 status, 5 block, 6 the user namespace, 7 go.
       stdio: [
         hasStdin ? "pipe" : "ignore",
         "pipe",
@@ -107,8 +104,12 @@ export async function runProcessExec(
         "pipe",
         "pipe",
         target.userns.handle.fd,
+        "pipe",
       ],
       env: {},
+      // The namespace's owner, no supplementary group (TRAMPOLINE_SCRIPT says why).
+      uid: target.userns.owner,
+      gid: target.userns.owner,
     },
   );
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
@@ -128,9 +129,13 @@ export async function runProcessExec(
   child.stdout?.on("data", (chunk: Buffer) => stdout.push(chunk));
   child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk));
   const pipe = (i: number) => child.stdio[i] as Readable & Writable;
+  // What each mount must be, read while bwrap sets up (it does not depend on bwrap).
+  const expected = expectedMounts(mounts, target.workdirTarget);
+  expected.catch(() => {});
   pipe(3).end(deps.seccompFilter);
   pipe(3).on("error", () => {});
   pipe(5).on("error", () => {});
+  pipe(CHILD_FD.go).on("error", () => {});
 
   let stopReason: "timed_out" | "cancelled" | undefined;
   const stopped = new AbortController();
@@ -143,23 +148,35 @@ export async function runProcessExec(
     stopped.abort();
   };
   signal.addEventListener("abort", onAbort, { once: true });
+  // Resolves at once when the exec was already stopped: an abort listener added after the
+  // abort never fires, and before the go-ahead nothing else would end the wait.
   const stoppedOrExited = <T>(promise: Promise<T>) =>
-    Promise.race([
-      promise,
-      exited.then(() => undefined),
-      new Promise<undefined>((resolve) =>
-        stopped.signal.addEventListener("abort", () => resolve(undefined), { once: true }),
-      ),
-    ]);
+    stopped.signal.aborted
+      ? Promise.resolve(undefined)
+      : Promise.race([
+          promise,
+          exited.then(() => undefined),
+          new Promise<undefined>((resolve) =>
+            stopped.signal.addEventListener("abort", () => resolve(undefined), { once: true }),
+          ),
+        ]);
 
   try {
+    if (child.pid !== undefined) {
+      // The trampoline waits for this: from here on it and all it starts are the exec's.
+      const pid = String(child.pid);
+      const joined = Promise.all(target.cgroupProcs.map((file) => writeFile(file, pid)));
+      joined.catch(() => {});
+      await stoppedOrExited(joined);
+      if (stopReason === undefined) pipe(CHILD_FD.go).end(TRAMPOLINE_GO);
+    }
     const reported = await stoppedOrExited(readChildPid(pipe(4)));
     const childPid =
       reported === undefined
         ? undefined
         : await stoppedOrExited(waitUntilBlocked(reported, stopped.signal));
     if (childPid !== undefined && stopReason === undefined) {
-      const wrong = await firstWrongMount(childPid, mounts, target.workdirTarget);
+      const wrong = await firstWrongMount(childPid, await expected);
       if (wrong !== undefined) {
         await target.killTree();
         throw new MountVerificationError(
@@ -185,10 +202,11 @@ export async function runProcessExec(
       return finish("exited", exitCodeOf(outcome));
     }
     await sweep(deps.logger, target);
-    await raceTimeout(exited, deps.config.killGraceMs);
+    await endChild(child, exited, deps.config.killGraceMs);
     return finish(stopReason ?? "cancelled", null);
   } catch (error) {
     await sweep(deps.logger, target).catch(() => {});
+    await endChild(child, exited, deps.config.killGraceMs);
     if ((error as NodeJS.ErrnoException).code === "ENOENT" && !child.pid) {
       throw new Error(`cannot run ${deps.tools.sh}: the process tier's host tools are missing`);
     }
@@ -232,7 +250,9 @@ async function waitUntilBlocked(pid: number, stop: AbortSignal): Promise<number 
     `^${READ_SYSCALL[process.arch] ?? 0} 0x${CHILD_FD.block.toString(16)} `,
   );
   while (!stop.aborted) {
-    const text = await readFile(`/proc/${pid}/syscall`, "utf8").catch(() => undefined);
+    // Read synchronously: a procfs file the kernel fills in microseconds, never disk I/O.
+    // A thread-pool round trip per poll cost a scheduling delay each (decision 0028).
+    const text = readProcFile(`/proc/${pid}/syscall`);
     if (text === undefined) return undefined;
     if (blocked.test(text)) return pid;
     await sleep(SETUP_POLL_MS);
@@ -240,38 +260,69 @@ async function waitUntilBlocked(pid: number, stop: AbortSignal): Promise<number 
   return undefined;
 }
 
+function readProcFile(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
 const READ_SYSCALL: Partial<Record<NodeJS.Architecture, number>> = { x64: 0, arm64: 63 };
+
+type ExpectedMount = { target: string; stat: Stats | undefined };
+
+/** Device and inode of every descriptor that was bound, with its mount point. */
+async function expectedMounts(
+  mounts: ExecMounts,
+  workdirTarget: string | undefined,
+): Promise<ExpectedMount[]> {
+  const checks: Array<readonly [string, FileHandle | undefined]> = MOUNT_CHECKS.map(
+    ([target, key]) => [target, mounts[key]] as const,
+  );
+  if (workdirTarget !== undefined) checks.push([workdirTarget, mounts.workdir]);
+  return Promise.all(
+    checks.map(async ([target, handle]) => ({ target, stat: await handle?.stat() })),
+  );
+}
 
 /**
  * Stats each mount point through the sandbox's own root (as root on the host, via
  * /proc/<pid>/root) without following a final symlink, and compares device and inode
  * with the descriptor that was bound: a bind redirected by any path trick shows up here.
+ * All at once: independent lstat()s (decision 0028).
  */
 async function firstWrongMount(
   pid: number,
-  mounts: ExecMounts,
-  workdirTarget: string | undefined,
+  expected: ExpectedMount[],
 ): Promise<string | undefined> {
-  const checks: Array<readonly [string, FileHandle]> = MOUNT_CHECKS.map(
-    ([target, key]) => [target, mounts[key]] as const,
+  const found = await Promise.all(
+    expected.map(({ target }) => lstat(`/proc/${pid}/root${target}`).catch(() => undefined)),
   );
-  if (workdirTarget !== undefined) {
-    if (!mounts.workdir) return workdirTarget;
-    checks.push([workdirTarget, mounts.workdir]);
-  }
-  for (const [target, handle] of checks) {
-    const [inside, expected] = await Promise.all([
-      lstat(`/proc/${pid}/root${target}`).catch(() => undefined),
-      handle.stat(),
-    ]);
-    if (!inside || inside.dev !== expected.dev || inside.ino !== expected.ino) return target;
-  }
-  return undefined;
+  return expected.find(({ stat }, i) => {
+    const inside = found[i];
+    return !stat || !inside || inside.dev !== stat.dev || inside.ino !== stat.ino;
+  })?.target;
 }
 
 async function sweep(logger: Logger, target: ProcessExecTarget): Promise<void> {
   const report = await target.killTree();
   if (report.survivors > 0) logger.error(report, "exec processes survived SIGKILL");
+}
+
+/**
+ * The exec's own first process (the trampoline, or bwrap after it) when the exec ends
+ * early: before the go-ahead it is in no exec cgroup, so the sweep cannot reach it. Killed
+ * and awaited, so nothing of the exec is left when the exec returns (bwrap's sandbox
+ * child, if any, is in the cgroup the sweep emptied, and dies with its parent anyway).
+ */
+async function endChild(
+  child: ChildProcess,
+  exited: Promise<unknown>,
+  graceMs: number,
+): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await raceTimeout(exited, graceMs);
 }
 
 function exitCodeOf(outcome: { code: number | null; signal: NodeJS.Signals | null }): number {

@@ -1,21 +1,27 @@
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
-import { access, readFile, realpath } from "node:fs/promises";
+import { access, readFile, realpath, stat } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
+import { createHostMounts, type HostMounts } from "./host-mounts.ts";
 import { detectCgroups, type SandboxCgroups } from "./sandbox-cgroups.ts";
 import { buildSeccompFilter, seccompSupported } from "./seccomp-filter.ts";
 
 const run = promisify(execFile);
 const PROBE_TIMEOUT_MS = 10_000;
+/** Mode bits (stat(2)); node:fs does not export them. */
+const S_ISUID = 0o4000;
+const S_ISGID = 0o2000;
 /** --bind-fd, --disable-userns, --json-status-fd and --block-fd are all in 0.8. */
 const MIN_BWRAP = [0, 8, 0] as const;
 
 export type ProcessTierParts = {
-  tools: { sh: string; setpriv: string; bwrap: string };
+  tools: { sh: string; bwrap: string };
   bwrapVersion: string;
   cgroups: SandboxCgroups;
   seccompFilter: Buffer;
+  /** mount(2) through glibc, for the generations' binds and tmpfs. */
+  mounts: HostMounts;
   /** Canonical: mount points are compared with /proc/self/mountinfo. */
   stateDir: string;
 };
@@ -25,7 +31,7 @@ export type ProcessPreflight =
   | { ready: false; missing: string };
 
 export type ProcessPreflightInput = {
-  /** PATH searched for bwrap, setpriv and sh (tests remove a tool by narrowing it). */
+  /** PATH searched for bwrap and sh (tests remove a tool by narrowing it). */
   path?: string;
   stateDir: string;
   /** Name of the cgroup parent group of this node's process sandboxes. */
@@ -50,10 +56,10 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
     };
   }
   const tools: Partial<ProcessTierParts["tools"]> = {};
-  for (const name of ["bwrap", "setpriv", "sh"] as const) {
+  for (const name of ["bwrap", "sh"] as const) {
     const found = await which(name, path);
     if (!found) {
-      const pkg = { bwrap: "bubblewrap", setpriv: "util-linux", sh: "dash" }[name];
+      const pkg = { bwrap: "bubblewrap", sh: "dash" }[name];
       return {
         ready: false,
         missing: `${name} is not on PATH: install Debian's ${pkg} (scripts/ensure-system.sh does)`,
@@ -62,6 +68,8 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
     tools[name] = found;
   }
   const complete = tools as ProcessTierParts["tools"];
+  const setid = await setidProblem(complete.bwrap);
+  if (setid) return { ready: false, missing: setid };
   const version = await run(complete.bwrap, ["--version"], { timeout: PROBE_TIMEOUT_MS }).then(
     (r) => r.stdout.trim(),
     (e: Error) => `unknown (${e.message})`,
@@ -106,6 +114,15 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
   } finally {
     await cgroups.cgroups.kill(probe).catch(() => {});
   }
+  let mounts: HostMounts;
+  try {
+    mounts = createHostMounts();
+  } catch (error) {
+    return {
+      ready: false,
+      missing: `glibc's mount(2) cannot be bound (${(error as Error).message})`,
+    };
+  }
   const seccompFilter = buildSeccompFilter();
   const smoke = await smokeSandbox(complete, seccompFilter);
   if (smoke) return { ready: false, missing: smoke };
@@ -118,10 +135,23 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
       bwrapVersion: version,
       cgroups: cgroups.cgroups,
       seccompFilter,
+      mounts,
       stateDir: await realpath(input.stateDir),
     },
     detail: `${version}, cgroup ${cgroups.cgroups.version}`,
   };
+}
+
+/**
+ * bwrap is started as an unprivileged uid without no_new_privs set beforehand (it sets it
+ * itself, before it makes the sandbox): a setuid or setgid bwrap would run privileged
+ * (bubblewrap's other mode, which this tier does not use), so it is refused. A bwrap
+ * with file capabilities refuses to run by itself, which the smoke sandbox catches.
+ */
+async function setidProblem(bwrap: string): Promise<string | undefined> {
+  const { mode } = await stat(bwrap);
+  if ((mode & (S_ISUID | S_ISGID)) === 0) return undefined;
+  return `${bwrap} is setuid or setgid: the process tier runs bubblewrap unprivileged; install Debian's bubblewrap (not setuid) or chmod u-s,g-s it`;
 }
 
 /** Unprivileged user namespaces: the kernel switches and AppArmor's restriction (Ubuntu 23.10+). */
@@ -156,14 +186,8 @@ async function smokeSandbox(
   const bwrapDir = (await realpath(tools.bwrap)).replace(/\/[^/]+$/, "");
   return new Promise((resolve) => {
     const child = spawn(
-      tools.setpriv,
+      tools.bwrap,
       [
-        "--reuid=1000",
-        "--regid=1000",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--no-new-privs",
-        tools.bwrap,
         "--unshare-user",
         "--unshare-pid",
         "--unshare-ipc",
@@ -185,7 +209,14 @@ async function smokeSandbox(
         join(bwrapDir, "bwrap"),
         "--version",
       ],
-      { stdio: ["ignore", "ignore", "pipe", "pipe"], env: {}, timeout: PROBE_TIMEOUT_MS },
+      {
+        stdio: ["ignore", "ignore", "pipe", "pipe"],
+        env: {},
+        timeout: PROBE_TIMEOUT_MS,
+        // As the exec trampoline starts it: a plain uid, no supplementary group.
+        uid: 1000,
+        gid: 1000,
+      },
     );
     let stderr = "";
     child.stderr?.on("data", (c: Buffer) => {

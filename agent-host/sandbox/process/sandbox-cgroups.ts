@@ -93,20 +93,35 @@ class CgroupsV1 implements SandboxCgroups {
   }
 
   async createSandbox(sandbox: string, limits: CgroupLimits): Promise<void> {
-    for (const c of V1_CONTROLLERS) await mkdir(this.#dir(c, sandbox), { recursive: true });
-    const memory = this.#dir("memory", sandbox);
-    await writeFile(join(memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
-    // memory+swap equal to memory: no swap, so the limit is real (where swap
-    // accounting is compiled in; without it there is no swap to account).
-    await writeFile(join(memory, "memory.memsw.limit_in_bytes"), String(limits.memoryBytes)).catch(
-      (e: NodeJS.ErrnoException) => {
-        if (e.code !== "ENOENT") throw e;
-      },
-    );
-    await writeFile(join(this.#dir("pids", sandbox), "pids.max"), String(limits.pidsLimit));
-    const cpu = this.#dir("cpu", sandbox);
-    await writeFile(join(cpu, "cpu.cfs_period_us"), String(CPU_PERIOD_US));
-    await writeFile(join(cpu, "cpu.cfs_quota_us"), String(quotaUs(limits.nanoCpus)));
+    // The three controllers are independent hierarchies: each is made and limited at once
+    // (decision 0061); within one, the writes keep their order.
+    const memory = async () => {
+      const dir = this.#dir("memory", sandbox);
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, "memory.limit_in_bytes"), String(limits.memoryBytes));
+      // memory+swap equal to memory: no swap, so the limit is real (where swap
+      // accounting is compiled in; without it there is no swap to account). After the
+      // memory limit: the kernel refuses a memsw limit below it.
+      await writeFile(join(dir, "memory.memsw.limit_in_bytes"), String(limits.memoryBytes)).catch(
+        (e: NodeJS.ErrnoException) => {
+          if (e.code !== "ENOENT") throw e;
+        },
+      );
+    };
+    const pids = async () => {
+      const dir = this.#dir("pids", sandbox);
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, "pids.max"), String(limits.pidsLimit));
+    };
+    const cpu = async () => {
+      const dir = this.#dir("cpu", sandbox);
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, "cpu.cfs_period_us"), String(CPU_PERIOD_US));
+      await writeFile(join(dir, "cpu.cfs_quota_us"), String(quotaUs(limits.nanoCpus)));
+    };
+    const made = await Promise.allSettled([memory(), pids(), cpu()]);
+    const failed = made.find((m) => m.status === "rejected");
+    if (failed) throw failed.reason;
   }
 
   async sandboxExists(sandbox: string): Promise<boolean> {
@@ -114,13 +129,15 @@ class CgroupsV1 implements SandboxCgroups {
   }
 
   async createExec(sandbox: string, exec: string): Promise<string[]> {
-    const files: string[] = [];
-    for (const c of V1_CONTROLLERS) {
-      const dir = this.#dir(c, sandbox, exec);
-      await mkdir(dir);
-      files.push(join(dir, "cgroup.procs"));
+    // One group per controller, made at once (decision 0028); a half-made set is removed.
+    const dirs = V1_CONTROLLERS.map((c) => this.#dir(c, sandbox, exec));
+    const made = await Promise.allSettled(dirs.map((dir) => mkdir(dir)));
+    const failed = made.find((m) => m.status === "rejected");
+    if (failed) {
+      await Promise.all(dirs.map((dir) => removeTree(dir).catch(() => {})));
+      throw failed.reason;
     }
-    return files;
+    return dirs.map((dir) => join(dir, "cgroup.procs"));
   }
 
   pids(sandbox: string, exec?: string): Promise<number[]> {
@@ -131,7 +148,7 @@ class CgroupsV1 implements SandboxCgroups {
   async kill(sandbox: string, exec?: string): Promise<{ survivors: number }> {
     const names = [sandbox, ...(exec ? [exec] : [])];
     const survivors = await killTree(this.#dir("pids", ...names));
-    for (const c of V1_CONTROLLERS) await removeTree(this.#dir(c, ...names));
+    await Promise.all(V1_CONTROLLERS.map((c) => removeTree(this.#dir(c, ...names))));
     return { survivors };
   }
 
@@ -220,12 +237,15 @@ async function subgroups(dir: string): Promise<string[]> {
 }
 
 async function treePids(dir: string): Promise<number[]> {
-  const text = await readFile(join(dir, "cgroup.procs"), "utf8").catch(() => "");
+  const [text, children] = await Promise.all([
+    readFile(join(dir, "cgroup.procs"), "utf8").catch(() => ""),
+    subgroups(dir),
+  ]);
   const own = text
     .split("\n")
     .filter((line) => line !== "")
     .map(Number);
-  const nested = await Promise.all((await subgroups(dir)).map((name) => treePids(join(dir, name))));
+  const nested = await Promise.all(children.map((name) => treePids(join(dir, name))));
   return [...own, ...nested.flat()];
 }
 
@@ -248,7 +268,19 @@ async function killTree(dir: string): Promise<number> {
 }
 
 async function removeTree(dir: string): Promise<void> {
-  for (const name of await subgroups(dir)) await removeTree(join(dir, name));
+  // rmdir first: an exec's group has no child group (nothing inside can write cgroupfs),
+  // so one round trip instead of a listing and then the rmdir (decision 0061). EBUSY
+  // means child groups: those go first, then the rmdir again.
+  const removed = await rmdir(dir).then(
+    () => true,
+    (e: NodeJS.ErrnoException) => {
+      if (e.code === "ENOENT") return true;
+      if (e.code === "EBUSY" || e.code === "ENOTEMPTY") return false;
+      throw e;
+    },
+  );
+  if (removed) return;
+  await Promise.all((await subgroups(dir)).map((name) => removeTree(join(dir, name))));
   await rmdir(dir).catch((e: NodeJS.ErrnoException) => {
     if (e.code !== "ENOENT") throw e;
   });

@@ -1,9 +1,9 @@
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
-import { promisify } from "node:util";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
+import type { HostMounts } from "./host-mounts.ts";
 
 /**
  * Host uids that own sandbox user namespaces: a random one per generation, from a range
@@ -14,12 +14,12 @@ import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
 const OWNER_UID_MIN = 2 ** 30;
 const OWNER_UID_MAX = 2 ** 31 - 2;
 const HOLDER_TIMEOUT_MS = 10_000;
-const run = promisify(execFile);
-/** util-linux's setpriv and unshare, by name (like mount and umount), on a fixed PATH. */
+/** util-linux's unshare, by name (like umount), on a fixed PATH. */
 const HOLDER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
- * The holder: `unshare --user --keep-caps` as the owner uid makes the namespace and keeps
+ * The holder: `unshare --user --keep-caps`, started as the owner uid (Node's spawn
+ * uid/gid: no supplementary group, no host capability), makes the namespace and keeps
  * the capabilities it has there across the exec of `sh` (ambient), which uses them once to
  * forbid nested user namespaces, prints `ready`, then waits for stdin to close while root
  * writes the maps and pins the namespace.
@@ -48,30 +48,21 @@ const HOLDER_SCRIPT =
  * the namespace replaces bwrap's --disable-userns (which 0.8 allows only with
  * --unshare-user): nothing in the sandbox can make a namespace of its own.
  */
-export async function createSandboxUserns(nsFile: string, signal: AbortSignal): Promise<number> {
+export async function createSandboxUserns(
+  nsFile: string,
+  mounts: HostMounts,
+  signal: AbortSignal,
+): Promise<number> {
   const owner = randomInt(OWNER_UID_MIN, OWNER_UID_MAX);
   await writeFile(nsFile, "", { mode: 0o600 });
-  const holder = spawn(
-    "setpriv",
-    [
-      `--reuid=${owner}`,
-      `--regid=${owner}`,
-      "--clear-groups",
-      "unshare",
-      "--user",
-      "--keep-caps",
-      "--",
-      "sh",
-      "-c",
-      HOLDER_SCRIPT,
-    ],
-    {
-      stdio: ["pipe", "pipe", "pipe"],
-      env: { PATH: HOLDER_PATH },
-      signal,
-      timeout: HOLDER_TIMEOUT_MS,
-    },
-  );
+  const holder = spawn("unshare", ["--user", "--keep-caps", "--", "sh", "-c", HOLDER_SCRIPT], {
+    uid: owner,
+    gid: owner,
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { PATH: HOLDER_PATH },
+    signal,
+    timeout: HOLDER_TIMEOUT_MS,
+  });
   const exited = new Promise<number | null>((resolve) => holder.once("close", resolve));
   const stderr: string[] = [];
   holder.stderr.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
@@ -93,11 +84,7 @@ export async function createSandboxUserns(nsFile: string, signal: AbortSignal): 
     // could map only its own uid.
     await writeFile(`/proc/${pid}/uid_map`, `${SANDBOX_UID} ${SANDBOX_UID} 1\n`);
     await writeFile(`/proc/${pid}/gid_map`, `${SANDBOX_GID} ${SANDBOX_GID} 1\n`);
-    await run("mount", ["--bind", `/proc/${pid}/ns/user`, nsFile], {
-      env: { PATH: HOLDER_PATH },
-      signal,
-      timeout: HOLDER_TIMEOUT_MS,
-    });
+    mounts.bind(`/proc/${pid}/ns/user`, nsFile);
     holder.stdin.end();
     const code = await exited;
     if (code !== 0) throw new Error(`the user namespace holder exited with ${code}`);

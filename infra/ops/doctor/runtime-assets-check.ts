@@ -1,3 +1,4 @@
+import { bwrapAssetProber } from "../../../agent-host/runtime/bwrap-asset-prober.ts";
 import { verifyRuntimeAssets } from "../../../agent-host/runtime/runtime-assets.ts";
 import { type DoctorResult, fail, ok, within } from "./doctor-check.ts";
 
@@ -11,7 +12,11 @@ export const RUNTIME_ASSETS_CHECK_TIMEOUT_MS = 5 * 60_000;
 export function runtimeAssetsCheck(treeDir: string): Promise<DoctorResult> {
   const name = "runtime assets";
   return within(name, RUNTIME_ASSETS_CHECK_TIMEOUT_MS, async (signal) => {
-    const report = await verifyRuntimeAssets({ treeDir, bwrap: "bwrap", signal });
+    const report = await verifyRuntimeAssets({
+      treeDir,
+      prober: bwrapAssetProber("bwrap"),
+      signal,
+    });
     const broken = report.assets.filter((a) => !a.ready);
     if (report.error !== undefined) return fail(name, `${treeDir}: ${report.error}`);
     if (broken.length === 0) {

@@ -153,6 +153,13 @@ export interface paths {
     /** Replace a user's overrides; fields left out take the defaults (admin only) */
     put: operations["putUserLimits"];
   };
+  "/v1/usage": {
+    /**
+     * The caller's workspace usage and runs against their limits
+     * @description Bytes and inodes are the data plane's quota accounting for the caller's UserWorkspace (the figure its writes are checked against; at most a few seconds old, see docs/decisions/0049); runs are counted in Postgres.
+     */
+    get: operations["getUsage"];
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -1136,6 +1143,18 @@ export interface components {
       max_concurrent_runs?: number;
       /** @description API requests per minute (token bucket); more get 429 with Retry-After. */
       requests_per_minute?: number;
+    };
+    /** @description The caller's usage against the limits in force. */
+    Usage: {
+      /** @description Bytes of regular files in the caller's UserWorkspace, as the data plane's quota accounting counts them (at most a few seconds old). */
+      workspace_bytes: number;
+      /** @description Files, directories and links in the UserWorkspace, its root included. */
+      workspace_inodes: number;
+      /** @description The caller's runs executing now (root runs, across all nodes). */
+      running_runs: number;
+      /** @description The caller's runs waiting to start (root runs). */
+      queued_runs: number;
+      limits: components["schemas"]["UserLimits"];
     };
   };
   responses: never;
@@ -2993,6 +3012,44 @@ export interface operations {
       };
       /** @description The caller is not an admin. */
       403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * The caller's workspace usage and runs against their limits
+   * @description Bytes and inodes are the data plane's quota accounting for the caller's UserWorkspace (the figure its writes are checked against; at most a few seconds old, see docs/decisions/0049); runs are counted in Postgres.
+   */
+  getUsage: {
+    responses: {
+      /** @description Usage */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Usage"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

@@ -64,6 +64,11 @@ export const agentRuns = pgTable(
     // run, so the node that claims it continues the submission's trace
     // (docs/decisions/0034). Null when tracing is off.
     traceContext: jsonb("trace_context").$type<Record<string, string>>(),
+    // The X-Request-Id of the API request that submitted the run (not `request_id`, which
+    // is the `requests` row): the agent-host binds it into every log line of the run, on
+    // whichever node and delivery claims it (docs/decisions/0059). A sub-agent copies its
+    // root's. Null for runs submitted before it existed.
+    originRequestId: text("origin_request_id"),
   },
   // Annotated: messages -> agent_runs -> requests -> messages reference each other, and
   // TypeScript cannot infer a table type through that cycle.
@@ -90,6 +95,11 @@ export const agentRuns = pgTable(
     }),
     enumCheck("agent_runs_status_check", t.status, RUN_STATUSES),
     check("agent_runs_attempt_check", sql`${t.attempt} >= 0`),
+    // The API adopts a caller's id only up to 128 safe characters (shared/http/request-context.ts).
+    check(
+      "agent_runs_origin_request_id_check",
+      sql`${t.originRequestId} is null or char_length(${t.originRequestId}) between 1 and 128`,
+    ),
     check(
       "agent_runs_request_check",
       sql`${t.parentRunId} is not null or ${t.requestId} is not null`,

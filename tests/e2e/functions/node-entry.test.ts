@@ -7,7 +7,7 @@ import { sqsClient } from "../../support/aws.ts";
 import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import type { TestDatabase } from "../../support/postgres.ts";
 import { checkCors } from "./support/check-cors.ts";
-import { driveThreadAndRun, receiveRunIds } from "./support/drive.ts";
+import { driveWithRealWorker, receiveRunIds } from "./support/drive.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
 // functions/entry/node.ts as its own process, configured only by its environment, over
@@ -19,10 +19,10 @@ const CONSOLE_ORIGIN = "https://console.example.com";
 
 let database: TestDatabase;
 let queueUrl: string;
+let vars: Record<string, string>;
 let server: ServerProcess;
 
 beforeAll(async () => {
-  let vars: Record<string, string>;
   ({ database, queueUrl, vars } = await functionsEntryEnv({
     devJwtSecret: SECRET,
     queuePrefix: "node",
@@ -53,15 +53,14 @@ afterAll(async () => {
   await database?.drop();
 });
 
-test("a thread and a run over HTTP, with live events woken by LISTEN/NOTIFY", async () => {
-  await driveThreadAndRun({
+test("a thread and a run over HTTP, executed by a real agent-host, with live events to `succeeded`", async () => {
+  await driveWithRealWorker({
     url: server.url,
     token: await mintDevToken(SECRET, "alice"),
-    database,
-    sqs: sqsClient(),
-    queueUrl,
+    functionsVars: vars,
+    nodePrefix: "node-entry",
   });
-});
+}, 180_000);
 
 test("CORS (WORKCELL_CORS_ORIGINS): the allowed origin's preflight and request; nothing for others", async () => {
   await checkCors({

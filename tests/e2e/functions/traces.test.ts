@@ -1,13 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import type { Run, Thread } from "../../../shared/contracts/index.ts";
 import { readSse } from "../../integration/functions/support/sse.ts";
 import { freePort } from "../../setup/free-port.ts";
-import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
 import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import {
   type CollectedSpan,
@@ -15,6 +12,7 @@ import {
   startOtlpCollector,
 } from "../../support/otlp-collector.ts";
 import type { TestDatabase } from "../../support/postgres.ts";
+import { type AgentHostProcess, startAgentHostProcess } from "./support/agent-host-process.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
 // Issue 15, item 2: one trace from the HTTP request that submits a run to its terminal
@@ -26,11 +24,9 @@ const SECRET = "traces-entry-secret-0123456789abcdef";
 const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
 
 let database: TestDatabase;
-let dataRoot: DataRoot;
 let collector: OtlpCollector;
 let functions: ServerProcess;
-let agentHost: ServerProcess;
-let nodeId: string;
+let agentHost: AgentHostProcess;
 
 /** The caller's own trace: the request continues it (W3C traceparent). */
 const callerTraceId = randomBytes(16).toString("hex");
@@ -52,38 +48,11 @@ beforeAll(async () => {
     queuePrefix: "traces",
     logLevel: "warn",
   }));
-  dataRoot = await freshDataRoot();
-  const dataPlanePort = await freePort();
-  const dataPlaneUrl = `http://127.0.0.1:${dataPlanePort}`;
-  const { d: _private, ...publicJwk } = JSON.parse(vars.CAPABILITY_PRIVATE_KEY ?? "{}");
-  nodeId = `traces-${dataPlanePort}`;
-  agentHost = await startServerProcess({
-    command: process.execPath,
-    args: [join(ROOT, "agent-host/main.ts")],
-    env: {
-      PATH: process.env.PATH,
-      DATABASE_URL: vars.DATABASE_URL,
-      RUN_QUEUE_URL: vars.RUN_QUEUE_URL,
-      ATTACHMENTS_BUCKET: vars.ATTACHMENTS_BUCKET,
-      AWS_REGION: vars.AWS_REGION,
-      AWS_ENDPOINT_URL: vars.AWS_ENDPOINT_URL,
-      AWS_ACCESS_KEY_ID: "test",
-      AWS_SECRET_ACCESS_KEY: "test",
-      CAPABILITY_PUBLIC_KEY: JSON.stringify(publicJwk),
-      DATA_ROOT: dataRoot.path,
-      NODE_ID: nodeId,
-      DATA_PLANE_PORT: String(dataPlanePort),
-      DATA_PLANE_HOST: "127.0.0.1",
-      SANDBOX_IMAGE: image,
-      SANDBOX_KEEP_WARM_SECONDS: "0",
-      WORKER_CONCURRENCY: "1",
-      LOG_LEVEL: "warn",
-      ...otel,
-    },
-    cwd: ROOT,
-    url: dataPlaneUrl,
-    readyPath: "/healthz",
-    readyTimeoutMs: 60_000,
+  agentHost = await startAgentHostProcess({
+    functionsVars: vars,
+    image,
+    nodePrefix: "traces",
+    env: otel,
   });
   const port = await freePort();
   functions = await startServerProcess({
@@ -92,7 +61,7 @@ beforeAll(async () => {
     env: {
       PATH: process.env.PATH,
       ...vars,
-      DATA_PLANE_URL: dataPlaneUrl,
+      DATA_PLANE_URL: agentHost.url,
       HOST: "127.0.0.1",
       PORT: String(port),
       ...otel,
@@ -108,8 +77,6 @@ afterAll(async () => {
   await functions?.stop();
   await agentHost?.stop();
   await collector?.close();
-  if (nodeId) await removeContainersLabelled(requireDocker().docker, LABEL.nodeId, nodeId);
-  await dataRoot?.remove();
   await database?.drop();
 });
 

@@ -11,7 +11,7 @@ import { sqsClient } from "../../support/aws.ts";
 import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import type { TestDatabase } from "../../support/postgres.ts";
 import { checkCors } from "./support/check-cors.ts";
-import { driveThreadAndRun, receiveRunIds } from "./support/drive.ts";
+import { driveWithRealWorker, receiveRunIds } from "./support/drive.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
 // The Workers build of the control plane (infra/wrangler.toml, functions/entry/worker.ts):
@@ -29,11 +29,11 @@ const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1", NO_C
 let scratch: string;
 let database: TestDatabase;
 let queueUrl: string;
+let vars: Record<string, string>;
 let worker: ServerProcess;
 
 beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), "workcell-wrangler-"));
-  let vars: Record<string, string>;
   ({ database, queueUrl, vars } = await functionsEntryEnv({
     devJwtSecret: SECRET,
     queuePrefix: "worker",
@@ -94,21 +94,20 @@ describe("Cloudflare Workers", () => {
     expect(bundle).not.toMatch(/["']node:fs(\/promises)?["']/);
   });
 
-  test("under wrangler dev: health, then a thread and a run driven end to end", async () => {
+  test("under wrangler dev: health, then a thread and a run executed by a real agent-host to `succeeded`", async () => {
     const health = await fetch(`${worker.url}/v1/healthz`);
     expect(await health.json(), worker.output()).toEqual({
-      // No agent-host heartbeats in this test: healthy dependencies, no ready node.
+      // No agent-host yet: healthy dependencies, no ready node.
       status: "degraded",
       components: { db: "ok", queue: "ok", storage: "ok", nodes: "none_ready" },
     });
-    await driveThreadAndRun({
+    await driveWithRealWorker({
       url: worker.url,
       token: await mintDevToken(SECRET, "alice"),
-      database,
-      sqs: sqsClient(),
-      queueUrl,
+      functionsVars: vars,
+      nodePrefix: "wrangler-dev",
     });
-  });
+  }, 180_000);
 
   test("CORS under wrangler dev: the allowed origin's preflight and request; nothing for others", async () => {
     await checkCors({

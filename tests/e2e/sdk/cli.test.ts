@@ -2,7 +2,9 @@ import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type UsageData, Workcell } from "../../../sdk/src/index.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
 
 // The `workcell` CLI as a user runs it (`node bin/workcell.ts`, the package's bin) against
@@ -160,6 +162,75 @@ describe("the workcell CLI", () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/forbidden/);
     expect((await limits()).stdout).toMatch(/max_concurrent_runs\s+4\s+default/);
+  });
+
+  test("usage: the caller's figures as GET /v1/usage answers them, with the limits an admin sets", async () => {
+    const clientOf = async (uid: string) =>
+      new Workcell({ baseUrl: local.url, token: await local.token(uid) });
+    const alice = await clientOf("alice");
+    // The bytes are measured a few seconds late (decision 0049): compare a CLI answer with
+    // the API's read just before it until no write of the first test is still being seen.
+    const cliMatchesApi = async (api: Workcell, ...args: string[]): Promise<UsageData> => {
+      let answered: UsageData | undefined;
+      await expect
+        .poll(
+          async () => {
+            answered = await api.usage();
+            const json = await workcell("usage", "--json", ...args);
+            expect(json.code).toBe(0);
+            const printed = JSON.parse(json.stdout) as UsageData;
+            return isDeepStrictEqual(printed, answered) ? "same" : { printed, answered };
+          },
+          { timeout: 30_000, interval: 500 },
+        )
+        .toBe("same");
+      if (answered === undefined) throw new Error("no usage read");
+      return answered;
+    };
+    const before = await cliMatchesApi(alice);
+    // The first test's runs wrote outputs/a.txt ("hi\n") and more: something is stored.
+    expect(before.workspace_bytes).toBeGreaterThanOrEqual(3);
+    expect(before.workspace_inodes).toBeGreaterThanOrEqual(3);
+    expect(before.running_runs + before.queued_runs).toBe(0);
+
+    const human = await workcell("usage");
+    expect(human.code).toBe(0);
+    const u = await cliMatchesApi(alice);
+    expect(human.stdout).toMatch(/^\s+USED\s+LIMIT\n/);
+    expect(human.stdout).toMatch(
+      new RegExp(`\nworkspace bytes\\s+${u.workspace_bytes}\\s+${u.limits.workspace_bytes}\n`),
+    );
+    expect(human.stdout).toMatch(
+      new RegExp(`\nworkspace inodes\\s+${u.workspace_inodes}\\s+${u.limits.workspace_inodes}\n`),
+    );
+    expect(human.stdout).toMatch(
+      new RegExp(`\nrunning runs\\s+0\\s+${u.limits.max_concurrent_runs}\n`),
+    );
+    expect(human.stdout).toMatch(/\nqueued runs\s+0\s*$/);
+
+    const admin = await local.token("root", { admin: true });
+    const set = await workcell(
+      "admin",
+      "limits",
+      "alice",
+      "max_concurrent_runs=3",
+      "--token",
+      admin,
+    );
+    expect(set.code).toBe(0);
+    const limited = await cliMatchesApi(alice);
+    expect(limited.limits.max_concurrent_runs).toBe(3);
+    expect((await workcell("usage")).stdout).toMatch(/\nrunning runs\s+0\s+3\n/);
+    await workcell("admin", "limits", "alice", "max_concurrent_runs=default", "--token", admin);
+
+    // Another user's token answers that user's figures, not alice's.
+    const newcomer = await cliMatchesApi(
+      await clientOf("uma"),
+      "--token",
+      await local.token("uma"),
+    );
+    expect(newcomer).toMatchObject({ workspace_bytes: 0, workspace_inodes: 0, running_runs: 0 });
+    await writeFile(join(tmpdir(), "workcell-cli-usage-output.txt"), human.stdout);
   });
 
   test("admin runtime: each node's tiers and Runtime Assets", async () => {

@@ -1,8 +1,8 @@
 import { existsSync, lstatSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../../functions/data-plane/http-data-plane-client.ts";
-import { mintCapability } from "../../../shared/capability/index.ts";
 import { namesIn } from "../workspace/harness.ts";
 import {
   ALICE,
@@ -46,18 +46,7 @@ describe("POST /internal/v1/workdirs/check", () => {
   const client = () =>
     createHttpDataPlaneClient({
       baseUrl: env.server.url,
-      capabilities: {
-        async mint(request, signal) {
-          const minted = await mintCapability({
-            privateKey: env.keys.privateJwk,
-            uid: request.uid,
-            workdirPath: request.workdirPath,
-            ops: request.ops,
-            signal,
-          });
-          return { token: minted.token, expiresAt: minted.expiresAt };
-        },
-      },
+      capabilities: createCapabilityMinter({ privateJwk: env.keys.privateJwk }),
     });
   const check = (path: string) =>
     client().checkExistingWorkdir(ALICE, path, AbortSignal.timeout(5_000));

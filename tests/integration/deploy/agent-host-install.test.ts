@@ -1,18 +1,75 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { access, cp, mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
+import { access, cp, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, test } from "vitest";
+import { boundingSet, syscallFilter, unitServiceSettings } from "./unit-service-settings.ts";
 
 // infra/agent-host/: the install script passes shellcheck and runs to completion as root in
 // a throw-away Debian rootfs (mmdebstrap from Debian's packages, `docker import`), and the
-// hardened unit passes `systemd-analyze verify` with a low exposure score.
+// hardened unit passes `systemd-analyze verify` with a low exposure score and leaves the
+// container tier what it needs to stage binds in the host's mount namespace.
 
 const run = promisify(execFile);
 const repo = join(import.meta.dirname, "../../..");
 const unit = join(repo, "infra/agent-host/workcell-agent-host.service");
+const processTierDropIn = join(repo, "infra/agent-host/process-tier.conf");
+
+// Settings that give a service its own mount namespace, whose root systemd makes a slave
+// of the host's, so a bind the service makes never reaches dockerd (systemd.exec(5);
+// decision 0064), with the value that turns each one off.
+const MOUNT_NAMESPACE_SETTINGS: Record<string, string[]> = {
+  ProtectSystem: ["no", "false"],
+  ProtectHome: ["no", "false"],
+  PrivateTmp: ["no", "false"],
+  PrivateDevices: ["no", "false"],
+  PrivateMounts: ["no", "false"],
+  PrivateNetwork: ["no", "false"],
+  PrivateIPC: ["no", "false"],
+  ProtectKernelTunables: ["no", "false"],
+  ProtectKernelModules: ["no", "false"],
+  ProtectKernelLogs: ["no", "false"],
+  ProtectControlGroups: ["no", "false"],
+  ProtectProc: ["default"],
+  ProcSubset: ["all"],
+  MountAPIVFS: ["no", "false"],
+  MountFlags: ["shared"],
+  ReadWritePaths: [""],
+  ReadOnlyPaths: [""],
+  InaccessiblePaths: [""],
+  ExecPaths: [""],
+  NoExecPaths: [""],
+  TemporaryFileSystem: [""],
+  BindPaths: [""],
+  BindReadOnlyPaths: [""],
+  RootDirectory: [""],
+  RootImage: [""],
+  MountImages: [""],
+  ExtensionImages: [""],
+  ExtensionDirectories: [""],
+  LogNamespace: [""],
+  DynamicUser: ["no", "false"],
+};
+
+/** Why a unit (plus drop-ins) cannot stage the container tier's binds; empty when it can. */
+async function containerTierProblems(texts: string[]): Promise<string[]> {
+  const settings = unitServiceSettings(texts);
+  const problems: string[] = [];
+  const caps = boundingSet(settings.get("CapabilityBoundingSet"));
+  if (caps !== "all" && !caps.has("CAP_SYS_ADMIN")) problems.push("no CAP_SYS_ADMIN");
+  const filter = await syscallFilter(settings.get("SystemCallFilter"));
+  for (const call of ["mount", "umount2"]) {
+    const allowed = filter.allowed === "all" ? !filter.denied.has(call) : filter.allowed.has(call);
+    if (!allowed) problems.push(`${call}(2) refused by SystemCallFilter`);
+  }
+  for (const [key, off] of Object.entries(MOUNT_NAMESPACE_SETTINGS)) {
+    const value = settings.get(key)?.at(-1);
+    if (value !== undefined && !off.includes(value)) problems.push(`${key}=${value}`);
+  }
+  return problems;
+}
 const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
@@ -41,6 +98,37 @@ describe("agent-host install", () => {
     });
   });
 
+  test("the unit lets the container tier stage binds in the host's mount namespace", async () => {
+    const base = await readFile(unit, "utf8");
+    const dropIn = await readFile(processTierDropIn, "utf8");
+    expect(await containerTierProblems([base])).toEqual([]);
+    expect(await containerTierProblems([base, dropIn])).toEqual([]);
+    // The rest of the hardening stays: the parse sees the unit's refusals.
+    const settings = unitServiceSettings([base]);
+    const filter = await syscallFilter(settings.get("SystemCallFilter"));
+    expect(filter.allowed).not.toBe("all");
+    for (const call of ["pivot_root", "chroot", "syslog", "init_module", "reboot", "ptrace"]) {
+      expect(filter.allowed !== "all" && filter.allowed.has(call), call).toBe(false);
+    }
+    expect(filter.allowed !== "all" && filter.allowed.has("fchown")).toBe(true);
+    expect(settings.get("RestrictNamespaces")).toEqual(["yes"]);
+    expect(settings.get("NoNewPrivileges")).toEqual(["yes"]);
+    // The check fails on a unit that has any of the three obstacles (the unit before 0064
+    // had all three).
+    const withNamespace = `${base}\n[Service]\nProtectSystem=strict\nReadWritePaths=/srv/workcell\n`;
+    expect(await containerTierProblems([withNamespace])).toEqual([
+      "ProtectSystem=strict",
+      "ReadWritePaths=/srv/workcell",
+    ]);
+    const noMount = `${base}\n[Service]\nSystemCallFilter=~@mount\n`;
+    expect(await containerTierProblems([noMount])).toEqual([
+      "mount(2) refused by SystemCallFilter",
+      "umount2(2) refused by SystemCallFilter",
+    ]);
+    const noCap = `${base}\n[Service]\nCapabilityBoundingSet=\nCapabilityBoundingSet=CAP_CHOWN\n`;
+    expect(await containerTierProblems([noCap])).toEqual(["no CAP_SYS_ADMIN"]);
+  });
+
   test("the unit passes systemd-analyze verify and rates OK in systemd-analyze security", async () => {
     // A throw-away root with the units Debian ships and the ExecStart binary, so that the
     // verification does not depend on this machine having Workcell installed.
@@ -58,6 +146,25 @@ describe("agent-host install", () => {
       "workcell-agent-host.service",
     ]);
     expect(verified.stderr).toBe("");
+    // With the process tier's drop-in (docs/deploy/nodes.md) the unit still verifies.
+    const dropIns = join(root, "etc/systemd/system/workcell-agent-host.service.d");
+    await mkdir(dropIns, { recursive: true });
+    await cp(processTierDropIn, join(dropIns, "process-tier.conf"));
+    const withDropIn = await run("systemd-analyze", [
+      "verify",
+      `--root=${root}`,
+      "workcell-agent-host.service",
+    ]);
+    expect(withDropIn.stderr).toBe("");
+    // The drop-in is read: a wrong key in it is reported.
+    await writeFile(join(dropIns, "zz-wrong.conf"), "[Service]\nRestrictNamespace=no\n");
+    const wrong = await run("systemd-analyze", [
+      "verify",
+      `--root=${root}`,
+      "workcell-agent-host.service",
+    ]);
+    expect(wrong.stderr).toMatch(/Unknown key 'RestrictNamespace'/);
+    await rm(join(dropIns, "zz-wrong.conf"));
     // Without the ExecStart binary the same verification fails: it really checks the unit.
     await rm(join(root, "opt/workcell/.tools/bin/node"));
     await expect(
@@ -69,8 +176,9 @@ describe("agent-host install", () => {
       stdout,
     );
     expect(score?.[2]).toBe("OK");
-    // The value recorded in docs/deploy/nodes.md.
-    expect(Number(score?.[1])).toBeLessThanOrEqual(3);
+    // The value recorded in docs/deploy/nodes.md (4.8; 2.9 before the mount namespace went,
+    // decision 0064).
+    expect(Number(score?.[1])).toBeLessThanOrEqual(5);
   });
 
   test("install.sh runs to completion in a throw-away Debian rootfs", async () => {
@@ -115,7 +223,7 @@ describe("agent-host install", () => {
       "test -x /var/lib/workcell/runtime-assets/current/tree/usr/bin/bash",
       "command -v bwrap mmdebstrap",
       `docker image inspect workcell-sandbox:${key} >/dev/null`,
-      "grep -q -- '-/var/lib/workcell/runtime-assets' /etc/systemd/system/workcell-agent-host.service",
+      "grep -q '^CapabilityBoundingSet=.*CAP_SYS_ADMIN' /etc/systemd/system/workcell-agent-host.service",
       'cd /opt/workcell && .tools/bin/node -e \'import("./infra/ops/ops-cli.ts").then(m => m.runOpsCommand(["keys", "generate"])).then(c => process.exit(c))\' | grep -q CAPABILITY_PUBLIC_KEY',
       // Re-running (an upgrade) keeps the operator's env file.
       "echo '# edited' >> /etc/workcell/agent-host.env",

@@ -62,12 +62,17 @@ describe("Execution Lease (real Postgres)", () => {
       sql`select state from execution_leases where run_id = ${runId} order by seq`,
     );
 
-  /** Awaits the condition by re-reading the table (the waiter's row is the observable state). */
+  /**
+   * Awaits the condition by re-reading the table (the waiter's row is the observable
+   * state). Bounded by a deadline far above any real wait, not by a number of reads: a
+   * waiter in another process may still be starting Node when the first reads run.
+   */
   async function untilRow(runId: string, state: string | "none"): Promise<void> {
-    for (let i = 0; ; i++) {
+    const deadline = AbortSignal.timeout(60_000);
+    for (;;) {
       const rows = await rowsOf(runId);
       if (state === "none" ? rows.length === 0 : rows.some((r) => r.state === state)) return;
-      if (i > 400) throw new Error(`lease row of ${runId} never became ${state}`);
+      if (deadline.aborted) throw new Error(`lease row of ${runId} never became ${state}`);
       await new Promise((resolve) => setImmediate(resolve));
     }
   }

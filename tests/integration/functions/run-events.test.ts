@@ -58,12 +58,12 @@ describe("GET /v1/runs/{id}/events", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
     expect(res.headers.get("x-request-id")).toBeTruthy();
+    const waiting = h.streamWaiting(run.run_id);
     const reading = readSse(res.body as ReadableStream<Uint8Array>);
-    setTimeout(async () => {
-      await appendEvent(h, run, "message.delta", { text: "line one\nline two" });
-      await appendEvent(h, run, "run.completed", { status: "succeeded" });
-      // Anything after the terminal event is never sent.
-    }, 200);
+    // Written once the stream has sent event 1 and waits: these two arrive live.
+    await waiting;
+    await appendEvent(h, run, "message.delta", { text: "line one\nline two" });
+    await appendEvent(h, run, "run.completed", { status: "succeeded" });
     const { frames, ended } = await reading;
     expect(ended).toBe(true);
     expect(frames[0]?.retry).toBeDefined();
@@ -98,8 +98,10 @@ describe("GET /v1/runs/{id}/events", () => {
 
   test("a cancelled pending run's stream ends with its run.completed", async () => {
     const run = await newRun();
+    const waiting = h.streamWaiting(run.run_id);
     const reading = readSse((await stream(h, run)).body as ReadableStream);
-    setTimeout(() => void h.call("POST", `/v1/runs/${run.run_id}/cancel`), 200);
+    await waiting;
+    await h.call("POST", `/v1/runs/${run.run_id}/cancel`);
     const { frames, ended } = await reading;
     expect(ended).toBe(true);
     expect(eventFrames(frames).map((f) => JSON.parse(f.data ?? "").data)).toEqual([
@@ -113,8 +115,11 @@ describe("GET /v1/runs/{id}/events", () => {
     });
     try {
       const run = await newRun(slow);
+      const waiting = slow.streamWaiting(run.run_id);
       const reading = readSse((await stream(slow, run)).body as ReadableStream);
-      setTimeout(() => void appendEvent(slow, run, "run.completed", { status: "succeeded" }), 300);
+      // The stream waits (60 s poll): only the NOTIFY can wake it before the test times out.
+      await waiting;
+      await appendEvent(slow, run, "run.completed", { status: "succeeded" });
       const { frames } = await reading;
       expect(eventFrames(frames).map((f) => f.event)).toEqual(["run.completed"]);
     } finally {
@@ -129,17 +134,17 @@ describe("GET /v1/runs/{id}/events", () => {
     });
     try {
       const run = await newRun(polling);
+      const waiting = polling.streamWaiting(run.run_id);
       const reading = readSse((await stream(polling, run)).body as ReadableStream);
-      setTimeout(async () => {
-        await appendEvent(polling, run, "run.status", { status: "running" }, false);
-        await appendEvent(
-          polling,
-          run,
-          "run.completed",
-          { status: "failed", error: { code: "x", message: "y" } },
-          false,
-        );
-      }, 300);
+      await waiting;
+      await appendEvent(polling, run, "run.status", { status: "running" }, false);
+      await appendEvent(
+        polling,
+        run,
+        "run.completed",
+        { status: "failed", error: { code: "x", message: "y" } },
+        false,
+      );
       const { frames } = await reading;
       expect(eventFrames(frames).map((f) => f.id)).toEqual(["1", "2"]);
     } finally {

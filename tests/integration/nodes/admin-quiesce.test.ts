@@ -1,25 +1,17 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { AgentHost } from "../../../agent-host/agent-host.ts";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
-import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import type { AdminNode } from "../../../shared/contracts/node.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
-import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
-import { busyboxRuntimeDir } from "../../support/process-tier.ts";
+import { requireDocker } from "../../support/docker.ts";
 import {
   type FunctionsHarness,
   jsonOf,
   startFunctionsHarness,
 } from "../functions/support/functions-harness.ts";
-import {
-  containersOfNode,
-  silentLogger,
-  testConfig,
-  uniqueNodeId,
-} from "../sandbox/sandbox-fixture.ts";
-import { startNodeAgentHost } from "./node-agent-host.ts";
+import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
+import { type ContainerNode, startContainerNode } from "./node-agent-host.ts";
 
 // Operators through the API (API.md "Nodes and runtimes", issue 14 (6)(7)): a real
 // agent-host (data plane, sandbox manager, worker, heartbeat) and the control plane on
@@ -27,29 +19,18 @@ import { startNodeAgentHost } from "./node-agent-host.ts";
 // takes no new one and says so on /readyz; resume restores it.
 
 let h: FunctionsHarness;
+let node: ContainerNode | undefined;
 let host: AgentHost;
 let nodeId: string;
 const { docker, image } = requireDocker();
 
 beforeAll(async () => {
   h = await startFunctionsHarness({ dbMax: 30 });
-  nodeId = uniqueNodeId();
-  const config = testConfig(image, { drainTimeoutMs: 500, killGraceMs: 500 });
-  host = await startNodeAgentHost(h, {
-    nodeId,
-    config,
-    sandboxTiers: await detectSandboxTiers({
-      logger: silentLogger,
-      dataRoot: h.dataRoot,
-      config,
-      runtimeDir: await busyboxRuntimeDir(),
-      docker,
-    }),
-  });
+  node = await startContainerNode(h, { docker, image });
+  ({ host, nodeId } = node);
 });
 afterAll(async () => {
-  await host?.stop();
-  await removeContainersLabelled(docker, LABEL.nodeId, nodeId);
+  await node?.stop();
   await h?.close();
 });
 

@@ -54,6 +54,7 @@ beforeAll(async () => {
     sandboxTiers: await detectSandboxTiers({
       logger: silentLogger,
       dataRoot: h.dataRoot,
+      nodeId: nodeId,
       config,
       runtimeDir: await busyboxRuntimeDir(),
       // A socket nobody listens on: what a node without a Docker engine sees.

@@ -58,6 +58,7 @@ beforeAll(async () => {
     sandboxTiers: await detectSandboxTiers({
       logger: silentLogger,
       dataRoot: h.dataRoot,
+      nodeId: nodeId,
       config,
       runtimeDir: treeDir,
       docker,

@@ -4,12 +4,11 @@ import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { awsConfig } from "../../support/aws.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
 import { registerNode } from "../sandbox/manager-fixture.ts";
 import { uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
 import { expectGapFree, type RunWorld, runWorld, TEST_LIMITS, UID } from "./run-harness.ts";
-import { spawnWorker, type WorkerProcess } from "./worker-process.ts";
+import { startWorkerProcesses, type WorkerProcess } from "./worker-process.ts";
 
 let world: RunWorld;
 let otherNode: string;
@@ -30,20 +29,7 @@ const RUNS = 4;
 const COPIES = 3;
 
 it("runs delivered several times to two agent-host processes execute exactly once", async () => {
-  for (const nodeId of [world.nodeId, otherNode]) {
-    workers.push(
-      spawnWorker({
-        dbUrl: world.database.url,
-        dataRoot: world.dataRoot.path,
-        nodeId,
-        image: world.image,
-        queueUrl: world.queueUrl,
-        awsEndpoint: awsConfig().endpoint,
-        limits: TEST_LIMITS,
-      }),
-    );
-  }
-  await Promise.all(workers.map((w) => w.next("ready")));
+  workers.push(...(await startWorkerProcesses(world, [world.nodeId, otherNode], TEST_LIMITS)));
 
   const project = await world.project();
   const runIds: string[] = [];

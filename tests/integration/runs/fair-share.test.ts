@@ -5,12 +5,11 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { type AgentRun, agentRuns, userLimits } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { awsConfig } from "../../support/aws.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
 import { registerNode } from "../sandbox/manager-fixture.ts";
 import { uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
 import { type Project, type RunWorld, runWorld, TEST_LIMITS } from "./run-harness.ts";
-import { spawnWorker, type WorkerProcess } from "./worker-process.ts";
+import { startWorkerProcesses, type WorkerProcess } from "./worker-process.ts";
 
 let world: RunWorld;
 const workers: WorkerProcess[] = [];
@@ -122,20 +121,13 @@ it("max_concurrent_runs holds across two nodes: A waits at its limit, B is not d
   otherNode = uniqueNodeId();
   await registerNode(world.db, otherNode);
   await world.db.insert(userLimits).values({ uid: "tenant-a", maxConcurrentRuns: 2 });
-  for (const nodeId of [world.nodeId, otherNode]) {
-    workers.push(
-      spawnWorker({
-        dbUrl: world.database.url,
-        dataRoot: world.dataRoot.path,
-        nodeId,
-        image: world.image,
-        queueUrl: world.queueUrl,
-        awsEndpoint: awsConfig().endpoint,
-        limits: { ...TEST_LIMITS, concurrency: 3, waitingPollMs: 200 },
-      }),
-    );
-  }
-  await Promise.all(workers.map((w) => w.next("ready")));
+  workers.push(
+    ...(await startWorkerProcesses(world, [world.nodeId, otherNode], {
+      ...TEST_LIMITS,
+      concurrency: 3,
+      waitingPollMs: 200,
+    })),
+  );
 
   const projectA = await world.project({ uid: "tenant-a" });
   const projectB = await world.project({ uid: "tenant-b" });

@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type ExpiredScope, failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
-import { awsConfig } from "../../support/aws.ts";
 import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
 import { expectGapFree, type RunWorld, runWorld, TEST_LIMITS, UID } from "./run-harness.ts";
-import { spawnWorker, type WorkerProcess } from "./worker-process.ts";
+import { startWorkerProcesses, type WorkerProcess } from "./worker-process.ts";
 
 let world: RunWorld;
 const workers: WorkerProcess[] = [];
@@ -18,17 +17,13 @@ afterEach(async () => {
 });
 
 it("kill -9 mid-run: the lease expires, the run ends failed/node_lost, the reconciler removes its sandbox", async () => {
-  const worker = spawnWorker({
-    dbUrl: world.database.url,
-    dataRoot: world.dataRoot.path,
-    nodeId: world.nodeId,
-    image: world.image,
-    queueUrl: world.queueUrl,
-    awsEndpoint: awsConfig().endpoint,
-    limits: { ...TEST_LIMITS, leaseTtlMs: 2_000, heartbeatIntervalMs: 300 },
+  const [worker] = await startWorkerProcesses(world, [world.nodeId], {
+    ...TEST_LIMITS,
+    leaseTtlMs: 2_000,
+    heartbeatIntervalMs: 300,
   });
+  if (worker === undefined) throw new Error("no worker");
   workers.push(worker);
-  await worker.next("ready");
   const thread = await world.thread(await world.project());
   const runId = await world.submit(thread, "sleep 3132");
   await world.waitForEvent(runId, "tool.started");

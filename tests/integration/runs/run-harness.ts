@@ -65,8 +65,16 @@ export type RunWorld = ManagerWorld & {
   /** The control plane's submission (submitRun), its message held back: no delivery yet. */
   commitRun(threadId: string, input: string, agent?: Record<string, unknown>): Promise<string>;
   dispatch(runId: string): Promise<void>;
-  /** The control plane's submission (submitRun), delivered to this world's queue. */
-  submit(threadId: string, input: string, agent?: Record<string, unknown>): Promise<string>;
+  /**
+   * The control plane's submission (submitRun), delivered to this world's queue;
+   * `originRequestId` is the submitting request's X-Request-Id.
+   */
+  submit(
+    threadId: string,
+    input: string,
+    agent?: Record<string, unknown>,
+    originRequestId?: string,
+  ): Promise<string>;
   run(runId: string): Promise<AgentRun>;
   waitForRun(
     runId: string,
@@ -121,6 +129,7 @@ export async function runWorld(
     threadId: string,
     input: string,
     agent: Record<string, unknown> | undefined,
+    originRequestId?: string,
   ): Promise<string> => {
     const [thread] = await db
       .select({ uid: conversations.uid })
@@ -141,6 +150,7 @@ export async function runWorld(
         input,
         agent: agent as AgentOptions | undefined,
         idempotencyKey: undefined,
+        ...(originRequestId === undefined ? {} : { originRequestId }),
       },
     );
     return run.runId;
@@ -211,8 +221,8 @@ export async function runWorld(
         }),
       );
     },
-    async submit(threadId, input, agent) {
-      return submitThrough(runQueue, threadId, input, agent);
+    async submit(threadId, input, agent, originRequestId) {
+      return submitThrough(runQueue, threadId, input, agent, originRequestId);
     },
     async run(runId) {
       const [row] = await db.select().from(agentRuns).where(eq(agentRuns.runId, runId));

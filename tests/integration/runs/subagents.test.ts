@@ -2,6 +2,7 @@ import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { conversations } from "../../../shared/db/schema.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
+import { captureLogs } from "../../support/log-capture.ts";
 import { containersOfNode, materializeWorkdir } from "../sandbox/sandbox-fixture.ts";
 import { expectGapFree, type RunWorld, runWorld, UID } from "./run-harness.ts";
 import { gate, scriptedModels, toolOutputs, waitThenSay } from "./scripted-models.ts";
@@ -169,4 +170,31 @@ it("a sub-agent at the depth limit is not offered spawn_subagent; the fan-out li
   expect(
     models.clients.find((c) => c.request.depth === 0)?.client.requests[0]?.tools.map((t) => t.name),
   ).toContain("spawn_subagent");
+});
+
+it("a sub-agent's run row and log lines carry its tree's submitting request id", async () => {
+  const models = scriptedModels((request) =>
+    request.depth === 0
+      ? [
+          { toolCalls: [{ name: "spawn_subagent", arguments: { task: "LOGGED" } }] },
+          { text: "root done" },
+        ]
+      : [{ toolCalls: [{ name: "bash", arguments: { command: "true" } }] }, { text: "done" }],
+  );
+  const logs = captureLogs("debug");
+  await world.worker({ model: models.factory, extra: { logger: logs.logger } });
+  const thread = await world.thread(await world.project());
+  const requestId = `req-${crypto.randomUUID()}`;
+  const rootId = await world.submit(thread, "ROOT", undefined, requestId);
+  expect((await world.waitForRun(rootId)).status).toBe("succeeded");
+  const [child] = await world.childRuns(rootId);
+  expect(child).toMatchObject({ status: "succeeded", originRequestId: requestId });
+
+  // The child's lines (its bash command under the lease, its ending) name the request once.
+  const childLines = logs.raw.filter((l) => l.includes(`"run_id":"${child?.runId}"`));
+  expect(childLines.map((l) => JSON.parse(l).msg)).toContain("run ended");
+  for (const line of childLines) {
+    expect(JSON.parse(line)).toMatchObject({ request_id: requestId, parent_run_id: rootId });
+    expect(line.split('"request_id":').length).toBe(2);
+  }
 });

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
+import { awsConfig } from "../../support/aws.ts";
 import type { WorkerChildArgs } from "./worker-child.ts";
 
 export type WorkerProcess = {
@@ -46,4 +47,41 @@ export function spawnWorker(args: WorkerChildArgs): WorkerProcess {
       await exited;
     },
   };
+}
+
+/** What a test world holds that its worker processes are started on. */
+export type WorkerWorld = {
+  database: { url: string };
+  dataRoot: { path: string };
+  image: string;
+  queueUrl: string;
+};
+
+/**
+ * One agent-host process per node id, all on the world's database, data root, image and
+ * run queue (fauxqs) with `limits`; resolves when every one of them is ready.
+ */
+export async function startWorkerProcesses(
+  world: WorkerWorld,
+  nodeIds: readonly string[],
+  limits: WorkerChildArgs["limits"],
+): Promise<WorkerProcess[]> {
+  const workers = nodeIds.map((nodeId) =>
+    spawnWorker({
+      dbUrl: world.database.url,
+      dataRoot: world.dataRoot.path,
+      nodeId,
+      image: world.image,
+      queueUrl: world.queueUrl,
+      awsEndpoint: awsConfig().endpoint,
+      limits,
+    }),
+  );
+  try {
+    await Promise.all(workers.map((w) => w.next("ready")));
+  } catch (error) {
+    await Promise.all(workers.map((w) => w.kill9()));
+    throw error;
+  }
+  return workers;
 }

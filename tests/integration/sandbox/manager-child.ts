@@ -43,7 +43,13 @@ const config = sandboxConfigSchema.parse({ image: args.image, execTimeoutMs: 20_
 const logger = pino({ level: "silent" });
 const real: SandboxDriver = args.process
   ? await processDriver(args.process)
-  : new DockerDriver({ docker: new Docker(), logger, dataRoot: args.dataRoot, config });
+  : new DockerDriver({
+      docker: new Docker(),
+      logger,
+      dataRoot: args.dataRoot,
+      nodeId: args.nodeId,
+      config,
+    });
 
 async function processDriver(p: NonNullable<ChildTierArgs["process"]>): Promise<SandboxDriver> {
   const found = await processPreflight({ stateDir: p.stateDir, cgroupParent: p.cgroupParent });
@@ -57,6 +63,7 @@ async function processDriver(p: NonNullable<ChildTierArgs["process"]>): Promise<
     cgroups: parts.cgroups,
     tools: parts.tools,
     seccompFilter: parts.seccompFilter,
+    mounts: parts.mounts,
     limits: config,
     config,
   });

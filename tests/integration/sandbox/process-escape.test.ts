@@ -77,6 +77,22 @@ describe("process tier: from inside a sandbox", () => {
     expect(r.out).toContain(`1000\n1000\n/home/gem/user-data/${workdirPath}\n`);
   });
 
+  // The exec's cgroups are joined before bwrap clones (the trampoline's go-ahead, decision
+  // 0065): the cgroup namespace is rooted at the exec's own group, so the sandbox sees `/`
+  // in every hierarchy and learns nothing of the host's layout or the generation's name.
+  // Joining after the clone (bwrap 0.8 has no pre-clone gate) would show host paths here.
+  it("sees its own cgroup as the root of every hierarchy", async () => {
+    const r = await sh("cat /proc/self/cgroup");
+    const lines = r.out
+      .trim()
+      .split("\n")
+      .filter((line) => line.length > 0);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(line).toMatch(/^\d+:[^:]*:\/$/);
+    expect(r.out).not.toContain(ref.containerId);
+    expect(r.exitCode).toBe(0);
+  });
+
   it("has no network interface but lo", async () => {
     const r = await sh("ls /sys/class/net 2>/dev/null || cat /proc/net/dev");
     const names = r.out
@@ -135,6 +151,20 @@ describe("process tier: from inside a sandbox", () => {
     expect(r.out).toContain("root=1");
     expect(r.out).toContain("shm=1");
     expect(await readFile(join(fixture.runtimeDir, "etc/passwd"), "utf8")).toBe(before);
+  });
+
+  it("mounts the UserWorkspace nosuid,nodev (issue 13 item 5)", async () => {
+    // Field 5 of a mountinfo line is the mount point, field 6 its per-mount options.
+    const r = await sh("grep ' /home/gem/user-data' /proc/self/mountinfo");
+    const mounts = r.out
+      .trim()
+      .split("\n")
+      .map((line) => line.split(" "))
+      .filter((f) => f[4] === "/home/gem/user-data" || f[4]?.startsWith("/home/gem/user-data/"));
+    expect(mounts.length).toBeGreaterThan(0);
+    for (const fields of mounts) {
+      expect(fields[5]?.split(",")).toEqual(expect.arrayContaining(["nosuid", "nodev"]));
+    }
   });
 
   it("writes files owned by 1000:1000 on the host, private by default (umask 077)", async () => {

@@ -47,7 +47,7 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
 
   /** The dead process's backend must have gone, releasing its locks, like a real restart. */
   async function waitForAdvisoryLocksReleased() {
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 600; i++) {
       const rows = await world.database
         .sql`select count(*)::int as n from pg_locks where locktype = 'advisory'`;
       if (rows[0]?.n === 0) return;

@@ -4,13 +4,18 @@ import { readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bwrapAssetProber } from "../../../agent-host/runtime/bwrap-asset-prober.ts";
+import {
+  containerAssetProber,
+  PROBE_LABEL,
+} from "../../../agent-host/runtime/container-asset-prober.ts";
 import { verifyRuntimeAssets } from "../../../agent-host/runtime/runtime-assets.ts";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { removeContainersLabelled } from "../../support/docker.ts";
+import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { materializeWorkdir, silentLogger, testConfig, uniqueNodeId } from "./sandbox-fixture.ts";
 
@@ -29,14 +34,18 @@ async function requireAssets(): Promise<{ key: string }> {
   return JSON.parse(manifest) as { key: string };
 }
 
+/** Verifies the tree at `dir` with probes in bubblewrap (the process tier's way). */
+const verifyWithBwrap = (dir: string) =>
+  verifyRuntimeAssets({
+    treeDir: dir,
+    prober: bwrapAssetProber("/usr/bin/bwrap"),
+    signal: signal(),
+  });
+
 describe("Runtime Assets", () => {
   it("verifies every asset of the built tree: checksums match and probes pass", async () => {
     await requireAssets();
-    const report = await verifyRuntimeAssets({
-      treeDir,
-      bwrap: "/usr/bin/bwrap",
-      signal: signal(),
-    });
+    const report = await verifyWithBwrap(treeDir);
     expect(report.assets.filter((a) => !a.ready)).toEqual([]);
     expect(report.assets.map((a) => a.name)).toEqual(
       expect.arrayContaining(["bash", "python3", "node", "git", "ripgrep", "jq"]),
@@ -56,11 +65,7 @@ describe("Runtime Assets", () => {
       bytes.writeUInt8((bytes.at(-1) ?? 0) ^ 0xff, bytes.length - 1);
       await rm(jq);
       await writeFile(jq, bytes, { mode: 0o755 });
-      const report = await verifyRuntimeAssets({
-        treeDir: join(copy, "tree"),
-        bwrap: "/usr/bin/bwrap",
-        signal: signal(),
-      });
+      const report = await verifyWithBwrap(join(copy, "tree"));
       const jqStatus = report.assets.find((a) => a.name === "jq");
       expect(jqStatus).toMatchObject({
         ready: false,
@@ -77,15 +82,72 @@ describe("Runtime Assets", () => {
   });
 
   it("reports every asset not ready when the tree is missing", async () => {
-    const report = await verifyRuntimeAssets({
-      treeDir: "/nonexistent/tree",
-      bwrap: "/usr/bin/bwrap",
-      signal: signal(),
-    });
+    const report = await verifyWithBwrap("/nonexistent/tree");
     expect(report.version).toBe("missing");
     expect(
       report.assets.every((a) => !a.ready && /scripts\/ensure-system\.sh/.test(a.reason ?? "")),
     ).toBe(true);
+  });
+});
+
+// A node without bubblewrap (the agent-host in a container) probes in the container tier.
+describe("Runtime Assets probed in a container", () => {
+  const probeContainers = async (docker: Docker, nodeId: string) =>
+    docker.listContainers({ all: true, filters: { label: [`${PROBE_LABEL}=${nodeId}`] } });
+
+  /** Verifies the built tree with probes in throw-away containers of `image`, labelled for `nodeId`. */
+  const verifyInContainer = (docker: Docker, image: string, nodeId: string) =>
+    verifyRuntimeAssets({
+      treeDir,
+      prober: containerAssetProber({
+        docker,
+        logger: silentLogger,
+        image,
+        nodeId,
+        dockerCallTimeoutMs: 30_000,
+      }),
+      signal: signal(),
+    });
+
+  it("verifies every asset in a throw-away container of the Runtime Assets' image, and removes it", async () => {
+    const { key } = await requireAssets();
+    const docker = new Docker();
+    const nodeId = uniqueNodeId();
+    const report = await verifyInContainer(docker, `workcell-sandbox:${key}`, nodeId);
+    expect(report.assets.filter((a) => !a.ready)).toEqual([]);
+    expect(report.assets.map((a) => a.name)).toEqual(
+      expect.arrayContaining(["bash", "python3", "node", "git"]),
+    );
+    expect(await probeContainers(docker, nodeId)).toEqual([]);
+  });
+
+  it("reports every asset not ready when the image cannot run the tree (no loader), and removes the container", async () => {
+    await requireAssets();
+    // The busybox test image has no /lib64/ld-linux: the tree's binaries cannot start in it.
+    const { docker, image } = requireDocker();
+    const nodeId = uniqueNodeId();
+    const report = await verifyInContainer(docker, image, nodeId);
+    const bash = report.assets.find((a) => a.name === "bash");
+    expect(bash).toMatchObject({ ready: false, reason: expect.stringMatching(/^probe failed/) });
+    expect(report.assets.find((a) => a.name === "python3")?.ready).toBe(false);
+    expect(await probeContainers(docker, nodeId)).toEqual([]);
+  });
+
+  it("reports every asset not ready when the image is not in the engine, and starts nothing", async () => {
+    await requireAssets();
+    const docker = new Docker();
+    const nodeId = uniqueNodeId();
+    const report = await verifyInContainer(docker, `workcell-sandbox:absent-${nodeId}`, nodeId);
+    expect(report.assets.length).toBeGreaterThan(0);
+    for (const asset of report.assets) {
+      expect(asset).toMatchObject({
+        ready: false,
+        reason: expect.stringMatching(
+          /^probe failed in the container tier: .*(no such image|not found)/i,
+        ),
+      });
+    }
+    expect(await probeContainers(docker, nodeId)).toEqual([]);
   });
 });
 
@@ -114,6 +176,7 @@ describe.each(["process", "container"] as const)("tools at /runtime (%s tier)", 
         docker: new Docker(),
         logger: silentLogger,
         dataRoot: dataRoot.path,
+        nodeId,
         config,
         runtimeDir: treeDir,
       });

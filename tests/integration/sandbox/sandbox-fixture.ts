@@ -42,8 +42,14 @@ export function testConfig(
   });
 }
 
-export function testDriver(docker: Docker, dataRoot: string, config: SandboxConfig): DockerDriver {
-  return new DockerDriver({ docker, logger: silentLogger, dataRoot, config });
+/** A container driver; `nodeId` only names the directory it stages its binds in. */
+export function testDriver(
+  docker: Docker,
+  dataRoot: string,
+  config: SandboxConfig,
+  nodeId = "test-driver",
+): DockerDriver {
+  return new DockerDriver({ docker, logger: silentLogger, dataRoot, nodeId, config });
 }
 
 /**

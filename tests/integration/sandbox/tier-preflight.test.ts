@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, copyFile, mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -33,6 +33,25 @@ describe("process tier preflight", () => {
     });
     expect(found.ready).toBe(false);
     expect(!found.ready && found.missing).toMatch(/bwrap is not on PATH.*bubblewrap/);
+  });
+
+  it("refuses a setuid bwrap (it would run privileged), and creates no state", async () => {
+    const bin = await mkdtemp(join(tmpdir(), "workcell-setuid-bwrap-"));
+    const stateDir = join(bin, "state");
+    try {
+      await copyFile("/usr/bin/bwrap", join(bin, "bwrap"));
+      await chmod(join(bin, "bwrap"), 0o4755);
+      const found = await processPreflight({
+        stateDir,
+        cgroupParent: "workcell-test/preflight-setuid",
+        path: `${bin}:${hostPath}`,
+      });
+      expect(found.ready).toBe(false);
+      expect(!found.ready && found.missing).toMatch(/bwrap is setuid or setgid/);
+      await expect(stat(stateDir)).rejects.toMatchObject({ code: "ENOENT" });
+    } finally {
+      await rm(bin, { recursive: true, force: true });
+    }
   });
 
   it("reports AppArmor's user namespace restriction as the missing part", async () => {
@@ -72,6 +91,7 @@ describe("process tier preflight", () => {
       const tiers = await detectSandboxTiers({
         logger: silentLogger,
         dataRoot: dataRoot.path,
+        nodeId: nodeId,
         config: testConfig("unused"),
         runtimeDir: await busyboxRuntimeDir(),
         process: { stateDir, cgroupParent: `workcell-test/${nodeId}`, path: pathWithoutBwrap },

@@ -1,8 +1,7 @@
 import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, watch, writeFileSync } from "node:fs";
 import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -57,15 +56,31 @@ describe("skill projection refresh under concurrency", () => {
     );
     return {
       async started() {
-        for (let i = 0; new Set(lockers(logFile)).size < 2; i++) {
-          if (i > 1000) throw new Error("the refresh workers did not start");
-          await sleep(20);
-        }
+        await logUntil(logFile, "both refresh workers took the flock", (lines) =>
+          bothPids(lines, " locked "),
+        );
+      },
+      /** Resolves once both processes finished a refresh that began after this call. */
+      async bothRefreshed() {
+        const from = readLog(logFile).length;
+        await logUntil(logFile, "both refresh workers refreshed again", (lines) =>
+          bothPids(lines.slice(from), " locked ", " unlocking "),
+        );
+      },
+      /** Resolves once the processes held the flock more than `count` times in all. */
+      async heldMoreThan(count: number) {
+        await logUntil(
+          logFile,
+          `more than ${count} refreshes`,
+          (lines) =>
+            bothPids(lines, " locked ") &&
+            lines.filter((l) => l.includes(" unlocking ")).length > count,
+        );
       },
       async stop() {
         writeFileSync(stopFile, "");
         expect(await Promise.all(done)).toEqual([0, 0]);
-        return readFileSync(logFile, "utf8").trim().split("\n");
+        return readLog(logFile);
       },
     };
   }
@@ -85,11 +100,12 @@ describe("skill projection refresh under concurrency", () => {
       ["alpha", "grant"],
     ];
     for (const [slug, action] of plan) {
-      await sleep(150);
+      // Each change lands between refreshes of both processes, not all before one of them.
+      await workers.bothRefreshed();
       if (action === "grant") await env.grant(ALICE, slug);
       else await env.revoke(ALICE, slug);
     }
-    await sleep(150);
+    await workers.bothRefreshed();
     const log = await workers.stop();
     expectSerialized(log, plan.length);
 
@@ -101,7 +117,7 @@ describe("skill projection refresh under concurrency", () => {
       "alice.state",
     ]);
     expect(namesIn(join(env.dataRoot, "skills", "sources"))).toEqual([...SLUGS].sort());
-  });
+  }, 240_000);
 
   it("the flock alone serializes two processes whose advisory locks do not meet (two databases)", async () => {
     // Same catalogue and grants in a second database: the advisory locks of the two
@@ -119,14 +135,14 @@ describe("skill projection refresh under concurrency", () => {
       }
       const workers = startWorkers([env.database.url, other.url], 25);
       await workers.started();
-      await sleep(800);
+      await workers.heldMoreThan(6);
       const log = await workers.stop();
       expectSerialized(log, 6);
       expect(namesIn(env.projectionPath(ALICE))).toEqual(["alpha", "gamma"]);
     } finally {
       await other.drop();
     }
-  });
+  }, 240_000);
 
   it("a refresh blocked on the advisory lock while a revoke commits sees the revoke", async () => {
     await env.grant(ALICE, "alpha");
@@ -155,15 +171,15 @@ describe("skill projection refresh under concurrency", () => {
     });
     try {
       await isLocked;
-      const refresh = env.refresher().refresh(ALICE, testSignal());
-      // Wait until the refresh is really queued behind the revoke's lock.
-      for (let i = 0; ; i++) {
-        const waiting = await env.database.sql`
-          select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`;
-        if (waiting[0]?.n === 1) break;
-        if (i > 200) throw new Error("the refresh never waited on the advisory lock");
-        await sleep(10);
-      }
+      let busy!: () => void;
+      const foundBusy = new Promise<void>((resolve) => {
+        busy = resolve;
+      });
+      const refresh = env
+        .refresher({ hooks: { onGrantLockBusy: () => busy() } })
+        .refresh(ALICE, testSignal());
+      // The refresh found the revoke's lock held and now queues behind it.
+      await foundBusy;
       // The projection still holds alpha: nothing happened while the refresh waited.
       expect(namesIn(env.projectionPath(ALICE))).toEqual(["alpha", "beta"]);
       release();
@@ -219,12 +235,59 @@ describe("skill projection refresh under concurrency", () => {
   });
 });
 
-/** Pids that have taken the flock so far. */
-function lockers(logFile: string): string[] {
-  return readFileSync(logFile, "utf8")
-    .split("\n")
-    .filter((line) => line.includes(" locked "))
-    .map((line) => line.split(" ")[0] as string);
+function readLog(logFile: string): string[] {
+  return readFileSync(logFile, "utf8").trim().split("\n").filter(Boolean);
+}
+
+/** Whether two processes each logged every one of `marks` (a lock, then its release) in `lines`. */
+function bothPids(lines: readonly string[], ...marks: string[]): boolean {
+  const pids = new Set(lines.map((line) => line.split(" ")[0]));
+  let complete = 0;
+  for (const pid of pids) {
+    const own = lines.filter((line) => line.startsWith(`${pid} `));
+    let at = 0;
+    for (const mark of marks) {
+      const found = own.findIndex((line, i) => i >= at && line.includes(mark));
+      if (found === -1) {
+        at = -1;
+        break;
+      }
+      at = found + 1;
+    }
+    if (at !== -1) complete++;
+  }
+  return complete >= 2;
+}
+
+/**
+ * Resolves when `ready(lines)` holds for the refresh log, re-checked whenever a worker
+ * appends to it (inotify), bounded so that a stuck worker fails the test with `what`.
+ */
+async function logUntil(
+  logFile: string,
+  what: string,
+  ready: (lines: string[]) => boolean,
+): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const watcher = watch(logFile);
+    const finish = (error?: Error) => {
+      clearTimeout(timer);
+      watcher.close();
+      if (error) reject(error);
+      else resolve();
+    };
+    const check = () => {
+      if (ready(readLog(logFile))) finish();
+    };
+    const timer = setTimeout(
+      () => finish(new Error(`timed out waiting for ${what}:\n${readLog(logFile).join("\n")}`)),
+      // Generous: two Node processes starting on a loaded machine.
+      90_000,
+    );
+    watcher.on("change", check);
+    watcher.on("error", (error) => finish(error));
+    check();
+  });
 }
 
 /** No overlap was seen, and the intervals in which each process held the flock are disjoint. */

@@ -35,6 +35,7 @@ const API_MD_ROUTES = [
   "POST /v1/admin/nodes/{node_id}/quiesce",
   "POST /v1/admin/nodes/{node_id}/resume",
   "GET /v1/admin/runtime",
+  "GET /v1/usage",
   "GET /v1/admin/users/{uid}/limits",
   "PUT /v1/admin/users/{uid}/limits",
 ];

@@ -1,5 +1,6 @@
 import type {
   NodeRuntimeData,
+  UsageData,
   UserLimitsData,
   UserLimitsOverride,
 } from "../../../sdk/src/index.ts";
@@ -66,6 +67,8 @@ export interface ConsoleApi {
     ): Promise<Attachment[]>;
     delete(threadId: string, fileId: string): Promise<void>;
   };
+  /** The signed-in user's workspace and runs against their limits (`GET /v1/usage`). */
+  usage(signal?: AbortSignal): Promise<UsageData>;
   /** Admin only; the server answers 403 otherwise. */
   admin: {
     catalogue(signal?: AbortSignal): Promise<CatalogueSkill[]>;

@@ -165,6 +165,7 @@ export function createSdkConsoleApi(p: {
         }),
       delete: (threadId, fileId) => sdk(() => workcell.attachments.delete(threadId, fileId)),
     },
+    usage: (signal) => sdk(() => workcell.usage(opts(signal))),
     admin: {
       catalogue: (signal) =>
         sdk(async () => (await workcell.admin.skills.list(opts(signal))) as CatalogueSkill[]),

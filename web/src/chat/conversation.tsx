@@ -15,12 +15,19 @@ export function Conversation({ threadId }: { threadId: string }) {
   const [input, setInput] = useState("");
   const send = useMutation({
     mutationFn: (text: string) => api.runs.create(threadId, text),
-    onSuccess: (run, text) => {
+    onSuccess: async (run, text) => {
       setInput("");
-      queryClient.setQueryData<ThreadRun[]>(["thread-runs", threadId], (old) => [
-        ...(old ?? []),
+      // A refetch of the list may be in flight (a replayed run's completion invalidates
+      // it): if its read saw the new run, appending would show the run twice; if it did
+      // not, its answer would hide the run when it lands. Cancel it, add the run once,
+      // then read the list again.
+      const key = ["thread-runs", threadId];
+      await queryClient.cancelQueries({ queryKey: key });
+      queryClient.setQueryData<ThreadRun[]>(key, (old) => [
+        ...(old ?? []).filter((r) => r.run_id !== run.run_id),
         { ...run, input: text },
       ]);
+      void queryClient.invalidateQueries({ queryKey: key });
     },
   });
   const bottom = useRef<HTMLDivElement>(null);

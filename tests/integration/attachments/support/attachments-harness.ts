@@ -10,6 +10,7 @@ import {
   createDataPlaneApp,
   startDataPlaneServer,
 } from "../../../../agent-host/data-plane/index.ts";
+import { createAccountingQuota } from "../../../../agent-host/quota/workspace-quota.ts";
 import {
   createLibcSyscalls,
   createPathResolver,
@@ -42,6 +43,8 @@ export type HarnessOptions = {
   dataPlane?: "in-process" | "child";
   importLimits?: Partial<AttachmentImportLimits>;
   limits?: Partial<AttachmentLimits>;
+  /** The in-process data plane enforces UserWorkspace quotas (measured afresh per write). */
+  quota?: boolean;
 };
 
 export type ThreadJson = { thread_id: string; workdir_path: string };
@@ -60,6 +63,8 @@ export type AttachmentsHarness = {
   /** The data plane's process when it runs in a child. */
   dataPlaneChild: ChildProcessWithoutNullStreams | undefined;
   call(method: string, path: string, options?: CallOptions): Promise<Response>;
+  /** A token carrying the admin claim, for `/v1/admin/*`. */
+  adminToken(uid: string): Promise<string>;
   createThread(uid?: string): Promise<ThreadJson>;
   requestUploads(
     files: { name: string; size: number; content_type: string }[],
@@ -96,10 +101,17 @@ export async function startAttachmentsHarness(
   const dataPlane =
     options.dataPlane === "child"
       ? await startChildDataPlane(root.path, keys.publicJwk, bucket)
-      : await startInProcessDataPlane(root.path, keys.publicJwk, s3, bucket, options.importLimits);
+      : await startInProcessDataPlane(
+          root.path,
+          keys.publicJwk,
+          s3,
+          bucket,
+          options.importLimits,
+          options.quota === true,
+        );
 
   const capabilities = createCapabilityMinter({ privateJwk: keys.privateJwk });
-  const { app, call } = createTestFunctionsApp({
+  const { app, call, adminToken } = createTestFunctionsApp({
     db,
     sqs,
     queueUrl,
@@ -125,6 +137,7 @@ export async function startAttachmentsHarness(
     capabilities,
     dataPlaneChild: dataPlane.child,
     call,
+    adminToken,
     async createThread(uid = ALICE) {
       const response = await call("POST", "/v1/threads", { uid, body: {} });
       if (response.status !== 201)
@@ -202,12 +215,14 @@ async function startInProcessDataPlane(
   s3: S3Client,
   bucket: string,
   limits: Partial<AttachmentImportLimits> | undefined,
+  quota: boolean,
 ): Promise<RunningDataPlane> {
   const sys = createLibcSyscalls();
   const app = createDataPlaneApp({
     userWorkspaces: createUserWorkspaces({ dataRoot, sys, resolver: createPathResolver(sys) }),
     publicKeys: [await importCapabilityPublicKey(publicJwk)],
     logger: testLogger(),
+    ...(quota ? { quota: createAccountingQuota({ dataRoot, maxUsageAgeMs: 0 }) } : {}),
     attachments: {
       objects: createS3AttachmentObjectStore({ s3, bucket }),
       ...(limits === undefined ? {} : { limits }),

@@ -1,10 +1,12 @@
 import { decodeJwt, type JWK } from "jose";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import {
   createDataPlaneApp,
   startDataPlaneServer,
+  type ThreadRevocations,
 } from "../../../../agent-host/data-plane/index.ts";
 import { createAccountingQuota } from "../../../../agent-host/quota/workspace-quota.ts";
+import type { AgentHostSkills } from "../../../../agent-host/skills/agent-host-skills.ts";
 import {
   createLibcSyscalls,
   createPathResolver,
@@ -12,6 +14,7 @@ import {
 } from "../../../../agent-host/workspace/index.ts";
 import { importCapabilityPublicKey } from "../../../../shared/capability/capability-keys.ts";
 import { ed25519PublicJwkVar } from "../../../../shared/env/env-vars.ts";
+import type { Tracing } from "../../../../shared/telemetry/tracing.ts";
 
 export type SeenCapability = { path: string; uid: unknown; workdirPath: unknown; ops: unknown };
 
@@ -29,6 +32,13 @@ export type TestDataPlane = {
 export async function startTestDataPlane(p: {
   dataRoot: string;
   publicJwk: JWK;
+  /** The revocation point, as the agent-host wires it (over the harness's Postgres). */
+  revocations?: ThreadRevocations;
+  /** Its logger (default silent) and tracing (default off), to observe propagation. */
+  logger?: Logger;
+  tracing?: Tracing;
+  /** The agent-host's skills handlers, to serve the skills routes (default: 503 there). */
+  skills?: AgentHostSkills;
 }): Promise<TestDataPlane> {
   const sys = createLibcSyscalls();
   const app = createDataPlaneApp({
@@ -41,7 +51,10 @@ export async function startTestDataPlane(p: {
     publicKeys: [
       await importCapabilityPublicKey(ed25519PublicJwkVar().parse(JSON.stringify(p.publicJwk))),
     ],
-    logger: pino({ level: "silent" }),
+    logger: p.logger ?? pino({ level: "silent" }),
+    ...(p.tracing === undefined ? {} : { tracing: p.tracing }),
+    ...(p.revocations === undefined ? {} : { revocations: p.revocations }),
+    ...(p.skills === undefined ? {} : { skills: p.skills }),
   });
   const seen: SeenCapability[] = [];
   const server = await startDataPlaneServer({

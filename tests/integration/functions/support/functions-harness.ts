@@ -1,3 +1,4 @@
+import type { S3Client } from "@aws-sdk/client-s3";
 import {
   DeleteMessageBatchCommand,
   ReceiveMessageCommand,
@@ -5,7 +6,17 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { exportJWK, generateKeyPair } from "jose";
-import type { Logger } from "pino";
+import pino, { type Logger } from "pino";
+import { createThreadRevocations } from "../../../../agent-host/data-plane/index.ts";
+import {
+  type AgentHostSkills,
+  createAgentHostSkills,
+} from "../../../../agent-host/skills/agent-host-skills.ts";
+import {
+  createLibcSyscalls,
+  createPathResolver,
+  createUserWorkspaces,
+} from "../../../../agent-host/workspace/index.ts";
 import type { AppDeps } from "../../../../functions/app-deps.ts";
 import type { AppEnv } from "../../../../functions/app-env.ts";
 import type { AppLimits } from "../../../../functions/app-limits.ts";
@@ -22,6 +33,7 @@ import { parseQueueMessage } from "../../../../shared/contracts/queue-message.ts
 import { createDb, type PostgresDb } from "../../../../shared/db/client.ts";
 import { ed25519PrivateJwkVar } from "../../../../shared/env/env-vars.ts";
 import { postgresListen } from "../../../../shared/listen/postgres-listen.ts";
+import type { Tracing } from "../../../../shared/telemetry/tracing.ts";
 import { freshBucket, freshQueue, s3Client, sqsClient } from "../../../support/aws.ts";
 import { freshDataRoot } from "../../../support/data-root.ts";
 import {
@@ -47,6 +59,12 @@ export type FunctionsHarness = {
   adminToken(uid: string): Promise<string>;
   /** One request through `app.request` (the whole app, in-process), as `uid` (null: no token). */
   call(method: string, path: string, options?: CallOptions): Promise<Response>;
+  /**
+   * Resolves when an event stream of `runId` next waits for new events (everything so far
+   * was sent; with notify, LISTEN is up): what is written from then on arrives live.
+   * Call it before opening the stream.
+   */
+  streamWaiting(runId: string): Promise<void>;
   /** Receives (and deletes) every message now on the run queue; the dispatched run ids. */
   drainDispatches(): Promise<string[]>;
   close(): Promise<void>;
@@ -66,6 +84,16 @@ export type HarnessOptions = {
   ticketClock?: () => Date;
   /** The app's logger (default: silent unless TEST_LOG_LEVEL). */
   logger?: Logger;
+  /** The clock of the data plane's capability revocation cache (default Date.now). */
+  revocationClock?: () => number;
+  /** The app's and its run queue's tracing (default off). */
+  tracing?: Tracing;
+  /**
+   * The data plane's logger (default silent) and tracing (default off); `skills` serves the
+   * skills routes with the real agent-host handlers on the harness's database, data root
+   * and bucket (builtin skills registered).
+   */
+  dataPlane?: { logger?: Logger; tracing?: Tracing; skills?: boolean };
 };
 
 /** The functions app on a fresh database, a fresh queue and the real data plane over a fresh data root. */
@@ -84,15 +112,31 @@ export async function startFunctionsHarness(
   });
   const privateJwk = ed25519PrivateJwkVar().parse(JSON.stringify(await exportJWK(privateKey)));
   const root = await freshDataRoot();
+  const { skills: withSkills, ...dataPlaneOptions } = options.dataPlane ?? {};
   const dataPlane = await startTestDataPlane({
     dataRoot: root.path,
     publicJwk: await exportJWK(publicKey),
+    ...dataPlaneOptions,
+    ...(withSkills ? { skills: await agentHostSkills(db, root.path, s3, bucket) } : {}),
+    revocations: createThreadRevocations({
+      db,
+      ...(options.revocationClock === undefined ? {} : { now: options.revocationClock }),
+    }),
   });
   const logger = options.logger ?? testLogger();
+  const waitingFor = new Map<string, (() => void)[]>();
+  const onWaiting = (runId: string) => {
+    for (const resolve of waitingFor.get(runId) ?? []) resolve();
+    waitingFor.delete(runId);
+  };
   const runEvents: RunEventWaiter & { close?: () => Promise<void> } =
     options.runEvents === "poll"
-      ? createPollingRunEventWaiter()
-      : createNotifyRunEventWaiter({ listen: postgresListen(database.sql), logger });
+      ? withWaitingHook(createPollingRunEventWaiter(), onWaiting)
+      : createNotifyRunEventWaiter({
+          listen: postgresListen(database.sql),
+          logger,
+          hooks: { onWaiting },
+        });
   const { app, deps, token, adminToken, call } = createTestFunctionsApp({
     db,
     sqs,
@@ -110,6 +154,7 @@ export async function startFunctionsHarness(
     ...(options.runQueue === undefined ? {} : { runQueue: options.runQueue }),
     ...(options.auth === undefined ? {} : { auth: options.auth }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
   });
 
   return {
@@ -124,6 +169,11 @@ export async function startFunctionsHarness(
     token,
     adminToken,
     call,
+    streamWaiting(runId) {
+      return new Promise((resolve) => {
+        waitingFor.set(runId, [...(waitingFor.get(runId) ?? []), resolve]);
+      });
+    },
     async drainDispatches() {
       const ids: string[] = [];
       for (;;) {
@@ -159,6 +209,27 @@ export async function startFunctionsHarness(
   };
 }
 
+/** The agent-host's skills over the harness's database, data root and bucket. */
+async function agentHostSkills(
+  db: PostgresDb,
+  dataRoot: string,
+  s3: S3Client,
+  bucket: string,
+): Promise<AgentHostSkills> {
+  const sys = createLibcSyscalls();
+  const skills = createAgentHostSkills({
+    db,
+    sys,
+    dataRoot,
+    logger: pino({ level: "silent" }),
+    s3,
+    uploadsBucket: bucket,
+    workspaces: createUserWorkspaces({ dataRoot, sys, resolver: createPathResolver(sys) }),
+  });
+  await skills.registerBuiltins(AbortSignal.timeout(30_000));
+  return skills;
+}
+
 /** The JSON body of a response as the type the test expects (assertions check it). */
 export async function jsonOf<T>(response: Response): Promise<T> {
   return (await response.json()) as T;
@@ -167,3 +238,17 @@ export async function jsonOf<T>(response: Response): Promise<T> {
 export type ErrorJson = {
   error: { code: string; message: string; details?: Record<string, unknown> };
 };
+
+/** Polling has no LISTEN to wait for: a stream waits as soon as it asks. */
+function withWaitingHook(
+  waiter: RunEventWaiter,
+  onWaiting: (runId: string) => void,
+): RunEventWaiter {
+  return {
+    waitForEvents(runId, timeoutMs, signal) {
+      const waiting = waiter.waitForEvents(runId, timeoutMs, signal);
+      onWaiting(runId);
+      return waiting;
+    },
+  };
+}

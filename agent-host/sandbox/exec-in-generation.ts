@@ -1,0 +1,59 @@
+import type { ExecRequest, ExecResult } from "./driver.ts";
+import { forget } from "./live-registry.ts";
+import type { SandboxContext } from "./sandbox-context.ts";
+import { type SandboxHandle, STALE_GENERATION } from "./sandbox-handle.ts";
+import { tierOfContainerId } from "./sandbox-tier.ts";
+
+export type ManagedExecOutcome =
+  | { ok: true; result: ExecResult }
+  | { ok: false; reason: "stale_generation" };
+
+/**
+ * Runs a command in the handle's generation; refused once that generation is over.
+ * `track` keeps the closing touch, which the caller does not wait for.
+ */
+export async function execInGeneration(
+  ctx: SandboxContext,
+  track: (work: Promise<unknown>) => void,
+  handle: SandboxHandle,
+  request: ExecRequest,
+  signal: AbortSignal,
+): Promise<ManagedExecOutcome> {
+  const { store, db } = ctx;
+  const entry = ctx.live.get(handle.sandboxId);
+  if (entry?.handle.generation !== handle.generation) return STALE_GENERATION;
+  const pin = await entry.pins.pin();
+  if (!pin) return STALE_GENERATION;
+  try {
+    // The touch is the cross-process fence (another agent-host process may have
+    // destroyed this generation) and keeps the reaper away while the exec runs.
+    if (!(await store.touch(db, handle.sandboxId, handle.generation))) {
+      forget(ctx, handle.sandboxId, handle.generation);
+      return STALE_GENERATION;
+    }
+    const started = performance.now();
+    const out = await ctx.driver.exec(entry.handle, request, AbortSignal.any([signal, pin.signal]));
+    if (out.ok) {
+      ctx.metrics.sandboxExecSeconds.observe(
+        { tier: tierOfContainerId(entry.handle.containerId) },
+        (performance.now() - started) / 1000,
+      );
+    }
+    if (!out.ok) {
+      await store.markFailed(db, handle.sandboxId, handle.generation, "running");
+      forget(ctx, handle.sandboxId, handle.generation);
+      return STALE_GENERATION;
+    }
+    // Idle time counts from the end of the last use, not its start. Not awaited: it
+    // only moves the idle clock (the start touch already fenced and marked the use),
+    // so the caller does not pay a round trip for it; stop() waits for it.
+    track(
+      store.touch(db, handle.sandboxId, handle.generation).catch((error: unknown) => {
+        ctx.logger.warn({ err: error, sandbox_id: handle.sandboxId }, "touch after exec failed");
+      }),
+    );
+    return { ok: true, result: out.result };
+  } finally {
+    pin.release();
+  }
+}

@@ -1,0 +1,2 @@
+ALTER TABLE "agent_runs" ADD COLUMN "origin_request_id" text;--> statement-breakpoint
+ALTER TABLE "agent_runs" ADD CONSTRAINT "agent_runs_origin_request_id_check" CHECK ("agent_runs"."origin_request_id" is null or char_length("agent_runs"."origin_request_id") between 1 and 128);

@@ -2,6 +2,8 @@
 export const PG_UNIQUE_VIOLATION = "23505";
 /** SQLSTATE of a foreign key violation. */
 export const PG_FOREIGN_KEY_VIOLATION = "23503";
+/** SQLSTATE of a check constraint violation. */
+export const PG_CHECK_VIOLATION = "23514";
 /** SQLSTATE 55P03: lock_timeout expired while waiting for a lock. */
 export const PG_LOCK_NOT_AVAILABLE = "55P03";
 
@@ -38,12 +40,20 @@ export function sqlStateOf(error: unknown): string | undefined {
 }
 
 /**
+ * The constraint a driver error names, whatever its SQLSTATE; undefined when the error is
+ * not a Postgres error or names no constraint.
+ */
+export function constraintOf(error: unknown): string | undefined {
+  const pg = pgErrorOf(error);
+  const name = pg?.constraint_name ?? pg?.constraint;
+  return typeof name === "string" ? name : undefined;
+}
+
+/**
  * The constraint a unique violation names ("" when the driver gives none), or undefined
  * when the error is not a unique violation.
  */
 export function uniqueViolationConstraint(error: unknown): string | undefined {
-  const pg = pgErrorOf(error);
-  if (pg?.code !== PG_UNIQUE_VIOLATION) return undefined;
-  const name = pg.constraint_name ?? pg.constraint;
-  return typeof name === "string" ? name : "";
+  if (sqlStateOf(error) !== PG_UNIQUE_VIOLATION) return undefined;
+  return constraintOf(error) ?? "";
 }

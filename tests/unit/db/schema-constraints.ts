@@ -3,6 +3,13 @@ import { and, eq, sql } from "drizzle-orm";
 import { expect, test } from "vitest";
 import type { Db } from "../../../shared/db/client.ts";
 import {
+  constraintOf,
+  PG_CHECK_VIOLATION,
+  PG_FOREIGN_KEY_VIOLATION,
+  PG_UNIQUE_VIOLATION,
+  sqlStateOf,
+} from "../../../shared/db/pg-error.ts";
+import {
   agentRuns,
   attachments,
   conversations,
@@ -21,24 +28,6 @@ import {
 // The schema's invariants, run against PGlite (unit) and a real PostgreSQL
 // (integration) through the same drizzle code, so both engines are held to one contract.
 
-type SqlState = { code?: string; constraint?: string };
-
-// drizzle wraps driver errors (DrizzleQueryError.cause); postgres.js names the constraint
-// `constraint_name`, PGlite `constraint`.
-export function sqlStateOf(error: unknown): SqlState {
-  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
-    const fields = e as { code?: unknown; constraint_name?: unknown; constraint?: unknown };
-    if (typeof fields.code === "string" && /^[0-9A-Z]{5}$/.test(fields.code)) {
-      const constraint = fields.constraint_name ?? fields.constraint;
-      return {
-        code: fields.code,
-        constraint: typeof constraint === "string" ? constraint : undefined,
-      };
-    }
-  }
-  return {};
-}
-
 export async function expectViolation(
   query: PromiseLike<unknown>,
   code: string,
@@ -49,12 +38,15 @@ export async function expectViolation(
     (e: unknown) => e,
   );
   expect(error, `expected ${constraint} to reject the row`).toBeDefined();
-  expect(sqlStateOf(error)).toEqual({ code, constraint });
+  expect({ code: sqlStateOf(error), constraint: constraintOf(error) }).toEqual({
+    code,
+    constraint,
+  });
 }
 
-const UNIQUE = "23505";
-const FOREIGN_KEY = "23503";
-const CHECK = "23514";
+const UNIQUE = PG_UNIQUE_VIOLATION;
+const FOREIGN_KEY = PG_FOREIGN_KEY_VIOLATION;
+const CHECK = PG_CHECK_VIOLATION;
 
 // The single row a RETURNING query produced.
 export function one<T>(rows: T[]): T {

@@ -7,7 +7,8 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { migrate, migrationsFolder } from "../../../infra/db/migrate.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
-import { defineSchemaConstraintTests, one } from "../../unit/db/schema-constraints.ts";
+import { defineSchemaConstraintTests } from "../../unit/db/schema-constraints.ts";
+import { one } from "../../unit/db/schema-seed.ts";
 
 // The migrations against a real PostgreSQL (Debian's, as deployed): idempotent, safe
 // when several processes migrate one database at once, and enforcing the same

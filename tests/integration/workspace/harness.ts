@@ -149,6 +149,11 @@ export async function expectCode(
   return thrown;
 }
 
+/** The permission bits of a path, not following a final symlink. */
+export function mode(path: string): number {
+  return lstatSync(path).mode & 0o7777;
+}
+
 /** Names in a directory, sorted: for "nothing else was created" checks. */
 export function namesIn(dir: string): string[] {
   return readdirSync(dir).sort();

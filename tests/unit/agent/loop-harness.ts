@@ -1,10 +1,14 @@
 import { pino } from "pino";
 import { z } from "zod";
-import type {
-  AgentEvent,
-  SandboxExec,
-  Tool,
-  ToolEnvironment,
+import {
+  type AgentEvent,
+  type AgentLoopInput,
+  createScriptedModelClient,
+  runAgentLoop,
+  type SandboxExec,
+  type ScriptedStep,
+  type Tool,
+  type ToolEnvironment,
 } from "../../../agent-host/runs/agent/index.ts";
 import type { WorkspaceFs } from "../../../agent-host/workspace/index.ts";
 
@@ -84,4 +88,26 @@ export function blockingTool(): { tool: Tool<Record<string, never>>; started: Pr
       },
     },
   };
+}
+
+/** A loop over a scripted model with the echo tool; `run` starts it, the recorder watches. */
+export function setup(
+  steps: readonly ScriptedStep[],
+  options: Partial<Omit<AgentLoopInput, "model" | "emit">> & { tools?: readonly Tool[] } = {},
+) {
+  const model = createScriptedModelClient(steps);
+  const recorder = eventRecorder();
+  const input: AgentLoopInput = {
+    model,
+    tools: [echoTool as Tool],
+    toolEnv: unusedToolEnv(),
+    systemPrompt: "You are a test.",
+    messages: [{ role: "user", content: "hi" }],
+    signal: new AbortController().signal,
+    logger: silentLogger,
+    ...options,
+    limits: { deltaFlushChars: 0, ...options.limits },
+    emit: recorder.emit,
+  };
+  return { model, ...recorder, run: () => runAgentLoop(input) };
 }

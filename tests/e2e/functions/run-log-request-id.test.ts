@@ -1,65 +1,39 @@
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import type { Run, Thread } from "../../../shared/contracts/index.ts";
-import { readSse } from "../../integration/functions/support/sse.ts";
-import { freePort } from "../../setup/free-port.ts";
-import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
-import type { TestDatabase } from "../../support/postgres.ts";
-import { type AgentHostProcess, startAgentHostProcess } from "./support/agent-host-process.ts";
-import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
+import type { AgentHostProcess } from "./support/agent-host-process.ts";
+import { type Deployment, startDeployment } from "./support/deployment.ts";
+import { runToEnd } from "./support/run-to-end.ts";
+import type { ServerProcess } from "./support/server-process.ts";
 
 // Issue 15, item 3 (docs/decisions/0059): the agent-host's log lines of a run carry the
 // X-Request-Id of the API request that submitted it. Two processes as deployed
 // (functions/entry/node.ts and agent-host/main.ts), a real run in a Docker sandbox, the
 // agent-host's own stdout read back.
 
-const ROOT = join(import.meta.dirname, "../../..");
 const SECRET = "run-log-request-id-secret-0123456789";
 
 type LogLine = Record<string, unknown> & { msg?: string };
 
-let database: TestDatabase;
+let deployment: Deployment;
 let functions: ServerProcess;
 let agentHost: AgentHostProcess;
 
 beforeAll(async () => {
   const image = inject("sandboxImage");
   if (!image) throw new Error(inject("dockerError") || "the sandbox image is missing");
-  let vars: Record<string, string>;
-  ({ database, vars } = await functionsEntryEnv({
+  deployment = await startDeployment({
     devJwtSecret: SECRET,
-    queuePrefix: "run-log-request-id",
-    logLevel: "info",
-  }));
-  agentHost = await startAgentHostProcess({
-    functionsVars: vars,
+    name: "run-log-rid",
     image,
-    nodePrefix: "run-log-rid",
-    env: { LOG_LEVEL: "info" },
+    logLevel: "info",
+    agentHostEnv: { LOG_LEVEL: "info" },
   });
-  const port = await freePort();
-  functions = await startServerProcess({
-    command: process.execPath,
-    args: [join(ROOT, "functions/entry/node.ts")],
-    env: {
-      PATH: process.env.PATH,
-      ...vars,
-      DATA_PLANE_URL: agentHost.url,
-      HOST: "127.0.0.1",
-      PORT: String(port),
-    },
-    cwd: ROOT,
-    url: `http://127.0.0.1:${port}`,
-    readyPath: "/v1/healthz",
-    readyTimeoutMs: 30_000,
-  });
+  ({ functions, agentHost } = deployment);
 }, 120_000);
 
 afterAll(async () => {
-  await functions?.stop();
-  await agentHost?.stop();
-  await database?.drop();
+  await deployment?.stop();
 });
 
 /** The JSON lines a process printed (its banner and any non-JSON output skipped). */
@@ -68,15 +42,6 @@ function jsonLines(output: string): LogLine[] {
     .split("\n")
     .filter((line) => line.startsWith("{"))
     .map((line) => JSON.parse(line) as LogLine);
-}
-
-/** Reads the run's event stream to its terminal event, then the run. */
-async function runToEnd(token: string, runId: string): Promise<Run> {
-  const headers = { authorization: `Bearer ${token}` };
-  const stream = await fetch(`${functions.url}/v1/runs/${runId}/events`, { headers });
-  if (stream.body === null) throw new Error("no event stream");
-  expect((await readSse(stream.body)).ended).toBe(true);
-  return (await (await fetch(`${functions.url}/v1/runs/${runId}`, { headers })).json()) as Run;
 }
 
 test("every agent-host log line of a run names the request that submitted it", async () => {
@@ -92,7 +57,7 @@ test("every agent-host log line of a run names the request that submitted it", a
   });
   expect(first.status).toBe(202);
   const { run: run1, thread } = (await first.json()) as { run: Run; thread: Thread };
-  expect((await runToEnd(token, run1.run_id)).status).toBe("succeeded");
+  expect((await runToEnd(functions.url, token, run1.run_id)).status).toBe("succeeded");
 
   // A second run of the same thread without an id of its own: the API's id (echoed to
   // the caller) is the one its lines carry, not the thread's first request's.
@@ -105,7 +70,7 @@ test("every agent-host log line of a run names the request that submitted it", a
   const secondId = second.headers.get("X-Request-Id");
   expect(secondId).toMatch(/^[0-9a-f-]{36}$/);
   const run2 = (await second.json()) as Run;
-  expect((await runToEnd(token, run2.run_id)).status).toBe("succeeded");
+  expect((await runToEnd(functions.url, token, run2.run_id)).status).toBe("succeeded");
 
   // Stopping the agent-host flushes its stdout and ends every run's cleanup: the output is
   // complete, so "every line" below is every line the process wrote for these runs.

@@ -1,32 +1,26 @@
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import type { Run, Thread } from "../../../shared/contracts/index.ts";
-import { readSse } from "../../integration/functions/support/sse.ts";
-import { freePort } from "../../setup/free-port.ts";
-import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import {
   type CollectedSpan,
   type OtlpCollector,
   startOtlpCollector,
 } from "../../support/otlp-collector.ts";
-import type { TestDatabase } from "../../support/postgres.ts";
-import { type AgentHostProcess, startAgentHostProcess } from "./support/agent-host-process.ts";
-import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
+import { type Deployment, startDeployment } from "./support/deployment.ts";
+import { runToEnd } from "./support/run-to-end.ts";
+import type { ServerProcess } from "./support/server-process.ts";
 
 // Issue 15, item 2: one trace from the HTTP request that submits a run to its terminal
 // event, across two processes (functions/entry/node.ts and agent-host/main.ts), each
 // exporting with the SDK's real OTLP exporter to a collector in this test.
 
-const ROOT = join(import.meta.dirname, "../../..");
 const SECRET = "traces-entry-secret-0123456789abcdef";
 const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
 
-let database: TestDatabase;
 let collector: OtlpCollector;
+let deployment: Deployment;
 let functions: ServerProcess;
-let agentHost: AgentHostProcess;
 
 /** The caller's own trace: the request continues it (W3C traceparent). */
 const callerTraceId = randomBytes(16).toString("hex");
@@ -36,62 +30,28 @@ beforeAll(async () => {
   const image = inject("sandboxImage");
   if (!image) throw new Error(inject("dockerError") || "the sandbox image is missing");
   collector = await startOtlpCollector();
-  const otel = {
-    OTEL_TRACES_EXPORTER: "otlp",
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.tracesUrl,
-    OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-    OTEL_BSP_SCHEDULE_DELAY: "100",
-  };
-  let vars: Record<string, string>;
-  ({ database, vars } = await functionsEntryEnv({
+  deployment = await startDeployment({
     devJwtSecret: SECRET,
-    queuePrefix: "traces",
-    logLevel: "warn",
-  }));
-  agentHost = await startAgentHostProcess({
-    functionsVars: vars,
+    name: "traces",
     image,
-    nodePrefix: "traces",
-    env: otel,
-  });
-  const port = await freePort();
-  functions = await startServerProcess({
-    command: process.execPath,
-    args: [join(ROOT, "functions/entry/node.ts")],
+    logLevel: "warn",
     env: {
-      PATH: process.env.PATH,
-      ...vars,
-      DATA_PLANE_URL: agentHost.url,
-      HOST: "127.0.0.1",
-      PORT: String(port),
-      ...otel,
+      OTEL_TRACES_EXPORTER: "otlp",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.tracesUrl,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_BSP_SCHEDULE_DELAY: "100",
     },
-    cwd: ROOT,
-    url: `http://127.0.0.1:${port}`,
-    readyPath: "/v1/healthz",
-    readyTimeoutMs: 30_000,
   });
+  ({ functions } = deployment);
 }, 120_000);
 
 afterAll(async () => {
-  await functions?.stop();
-  await agentHost?.stop();
+  await deployment?.stop();
   await collector?.close();
-  await database?.drop();
 });
 
 function traceparent(spanId = callerSpanId) {
   return `00-${callerTraceId}-${spanId}-01`;
-}
-
-/** Reads the run's event stream to its end (the terminal event), then the run. */
-async function runToEnd(url: string, token: string, runId: string): Promise<Run> {
-  const headers = { authorization: `Bearer ${token}` };
-  const stream = await fetch(`${url}/v1/runs/${runId}/events`, { headers });
-  if (stream.body === null) throw new Error("no event stream");
-  const { ended } = await readSse(stream.body);
-  expect(ended).toBe(true);
-  return (await (await fetch(`${url}/v1/runs/${runId}`, { headers })).json()) as Run;
 }
 
 function one(spans: CollectedSpan[], service: string, name: string): CollectedSpan {

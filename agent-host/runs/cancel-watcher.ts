@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
+import { KeyedFanOut } from "../../shared/listen/keyed-fan-out.ts";
 import type { ListenFn } from "../../shared/listen/listen-fn.ts";
-import { RunIdFanOut } from "../../shared/listen/run-id-fan-out.ts";
+import { ListenSubscription } from "../../shared/listen/listen-subscription.ts";
 import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
 
 /**
@@ -13,36 +14,26 @@ import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
  * their heartbeat (which reads `cancel_requested`): slower, never lost.
  */
 export class CancelWatcher {
-  readonly #listen: ListenFn | undefined;
-  readonly #logger: Logger;
-  readonly #watchers = new RunIdFanOut();
-  #unlisten: (() => Promise<void>) | undefined;
+  readonly #watchers = new KeyedFanOut();
+  readonly #subscription: ListenSubscription;
 
   constructor(deps: { readonly listen?: ListenFn; readonly logger: Logger }) {
-    this.#listen = deps.listen;
-    this.#logger = deps.logger;
-  }
-
-  async start(): Promise<void> {
-    if (this.#listen === undefined || this.#unlisten !== undefined) return;
-    try {
-      this.#unlisten = await this.#listen(RUN_CANCEL_CHANNEL, (runId) =>
-        this.#watchers.notify(runId),
-      );
-    } catch (error) {
-      this.#logger.warn(
-        { err: error },
-        "LISTEN for run cancels failed; runs notice cancels at their heartbeat instead",
-      );
-    }
-  }
-
-  async stop(): Promise<void> {
-    const unlisten = this.#unlisten;
-    this.#unlisten = undefined;
-    await unlisten?.().catch((error: unknown) => {
-      this.#logger.warn({ err: error }, "UNLISTEN for run cancels failed");
+    this.#subscription = new ListenSubscription({
+      listen: deps.listen,
+      channel: RUN_CANCEL_CHANNEL,
+      onPayload: (runId) => this.#watchers.notify(runId),
+      logger: deps.logger,
+      what: "run cancels",
+      fallback: "runs notice cancels at their heartbeat instead",
     });
+  }
+
+  start(): Promise<void> {
+    return this.#subscription.start();
+  }
+
+  stop(): Promise<void> {
+    return this.#subscription.stop();
   }
 
   /** Calls `onCancel` when a cancel of `runId` is notified; the returned function stops it. */

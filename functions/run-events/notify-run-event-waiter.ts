@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
+import { KeyedFanOut } from "../../shared/listen/keyed-fan-out.ts";
 import type { ListenFn } from "../../shared/listen/listen-fn.ts";
-import { RunIdFanOut } from "../../shared/listen/run-id-fan-out.ts";
 import { RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
 import type { RunEventWaiter } from "./run-event-waiter.ts";
 
@@ -19,7 +19,7 @@ export function createNotifyRunEventWaiter(p: {
     onWaiting?(runId: string): void;
   };
 }): NotifyRunEventWaiter {
-  const waiting = new RunIdFanOut();
+  const waiting = new KeyedFanOut();
   let listening: Promise<(() => Promise<void>) | undefined> | undefined;
 
   const ensureListening = () => {
@@ -35,19 +35,7 @@ export function createNotifyRunEventWaiter(p: {
   return {
     async waitForEvents(runId, timeoutMs, signal) {
       await ensureListening();
-      if (signal.aborted) return;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", done);
-          remove();
-          resolve();
-        };
-        const timer = setTimeout(done, timeoutMs);
-        signal.addEventListener("abort", done, { once: true });
-        const remove = waiting.add(runId, done);
-        p.hooks?.onWaiting?.(runId);
-      });
+      await waiting.next(runId, timeoutMs, signal, () => p.hooks?.onWaiting?.(runId));
     },
     watch(runId) {
       void ensureListening();

@@ -1,5 +1,7 @@
 import type { Logger } from "pino";
+import { KeyedFanOut } from "../../../shared/listen/keyed-fan-out.ts";
 import type { ListenFn } from "../../../shared/listen/listen-fn.ts";
+import { ListenSubscription } from "../../../shared/listen/listen-subscription.ts";
 
 /** NOTIFYed (payload: the uid) whenever an Execution Lease row of that uid is deleted. */
 export const EXECUTION_LEASE_CHANNEL = "workcell_execution_lease";
@@ -11,34 +13,26 @@ export const EXECUTION_LEASE_CHANNEL = "workcell_execution_lease";
  * run lease expires). Without a listen function, or when LISTEN fails, waits are polls.
  */
 export class LeaseWakeups {
-  readonly #listen: ListenFn | undefined;
-  readonly #logger: Logger;
-  readonly #waiters = new Map<string, Set<() => void>>();
-  #unlisten: (() => Promise<void>) | undefined;
+  readonly #waiters = new KeyedFanOut();
+  readonly #subscription: ListenSubscription;
 
   constructor(deps: { readonly listen?: ListenFn; readonly logger: Logger }) {
-    this.#listen = deps.listen;
-    this.#logger = deps.logger;
-  }
-
-  async start(): Promise<void> {
-    if (this.#listen === undefined || this.#unlisten !== undefined) return;
-    try {
-      this.#unlisten = await this.#listen(EXECUTION_LEASE_CHANNEL, (uid) => this.#wake(uid));
-    } catch (error) {
-      this.#logger.warn(
-        { err: error },
-        "LISTEN for execution lease releases failed; waiting commands poll instead",
-      );
-    }
-  }
-
-  async stop(): Promise<void> {
-    const unlisten = this.#unlisten;
-    this.#unlisten = undefined;
-    await unlisten?.().catch((error: unknown) => {
-      this.#logger.warn({ err: error }, "UNLISTEN for execution lease releases failed");
+    this.#subscription = new ListenSubscription({
+      listen: deps.listen,
+      channel: EXECUTION_LEASE_CHANNEL,
+      onPayload: (uid) => this.#waiters.notify(uid),
+      logger: deps.logger,
+      what: "execution lease releases",
+      fallback: "waiting commands poll instead",
     });
+  }
+
+  start(): Promise<void> {
+    return this.#subscription.start();
+  }
+
+  stop(): Promise<void> {
+    return this.#subscription.stop();
   }
 
   /**
@@ -46,24 +40,6 @@ export class LeaseWakeups {
    * aborts, whichever comes first; never rejects (the caller checks its signal).
    */
   next(uid: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const set = this.#waiters.get(uid) ?? new Set();
-      this.#waiters.set(uid, set);
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        set.delete(done);
-        if (set.size === 0 && this.#waiters.get(uid) === set) this.#waiters.delete(uid);
-        resolve();
-      };
-      const timer = setTimeout(done, timeoutMs);
-      set.add(done);
-      if (signal.aborted) done();
-      else signal.addEventListener("abort", done, { once: true });
-    });
-  }
-
-  #wake(uid: string): void {
-    for (const done of [...(this.#waiters.get(uid) ?? [])]) done();
+    return this.#waiters.next(uid, timeoutMs, signal);
   }
 }

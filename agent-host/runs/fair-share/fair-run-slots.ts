@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import type { ListenFn } from "../../../shared/listen/listen-fn.ts";
+import { ListenSubscription } from "../../../shared/listen/listen-subscription.ts";
 import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
 import type { ClaimOutcome } from "../claim-run.ts";
 import type { RunWorkerLimits } from "../run-limits.ts";
@@ -42,26 +43,25 @@ export class FairRunSlots {
   #again = false;
   #stopped = false;
   #timer: ReturnType<typeof setInterval> | undefined;
-  #unlisten: (() => Promise<void>) | undefined;
+  readonly #subscription: ListenSubscription;
 
   constructor(deps: FairRunSlotsDeps) {
     this.#deps = deps;
+    this.#subscription = new ListenSubscription({
+      listen: deps.listen,
+      channel: RUN_SLOTS_CHANNEL,
+      onPayload: (payload) => {
+        if (fromOtherNode(payload, deps.nodeId)) this.wake();
+      },
+      logger: deps.logger,
+      what: "free run slots",
+      fallback: "waiting runs are found by polling instead",
+    });
   }
 
   async start(): Promise<void> {
-    const { listen, limits, logger, nodeId } = this.#deps;
-    if (listen !== undefined) {
-      try {
-        this.#unlisten = await listen(RUN_SLOTS_CHANNEL, (payload) => {
-          if (fromOtherNode(payload, nodeId)) this.wake();
-        });
-      } catch (error) {
-        logger.warn(
-          { err: error },
-          "LISTEN for free run slots failed; waiting runs are found by polling instead",
-        );
-      }
-    }
+    const { limits } = this.#deps;
+    await this.#subscription.start();
     this.#timer = setInterval(() => {
       if (this.#inflight.size < limits.concurrency) this.wake();
     }, limits.waitingPollMs);
@@ -90,11 +90,7 @@ export class FairRunSlots {
     this.#stopped = true;
     if (this.#timer !== undefined) clearInterval(this.#timer);
     await this.#filling;
-    const unlisten = this.#unlisten;
-    this.#unlisten = undefined;
-    await unlisten?.().catch((error: unknown) => {
-      this.#deps.logger.warn({ err: error }, "UNLISTEN for free run slots failed");
-    });
+    await this.#subscription.stop();
   }
 
   /** Runs still executing. */

@@ -18,7 +18,12 @@ import {
   O_PATH,
   O_WRONLY,
 } from "./syscalls.ts";
-import { FILE_MODE, TEMP_PREFIX, type WorkspaceLimits } from "./workspace-limits.ts";
+import {
+  DEFAULT_WORKSPACE_LIMITS,
+  FILE_MODE,
+  TEMP_PREFIX,
+  type WorkspaceLimits,
+} from "./workspace-limits.ts";
 
 /** Owner given to every file and directory the layer creates inside a workspace. */
 export interface Owner {
@@ -38,6 +43,27 @@ export interface FsContext {
   readonly owner: Owner | undefined;
   /** Default for `fsync` of writes: flush file data and the directory entry before success. */
   readonly fsync: boolean;
+}
+
+/** What a WorkspaceFs or the UserWorkspaces are configured with; the rest has defaults. */
+export interface FsContextOptions {
+  readonly sys: FsSyscalls;
+  readonly resolver: PathResolver;
+  /** Over DEFAULT_WORKSPACE_LIMITS. */
+  readonly limits?: Partial<WorkspaceLimits>;
+  readonly owner?: Owner;
+  /** Off unless asked: see FsContext.fsync. */
+  readonly fsync?: boolean;
+}
+
+export function fsContextOf(options: FsContextOptions): FsContext {
+  return {
+    sys: options.sys,
+    resolver: options.resolver,
+    limits: { ...DEFAULT_WORKSPACE_LIMITS, ...options.limits },
+    owner: options.owner,
+    fsync: options.fsync ?? false,
+  };
 }
 
 export interface OpenDirectoryOptions extends LookupErrorOptions {

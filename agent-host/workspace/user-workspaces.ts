@@ -5,12 +5,10 @@ import {
   uidDirname,
 } from "../../shared/paths/index.ts";
 import { lookupError } from "./errno-error.ts";
-import type { FsContext, Owner } from "./fs-context.ts";
+import { type FsContext, type FsContextOptions, fsContextOf, type Owner } from "./fs-context.ts";
 import { ensureDirectory } from "./make-directory.ts";
-import type { PathResolver } from "./path-resolver.ts";
-import { AT_FDCWD, type FsSyscalls, O_CLOEXEC, O_DIRECTORY, O_PATH } from "./syscalls.ts";
+import { AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_PATH } from "./syscalls.ts";
 import { createWorkspaceFs, type WorkspaceFs } from "./workspace-fs.ts";
-import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "./workspace-limits.ts";
 
 /** `<data-root>/users/<uid dirname>/workspace` (ARCHITECTURE.md §2). */
 export const USERS_DIR = "users";
@@ -19,15 +17,11 @@ export const WORKSPACE_DIR = "workspace";
 export const WORKDIR_UPLOADS_DIR = "uploads";
 export const WORKDIR_OUTPUTS_DIR = "outputs";
 
-export interface UserWorkspacesDeps {
+export interface UserWorkspacesDeps extends FsContextOptions {
   /** The agent-host's data root (operator configuration, trusted; may itself be a symlink). */
   readonly dataRoot: string;
-  readonly sys: FsSyscalls;
-  readonly resolver: PathResolver;
   /** Owner of the UserWorkspace and everything created in it (the sandbox user). */
   readonly owner?: Owner;
-  readonly limits?: Partial<WorkspaceLimits>;
-  readonly fsync?: boolean;
 }
 
 export interface OpenOptions {
@@ -67,13 +61,7 @@ export interface UserWorkspaces {
 }
 
 export function createUserWorkspaces(deps: UserWorkspacesDeps): UserWorkspaces {
-  const ctx: FsContext = {
-    sys: deps.sys,
-    resolver: deps.resolver,
-    limits: { ...DEFAULT_WORKSPACE_LIMITS, ...deps.limits },
-    owner: deps.owner,
-    fsync: deps.fsync ?? false,
-  };
+  const ctx = fsContextOf(deps);
   // `users/` and `users/<dirname>/` belong to the agent-host, not to the sandbox user: only
   // the workspace directory itself (the bind-mount source) and what is inside it are chowned.
   const hostCtx: FsContext = { ...ctx, owner: undefined };

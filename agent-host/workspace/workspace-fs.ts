@@ -1,16 +1,14 @@
 import { type CopyOptions, copyEntry } from "./copy-entry.ts";
 import type { EntryInfo } from "./entry-kind.ts";
-import { displayPath, type FsContext, type Owner, openDirectory } from "./fs-context.ts";
+import { displayPath, type FsContextOptions, fsContextOf, openDirectory } from "./fs-context.ts";
 import { type ListOptions, type ListResult, listDirectory } from "./list-directory.ts";
 import { ensureDirectory, type MakeDirectoryOptions, makeDirectory } from "./make-directory.ts";
 import { type MetadataScan, type MetadataScanLimits, scanMetadata } from "./metadata-scan.ts";
 import { type MoveOptions, moveEntry } from "./move-entry.ts";
-import type { PathResolver, ResolverKind } from "./path-resolver.ts";
+import type { ResolverKind } from "./path-resolver.ts";
 import { openFileReader, readEntry, statEntry, type WorkspaceFileReader } from "./read-file.ts";
 import { type RemoveOptions, removeEntry } from "./remove-entry.ts";
 import { type SearchOptions, type SearchResult, searchTree } from "./search-tree.ts";
-import type { FsSyscalls } from "./syscalls.ts";
-import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "./workspace-limits.ts";
 import { splitWorkspacePath } from "./workspace-path.ts";
 import { type BatchFile, type BatchOptions, writeBatch } from "./write-batch.ts";
 import { type WriteOptions, writeEntry } from "./write-file.ts";
@@ -68,24 +66,13 @@ export interface WorkspaceFs {
   [Symbol.dispose](): void;
 }
 
-export interface WorkspaceFsDeps {
-  readonly sys: FsSyscalls;
-  readonly resolver: PathResolver;
+export interface WorkspaceFsDeps extends FsContextOptions {
   /** An open descriptor of the directory; the WorkspaceFs takes ownership of it. */
   readonly rootFd: number;
-  readonly limits?: Partial<WorkspaceLimits>;
-  readonly owner?: Owner;
-  readonly fsync?: boolean;
 }
 
 export function createWorkspaceFs(deps: WorkspaceFsDeps): WorkspaceFs {
-  const ctx: FsContext = {
-    sys: deps.sys,
-    resolver: deps.resolver,
-    limits: { ...DEFAULT_WORKSPACE_LIMITS, ...deps.limits },
-    owner: deps.owner,
-    fsync: deps.fsync ?? false,
-  };
+  const ctx = fsContextOf(deps);
   const rootFd = deps.rootFd;
   // The root descriptor must not be closed while an operation uses it: its number would be
   // reused by the next open, and the operation would continue relative to another directory.

@@ -1,6 +1,7 @@
 // Cloudflare Workers (infra/wrangler.toml): `fetch` serves the API, `scheduled` (a Cron
 // Trigger) runs the run sweep (expired leases, then lost dispatches). Needs
 // `nodejs_compat` (postgres.js over TCP, the AWS SDK); no node:fs anywhere in the bundle.
+// Traced from OTEL_* bindings like the other entries (off by default; docs/decisions/0078).
 import pino from "pino";
 import postgres from "postgres";
 import { Registry } from "prom-client";
@@ -12,6 +13,10 @@ import { type EnvRecord, parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createMetricsLogFlusher } from "../../shared/metrics/log-metrics.ts";
 import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
+import { otlpExporterConfigOf } from "../../shared/telemetry/otlp-exporter-config.ts";
+import { type StartedTracing, startTracing } from "../../shared/telemetry/start-tracing.ts";
+import type { Tracing } from "../../shared/telemetry/tracing.ts";
+import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import type { TokenVerifier } from "../auth/token-verifier.ts";
@@ -54,12 +59,24 @@ function createWorker() {
       credentials,
       verifier: auth.verifier,
       logger: pino(loggerOptions(env.LOG_LEVEL)),
+      tracingEnv: parseEnv(tracingEnvSchema, bindings),
     };
   };
+  /**
+   * One tracer provider per invocation, like the database connection: an isolate may not
+   * do I/O outside a request, so spans cannot wait in a batch for a later one. The bundle
+   * holds the exporter's browser build (fetch), which reads no environment: its settings
+   * come from the bindings. Off (the default): the no-op tracer, the SDK never loaded.
+   */
+  const startInvocationTracing = (tracingEnv: ReturnType<typeof setup>["tracingEnv"]) =>
+    startTracing(tracingEnv, "workcell-functions", {
+      explicit: { otlp: otlpExporterConfigOf(tracingEnv) },
+    });
 
   return {
     async fetch(request: Request, bindings: EnvRecord, ctx: ExecutionContext): Promise<Response> {
-      const { env, credentials, verifier, logger } = setup(bindings);
+      const { env, credentials, verifier, logger, tracingEnv } = setup(bindings);
+      const tracing = await startInvocationTracing(tracingEnv);
       const sql = postgres(env.DATABASE_URL, POSTGRES_OPTIONS);
       // Nothing scrapes a Worker: this request's series are logged once it is answered
       // (docs/decisions/0031).
@@ -71,12 +88,17 @@ function createWorker() {
           logger,
           metrics,
           exportMetrics: createMetricsLogFlusher(metrics, logger),
+          tracing: tracing.tracing,
           auth: verifier,
           awsCredentials: credentials,
           runEvents: createPollingRunEventWaiter(),
         }),
       );
-      const served = whenResponseDone(await app.fetch(request), () => sql.end({ timeout: 5 }));
+      const response = await app.fetch(request);
+      // The request's span ended with its headers (an event stream's too): export now,
+      // after the answer, without holding it; waitUntil keeps the isolate until it is sent.
+      ctx.waitUntil(exportSpans(tracing, logger, "request"));
+      const served = whenResponseDone(response, () => sql.end({ timeout: 5 }));
       ctx.waitUntil(served.done);
       return served.response;
     },
@@ -86,16 +108,35 @@ function createWorker() {
       bindings: EnvRecord,
       ctx: ExecutionContext,
     ): Promise<void> {
-      const { env, credentials, logger } = setup(bindings);
-      ctx.waitUntil(sweep(env, credentials, logger));
+      const { env, credentials, logger, tracingEnv } = setup(bindings);
+      ctx.waitUntil(
+        startInvocationTracing(tracingEnv).then((tracing) =>
+          sweep(env, credentials, logger, tracing.tracing).finally(() =>
+            exportSpans(tracing, logger, "sweep"),
+          ),
+        ),
+      );
     },
   };
+}
+
+/** Exports and stops the invocation's provider; a failed export is a warning, never a failure. */
+async function exportSpans(
+  tracing: StartedTracing,
+  logger: pino.Logger,
+  what: "request" | "sweep",
+): Promise<void> {
+  if (!tracing.enabled) return;
+  await tracing
+    .shutdown()
+    .catch((error: unknown) => logger.warn({ err: error }, `could not export the ${what}'s spans`));
 }
 
 async function sweep(
   env: FunctionsEnv,
   credentials: { accessKeyId: string; secretAccessKey: string },
   logger: pino.Logger,
+  tracing: Tracing,
 ): Promise<void> {
   const sql = postgres(env.DATABASE_URL, POSTGRES_OPTIONS);
   const metrics = createWorkcellMetrics(new Registry());
@@ -104,9 +145,18 @@ async function sweep(
       sqs: createAwsClients(env, credentials).sqs,
       queueUrl: env.RUN_QUEUE_URL,
       metrics,
+      tracing,
     });
+    // A re-sent run's publish span continues the trace stored with the run (0054, 0069).
     await sweepRuns(
-      { db: createDb(sql), runQueue, logger, nodeTtlMs: env.NODE_TTL_SECONDS * 1000, metrics },
+      {
+        db: createDb(sql),
+        runQueue,
+        logger,
+        nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
+        metrics,
+        tracing,
+      },
       AbortSignal.timeout(SWEEP_BUDGET_MS),
     );
   } finally {

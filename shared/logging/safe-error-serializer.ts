@@ -1,4 +1,5 @@
 import { stdSerializers } from "pino";
+import { jsonConsoleWrite } from "./json-console-write.ts";
 
 /** What a failed query's message becomes in a log line. */
 export const WITHHELD_QUERY_MESSAGE = "Failed query (SQL text and bound parameters withheld)";
@@ -28,7 +29,9 @@ function redact(err: unknown, depth: number): unknown {
   const isQueryError = "query" in err && ("params" in err || "parameters" in err);
   for (const [key, value] of Object.entries(serialized)) {
     if (QUERY_PROPERTIES.has(key) || key === "cause") continue;
-    out[key] = value;
+    // pino's browser build (Workers) names the message `msg`: one name on every runtime,
+    // and the withheld message below replaces it there too.
+    out[key === "msg" ? "message" : key] = value;
   }
   if (isQueryError) {
     out.message = WITHHELD_QUERY_MESSAGE;
@@ -48,10 +51,20 @@ function framesOnly(stack: string | undefined): string | undefined {
   return [WITHHELD_QUERY_MESSAGE, ...frames].join("\n");
 }
 
-/** Options every entry's root logger is created with: the level and the safe serializer. */
+/**
+ * Options every entry's root logger is created with: the level and the safe serializer.
+ * `browser` is read only by pino's browser build, the one bundled for Cloudflare Workers:
+ * there serializers run only when asked for (`serialize`), and each line is written as
+ * JSON (jsonConsoleWrite) rather than as console objects (docs/decisions/0078).
+ */
 export function loggerOptions(level: string): {
   level: string;
   serializers: { err: typeof safeErrorSerializer };
+  browser: { asObject: true; serialize: true; write: typeof jsonConsoleWrite };
 } {
-  return { level, serializers: { err: safeErrorSerializer } };
+  return {
+    level,
+    serializers: { err: safeErrorSerializer },
+    browser: { asObject: true, serialize: true, write: jsonConsoleWrite },
+  };
 }

@@ -12,7 +12,7 @@ import {
   TraceIdRatioBasedSampler,
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
-import type { StartedTracing } from "./start-tracing.ts";
+import type { StartedTracing, StartTracingOptions } from "./start-tracing.ts";
 import type { TracingEnv } from "./tracing-env.ts";
 
 // Imported only when tracing is on (start-tracing.ts): this module is the SDK's only door.
@@ -21,14 +21,22 @@ export function createSdkTracing(
   env: TracingEnv,
   exporterKind: "otlp" | "console",
   defaultServiceName: string,
+  options: StartTracingOptions = {},
 ): StartedTracing {
+  const { explicit } = options;
   const exporter: SpanExporter =
-    exporterKind === "console" ? new ConsoleSpanExporter() : new OTLPTraceExporter();
+    exporterKind === "console"
+      ? new ConsoleSpanExporter()
+      : new OTLPTraceExporter(explicit?.otlp ?? {});
   const provider = new TracerProvider({
-    // OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win over the entry's default name.
-    resource: resourceFromAttributes({ "service.name": defaultServiceName }).merge(
-      detectResources({ detectors: [envDetector] }),
-    ),
+    // OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win over the entry's default name
+    // (explicitly: only the name, where the SDK cannot read the environment).
+    resource:
+      explicit === undefined
+        ? resourceFromAttributes({ "service.name": defaultServiceName }).merge(
+            detectResources({ detectors: [envDetector] }),
+          )
+        : resourceFromAttributes({ "service.name": env.OTEL_SERVICE_NAME || defaultServiceName }),
     sampler: samplerOf(env),
     spanProcessors: [
       new BatchSpanProcessor({

@@ -1,3 +1,4 @@
+import type { OtlpExporterConfig } from "./otlp-exporter-config.ts";
 import { noTracing, type Tracing } from "./tracing.ts";
 import { type TracingEnv, tracesExporterOf } from "./tracing-env.ts";
 
@@ -14,6 +15,15 @@ export type StartedTracing = {
   flush(): Promise<void>;
 };
 
+export type StartTracingOptions = {
+  /**
+   * Where there is no process environment for the SDK to read (Workers): the exporter's
+   * settings (otlpExporterConfigOf) and the service name come from the parsed `env`.
+   * Unset (Node entries): the exporter and the resource read OTEL_* themselves.
+   */
+  readonly explicit?: { readonly otlp: OtlpExporterConfig };
+};
+
 /**
  * Tracing of a Node entry (functions/entry/node.ts, agent-host/main.ts, local mode) from
  * its parsed OTEL_* environment. Off (the default): the no-op tracer and nothing of the
@@ -23,6 +33,7 @@ export type StartedTracing = {
 export async function startTracing(
   env: TracingEnv,
   defaultServiceName: string,
+  options: StartTracingOptions = {},
 ): Promise<StartedTracing> {
   const exporter = tracesExporterOf(env);
   if (exporter === "none") {
@@ -34,5 +45,5 @@ export async function startTracing(
     };
   }
   const { createSdkTracing } = await import("./sdk-tracing.ts");
-  return createSdkTracing(env, exporter, defaultServiceName);
+  return createSdkTracing(env, exporter, defaultServiceName, options);
 }

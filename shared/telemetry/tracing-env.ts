@@ -26,6 +26,26 @@ export const tracingEnvSchema = z.object({
     .url()
     .optional()
     .describe("Full URL for traces (…/v1/traces); overrides OTEL_EXPORTER_OTLP_ENDPOINT."),
+  // Read by the Node exporter itself; parsed here for the Workers entry, whose exporter
+  // build reads no environment (otlp-exporter-config.ts). Secrets (API keys): never logged.
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .optional()
+    .describe("Headers of every OTLP export, `k=v` pairs separated by commas."),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: z
+    .string()
+    .optional()
+    .describe("Headers of trace exports; win over OTEL_EXPORTER_OTLP_HEADERS."),
+  OTEL_EXPORTER_OTLP_TIMEOUT: intVar(1, 3_600_000)
+    .optional()
+    .describe("Milliseconds one export may take (default 10000)."),
+  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: intVar(1, 3_600_000)
+    .optional()
+    .describe("Milliseconds one trace export may take; wins over OTEL_EXPORTER_OTLP_TIMEOUT."),
+  OTEL_SERVICE_NAME: z
+    .string()
+    .optional()
+    .describe("The service name of the spans (default per entry, e.g. workcell-functions)."),
   OTEL_EXPORTER_OTLP_PROTOCOL: z
     .literal("http/json", {
       error: "only http/json is supported: unset it or set it to http/json",

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { conditionWaiters } from "./condition-waiters.ts";
 
 /** A span as an OTLP/HTTP JSON export carries it, with its process's service name. */
 export type CollectedSpan = {
@@ -17,6 +18,8 @@ export type OtlpCollector = {
   /** `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` for the processes under test. */
   tracesUrl: string;
   spans(): CollectedSpan[];
+  /** The `authorization` header of each export received (undefined when absent). */
+  authorizations(): (string | undefined)[];
   /** Resolves once `done(spans)` holds for what was received (checked at each export). */
   until(done: (spans: CollectedSpan[]) => boolean, timeoutMs?: number): Promise<CollectedSpan[]>;
   close(): Promise<void>;
@@ -53,7 +56,8 @@ type ExportRequest = {
  */
 export async function startOtlpCollector(): Promise<OtlpCollector> {
   const spans: CollectedSpan[] = [];
-  const waiters = new Set<() => void>();
+  const authorizations: (string | undefined)[] = [];
+  const waiters = conditionWaiters();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -62,6 +66,7 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
         res.writeHead(404).end();
         return;
       }
+      authorizations.push(req.headers.authorization);
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as ExportRequest;
       for (const rs of body.resourceSpans ?? []) {
         const resource = attributesOf(rs.resource?.attributes);
@@ -80,7 +85,7 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
         }
       }
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
-      for (const wake of waiters) wake();
+      waiters.changed();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -88,24 +93,14 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
   return {
     tracesUrl: `http://127.0.0.1:${port}/v1/traces`,
     spans: () => [...spans],
-    until(done, timeoutMs = 60_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (!done(spans)) return;
-          cleanup();
-          resolve([...spans]);
-        };
-        const timer = setTimeout(() => {
-          cleanup();
-          reject(new Error(`spans not complete after ${timeoutMs} ms: ${names(spans)}`));
-        }, timeoutMs);
-        const cleanup = () => {
-          clearTimeout(timer);
-          waiters.delete(check);
-        };
-        waiters.add(check);
-        check();
-      });
+    authorizations: () => [...authorizations],
+    async until(done, timeoutMs = 60_000) {
+      await waiters.until(
+        () => done(spans),
+        timeoutMs,
+        () => `spans not complete after ${timeoutMs} ms: ${names(spans)}`,
+      );
+      return [...spans];
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };

@@ -2,21 +2,17 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import type { Run, Thread } from "../../../shared/contracts/index.ts";
-import {
-  type CollectedSpan,
-  type OtlpCollector,
-  startOtlpCollector,
-} from "../../support/otlp-collector.ts";
+import { type OtlpCollector, startOtlpCollector } from "../../support/otlp-collector.ts";
 import { type Deployment, startDeployment } from "./support/deployment.ts";
 import { runToEnd } from "./support/run-to-end.ts";
 import type { ServerProcess } from "./support/server-process.ts";
+import { oneSpan as one, SPAN_KIND } from "./support/traced-run.ts";
 
 // Issue 15, item 2: one trace from the HTTP request that submits a run to its terminal
 // event, across two processes (functions/entry/node.ts and agent-host/main.ts), each
 // exporting with the SDK's real OTLP exporter to a collector in this test.
 
 const SECRET = "traces-entry-secret-0123456789abcdef";
-const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
 
 let collector: OtlpCollector;
 let deployment: Deployment;
@@ -52,16 +48,6 @@ afterAll(async () => {
 
 function traceparent(spanId = callerSpanId) {
   return `00-${callerTraceId}-${spanId}-01`;
-}
-
-function one(spans: CollectedSpan[], service: string, name: string): CollectedSpan {
-  const found = spans.filter((s) => s.service === service && s.name === name);
-  if (found.length !== 1) {
-    throw new Error(
-      `expected one ${service} span '${name}', got ${found.length}: ${spans.map((s) => `${s.service}:${s.name}`)}`,
-    );
-  }
-  return found[0] as CollectedSpan;
 }
 
 test("a submitted run is one trace: request → queue hop → claim, prepare, acquire, model call, exec → terminal event", async () => {

@@ -1,30 +1,31 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
-import { freePort } from "../../setup/free-port.ts";
 import { sqsClient } from "../../support/aws.ts";
 import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import type { TestDatabase } from "../../support/postgres.ts";
 import { checkCors } from "./support/check-cors.ts";
 import { driveWithRealWorker, receiveRunIds } from "./support/drive.ts";
-import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
+import type { ServerProcess } from "./support/server-process.ts";
+import {
+  startWranglerDev,
+  WRANGLER,
+  WRANGLER_CONFIG,
+  WRANGLER_ENV,
+} from "./support/wrangler-dev.ts";
 
 // The Workers build of the control plane (infra/wrangler.toml, functions/entry/worker.ts):
 // bundled by `wrangler deploy --dry-run`, and run by `wrangler dev` in the real workerd
 // runtime from npm (offline), against the test Postgres (postgres.js over TCP) and fauxqs.
 
 const run = promisify(execFile);
-const ROOT = join(import.meta.dirname, "../../..");
-const WRANGLER = join(ROOT, "node_modules/.bin/wrangler");
-const CONFIG = join(ROOT, "infra/wrangler.toml");
 const SECRET = "worker-test-secret-0123456789abcdef";
 const CONSOLE_ORIGIN = "https://console.example.com";
-const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1" };
 
 let scratch: string;
 let database: TestDatabase;
@@ -39,41 +40,10 @@ beforeAll(async () => {
     queuePrefix: "worker",
     logLevel: "warn",
   }));
-  const envFile = join(scratch, "worker.env");
-  await writeFile(
-    envFile,
-    Object.entries({ ...vars, WORKCELL_CORS_ORIGINS: CONSOLE_ORIGIN })
-      .map(([k, v]) => `${k}='${v}'`)
-      .join("\n"),
-  );
-  const port = await freePort();
-  worker = await startServerProcess({
-    command: WRANGLER,
-    args: [
-      "dev",
-      "--config",
-      CONFIG,
-      "--local",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--inspector-port",
-      String(await freePort()),
-      "--env-file",
-      envFile,
-      "--persist-to",
-      join(scratch, "state"),
-      "--test-scheduled",
-      "--show-interactive-dev-session=false",
-      "--log-level",
-      "warn",
-    ],
-    env: quietEnv,
-    cwd: scratch,
-    url: `http://127.0.0.1:${port}`,
-    readyPath: "/openapi.json",
-    readyTimeoutMs: 90_000,
+  worker = await startWranglerDev({
+    scratch,
+    vars: { ...vars, WORKCELL_CORS_ORIGINS: CONSOLE_ORIGIN },
+    logLevel: "warn",
   });
 }, 120_000);
 afterAll(async () => {
@@ -85,8 +55,8 @@ afterAll(async () => {
 describe("Cloudflare Workers", () => {
   test("wrangler deploy --dry-run bundles the Worker without node:fs", async () => {
     const outdir = join(scratch, "bundle");
-    await run(WRANGLER, ["deploy", "--config", CONFIG, "--dry-run", "--outdir", outdir], {
-      env: quietEnv,
+    await run(WRANGLER, ["deploy", "--config", WRANGLER_CONFIG, "--dry-run", "--outdir", outdir], {
+      env: WRANGLER_ENV,
       cwd: scratch,
     });
     const bundle = await readFile(join(outdir, "worker.js"), "utf8");

@@ -2,6 +2,7 @@ import { defaultTextMapSetter, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { expect, it } from "vitest";
 import { EnvError } from "../../../shared/env/env-error.ts";
 import { parseEnv } from "../../../shared/env/parse-env.ts";
+import { otlpExporterConfigOf } from "../../../shared/telemetry/otlp-exporter-config.ts";
 import { startTracing } from "../../../shared/telemetry/start-tracing.ts";
 import { tracesExporterOf, tracingEnvSchema } from "../../../shared/telemetry/tracing-env.ts";
 
@@ -72,4 +73,31 @@ it("on: a recording tracer and W3C propagation", async () => {
   );
   // Not ended: the console exporter prints nothing, and shutdown has nothing to flush.
   await started.shutdown();
+});
+
+it("the exporter's settings from OTEL_* values, for runtimes whose exporter reads no environment", () => {
+  const configOf = (env: Record<string, string>) =>
+    otlpExporterConfigOf(parseEnv(tracingEnvSchema, env));
+  expect(configOf({})).toEqual({});
+  // The base endpoint gets the signal's path; the traces endpoint is used as is and wins.
+  expect(configOf({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318/" })).toEqual({
+    url: "http://c:4318/v1/traces",
+  });
+  expect(
+    configOf({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://t:4318/custom",
+    }),
+  ).toEqual({ url: "http://t:4318/custom" });
+  // Headers: comma-separated k=v, values URL-decoded, the traces-specific ones winning.
+  expect(
+    configOf({
+      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc, x-team=core,broken",
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: "x-team=traces",
+      OTEL_EXPORTER_OTLP_TIMEOUT: "2500",
+    }),
+  ).toEqual({
+    headers: { authorization: "Bearer abc", "x-team": "traces" },
+    timeoutMillis: 2500,
+  });
 });

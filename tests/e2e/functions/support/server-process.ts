@@ -1,9 +1,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { conditionWaiters } from "../../../support/condition-waiters.ts";
 
 export type ServerProcess = {
   url: string;
   /** Everything the process printed, for failure messages. */
   output(): string;
+  /**
+   * Resolves with the output once `done(output)` holds (checked as each chunk arrives);
+   * rejects with the output after `timeoutMs`.
+   */
+  untilOutput(done: (output: string) => boolean, timeoutMs?: number): Promise<string>;
   stop(): Promise<void>;
 };
 
@@ -21,18 +27,27 @@ export async function startServerProcess(p: {
   cwd: string;
 }): Promise<ServerProcess> {
   let output = "";
+  const waiters = conditionWaiters();
   const child: ChildProcess = spawn(p.command, p.args, {
     cwd: p.cwd,
     env: p.env,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  child.stdout?.on("data", (chunk) => {
+  const append = (chunk: unknown) => {
     output += String(chunk);
-  });
-  child.stderr?.on("data", (chunk) => {
-    output += String(chunk);
-  });
+    waiters.changed();
+  };
+  child.stdout?.on("data", append);
+  child.stderr?.on("data", append);
+  const untilOutput = async (done: (output: string) => boolean, timeoutMs = 60_000) => {
+    await waiters.until(
+      () => done(output),
+      timeoutMs,
+      () => `${p.command}: expected output not seen in ${timeoutMs} ms:\n${output}`,
+    );
+    return output;
+  };
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const stop = async () => {
     if (child.exitCode !== null || child.pid === undefined) return;
@@ -54,7 +69,7 @@ export async function startServerProcess(p: {
     if (child.exitCode !== null) throw new Error(`${p.command} exited early:\n${output}`);
     try {
       await fetch(`${p.url}${p.readyPath}`, { signal: AbortSignal.timeout(2_000) });
-      return { url: p.url, output: () => output, stop };
+      return { url: p.url, output: () => output, untilOutput, stop };
     } catch {
       if (Date.now() > deadline) {
         await stop();

@@ -1,0 +1,64 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { freePort } from "../../../setup/free-port.ts";
+import { type ServerProcess, startServerProcess } from "./server-process.ts";
+
+const ROOT = join(import.meta.dirname, "../../../..");
+export const WRANGLER = join(ROOT, "node_modules/.bin/wrangler");
+export const WRANGLER_CONFIG = join(ROOT, "infra/wrangler.toml");
+/** wrangler without telemetry, prompts or colours. */
+export const WRANGLER_ENV = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  CI: "1",
+  NO_COLOR: "1",
+};
+
+/**
+ * `wrangler dev` of infra/wrangler.toml: functions/entry/worker.ts in the real workerd
+ * runtime from npm (offline), its bindings from `vars` (an env file in `scratch`), the Cron
+ * Trigger reachable at /__scheduled. `logLevel` is wrangler's: the Worker's console lines
+ * (its pino lines, 0078) are printed only from `info` on, whatever the Worker's LOG_LEVEL.
+ */
+export async function startWranglerDev(p: {
+  scratch: string;
+  vars: Record<string, string>;
+  logLevel: "warn" | "info";
+}): Promise<ServerProcess> {
+  const envFile = join(p.scratch, "worker.env");
+  await writeFile(
+    envFile,
+    Object.entries(p.vars)
+      .map(([k, v]) => `${k}='${v}'`)
+      .join("\n"),
+  );
+  const port = await freePort();
+  return startServerProcess({
+    command: WRANGLER,
+    args: [
+      "dev",
+      "--config",
+      WRANGLER_CONFIG,
+      "--local",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(await freePort()),
+      "--env-file",
+      envFile,
+      "--persist-to",
+      join(p.scratch, "state"),
+      "--test-scheduled",
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      p.logLevel,
+    ],
+    env: WRANGLER_ENV,
+    cwd: p.scratch,
+    url: `http://127.0.0.1:${port}`,
+    readyPath: "/openapi.json",
+    readyTimeoutMs: 90_000,
+  });
+}

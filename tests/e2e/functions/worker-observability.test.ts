@@ -9,8 +9,8 @@ import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import { type OtlpCollector, startOtlpCollector } from "../../support/otlp-collector.ts";
 import type { TestDatabase } from "../../support/postgres.ts";
 import { type AgentHostProcess, startAgentHostProcess } from "./support/agent-host-process.ts";
-import type { ServerProcess } from "./support/server-process.ts";
 import { runToEnd } from "./support/run-to-end.ts";
+import type { ServerProcess } from "./support/server-process.ts";
 import { oneSpan, SPAN_KIND } from "./support/traced-run.ts";
 import { startWranglerDev } from "./support/wrangler-dev.ts";
 

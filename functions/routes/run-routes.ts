@@ -21,7 +21,7 @@ import { cancelRun } from "../runs/cancel-run.ts";
 import { runBody } from "../runs/run-body.ts";
 import type { RunChangesSource } from "../runs/run-changes.ts";
 import { findRun } from "../runs/run-store.ts";
-import { submitRun } from "../runs/submit-run.ts";
+import { type SubmitRunInput, submitRun } from "../runs/submit-run.ts";
 import { threadBody } from "../threads/thread-body.ts";
 import {
   bearerSecurity,
@@ -150,18 +150,26 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
     queuedRunsRetryAfterSeconds: deps.limits.queuedRunsRetryAfterSeconds,
     metrics: deps.metrics,
   });
+  /** What both submit routes hand submitRun besides the target. */
+  const submission = (
+    vars: AppEnv["Variables"],
+    body: { readonly input: string; readonly agent?: SubmitRunInput["agent"] },
+    idempotencyKey: string | undefined,
+  ): Omit<SubmitRunInput, "target"> => ({
+    uid: vars.principal.uid,
+    input: body.input,
+    agent: body.agent,
+    idempotencyKey,
+    trace: vars.trace,
+    traceCarrier: injectTrace(tracing, vars.trace),
+    originRequestId: vars.requestId,
+  });
 
   app.openapi(submitThreadRun, async (c) => {
     const body = c.req.valid("json");
     const { run } = await submitRun(submitDeps(c.var.logger), {
-      uid: c.var.principal.uid,
+      ...submission(c.var, body, c.req.valid("header")["idempotency-key"]),
       target: { kind: "thread", threadId: c.req.valid("param").thread_id },
-      input: body.input,
-      agent: body.agent,
-      idempotencyKey: c.req.valid("header")["idempotency-key"],
-      trace: c.var.trace,
-      traceCarrier: injectTrace(tracing, c.var.trace),
-      originRequestId: c.var.requestId,
     });
     return c.json(runBody(run), 202);
   });
@@ -171,18 +179,12 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
     async (c) => {
       const body = c.req.valid("json");
       const { run, thread } = await submitRun(submitDeps(c.var.logger), {
-        uid: c.var.principal.uid,
+        ...submission(c.var, body, c.req.valid("header")["idempotency-key"]),
         target: {
           kind: "new_thread",
           ...(body.project_id === undefined ? {} : { projectId: body.project_id }),
           ...(body.title === undefined ? {} : { title: body.title }),
         },
-        input: body.input,
-        agent: body.agent,
-        idempotencyKey: c.req.valid("header")["idempotency-key"],
-        trace: c.var.trace,
-        traceCarrier: injectTrace(tracing, c.var.trace),
-        originRequestId: c.var.requestId,
       });
       if (thread === undefined)
         throw new Error("a run in a new thread came back without its thread");

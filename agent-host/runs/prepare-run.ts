@@ -51,7 +51,8 @@ export type Preparation =
  *    a linked Workdir is the user's, and inventing it would hide a mistake);
  * 2. `outputs/` in the Workdir: the run is its first use (docs/decisions/0008); the run's
  *    file changes are recorded per command under the Execution Lease (change-batch/);
- * 3. the uid's skill projection, refreshed against the grants;
+ * 3. the uid's skill projection, refreshed against the grants, unless the grant version
+ *    read with the run's context is the one of the last ok refresh (decision 0075);
  * 4. the sandbox of the run's scope, acquired last, so it only ever starts on an
  *    existing Workdir and a current projection.
  *
@@ -110,8 +111,17 @@ export async function prepareRun(
     | { readonly ok: false; readonly failure: Preparation }
   > {
     try {
-      const outcome = await step("skills.refresh", () =>
-        deps.skillProjection.refresh(run.uid, signal),
+      const outcome = await inSpan(
+        deps.tracing,
+        "skills.refresh",
+        { parent: deps.trace },
+        async (span) => {
+          const out = await deps.skillProjection.refresh(run.uid, signal, {
+            grantVersion: context.skillGrantVersion,
+          });
+          span.setAttribute("workcell.skills_skipped", out.skipped === true);
+          return out;
+        },
       );
       if (outcome.projected === null) {
         return skillsFailed(

@@ -8,6 +8,7 @@ import {
   messages,
   projects,
 } from "../../shared/db/schema.ts";
+import { skillGrantVersionSql } from "../../shared/db/skill-grant-version.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { ContextAttachment } from "../attachments/attachment-context.ts";
 import { listThreadAttachments } from "../attachments/list-thread-attachments.ts";
@@ -30,6 +31,11 @@ export interface RunContext {
    * model (docs/decisions/0009-attachments.md §6).
    */
   readonly attachments: readonly ContextAttachment[];
+  /**
+   * The uid's skill grant version as the run starts (shared/db/skill-grant-version.ts):
+   * prepareRun skips the projection refresh when it is the last ok refresh's version.
+   */
+  readonly skillGrantVersion: string;
 }
 
 export async function loadRunContext(
@@ -45,6 +51,9 @@ export async function loadRunContext(
         projectId: projects.id,
         workdirPath: projects.workdirPath,
         directoryMode: projects.directoryMode,
+        // Read here, the run's last statement before its preparation, so that a grant
+        // change committed before the run started is seen by it (decision 0075).
+        skillGrantVersion: skillGrantVersionSql(run.uid),
       })
       .from(conversations)
       .innerJoin(
@@ -93,5 +102,6 @@ export async function loadRunContext(
     agent: agent.success ? agent.data : {},
     history,
     attachments: files,
+    skillGrantVersion: place.skillGrantVersion,
   };
 }

@@ -15,6 +15,16 @@ export interface SkillProjectionOutcome {
    * (e.g. a lock wait timed out), so it may still hold a revoked skill.
    */
   readonly projected: readonly string[] | null;
+  /** True when nothing had changed since the last refresh, so none ran (decision 0075). */
+  readonly skipped?: boolean;
+}
+
+export interface SkillProjectionOptions {
+  /**
+   * The uid's grant version, read by the run's context load (RunContext.skillGrantVersion):
+   * the refresh is skipped when it equals the version of the last ok refresh.
+   */
+  readonly grantVersion?: string;
 }
 
 /**
@@ -23,7 +33,11 @@ export interface SkillProjectionOutcome {
  * /home/gem/skills) is made to match the uid's grants (ARCHITECTURE.md §6).
  */
 export interface SkillProjection {
-  refresh(uid: string, signal: AbortSignal): Promise<SkillProjectionOutcome>;
+  refresh(
+    uid: string,
+    signal: AbortSignal,
+    options?: SkillProjectionOptions,
+  ): Promise<SkillProjectionOutcome>;
 }
 
 /** `<data-root>/skills/projections/`. */

@@ -33,7 +33,7 @@ export interface AgentHostSkillsDeps {
   readonly timeouts?: Partial<RefreshTimeouts>;
   readonly builtinDir?: string;
   readonly hooks?: RefreshHooks;
-  /** workcell_skill_refreshes_total{result}: every projection refresh, whoever asked. */
+  /** workcell_skill_refreshes_total{result}: every projection refresh (or skip), whoever asked. */
   readonly metrics?: Pick<WorkcellMetrics, "skillRefreshes">;
 }
 
@@ -120,21 +120,24 @@ export function createAgentHostSkills(deps: AgentHostSkillsDeps): AgentHostSkill
   };
 }
 
-/** The refresher, counting each outcome (a throw counts as failed, then propagates). */
+/**
+ * The refresher, counting each outcome: ok, skipped (nothing changed since the last ok
+ * refresh, decision 0075) or failed (a throw counts as failed, then propagates).
+ */
 function countedRefresher(
   refresher: ProjectionRefresher,
   metrics: Pick<WorkcellMetrics, "skillRefreshes"> | undefined,
 ): ProjectionRefresher {
   if (metrics === undefined) return refresher;
   return {
-    async refresh(uid, signal) {
-      let ok = false;
+    async refresh(uid, signal, options) {
+      let result = "failed";
       try {
-        const outcome = await refresher.refresh(uid, signal);
-        ok = outcome.ok;
+        const outcome = await refresher.refresh(uid, signal, options);
+        if (outcome.ok) result = outcome.skipped ? "skipped" : "ok";
         return outcome;
       } finally {
-        metrics.skillRefreshes.inc({ result: ok ? "ok" : "failed" });
+        metrics.skillRefreshes.inc({ result });
       }
     },
   };

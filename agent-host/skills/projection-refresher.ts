@@ -1,13 +1,15 @@
-import { asc, eq, inArray, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { untilAborted } from "../../shared/async/until-aborted.ts";
 import type { Db, DbTransaction } from "../../shared/db/client.ts";
 import { PG_LOCK_NOT_AVAILABLE, sqlStateOf } from "../../shared/db/pg-error.ts";
-import { skillGrants, skills } from "../../shared/db/schema/skills.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import type { FsSyscalls } from "../workspace/syscalls.ts";
+import { createKnownProjections, type KnownProjections } from "./known-projections.ts";
 import { type ApplyResult, applyProjection, type DesiredSkill } from "./projection-apply.ts";
 import { lockProjection } from "./projection-lock.ts";
+import { readDesiredSkills } from "./read-desired-skills.ts";
+import type { RefreshFailure, RefreshOptions, RefreshOutcome } from "./refresh-outcome.ts";
 import { openSkillsSubdir, PROJECTIONS_DIR, SOURCES_DIR } from "./skill-fs.ts";
 import {
   DEFAULT_REFRESH_TIMEOUTS,
@@ -15,49 +17,15 @@ import {
   type RefreshTimeouts,
   type SkillLimits,
 } from "./skill-limits.ts";
-import { lockTimeoutSql, sourceLockKey } from "./skill-locks.ts";
+import { lockTimeoutSql } from "./skill-locks.ts";
 import { takeGrantLock } from "./take-grant-lock.ts";
 
-export type RefreshFailureReason =
-  /** A symlink, FIFO, socket or device in the source: the slug's projection was removed. */
-  | "source_refused"
-  /** Granted, but there is no source directory: nothing is projected for it. */
-  | "source_missing"
-  /** The copied bytes do not hash to the catalogue's content hash: removed. */
-  | "source_mismatch"
-  /** Over a limit, changed during the copy, or a slug that is not valid: removed. */
-  | "source_invalid"
-  /** An I/O error while projecting the slug: removed. */
-  | "copy_failed"
-  /** The grants could not be read (or the database was lost mid-refresh): emptied. */
-  | "grants_unavailable"
-  /** A lock wait timed out: nothing changed. */
-  | "busy";
-
-export interface RefreshFailure {
-  /** The slug concerned; null for a failure of the whole refresh. */
-  readonly slug: string | null;
-  readonly reason: RefreshFailureReason;
-  readonly message: string;
-}
-
-/**
- * The result of a refresh, always a value. `ok` means the projection now equals the
- * grants exactly. Whatever failed, a revoked slug is gone whenever `projected` is not null:
- * removal of ungranted slugs happens before anything can fail per slug.
- */
-export interface RefreshOutcome {
-  readonly ok: boolean;
-  /** Slugs in the projection after the refresh, sorted; null when it was not touched. */
-  readonly projected: readonly string[] | null;
-  /** Copied and swapped in. */
-  readonly copied: readonly string[];
-  /** Already up to date (the directory, and its inode, were kept). */
-  readonly unchanged: readonly string[];
-  /** Removed because no longer granted (or not a skill at all). */
-  readonly removed: readonly string[];
-  readonly failures: readonly RefreshFailure[];
-}
+export type {
+  RefreshFailure,
+  RefreshFailureReason,
+  RefreshOptions,
+  RefreshOutcome,
+} from "./refresh-outcome.ts";
 
 /** Test seams and tracing hooks; none of them may throw in production wiring. */
 export interface RefreshHooks {
@@ -83,11 +51,13 @@ export interface ProjectionRefresherDeps {
   readonly limits?: Partial<SkillLimits>;
   readonly timeouts?: Partial<RefreshTimeouts>;
   readonly hooks?: RefreshHooks;
+  /** Default: a fresh in-memory record per refresher (known-projections.ts). */
+  readonly known?: KnownProjections;
 }
 
 export interface ProjectionRefresher {
   /** Makes `<data-root>/skills/projections/<uid dirname>/` equal the uid's grants. */
-  refresh(uid: string, signal: AbortSignal): Promise<RefreshOutcome>;
+  refresh(uid: string, signal: AbortSignal, options?: RefreshOptions): Promise<RefreshOutcome>;
 }
 
 /**
@@ -108,6 +78,10 @@ export interface ProjectionRefresher {
  *    `livenessTimeoutMs`, a revoke may have slipped in: the projection is emptied (fail
  *    closed) before the flock is released.
  *
+ * 5. A fully ok refresh remembers the grant version it read with the grants (step 2), under
+ *    the flock; a run that passes a version equal to it skips all of the above
+ *    (known-projections.ts, decision 0075). Any other outcome forgets it.
+ *
  * The advisory lock is held until the end, not just for the read: otherwise a slow refresh
  * holding stale grants could take the flock after the revoke's own refresh and copy a
  * revoked skill back. Grants that cannot be read at all fail closed too: the projection is
@@ -117,6 +91,7 @@ export function createProjectionRefresher(deps: ProjectionRefresherDeps): Projec
   const limits: SkillLimits = { ...DEFAULT_SKILL_LIMITS, ...deps.limits };
   const timeouts: RefreshTimeouts = { ...DEFAULT_REFRESH_TIMEOUTS, ...deps.timeouts };
   const { sys, hooks } = deps;
+  const known = deps.known ?? createKnownProjections({ sys, dataRoot: deps.dataRoot });
 
   /** Runs `fn` holding the uid's flock; "timeout" when it could not be had in time. */
   async function underFlock<T>(
@@ -182,9 +157,10 @@ export function createProjectionRefresher(deps: ProjectionRefresherDeps): Projec
     message: string,
   ): Promise<RefreshOutcome> {
     const failure: RefreshFailure = { slug: null, reason: "grants_unavailable", message };
-    const emptied = await underFlock(uid, dirname, signal, (projectionsFd, sourcesFd) =>
-      apply(uid, dirname, projectionsFd, sourcesFd, [], signal),
-    );
+    const emptied = await underFlock(uid, dirname, signal, (projectionsFd, sourcesFd) => {
+      known.forget(uid);
+      return apply(uid, dirname, projectionsFd, sourcesFd, [], signal);
+    });
     if (emptied === "timeout") return busy(failure);
     return { ...outcomeOf(emptied), ok: false, failures: [failure] };
   }
@@ -217,17 +193,24 @@ export function createProjectionRefresher(deps: ProjectionRefresherDeps): Projec
   ): Promise<BodyResult> {
     const { uid, dirname, log } = target;
     let desired: DesiredSkill[];
+    let grantVersion: string;
     try {
       await untilAborted(tx.execute(lockTimeoutSql(timeouts.advisoryLockTimeoutMs)), stop);
       await takeGrantLock(tx, uid, stop, hooks?.onGrantLockBusy);
-      desired = await untilAborted(readDesiredSkills(tx, uid), stop);
+      ({ skills: desired, grantVersion } = await untilAborted(readDesiredSkills(tx, uid), stop));
       stop.throwIfAborted();
     } catch (error) {
       return { kind: "grants_failed", error };
     }
     const applied = await underFlock(uid, dirname, stop, async (projectionsFd, sourcesFd) => {
+      known.forget(uid);
       const result = await apply(uid, dirname, projectionsFd, sourcesFd, desired, stop);
-      if (await stillLocked(tx, txFailed)) return { outcome: outcomeOf(result), lost: false };
+      if (await stillLocked(tx, txFailed)) {
+        const outcome = outcomeOf(result);
+        // Still under the grant lock: no grant change committed since the version was read.
+        if (outcome.ok) known.remember(uid, dirname, grantVersion, result.projected);
+        return { outcome, lost: false };
+      }
       // A revoke may have committed unseen since the lock went: fail closed before the
       // flock is released.
       log.error("database lost during the refresh: emptying the projection");
@@ -260,11 +243,20 @@ export function createProjectionRefresher(deps: ProjectionRefresherDeps): Projec
   }
 
   return {
-    async refresh(uid, signal) {
+    async refresh(uid, signal, options) {
       signal.throwIfAborted();
       const dirname = uidDirname(uid);
       // No `component` of its own: the skills logger carries one, and pino would repeat the key.
       const log = deps.logger.child({ uid });
+      if (options?.grantVersion !== undefined) {
+        const projected = known.current(uid, dirname, options.grantVersion);
+        if (projected !== undefined) {
+          log.debug({ projected }, "skills projection unchanged since its last refresh: skipped");
+          return skippedOutcome(projected);
+        }
+      }
+      // Whatever this refresh does, the record no longer describes the projection.
+      known.forget(uid);
       // postgres.js rejects a transaction the moment its connection closes, while the
       // body may still be copying under the flock: the body is then waited for (it holds
       // the flock) and its queries give up at once.
@@ -327,33 +319,6 @@ type BodyResult =
   | { readonly kind: "projected"; readonly outcome: RefreshOutcome; readonly lost: boolean }
   | { readonly kind: "grants_failed"; readonly error: unknown };
 
-/**
- * The uid's granted skills with their catalogue rows, read under the uid's advisory lock.
- * Each slug's source lock is taken shared before its row is read, in slug order.
- */
-async function readDesiredSkills(tx: DbTransaction, uid: string): Promise<DesiredSkill[]> {
-  const grants = await tx
-    .select({ slug: skillGrants.slug })
-    .from(skillGrants)
-    .where(eq(skillGrants.uid, uid))
-    .orderBy(asc(skillGrants.slug));
-  if (grants.length === 0) return [];
-  for (const { slug } of grants) {
-    await tx.execute(sql`select pg_advisory_xact_lock_shared(${sourceLockKey(slug)})`);
-  }
-  const rows = await tx
-    .select({ slug: skills.slug, contentHash: skills.contentHash })
-    .from(skills)
-    .where(
-      inArray(
-        skills.slug,
-        grants.map((g) => g.slug),
-      ),
-    )
-    .orderBy(asc(skills.slug));
-  return rows;
-}
-
 function outcomeOf(result: ApplyResult): RefreshOutcome {
   return {
     ok: result.failures.length === 0,
@@ -362,6 +327,19 @@ function outcomeOf(result: ApplyResult): RefreshOutcome {
     unchanged: result.unchanged,
     removed: result.removed,
     failures: result.failures,
+    skipped: false,
+  };
+}
+
+function skippedOutcome(projected: readonly string[]): RefreshOutcome {
+  return {
+    ok: true,
+    projected,
+    copied: [],
+    unchanged: projected,
+    removed: [],
+    failures: [],
+    skipped: true,
   };
 }
 
@@ -373,6 +351,7 @@ function busy(failure: RefreshFailure): RefreshOutcome {
     unchanged: [],
     removed: [],
     failures: [failure],
+    skipped: false,
   };
 }
 

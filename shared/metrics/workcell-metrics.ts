@@ -119,7 +119,7 @@ export function createWorkcellMetrics(registry: Registry): WorkcellMetrics {
     ),
     skillRefreshes: counter(
       "workcell_skill_refreshes_total",
-      "Skill projection refreshes, by result (ok, failed).",
+      "Skill projection refreshes, by result (ok, skipped, failed).",
       ["result"],
     ),
     dataPlaneBytes: counter(

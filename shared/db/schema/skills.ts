@@ -1,5 +1,14 @@
 import { sql } from "drizzle-orm";
-import { check, foreignKey, index, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import {
+  bigint,
+  check,
+  foreignKey,
+  index,
+  pgSequence,
+  pgTable,
+  primaryKey,
+  text,
+} from "drizzle-orm/pg-core";
 import { createdAt, enumCheck, timestamptz } from "./columns.ts";
 
 // Personal skills live in the UserWorkspace and are never rows here.
@@ -45,6 +54,24 @@ export const skillGrants = pgTable(
     index("skill_grants_slug_idx").on(t.slug),
   ],
 );
+
+/**
+ * Where every skill grant version comes from: each bump takes the next value, so a value is
+ * written by one transaction only and two equal readings mean nothing changed in between.
+ */
+export const skillGrantVersionSeq = pgSequence("skill_grant_version_seq");
+
+/**
+ * uid -> the version of what that uid's projection must hold (docs/decisions/0075). Written
+ * only by triggers (migration 0015): a grant inserted, updated or deleted, or a granted
+ * skill's content, source or slug changed, bumps it in the writing transaction, so no
+ * write path can forget it. The row `''` (no uid is empty) is bumped by a TRUNCATE of
+ * `skill_grants`, which names no uid. An absent row reads as 0.
+ */
+export const skillGrantVersions = pgTable("skill_grant_versions", {
+  uid: text("uid").primaryKey(),
+  version: bigint("version", { mode: "number" }).notNull(),
+});
 
 export type Skill = typeof skills.$inferSelect;
 export type NewSkill = typeof skills.$inferInsert;

@@ -86,6 +86,7 @@ const expectedTables = [
   "run_changes",
   "run_events",
   "sandboxes",
+  "skill_grant_versions",
   "skill_grants",
   "skills",
   "tmp_uploads",

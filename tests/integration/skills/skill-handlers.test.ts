@@ -56,7 +56,14 @@ describe("skills handlers", () => {
   });
 
   it("maps failed refreshes to retry or dead-letter", () => {
-    const base = { ok: false, projected: [], copied: [], unchanged: [], removed: [] };
+    const base = {
+      ok: false,
+      projected: [],
+      copied: [],
+      unchanged: [],
+      removed: [],
+      skipped: false,
+    };
     const busy = refreshFailureError({
       ...base,
       projected: null,

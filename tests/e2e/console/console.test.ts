@@ -179,6 +179,37 @@ describe("web console", () => {
     await screenshot(page, "02-upload-download-conflict");
   });
 
+  test("new folder: created where the browser is; an existing name is a 409 shown in the dialog, and closing it clears the error", async () => {
+    const page = await freshPage();
+    await signIn(page, url(), "nora");
+    const threadId = await newThread(page, "Folders");
+    await threadTab(page, "Files").click();
+    await visible(page.getByText("This folder is empty."));
+    const dialog = page.getByRole("dialog");
+    const create = async (name: string) => {
+      await page.getByRole("button", { name: "New folder" }).click();
+      await dialog.getByLabel("Name").fill(name);
+      await dialog.getByRole("button", { name: "Create" }).click();
+    };
+
+    await create("notes");
+    await visible(page.getByRole("link", { name: "notes/" }));
+    await expect.poll(() => count(dialog), WAIT).toBe(0);
+
+    await create("notes");
+    await expect.poll(() => text(dialog.locator(".error-code")), WAIT).toBe("conflict");
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await expect.poll(() => count(dialog), WAIT).toBe(0);
+    await page.getByRole("button", { name: "New folder" }).click();
+    await visible(dialog.getByLabel("Name"));
+    expect(await count(dialog.getByRole("alert"))).toBe(0);
+
+    // One folder, as the API sees it.
+    const workcell = new Workcell({ baseUrl: url(), token: await suite.workcell().token("nora") });
+    const thread = await workcell.threads.get(threadId);
+    expect((await thread.files.list("/")).map((e) => [e.name, e.type])).toEqual([["notes", "dir"]]);
+  });
+
   test("an attachment with 'extract text' is uploaded with progress, confirmed, listed, and its Markdown is in uploads/attachments/", async () => {
     const page = await freshPage();
     await signIn(page, url(), "carol");

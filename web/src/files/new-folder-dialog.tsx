@@ -1,8 +1,8 @@
 import { useMutation } from "@tanstack/react-query";
-import { Dialog, Label } from "radix-ui";
-import { type FormEvent, useState } from "react";
+import { Label } from "radix-ui";
+import { useState } from "react";
 import { useConsole } from "../console-context.tsx";
-import { ErrorMessage } from "../ui/error-message.tsx";
+import { FormDialog } from "../ui/form-dialog.tsx";
 import { joinPath } from "./workdir-path.ts";
 
 export function NewFolderDialog(p: { threadId: string; dir: string; onCreated: () => void }) {
@@ -17,48 +17,25 @@ export function NewFolderDialog(p: { threadId: string; dir: string; onCreated: (
       p.onCreated();
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
   return (
-    <Dialog.Root
+    <FormDialog
       open={open}
-      onOpenChange={(v) => {
-        setOpen(v);
-        create.reset();
-      }}
+      setOpen={setOpen}
+      trigger={<button type="button">New folder</button>}
+      title="New folder"
+      description={<>In {p.dir}</>}
+      mutation={create}
+      submitLabel="Create"
     >
-      <Dialog.Trigger asChild>
-        <button type="button">New folder</button>
-      </Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="dialog-overlay" />
-        <Dialog.Content className="dialog">
-          <Dialog.Title className="dialog-title">New folder</Dialog.Title>
-          <Dialog.Description className="dialog-description">In {p.dir}</Dialog.Description>
-          <form onSubmit={submit} className="stack">
-            <Label.Root htmlFor="folder-name">Name</Label.Root>
-            <input
-              id="folder-name"
-              value={name}
-              onChange={(e) => setName(e.target.value)}
-              required
-              pattern="[^/]+"
-              title="A name without slashes"
-            />
-            <ErrorMessage error={create.error} />
-            <div className="dialog-actions">
-              <Dialog.Close asChild>
-                <button type="button">Cancel</button>
-              </Dialog.Close>
-              <button type="submit" className="primary" disabled={create.isPending}>
-                Create
-              </button>
-            </div>
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+      <Label.Root htmlFor="folder-name">Name</Label.Root>
+      <input
+        id="folder-name"
+        value={name}
+        onChange={(e) => setName(e.target.value)}
+        required
+        pattern="[^/]+"
+        title="A name without slashes"
+      />
+    </FormDialog>
   );
 }

@@ -1,9 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { Dialog, Label } from "radix-ui";
-import { type FormEvent, useState } from "react";
+import { Label } from "radix-ui";
+import { useState } from "react";
 import { useNavigate } from "react-router";
 import { useConsole } from "../console-context.tsx";
-import { ErrorMessage } from "../ui/error-message.tsx";
+import { FormDialog } from "../ui/form-dialog.tsx";
 
 const NEW_PROJECT = "__new__";
 const LINKED_PROJECT = "__linked__";
@@ -41,80 +41,53 @@ export function NewThreadDialog() {
       navigate(`/threads/${thread.thread_id}`);
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
   return (
-    <Dialog.Root
+    <FormDialog
       open={open}
-      onOpenChange={(v) => {
-        setOpen(v);
-        create.reset();
-      }}
-    >
-      <Dialog.Trigger asChild>
+      setOpen={setOpen}
+      trigger={
         <button type="button" className="primary wide">
           New thread
         </button>
-      </Dialog.Trigger>
-      <Dialog.Portal>
-        <Dialog.Overlay className="dialog-overlay" />
-        <Dialog.Content className="dialog">
-          <Dialog.Title className="dialog-title">New thread</Dialog.Title>
-          <Dialog.Description className="dialog-description">
-            A thread is a conversation; its files live in its project's directory.
-          </Dialog.Description>
-          <form onSubmit={submit} className="stack">
-            <Label.Root htmlFor="thread-title">Title (optional)</Label.Root>
-            <input id="thread-title" value={title} onChange={(e) => setTitle(e.target.value)} />
-            <Label.Root htmlFor="thread-project">Project</Label.Root>
-            <select
-              id="thread-project"
-              value={project}
-              onChange={(e) => setProject(e.target.value)}
-            >
-              <option value={NEW_PROJECT}>A new project</option>
-              <option value={LINKED_PROJECT}>Link an existing directory…</option>
-              {projects.data
-                ?.filter((p) => !p.implicit || p.directory_mode === "linked")
-                .map((p) => (
-                  <option key={p.id} value={p.id}>
-                    {p.name ?? p.workdir_path}
-                  </option>
-                ))}
-              {projects.data
-                ?.filter((p) => p.implicit && p.directory_mode === "managed")
-                .map((p) => (
-                  <option key={p.id} value={p.id}>
-                    {p.workdir_path}
-                  </option>
-                ))}
-            </select>
-            {project === LINKED_PROJECT && (
-              <>
-                <Label.Root htmlFor="linked-path">Directory in your workspace</Label.Root>
-                <input
-                  id="linked-path"
-                  placeholder="code/my-repo"
-                  value={linkedPath}
-                  onChange={(e) => setLinkedPath(e.target.value)}
-                  required
-                />
-              </>
-            )}
-            <ErrorMessage error={create.error} />
-            <div className="dialog-actions">
-              <Dialog.Close asChild>
-                <button type="button">Cancel</button>
-              </Dialog.Close>
-              <button type="submit" className="primary" disabled={create.isPending}>
-                {create.isPending ? "Creating…" : "Create"}
-              </button>
-            </div>
-          </form>
-        </Dialog.Content>
-      </Dialog.Portal>
-    </Dialog.Root>
+      }
+      title="New thread"
+      description="A thread is a conversation; its files live in its project's directory."
+      mutation={create}
+      submitLabel={create.isPending ? "Creating…" : "Create"}
+    >
+      <Label.Root htmlFor="thread-title">Title (optional)</Label.Root>
+      <input id="thread-title" value={title} onChange={(e) => setTitle(e.target.value)} />
+      <Label.Root htmlFor="thread-project">Project</Label.Root>
+      <select id="thread-project" value={project} onChange={(e) => setProject(e.target.value)}>
+        <option value={NEW_PROJECT}>A new project</option>
+        <option value={LINKED_PROJECT}>Link an existing directory…</option>
+        {projects.data
+          ?.filter((p) => !p.implicit || p.directory_mode === "linked")
+          .map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.name ?? p.workdir_path}
+            </option>
+          ))}
+        {projects.data
+          ?.filter((p) => p.implicit && p.directory_mode === "managed")
+          .map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.workdir_path}
+            </option>
+          ))}
+      </select>
+      {project === LINKED_PROJECT && (
+        <>
+          <Label.Root htmlFor="linked-path">Directory in your workspace</Label.Root>
+          <input
+            id="linked-path"
+            placeholder="code/my-repo"
+            value={linkedPath}
+            onChange={(e) => setLinkedPath(e.target.value)}
+            required
+          />
+        </>
+      )}
+    </FormDialog>
   );
 }

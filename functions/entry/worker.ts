@@ -94,12 +94,14 @@ function createWorker() {
           runEvents: createPollingRunEventWaiter(),
         }),
       );
-      const response = await app.fetch(request);
-      // The request's span ended with its headers (an event stream's too): export now,
-      // after the answer, without holding it; waitUntil keeps the isolate until it is sent.
-      ctx.waitUntil(exportSpans(tracing, logger, "request"));
-      const served = whenResponseDone(response, () => sql.end({ timeout: 5 }));
+      const served = whenResponseDone(await app.fetch(request), () => sql.end({ timeout: 5 }));
       ctx.waitUntil(served.done);
+      // Exported once the body was sent (the request's span ended at its headers, an event
+      // stream's too): begun earlier, the export's serialization shares the isolate's thread
+      // with the answer and delayed it (decision 0078). waitUntil keeps the isolate for it.
+      ctx.waitUntil(
+        served.done.catch(() => {}).then(() => exportSpans(tracing, logger, "request")),
+      );
       return served.response;
     },
 

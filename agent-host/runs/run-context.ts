@@ -9,6 +9,7 @@ import {
   projects,
 } from "../../shared/db/schema.ts";
 import { skillGrantVersionSql } from "../../shared/db/skill-grant-version.ts";
+import { threadProjectJoin } from "../../shared/db/thread-project-join.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { ContextAttachment } from "../attachments/attachment-context.ts";
 import { listThreadAttachments } from "../attachments/list-thread-attachments.ts";
@@ -56,10 +57,7 @@ export async function loadRunContext(
         skillGrantVersion: skillGrantVersionSql(run.uid),
       })
       .from(conversations)
-      .innerJoin(
-        projects,
-        and(eq(projects.id, conversations.projectId), eq(projects.uid, conversations.uid)),
-      )
+      .innerJoin(projects, threadProjectJoin())
       .where(and(eq(conversations.threadId, run.threadId), eq(conversations.uid, run.uid))),
     // Strictly before the run: the run's own user message was inserted in the run's
     // transaction (same now()), and it is passed separately as the run's input.

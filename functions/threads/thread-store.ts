@@ -6,6 +6,7 @@ import {
   type Project,
   projects,
 } from "../../shared/db/schema.ts";
+import { threadProjectJoin } from "../../shared/db/thread-project-join.ts";
 import type { ThreadRecord } from "./thread-body.ts";
 import type { ThreadCursor } from "./thread-cursor.ts";
 
@@ -39,10 +40,7 @@ function selectThread(db: DbOrTransaction, uid: string, threadId: string, active
   return db
     .select({ thread: conversations, workdirPath: projects.workdirPath })
     .from(conversations)
-    .innerJoin(
-      projects,
-      and(eq(projects.id, conversations.projectId), eq(projects.uid, conversations.uid)),
-    )
+    .innerJoin(projects, threadProjectJoin())
     .where(
       and(
         eq(conversations.threadId, threadId),
@@ -92,10 +90,7 @@ export async function listThreads(
       cursorAt: sql<string>`to_char(${conversations.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
     })
     .from(conversations)
-    .innerJoin(
-      projects,
-      and(eq(projects.id, conversations.projectId), eq(projects.uid, conversations.uid)),
-    )
+    .innerJoin(projects, threadProjectJoin())
     .where(
       and(
         eq(conversations.uid, uid),

@@ -22,6 +22,12 @@ export type WaitingClaim =
        * claimable later (parked, or a slot freed) wakes the slots itself.
        */
       readonly more: boolean;
+      /**
+       * Whether the claimed run was the only waiting run at all (every uid, whatever its
+       * limit): then the end of a run needs no fill, since a run that starts waiting
+       * later wakes the slots itself (decision 0075).
+       */
+      readonly nothingElseWaits: boolean;
     })
   /** No uid with a waiting run is under its limit (or this node is not active). */
   | { readonly ok: false; readonly reason: "none" }
@@ -40,7 +46,7 @@ const CANDIDATES = 8;
  * only hand the run back.
  */
 export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Promise<WaitingClaim> {
-  const candidates = await executeRows<{ run_id: string; uid: string }>(
+  const candidates = await executeRows<{ run_id: string; uid: string; heads: number }>(
     db,
     // Heads first (one per uid with a waiting run, from the pending partial index), then
     // the running count of those uids only: with nothing waiting (most wakes) the query
@@ -55,7 +61,7 @@ export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Pro
              where r.uid = h.uid and r.status = 'running' and r.parent_run_id is null) as n
           from heads h
         )
-        select c.run_id, c.uid from counted c
+        select c.run_id, c.uid, (select count(*)::int from heads) as heads from counted c
         left join user_limits l on l.uid = c.uid
         where c.n < coalesce(l.max_concurrent_runs, ${request.defaultMaxConcurrentRuns}::int)
           and exists (select 1 from nodes where node_id = ${request.nodeId} and state = 'active')
@@ -74,6 +80,7 @@ export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Pro
         fence: { runId: claimed.runId, uid: claimed.uid, attempt: claimed.attempt },
         claimedAt,
         more: candidates.length > 1 || claim.more,
+        nothingElseWaits: candidates.length === 1 && candidate.heads === 1 && !claim.more,
       };
     }
   }

@@ -35,12 +35,18 @@ const MAX_CONTENDED_ROUNDS = 4;
  * or freed a slot of a uid; this node's own notifications are skipped, it has woken
  * already) and every `waitingPollMs` while a slot is free (a lost notification, a run
  * ended by the sweeper). Fills never overlap: a wake during one makes it look once more.
+ * A run's end starts no fill when the last fill claimed the only run that was waiting.
  */
 export class FairRunSlots {
   readonly #deps: FairRunSlotsDeps;
   readonly #inflight = new Set<Promise<void>>();
   #filling: Promise<void> | undefined;
   #again = false;
+  /**
+   * The last fill claimed the only waiting run there was, and no fill ran since: a run
+   * ending now frees a slot that nothing waits for, so it starts no fill.
+   */
+  #nothingWaits = false;
   #stopped = false;
   #timer: ReturnType<typeof setInterval> | undefined;
   readonly #subscription: ListenSubscription;
@@ -100,6 +106,8 @@ export class FairRunSlots {
 
   async #fill(): Promise<void> {
     const { db, nodeId, limits, logger } = this.#deps;
+    // Set before the first await: a wake during a fill runs another one, which looks again.
+    this.#nothingWaits = false;
     let contended = 0;
     while (!this.#stopped && this.#inflight.size < limits.concurrency) {
       if (this.#deps.canClaim?.() === false) return;
@@ -122,7 +130,10 @@ export class FairRunSlots {
       contended = 0;
       this.#track(claim);
       // Nothing else was claimable when it looked; whatever becomes so wakes us.
-      if (!claim.more) return;
+      if (!claim.more) {
+        this.#nothingWaits = claim.nothingElseWaits;
+        return;
+      }
     }
   }
 
@@ -145,7 +156,9 @@ export class FairRunSlots {
     this.#inflight.add(work);
     void work.finally(() => {
       this.#inflight.delete(work);
-      this.wake();
+      // Nothing waited when the last fill looked, and a run that started waiting since
+      // woke the slots (a park here, another node's NOTIFY; the poll if that was lost).
+      if (!this.#nothingWaits) this.wake();
     });
   }
 }

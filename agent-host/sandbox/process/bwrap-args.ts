@@ -27,6 +27,8 @@ export const CHILD_FD = {
   userns: 6,
   /** The trampoline's go-ahead: agent-host writes `go` once it is in the exec's cgroups. */
   go: 7,
+  /** bwrap's whole command line, NUL-separated, written with the go-ahead (exec-trampoline.ts). */
+  args: 8,
 } as const;
 
 /** Host paths bound into the sandbox (each below a directory only root can write). */
@@ -149,23 +151,31 @@ export function bwrapArgs(command: BwrapCommand): string[] {
 }
 
 /**
- * The host-side trampoline, started by agent-host directly as the host uid owning the
- * generation's user namespace (Node's spawn uid/gid: setgroups(0), setgid, setuid, so no
- * supplementary group and no host capability; bwrap joining the namespace with --userns
- * needs that uid). It sets the umask new files get (0700 dirs, 0600 files), waits until
- * agent-host (root) has put it in the exec's cgroups and says `go` on its fd, so bwrap and
- * everything it starts are counted and killable from the start, closes that fd, then
- * becomes bwrap. No go-ahead (agent-host closed the pipe): it exits, bwrap never runs.
+ * The host-side trampoline (bash, for `mapfile -d ''`), started by agent-host directly as
+ * the host uid owning the generation's user namespace (Node's spawn uid/gid: setgroups(0),
+ * setgid, setuid, so no supplementary group and no host capability; bwrap joining the
+ * namespace with --userns needs that uid). It sets the umask new files get (0700 dirs,
+ * 0600 files), waits until agent-host (root) has put it in the exec's cgroups and says
+ * `go` on its fd, so bwrap and everything it starts are counted and killable from the
+ * start, closes that fd, reads bwrap's whole command line (NUL-separated, ending at EOF)
+ * from the args fd and closes it, then becomes bwrap. No go-ahead (agent-host closed the
+ * pipe) or no arguments: it exits, bwrap never runs. The command line arrives only with
+ * the go-ahead, so a trampoline can be started before its exec is known (decision 0076).
  * bwrap sets no_new_privs itself before it makes the sandbox, and drops the bounding set
- * inside (the escape suite checks both from within). Arguments arrive positionally,
- * never interpolated into the script.
+ * inside (the escape suite checks both from within). Nothing is interpolated into the
+ * script: bwrap's path is its one positional argument, the rest are array elements.
  */
 export const TRAMPOLINE_SCRIPT = [
   "umask 077",
   `IFS= read -r go <&${CHILD_FD.go} || exit 125`,
   '[ "$go" = go ] || exit 125',
   `exec ${CHILD_FD.go}<&-`,
-  'exec "$@"',
+  `mapfile -t -d '' -u ${CHILD_FD.args} args || exit 125`,
+  `exec ${CHILD_FD.args}<&-`,
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: bash array syntax, not a template
+  '[ "${#args[@]}" -gt 0 ] || exit 125',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: bash array syntax, not a template
+  'exec "$1" "${args[@]}"',
 ].join("\n");
 
 /** What agent-host writes on the trampoline's go fd once it sits in the exec's cgroups. */

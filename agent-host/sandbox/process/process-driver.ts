@@ -18,9 +18,11 @@ import { execEnvEntries } from "../exec-env.ts";
 import { openMountDirs } from "../open-mount-dirs.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
+import { ExecStandbys } from "./exec-standby.ts";
+import { encodeBwrapArgs, startTrampoline } from "./exec-trampoline.ts";
 import { GenerationDirs } from "./generation-dirs.ts";
 import type { HostMounts } from "./host-mounts.ts";
-import { runProcessExec } from "./process-exec.ts";
+import { runProcessExec, trampolineEnded } from "./process-exec.ts";
 import type { CgroupLimits, SandboxCgroups } from "./sandbox-cgroups.ts";
 
 export type ProcessDriverDeps = {
@@ -33,7 +35,7 @@ export type ProcessDriverDeps = {
   runtimeDir: string;
   cgroups: SandboxCgroups;
   /** Host tools, resolved by preflight (absolute paths). */
-  tools: { sh: string; bwrap: string };
+  tools: { bash: string; bwrap: string };
   seccompFilter: Buffer;
   /** mount(2) for the generations' binds and tmpfs (preflight binds it). */
   mounts: HostMounts;
@@ -51,6 +53,7 @@ export type ProcessDriverDeps = {
 export class ProcessDriver implements SandboxDriver {
   readonly #deps: ProcessDriverDeps;
   readonly #dirs: GenerationDirs;
+  readonly #standbys: ExecStandbys;
 
   constructor(deps: ProcessDriverDeps) {
     this.#deps = deps;
@@ -59,6 +62,7 @@ export class ProcessDriver implements SandboxDriver {
       mounts: deps.mounts,
       limits: deps.limits,
     });
+    this.#standbys = new ExecStandbys({ ...deps, dirs: this.#dirs });
   }
 
   async create(spec: SandboxSpec, signal: AbortSignal): Promise<CreateResult> {
@@ -118,45 +122,58 @@ export class ProcessDriver implements SandboxDriver {
       return { ok: false, reason: "sandbox_gone" };
     }
     const env = execEnvEntries(request.env);
-    const execName = `exec-${randomBytes(6).toString("hex")}`;
-    // The generation's descriptors and the exec's cgroup do not depend on each other:
-    // made at once (decision 0028). Whichever succeeded is undone if the other did not.
-    const [opened, grouped] = await Promise.allSettled([
+    // Refused before a trampoline is spent on it (runProcessExec checks again).
+    encodeBwrapArgs(request.cmd);
+    // The generation's descriptors (what every mount must be, re-opened per exec) and the
+    // trampoline started ahead of this exec (decision 0076): independent, taken at once.
+    const [opened, standby] = await Promise.allSettled([
       this.#dirs.open(ref.containerId, this.#deps.runtimeDir, current.fileView),
-      this.#deps.cgroups.createExec(ref.containerId, execName),
+      this.#standbys.take(ref.containerId),
     ]);
     const generation = opened.status === "fulfilled" ? opened.value : undefined;
+    let trampoline = standby.status === "fulfilled" ? standby.value : undefined;
     try {
-      if (grouped.status === "rejected") {
-        if ((grouped.reason as NodeJS.ErrnoException).code === "ENOENT") {
-          return { ok: false, reason: "sandbox_gone" };
-        }
-        throw grouped.reason;
-      }
       if (opened.status === "rejected") throw opened.reason;
       if (!generation) return { ok: false, reason: "sandbox_gone" };
-      return await runProcessExec(
+      if (!trampoline) {
+        // None ready (the first exec of a driver, a concurrent exec, or it died): the
+        // same trampoline, started now.
+        const execName = `exec-${randomBytes(6).toString("hex")}`;
+        const cgroupProcs = await this.#deps.cgroups
+          .createExec(ref.containerId, execName)
+          .catch((error: NodeJS.ErrnoException) => {
+            if (error.code === "ENOENT") return undefined;
+            throw error;
+          });
+        if (!cgroupProcs) return { ok: false, reason: "sandbox_gone" };
+        trampoline = startTrampoline(this.#deps, {
+          userns: generation.userns,
+          cgroupProcs,
+          killTree: () => this.#deps.cgroups.kill(ref.containerId, execName),
+        });
+      }
+      const execTrampoline = trampoline;
+      trampoline = undefined;
+      const outcome = await runProcessExec(
         this.#deps,
         {
+          trampoline: execTrampoline,
           sources: generation.sources,
           mounts: generation.handles,
-          userns: generation.userns,
-          cgroupProcs: grouped.value,
-          killTree: () => this.#deps.cgroups.kill(ref.containerId, execName),
           cwd: request.cwd ?? runtimeWorkdirPath(current.workdirPath),
           env,
           ...(current.fileView === "workdir"
             ? { workdirTarget: runtimeWorkdirPath(current.workdirPath) }
             : {}),
+          afterGoAhead: () => this.#standbys.replenish(ref.containerId, current.fileView),
         },
         request,
         signal,
       );
+      return outcome;
     } finally {
-      // runProcessExec removed the exec's group; before it ran, this does (idempotent).
-      if (grouped.status === "fulfilled" && (opened.status === "rejected" || !generation)) {
-        await this.#deps.cgroups.kill(ref.containerId, execName).catch(() => {});
-      }
+      // A standby taken for an exec that never ran is ended (runProcessExec ends its own).
+      if (trampoline) await trampolineEnded(this.#deps, trampoline).catch(() => {});
       await generation?.close();
     }
   }
@@ -182,11 +199,18 @@ export class ProcessDriver implements SandboxDriver {
 
   /** Every process of the generation killed (verified empty), then its cgroup and tmpfs removed. */
   async #remove(id: string): Promise<void> {
-    const { survivors } = await this.#deps.cgroups.kill(id);
-    if (survivors > 0) {
-      throw new Error(`process sandbox ${id}: ${survivors} process(es) survived SIGKILL`);
-    }
-    await this.#dirs.remove(id);
+    await this.#standbys.closing(id, async () => {
+      const { survivors } = await this.#deps.cgroups.kill(id);
+      if (survivors > 0) {
+        throw new Error(`process sandbox ${id}: ${survivors} process(es) survived SIGKILL`);
+      }
+      await this.#dirs.remove(id);
+    });
+  }
+
+  /** The generation's idle standby trampoline, if it has one (tests, decision 0076). */
+  standbyPid(containerId: string): Promise<number | undefined> {
+    return this.#standbys.pid(containerId);
   }
 }
 

@@ -1,7 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync, type Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { lstat, writeFile } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -14,13 +14,8 @@ import {
 import type { ExecOutcome, ExecRequest } from "../driver.ts";
 import { startExecCapture } from "../exec-capture.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
-import {
-  bwrapArgs,
-  CHILD_FD,
-  type SandboxSources,
-  TRAMPOLINE_GO,
-  TRAMPOLINE_SCRIPT,
-} from "./bwrap-args.ts";
+import { bwrapArgs, CHILD_FD, type SandboxSources, TRAMPOLINE_GO } from "./bwrap-args.ts";
+import { encodeBwrapArgs, type Trampoline } from "./exec-trampoline.ts";
 
 /** Descriptors of one exec's bind sources, opened no-follow: what each mount must be. */
 export type ExecMounts = Record<Exclude<keyof SandboxSources, "workdir">, FileHandle> & {
@@ -30,23 +25,22 @@ export type ExecMounts = Record<Exclude<keyof SandboxSources, "workdir">, FileHa
 export type ProcessExecDeps = {
   logger: Logger;
   config: Pick<SandboxConfig, "execTimeoutMs" | "maxOutputBytesPerStream" | "killGraceMs">;
-  tools: { sh: string; bwrap: string };
-  seccompFilter: Buffer;
 };
 
 export type ProcessExecTarget = {
+  /** The exec's first process, started (and its cgroup join begun) by exec-trampoline.ts. */
+  trampoline: Trampoline;
   sources: SandboxSources;
   mounts: ExecMounts;
-  /** The generation's user namespace and the host uid owning it (sandbox-userns.ts). */
-  userns: { handle: FileHandle; owner: number };
-  /** cgroup.procs files agent-host puts the trampoline in before it may become bwrap. */
-  cgroupProcs: string[];
-  /** Kills everything in the exec's cgroup (its whole process tree) and removes the group. */
-  killTree(): Promise<{ survivors: number }>;
   cwd: string;
   env: Array<[string, string]>;
   /** Sandbox path of the Workdir in the `workdir` file view (bound from `sources.workdir`). */
   workdirTarget?: string;
+  /**
+   * Called once the go-ahead is sent: the driver starts the next exec's trampoline there,
+   * while this one's bwrap builds its sandbox (decision 0076).
+   */
+  afterGoAhead?: () => void;
 };
 
 /** The mount points checked before the command runs, with the descriptor each must be. */
@@ -64,9 +58,11 @@ export class MountVerificationError extends Error {
 }
 
 /**
- * Runs one exec in a fresh bubblewrap sandbox: the command starts only after every
- * mount has been verified from the host; on timeout or abort the exec's cgroup is
- * killed (every process it started), and the result reports `timed_out` / `cancelled`.
+ * Runs one exec in a fresh bubblewrap sandbox: the trampoline gets its go-ahead (and
+ * bwrap's command line) only once it sits in the exec's cgroups; the command starts only
+ * after every mount has been verified from the host; on timeout or abort the exec's
+ * cgroup is killed (every process it started), and the result reports `timed_out` /
+ * `cancelled`. The trampoline is the caller's and ends here in every case.
  */
 export async function runProcessExec(
   deps: ProcessExecDeps,
@@ -75,67 +71,17 @@ export async function runProcessExec(
   signal: AbortSignal,
 ): Promise<ExecOutcome> {
   const { timeoutMs, stdout, stderr, finish } = startExecCapture(deps.config, request);
-  if (signal.aborted) return finish("cancelled", null);
-
-  const { mounts } = target;
-  const hasStdin = request.stdin !== undefined;
-  const child = spawn(
-    deps.tools.sh,
-    [
-      "-c",
-      TRAMPOLINE_SCRIPT,
-      "sh",
-      deps.tools.bwrap,
-      ...bwrapArgs({
-        sources: target.sources,
-        cmd: request.cmd,
-        cwd: target.cwd,
-        env: target.env,
-        ...(target.workdirTarget === undefined ? {} : { workdirTarget: target.workdirTarget }),
-      }),
-    ],
-    {
-      // Order is CHILD_FD's: 3 seccomp, 4 status, 5 block, 6 the user namespace, 7 go.
-      stdio: [
-        hasStdin ? "pipe" : "ignore",
-        "pipe",
-        "pipe",
-        "pipe",
-        "pipe",
-        "pipe",
-        target.userns.handle.fd,
-        "pipe",
-      ],
-      env: {},
-      // The namespace's owner, no supplementary group (TRAMPOLINE_SCRIPT says why).
-      uid: target.userns.owner,
-      gid: target.userns.owner,
-    },
-  );
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
-    (resolve, reject) => {
-      child.once("error", reject);
-      child.once("exit", (code, sig) => resolve({ code, signal: sig }));
-    },
-  );
-  exited.catch(() => {});
-  // Output is complete when both streams closed (after exit, once the kernel has killed
-  // what the command left behind).
-  const outputDone = Promise.all(
-    [child.stdout, child.stderr].map(
-      (s) => new Promise<void>((resolve) => (s ? s.once("close", () => resolve()) : resolve())),
-    ),
-  );
+  const { trampoline, mounts } = target;
+  const { child, exited, pipe } = trampoline;
+  if (signal.aborted) {
+    await trampolineEnded(deps, trampoline);
+    return finish("cancelled", null);
+  }
   child.stdout?.on("data", (chunk: Buffer) => stdout.push(chunk));
   child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk));
-  const pipe = (i: number) => child.stdio[i] as Readable & Writable;
   // What each mount must be, read while bwrap sets up (it does not depend on bwrap).
   const expected = expectedMounts(mounts, target.workdirTarget);
   expected.catch(() => {});
-  pipe(3).end(deps.seccompFilter);
-  pipe(3).on("error", () => {});
-  pipe(5).on("error", () => {});
-  pipe(CHILD_FD.go).on("error", () => {});
 
   let stopReason: "timed_out" | "cancelled" | undefined;
   const stopped = new AbortController();
@@ -162,15 +108,23 @@ export async function runProcessExec(
         ]);
 
   try {
-    if (child.pid !== undefined) {
-      // The trampoline waits for this: from here on it and all it starts are the exec's.
-      const pid = String(child.pid);
-      const joined = Promise.all(target.cgroupProcs.map((file) => writeFile(file, pid)));
-      joined.catch(() => {});
-      await stoppedOrExited(joined);
-      if (stopReason === undefined) pipe(CHILD_FD.go).end(TRAMPOLINE_GO);
+    const args = encodeBwrapArgs(
+      bwrapArgs({
+        sources: target.sources,
+        cmd: request.cmd,
+        cwd: target.cwd,
+        env: target.env,
+        ...(target.workdirTarget === undefined ? {} : { workdirTarget: target.workdirTarget }),
+      }),
+    );
+    // The trampoline waits for this: from here on it and all it starts are the exec's.
+    await stoppedOrExited(trampoline.joined);
+    if (stopReason === undefined && trampoline.alive()) {
+      pipe(CHILD_FD.args).end(args);
+      pipe(CHILD_FD.go).end(TRAMPOLINE_GO);
+      if (target.afterGoAhead) setImmediate(target.afterGoAhead);
     }
-    const reported = await stoppedOrExited(readChildPid(pipe(4)));
+    const reported = await stoppedOrExited(readChildPid(pipe(CHILD_FD.status)));
     const childPid =
       reported === undefined
         ? undefined
@@ -178,37 +132,37 @@ export async function runProcessExec(
     if (childPid !== undefined && stopReason === undefined) {
       const wrong = await firstWrongMount(childPid, await expected);
       if (wrong !== undefined) {
-        await target.killTree();
+        await trampoline.killTree();
         throw new MountVerificationError(
           `${wrong} inside the sandbox is not the directory agent-host opened; the exec was refused before it started`,
         );
       }
-      if (hasStdin)
-        (child.stdin as Writable).end(Buffer.from(request.stdin as string | Uint8Array));
-      pipe(5).end("x");
+      (child.stdin as Writable).end(
+        request.stdin === undefined ? undefined : Buffer.from(request.stdin),
+      );
+      pipe(CHILD_FD.block).end("x");
     }
     const outcome = await stoppedOrExited(exited);
     if (stopReason === undefined && outcome !== undefined) {
       if (childPid === undefined) {
-        // bwrap exited before it reported a sandbox: its setup failed (stderr says why).
+        // bwrap (or the trampoline) exited before it reported a sandbox: its setup
+        // failed, or the trampoline was killed while it waited (stderr says what is known).
         throw new Error(
           `bubblewrap could not start the sandbox (exit ${outcome.code ?? outcome.signal}): ${stderr.result().bytes.toString("utf8").trim()}`,
         );
       }
       // The command (PID 1) exited; the kernel killed the rest of its pid namespace.
       // The sweep confirms that from the cgroup and removes it.
-      await sweep(deps.logger, target);
-      await raceTimeout(outputDone, deps.config.killGraceMs);
+      await sweep(deps.logger, trampoline);
+      await raceTimeout(trampoline.outputDone, deps.config.killGraceMs);
       return finish("exited", exitCodeOf(outcome));
     }
-    await sweep(deps.logger, target);
-    await endChild(child, exited, deps.config.killGraceMs);
+    await trampolineEnded(deps, trampoline);
     return finish(stopReason ?? "cancelled", null);
   } catch (error) {
-    await sweep(deps.logger, target).catch(() => {});
-    await endChild(child, exited, deps.config.killGraceMs);
+    await trampolineEnded(deps, trampoline).catch(() => {});
     if ((error as NodeJS.ErrnoException).code === "ENOENT" && !child.pid) {
-      throw new Error(`cannot run ${deps.tools.sh}: the process tier's host tools are missing`);
+      throw new Error("cannot run bash: the process tier's host tools are missing");
     }
     throw error;
   } finally {
@@ -216,6 +170,27 @@ export async function runProcessExec(
     signal.removeEventListener("abort", onAbort);
     destroyStdio(child);
   }
+}
+
+/**
+ * Ends an exec early: its cgroup swept, and its first process (the trampoline, or bwrap
+ * after it) killed and awaited: before the go-ahead it may be in no exec cgroup yet, so
+ * the sweep cannot reach it. Nothing of the exec is left when this returns (bwrap's
+ * sandbox child, if any, is in the cgroup the sweep emptied, and dies with its parent).
+ */
+export async function trampolineEnded(
+  deps: ProcessExecDeps,
+  trampoline: Trampoline,
+): Promise<void> {
+  try {
+    await sweep(deps.logger, trampoline);
+  } finally {
+    await endChild(trampoline.child, trampoline.exited, deps.config.killGraceMs);
+  }
+  // A join still in flight lands on a dead pid (ESRCH) or in a group swept above.
+  await raceTimeout(trampoline.joined, deps.config.killGraceMs);
+  await trampoline.killTree().catch(() => {});
+  destroyStdio(trampoline.child);
 }
 
 /** bwrap's first JSON status document names the sandbox's first process (a host pid). */
@@ -305,17 +280,11 @@ async function firstWrongMount(
   })?.target;
 }
 
-async function sweep(logger: Logger, target: ProcessExecTarget): Promise<void> {
-  const report = await target.killTree();
+async function sweep(logger: Logger, trampoline: Trampoline): Promise<void> {
+  const report = await trampoline.killTree();
   if (report.survivors > 0) logger.error(report, "exec processes survived SIGKILL");
 }
 
-/**
- * The exec's own first process (the trampoline, or bwrap after it) when the exec ends
- * early: before the go-ahead it is in no exec cgroup, so the sweep cannot reach it. Killed
- * and awaited, so nothing of the exec is left when the exec returns (bwrap's sandbox
- * child, if any, is in the cgroup the sweep emptied, and dies with its parent anyway).
- */
 async function endChild(
   child: ChildProcess,
   exited: Promise<unknown>,

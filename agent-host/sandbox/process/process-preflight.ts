@@ -16,7 +16,7 @@ const S_ISGID = 0o2000;
 const MIN_BWRAP = [0, 8, 0] as const;
 
 export type ProcessTierParts = {
-  tools: { sh: string; bwrap: string };
+  tools: { bash: string; bwrap: string };
   bwrapVersion: string;
   cgroups: SandboxCgroups;
   seccompFilter: Buffer;
@@ -56,10 +56,10 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
     };
   }
   const tools: Partial<ProcessTierParts["tools"]> = {};
-  for (const name of ["bwrap", "sh"] as const) {
+  for (const name of ["bwrap", "bash"] as const) {
     const found = await which(name, path);
     if (!found) {
-      const pkg = { bwrap: "bubblewrap", sh: "dash" }[name];
+      const pkg = { bwrap: "bubblewrap", bash: "bash" }[name];
       return {
         ready: false,
         missing: `${name} is not on PATH: install Debian's ${pkg} (scripts/ensure-system.sh does)`,

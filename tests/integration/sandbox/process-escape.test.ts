@@ -53,6 +53,15 @@ describe("process tier: from inside a sandbox", () => {
     await dataRoot?.remove();
   });
 
+  /**
+   * Processes in the generation's cgroup other than the trampoline the driver keeps
+   * waiting for the next exec (decision 0076; exec-standby.test.ts covers that one).
+   */
+  async function execPids(): Promise<number[]> {
+    const standby = await driver.standbyPid(ref.containerId);
+    return (await fixture.parts.cgroups.pids(ref.containerId)).filter((pid) => pid !== standby);
+  }
+
   async function sh(
     script: string,
     extra: { timeoutMs?: number; env?: Record<string, string> } = {},
@@ -181,7 +190,7 @@ describe("process tier: from inside a sandbox", () => {
       timeoutMs: 8_000,
     });
     expect(["exited", "timed_out"]).toContain(r.status);
-    expect(await fixture.parts.cgroups.pids(ref.containerId)).toEqual([]);
+    expect(await execPids()).toEqual([]);
     expect((await sh("echo alive")).out).toBe("alive\n");
   });
 
@@ -208,7 +217,7 @@ describe("process tier: from inside a sandbox", () => {
     const c = await cancelled;
     expect(c.ok && c.result.status).toBe("cancelled");
     for (let n = 1; n <= 5; n++) expect(await hostProcessesWith(marker(n))).toEqual([]);
-    expect(await fixture.parts.cgroups.pids(ref.containerId)).toEqual([]);
+    expect(await execPids()).toEqual([]);
   });
 });
 

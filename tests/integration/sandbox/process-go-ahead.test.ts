@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
 import { CHILD_FD } from "../../../agent-host/sandbox/process/bwrap-args.ts";
+import { startTrampoline } from "../../../agent-host/sandbox/process/exec-trampoline.ts";
 import {
   GenerationDirs,
   type OpenedGeneration,
@@ -75,11 +76,13 @@ describe("process tier: no go-ahead, no command", () => {
     // The exec's real group exists (and is what killTree sweeps); only the join misses it.
     await fixture.parts.cgroups.createExec(ref.containerId, execName);
     return {
+      trampoline: startTrampoline(fixture.parts, {
+        userns: generation.userns,
+        cgroupProcs,
+        killTree: () => fixture.parts.cgroups.kill(ref.containerId, execName),
+      }),
       sources: generation.sources,
       mounts: generation.handles,
-      userns: generation.userns,
-      cgroupProcs,
-      killTree: () => fixture.parts.cgroups.kill(ref.containerId, execName),
       cwd: runtimeWorkdirPath(workdirPath),
       env: [],
     };
@@ -91,12 +94,18 @@ describe("process tier: no go-ahead, no command", () => {
     return generation;
   }
 
-  const execDeps = () => ({
-    logger: silentLogger,
-    config,
-    tools: fixture.parts.tools,
-    seccompFilter: fixture.parts.seccompFilter,
-  });
+  const execDeps = () => ({ logger: silentLogger, config });
+  // The driver keeps one trampoline of the generation waiting for its next exec
+  // (decision 0076): it is the driver's, not these execs', so it is left out.
+  const standby = () => fixture.driver.standbyPid(ref.containerId);
+  const othersOfUid = async (uid: number) => {
+    const keep = await standby();
+    return (await processesOfUid(uid)).filter((pid) => pid !== keep);
+  };
+  const othersInCgroup = async () => {
+    const keep = await standby();
+    return (await fixture.parts.cgroups.pids(ref.containerId)).filter((pid) => pid !== keep);
+  };
   const touch = (name: string) => ({ cmd: ["sh", "-c", `echo ran > ${name}`] });
   const exists = (name: string) =>
     stat(join(workdir, name)).then(
@@ -119,9 +128,9 @@ describe("process tier: no go-ahead, no command", () => {
       await expect(
         runProcessExec(execDeps(), exec, touch("join-failed"), signal()),
       ).rejects.toMatchObject({ code: "ENOENT" });
-      expect(await processesOfUid(generation.userns.owner)).toEqual([]);
+      expect(await othersOfUid(generation.userns.owner)).toEqual([]);
       expect(await exists("join-failed")).toBe(false);
-      expect(await fixture.parts.cgroups.pids(ref.containerId)).toEqual([]);
+      expect(await othersInCgroup()).toEqual([]);
     } finally {
       await generation.close();
     }
@@ -138,16 +147,18 @@ describe("process tier: no go-ahead, no command", () => {
       // The exec's first process exists, is not bwrap, and sits reading the go-ahead fd
       // (the one that never gets it); only then is the exec cancelled.
       await waitFor(async () => {
-        const [pid, ...more] = await processesOfUid(generation.userns.owner);
+        const [pid, ...more] = await othersOfUid(generation.userns.owner);
         if (pid === undefined || more.length > 0) return false;
         const exe = await readlink(`/proc/${pid}/exe`).catch(() => "");
         const syscall = await readFile(`/proc/${pid}/syscall`, "utf8").catch(() => "");
-        return exe === (await realpath(fixture.parts.tools.sh)) && (await waitsOnGo(pid, syscall));
+        return (
+          exe === (await realpath(fixture.parts.tools.bash)) && (await waitsOnGo(pid, syscall))
+        );
       });
       aborting.abort();
       const out = await running;
       expect(out.ok && out.result.status).toBe("cancelled");
-      expect(await processesOfUid(generation.userns.owner)).toEqual([]);
+      expect(await othersOfUid(generation.userns.owner)).toEqual([]);
       expect(await exists("cancelled")).toBe(false);
     } finally {
       // Let the join's blocked open of the FIFO finish (it holds a thread-pool thread).

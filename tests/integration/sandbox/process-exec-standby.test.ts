@@ -1,0 +1,218 @@
+import { randomUUID } from "node:crypto";
+import { readdir, readFile, readlink, realpath } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
+import { CHILD_FD } from "../../../agent-host/sandbox/process/bwrap-args.ts";
+import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
+import { materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
+
+// The trampoline a process-tier generation keeps waiting for its next exec (decision
+// 0076): it is the generation's alone (its owner uid, its cgroup, handed out once), the
+// sandboxes cannot reach it, one killed while it waits is noticed and the next exec still
+// runs, and a destroy leaves nothing of it behind.
+
+const signal = () => AbortSignal.timeout(60_000);
+const config = testConfig("unused");
+
+describe("process tier: the exec standby", () => {
+  let dataRoot: DataRoot;
+  let fixture: ProcessTierFixture;
+  let a: ContainerRef;
+  let b: ContainerRef;
+
+  async function create(sandboxId: string, uid: string): Promise<ContainerRef> {
+    await materializeWorkdir(dataRoot.path, uid, "work/s");
+    const created = await fixture.driver.create(
+      {
+        sandboxId,
+        generation: 1,
+        uid,
+        runtimeScopeId: randomUUID(),
+        workdirPath: "work/s",
+        nodeId: "standby-node",
+      },
+      signal(),
+    );
+    if (!created.ok) throw new Error(JSON.stringify(created));
+    return created.container;
+  }
+
+  beforeAll(async () => {
+    dataRoot = await freshDataRoot();
+    fixture = await processTierFixture({ dataRoot: dataRoot.path, config, logger: silentLogger });
+    a = await create("stby00000001", "ada");
+    b = await create("stby00000002", "bob");
+  });
+  afterAll(async () => {
+    await fixture?.cleanup();
+    await dataRoot?.remove();
+  });
+
+  const sh = async (ref: ContainerRef, script: string) => {
+    const out = await fixture.driver.exec(ref, { cmd: ["sh", "-c", script] }, signal());
+    if (!out.ok) throw new Error(`exec refused: ${out.reason}`);
+    return { ...out.result, out: out.result.stdout.bytes.toString() };
+  };
+  const owner = async (ref: ContainerRef) =>
+    Number(await readFile(join(fixture.stateDir, ref.containerId, "userns-owner"), "utf8"));
+  const standby = async (ref: ContainerRef) => {
+    const pid = await fixture.driver.standbyPid(ref.containerId);
+    if (pid === undefined) throw new Error(`${ref.containerId} has no standby`);
+    return pid;
+  };
+
+  it("is the generation's own: its owner uid, an exec group of its cgroup, waiting for its go-ahead", async () => {
+    await sh(a, "true");
+    await sh(b, "true");
+    const [pidA, pidB] = [await standby(a), await standby(b)];
+    expect(pidA).not.toBe(pidB);
+    for (const [pid, ref, other] of [
+      [pidA, a, b],
+      [pidB, b, a],
+    ] as const) {
+      const status = await readFile(`/proc/${pid}/status`, "utf8");
+      expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe(String(await owner(ref)));
+      expect(/^CapEff:\s+(\S+)/m.exec(status)?.[1]).toBe("0000000000000000");
+      expect(await readlink(`/proc/${pid}/exe`)).toBe(await realpath(fixture.parts.tools.bash));
+      // Every hierarchy it is in (v1: memory, pids, cpu; v2: the one) is an exec group of
+      // its own generation, below the tier's parent, and none of the other's.
+      const groups = (await readFile(`/proc/${pid}/cgroup`, "utf8"))
+        .split("\n")
+        .filter((line) => line.includes(fixture.cgroupParent));
+      expect(groups.length).toBeGreaterThan(0);
+      for (const line of groups) {
+        expect(line).toMatch(
+          new RegExp(`/${fixture.cgroupParent}/${ref.containerId}/exec-[0-9a-f]+$`),
+        );
+        expect(line).not.toContain(other.containerId);
+      }
+      // Blocked reading its go-ahead pipe: it has not become bwrap.
+      const [number, fdHex] = (await readFile(`/proc/${pid}/syscall`, "utf8")).split(" ");
+      expect(number).toBe(String(process.arch === "arm64" ? 63 : 0));
+      expect(await readlink(`/proc/${pid}/fd/${Number.parseInt(fdHex ?? "", 16)}`)).toBe(
+        await readlink(`/proc/${pid}/fd/${CHILD_FD.go}`),
+      );
+    }
+  });
+
+  it("cannot be seen or signalled from inside a sandbox, its own generation's or another's", async () => {
+    const pidA = await standby(a);
+    for (const ref of [a, b]) {
+      const r = await sh(
+        ref,
+        `if kill -0 ${pidA} 2>/dev/null; then echo reached; else echo refused; fi; ls /proc | grep -x ${pidA} || echo absent`,
+      );
+      expect(r.out).toBe("refused\nabsent\n");
+    }
+    // The exec in a took a's standby (a new one waits now); b's exec left a's alone.
+    const after = await standby(a);
+    expect(after).not.toBe(pidA);
+    expect(await processAlive(pidA)).toBe(false);
+  });
+
+  it("is handed out once, to its own generation only", async () => {
+    const pidA = await standby(a);
+    await sh(b, "true");
+    await sh(b, "true");
+    expect(await standby(a)).toBe(pidA);
+    expect(await processAlive(pidA)).toBe(true);
+    await sh(a, "true");
+    expect(await standby(a)).not.toBe(pidA);
+    expect(await processAlive(pidA)).toBe(false);
+  });
+
+  it("killed while it waits: noticed, its group removed, and the next exec runs", async () => {
+    const pidA = await standby(a);
+    process.kill(pidA, "SIGKILL");
+    // Straight on, dead or a zombie not yet reaped: either way it must not be used.
+    await waitFor(async () => !(await processAlive(pidA)));
+    const r = await sh(a, "echo still-here");
+    expect([r.status, r.exitCode, r.out]).toEqual(["exited", 0, "still-here\n"]);
+    // One exec group is left in the generation: the new standby's (the killed one's and
+    // the exec's were removed).
+    const fresh = await standby(a);
+    expect(fresh).not.toBe(pidA);
+    await waitFor(async () => (await execGroups(a)).length === 1);
+    expect(await fixture.parts.cgroups.pids(a.containerId)).toEqual([fresh]);
+  });
+
+  it("refuses a NUL in an argument or variable: no bwrap option can be smuggled into its command line", async () => {
+    const workdir = join(dataRoot.path, "users");
+    const smuggle = [
+      { cmd: ["sh", "-c", "echo ran > nul-arg", "\0--bind\0/\0/host"] },
+      { cmd: ["sh", "-c", "echo ran > nul-env"], env: { X: "1\0--bind\0/\0/host" } },
+    ];
+    for (const request of smuggle) {
+      await expect(fixture.driver.exec(a, request, signal())).rejects.toThrow(/NUL/);
+    }
+    expect(await findFile(workdir, "nul-arg")).toBe(false);
+    expect(await findFile(workdir, "nul-env")).toBe(false);
+    // Nothing of those execs is left, and the generation still runs commands.
+    await waitFor(async () => (await execGroups(a)).length <= 1);
+    const r = await sh(a, "echo fine");
+    expect(r.out).toBe("fine\n");
+  });
+
+  it("leaves no process and no group behind when the generation is destroyed", async () => {
+    const c = await create("stby00000003", "cy");
+    await sh(c, "true");
+    const pid = await standby(c);
+    const uid = await owner(c);
+    expect(await fixture.driver.destroy(c, signal())).toEqual({ ok: true, existed: true });
+    expect(await processAlive(pid)).toBe(false);
+    expect(await processesOfUid(uid)).toEqual([]);
+    expect(await fixture.parts.cgroups.list()).not.toContain(c.containerId);
+    expect(await fixture.driver.standbyPid(c.containerId)).toBeUndefined();
+    expect(await fixture.driver.exec(c, { cmd: ["true"] }, signal())).toEqual({
+      ok: false,
+      reason: "sandbox_gone",
+    });
+    expect(await processesOfUid(uid)).toEqual([]);
+  });
+
+  /** Exec groups of a generation, from the pids hierarchy (v1) or the unified one (v2). */
+  async function execGroups(ref: ContainerRef): Promise<string[]> {
+    const base =
+      fixture.parts.cgroups.version === "v1"
+        ? join("/sys/fs/cgroup/pids", fixture.cgroupParent, ref.containerId)
+        : join("/sys/fs/cgroup", fixture.cgroupParent, ref.containerId);
+    return (await readdir(base, { withFileTypes: true }))
+      .filter((e) => e.isDirectory() && e.name.startsWith("exec-"))
+      .map((e) => e.name);
+  }
+});
+
+/** Whether a file named `name` exists anywhere below `dir` (the user's whole tree). */
+async function findFile(dir: string, name: string): Promise<boolean> {
+  const entries = await readdir(dir, { recursive: true }).catch(() => []);
+  return entries.some((entry) => entry === name || entry.endsWith(`/${name}`));
+}
+
+/** Whether `pid` is a live (not zombie) process on the host. */
+async function processAlive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  return stat !== "" && !/\) [ZX] /.test(stat);
+}
+
+/** Live host processes whose real uid is `uid` (from the host's /proc). */
+async function processesOfUid(uid: number): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, "utf8").catch(() => "");
+    const real = /^Uid:\s+(\d+)/m.exec(status)?.[1];
+    const state = /^State:\s+(\S)/m.exec(status)?.[1];
+    if (real === String(uid) && state !== "Z" && state !== "X") found.push(Number(name));
+  }
+  return found;
+}
+
+async function waitFor(condition: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met within 60 s");
+    await new Promise((r) => setImmediate(r));
+  }
+}

@@ -84,6 +84,7 @@ export function containerAssetProber(deps: ContainerAssetProberDeps): AssetProbe
           execTimeoutMs: PROBE_TIMEOUT_MS,
           maxOutputBytesPerStream: PROBE_OUTPUT_BYTES,
           killGraceMs: 1_000,
+          cancelWaitMs: 1_000,
           dockerCallTimeoutMs: deps.dockerCallTimeoutMs,
         },
       };

@@ -29,7 +29,11 @@ export type DockerExecDeps = {
   logger: Logger;
   config: Pick<
     SandboxConfig,
-    "execTimeoutMs" | "maxOutputBytesPerStream" | "killGraceMs" | "dockerCallTimeoutMs"
+    | "execTimeoutMs"
+    | "maxOutputBytesPerStream"
+    | "killGraceMs"
+    | "cancelWaitMs"
+    | "dockerCallTimeoutMs"
   >;
 };
 
@@ -140,11 +144,12 @@ export async function runDockerExec(
 
 /**
  * A cancelled exec: its process is killed and the stream closed as for a timeout, but
- * the caller (a run being stopped) waits for that at most killGraceMs. With the engine
- * hung, the kill's inspect would otherwise hold the cancel for a whole Docker call bound
- * (issue 14: a cancel takes effect within a second, stopping a run never waits on a hung
- * call); the kill goes on in the background, bounded, and a failure is logged. A kill
- * that fails at once (the container is gone) still reports as before.
+ * the caller (a run being stopped) waits for the kill at most cancelWaitMs (500 ms, not
+ * killGraceMs: issue 14, a cancel takes effect within a second; docs/decisions/0079).
+ * With the engine hung, the kill's inspect would otherwise hold the cancel for a whole
+ * Docker call bound (stopping a run never waits on a hung call); the kill goes on in the
+ * background, bounded, and a failure is logged. A kill that fails at once (the container
+ * is gone) still reports as before.
  */
 async function cancelExec(
   deps: DockerExecDeps,
@@ -161,7 +166,7 @@ async function cancelExec(
       () => "killed" as const,
       (error: unknown) => ({ error }),
     ),
-    sleep(deps.config.killGraceMs, "late" as const, { signal: late.signal }).catch(
+    sleep(deps.config.cancelWaitMs, "late" as const, { signal: late.signal }).catch(
       () => "late" as const,
     ),
   ]);

@@ -63,6 +63,11 @@ export const sandboxConfigSchema = z
     killGraceMs: positiveInt()
       .default(5 * SECOND_MS)
       .describe("After killing a timed-out exec, how long to wait for its output stream to close."),
+    cancelWaitMs: positiveInt()
+      .default(SECOND_MS / 2)
+      .describe(
+        "How long a cancelled container exec waits for its kill before the cancel is reported; the kill goes on, bounded, in the background (docs/decisions/0079).",
+      ),
     createTimeoutMs: positiveInt()
       .default(2 * MINUTE_MS)
       .describe(

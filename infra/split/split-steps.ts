@@ -162,6 +162,8 @@ export function functionsEnv(
     ...awsEnv(s),
     AUTH_MODE: "dev",
     DEV_JWT_SECRET: p.devJwtSecret,
+    // The claim infra/local/dev-token.ts sets for an admin token: the admin routes work.
+    ADMIN_CLAIM: "admin",
     CAPABILITY_PRIVATE_KEY: s.keys.privateJwk,
     DATA_PLANE_URL: p.dataPlaneUrl,
     NODE_TTL_SECONDS: String(s.nodeTtlSeconds),

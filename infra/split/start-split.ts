@@ -34,6 +34,11 @@ export type SplitOptions = {
   sweepIntervalMs?: number;
   /** More agent-host variables (SANDBOX_IMAGE, WORKER_CONCURRENCY, …), the same on every node. */
   agentHostExtra?: Record<string, string>;
+  /**
+   * Variables of one node only, by NODE_ID, over agentHostExtra: e.g. its own `DOCKER_HOST`
+   * (`unix:///path/to.sock`, `tcp://host:2375`) or `DOCKER_CALL_TIMEOUT_SECONDS`.
+   */
+  nodeExtra?: Readonly<Record<string, Record<string, string>>>;
   /** LOG_LEVEL of every process (default warn). */
   logLevel?: string;
 };
@@ -53,6 +58,7 @@ export type SplitNode = {
 
 export type SplitDeployment = {
   readonly functionsUrl: string;
+  /** Signs dev tokens (infra/local/dev-token.ts); `{ admin: true }` ones are admins (ADMIN_CLAIM=admin). */
   readonly devJwtSecret: string;
   readonly databaseUrl: string;
   readonly dataRoot: string;
@@ -100,7 +106,7 @@ export async function startSplit(options: SplitOptions): Promise<SplitDeployment
         dataRoot,
         sandboxStateDir: join(stateRoot, nodeId),
         heartbeatSeconds,
-        extra: options.agentHostExtra ?? {},
+        extra: { ...options.agentHostExtra, ...options.nodeExtra?.[nodeId] },
       });
       let current: ServiceProcess | undefined = await startAgentHostProcess(env);
       services.push(current);

@@ -317,3 +317,34 @@ it("a cancel while A's Docker hangs mid-command ends the run before Docker answe
   await expectNothingLeftOnA();
   expect(await effectsOf(hung)).toBe(1);
 }, 300_000);
+
+it("a run cancelled while its sandbox create hangs on A's engine ends cancelled with nothing run, and the container the create left is removed once Docker answers", async () => {
+  await readyzIs(A(), 200, "A ready");
+  await setState(B(), "quiesce");
+  hangNextCreate = true;
+  const hung = await submit("hung-acquire", "sleep 60");
+  await until(
+    async () => proxy.stopped,
+    (s) => s,
+    "A's create to reach dockerd",
+  );
+  const res = await h.call("POST", `/v1/runs/${hung.run.run_id}/cancel`, { uid: hung.uid });
+  expect(res.status).toBe(202);
+  const ended = await terminal(hung.run.run_id);
+  // Taken by A's worker while its acquire waited on the engine (a hand-back after the
+  // create's 2 s bound would have cleared the owner), and nothing of it ran.
+  expect(ended).toMatchObject({ status: "cancelled", ownerNode: A().nodeId });
+  expect(proxy.stopped).toBe(true);
+  const toolStarts = await h.db
+    .select()
+    .from(runEvents)
+    .where(and(eq(runEvents.runId, hung.run.run_id), eq(runEvents.type, "tool.started")));
+  expect(toolStarts).toEqual([]);
+  await setState(B(), "resume");
+
+  // The create's answer arrives with nobody waiting: what it made is removed.
+  proxy.resume();
+  await readyzIs(A(), 200, "A ready again");
+  await expectNothingLeftOnA();
+  expect(await effectsOf(hung)).toBe(0);
+}, 300_000);

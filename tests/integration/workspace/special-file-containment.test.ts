@@ -3,55 +3,44 @@ import { existsSync, linkSync, lstatSync, mkdirSync, readFileSync, writeFileSync
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  expectCode,
-  namesIn,
-  RESOLVER_KINDS,
-  SECRET,
-  setupWorkspace,
-  timeout,
-  type WorkspaceEnv,
-} from "./harness.ts";
+import { expectCode, namesIn, RESOLVER_KINDS, SECRET, timeout } from "./harness.ts";
+import { workspacePerTest } from "./workspace-per-test.ts";
 
 // The attacker's side, special files: hard links to outside files, FIFOs, sockets and (as
 // root on the host, for the test) devices planted in the workspace.
-// Every test asserts the refusal and that nothing happened: afterEach checks that outside/
-// is byte-for-byte unchanged, and each test checks the workspace entries it involved.
+// Every test asserts the refusal and that nothing happened: workspacePerTest checks outside/,
+// and each test checks the workspace entries it involved.
 
 describe.each(RESOLVER_KINDS)("containment (%s resolver)", (kind) => {
-  let env: WorkspaceEnv;
-  beforeEach(async () => {
-    env = await setupWorkspace(kind);
-  });
-  afterEach(() => env.finish());
+  const env = workspacePerTest(kind);
 
   describe("hard link to an outside file (docs/decisions/0003-hard-links.md)", () => {
     beforeEach(() => {
       // A sandbox cannot make this link (link(2) across mounts is EXDEV); the host can.
-      linkSync(join(env.outside, "secret.txt"), env.at("hl"));
+      linkSync(join(env().outside, "secret.txt"), env().at("hl"));
     });
 
     it("reads it: it is a regular file of the workspace (documented)", async () => {
-      expect((await env.fs.readFile("hl")).toString()).toBe(SECRET);
+      expect((await env().fs.readFile("hl")).toString()).toBe(SECRET);
     });
 
     it("never writes through it: overwrite replaces the name, the outside inode keeps its bytes", async () => {
-      await expectCode(() => env.fs.writeFile("hl", "pwned"), "conflict");
-      await env.fs.writeFile("hl", "replaced", { overwrite: true });
-      expect(readFileSync(env.at("hl"), "utf8")).toBe("replaced");
-      expect(readFileSync(join(env.outside, "secret.txt"), "utf8")).toBe(SECRET);
-      expect(lstatSync(join(env.outside, "secret.txt")).nlink).toBe(1);
+      await expectCode(() => env().fs.writeFile("hl", "pwned"), "conflict");
+      await env().fs.writeFile("hl", "replaced", { overwrite: true });
+      expect(readFileSync(env().at("hl"), "utf8")).toBe("replaced");
+      expect(readFileSync(join(env().outside, "secret.txt"), "utf8")).toBe(SECRET);
+      expect(lstatSync(join(env().outside, "secret.txt")).nlink).toBe(1);
     });
 
     it("delete unlinks only the workspace name", async () => {
-      await env.fs.remove("hl");
-      expect(existsSync(env.at("hl"))).toBe(false);
-      expect(readFileSync(join(env.outside, "secret.txt"), "utf8")).toBe(SECRET);
+      await env().fs.remove("hl");
+      expect(existsSync(env().at("hl"))).toBe(false);
+      expect(readFileSync(join(env().outside, "secret.txt"), "utf8")).toBe(SECRET);
     });
 
     it("copy makes an independent file", async () => {
-      await env.fs.copy("hl", "copy.txt");
-      expect(lstatSync(env.at("copy.txt")).ino).not.toBe(lstatSync(env.at("hl")).ino);
+      await env().fs.copy("hl", "copy.txt");
+      expect(lstatSync(env().at("copy.txt")).ino).not.toBe(lstatSync(env().at("hl")).ino);
     });
   });
 
@@ -78,13 +67,15 @@ describe.each(RESOLVER_KINDS)("containment (%s resolver)", (kind) => {
 
     for (const [type, make] of Object.entries(makers)) {
       it(`a ${type}: read refused without blocking, hidden from listings, never deleted or copied`, async () => {
-        mkdirSync(env.at("box"));
-        writeFileSync(env.at("box/keep.txt"), "keep");
-        await make(env.at("box/special"));
-        const read = env.fs.readFile("box/special").then(
-          () => "read",
-          (err: unknown) => err,
-        );
+        mkdirSync(env().at("box"));
+        writeFileSync(env().at("box/keep.txt"), "keep");
+        await make(env().at("box/special"));
+        const read = env()
+          .fs.readFile("box/special")
+          .then(
+            () => "read",
+            (err: unknown) => err,
+          );
         const outcome = await Promise.race([read, timeout(5_000)]);
         expect(outcome).not.toBe("timeout");
         await expectCode(
@@ -92,35 +83,42 @@ describe.each(RESOLVER_KINDS)("containment (%s resolver)", (kind) => {
           "forbidden",
           "special_file_refused",
         );
-        await expectCode(() => env.fs.openRead("box/special"), "forbidden", "special_file_refused");
-        await expectCode(() => env.fs.stat("box/special"), "forbidden", "special_file_refused");
-        expect((await env.fs.list("box")).items.map((i) => i.name)).toEqual(["keep.txt"]);
-        expect((await env.fs.search("")).items.map((i) => i.path)).toEqual(["box", "box/keep.txt"]);
-        await expectCode(() => env.fs.writeFile("box/special", "x"), "conflict");
-        await expectCode(() => env.fs.remove("box/special"), "forbidden", "special_file_refused");
         await expectCode(
-          () => env.fs.copy("box/special", "c"),
+          () => env().fs.openRead("box/special"),
+          "forbidden",
+          "special_file_refused",
+        );
+        await expectCode(() => env().fs.stat("box/special"), "forbidden", "special_file_refused");
+        expect((await env().fs.list("box")).items.map((i) => i.name)).toEqual(["keep.txt"]);
+        expect((await env().fs.search("")).items.map((i) => i.path)).toEqual([
+          "box",
+          "box/keep.txt",
+        ]);
+        await expectCode(() => env().fs.writeFile("box/special", "x"), "conflict");
+        await expectCode(() => env().fs.remove("box/special"), "forbidden", "special_file_refused");
+        await expectCode(
+          () => env().fs.copy("box/special", "c"),
           "forbidden",
           "special_file_refused",
         );
         await expectCode(
-          () => env.fs.copy("box", "boxcopy", { recursive: true }),
+          () => env().fs.copy("box", "boxcopy", { recursive: true }),
           "forbidden",
           "special_file_refused",
         );
         await expectCode(
-          () => env.fs.move("box/special", "m"),
+          () => env().fs.move("box/special", "m"),
           "forbidden",
           "special_file_refused",
         );
         // The recursive delete scans first: nothing is removed when the tree holds one.
         await expectCode(
-          () => env.fs.remove("box", { recursive: true }),
+          () => env().fs.remove("box", { recursive: true }),
           "forbidden",
           "special_file_refused",
         );
-        expect(namesIn(env.at("box"))).toEqual(["keep.txt", "special"]);
-        expect(namesIn(env.workdir)).toEqual(["box"]);
+        expect(namesIn(env().at("box"))).toEqual(["keep.txt", "special"]);
+        expect(namesIn(env().workdir)).toEqual(["box"]);
       });
     }
   });

@@ -1,25 +1,14 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  chunks,
-  expectCode,
-  mode,
-  namesIn,
-  RESOLVER_KINDS,
-  setupWorkspace,
-  type WorkspaceEnv,
-} from "./harness.ts";
+import { describe, expect, it } from "vitest";
+import { chunks, expectCode, mode, namesIn, RESOLVER_KINDS } from "./harness.ts";
+import { workspacePerTest } from "./workspace-per-test.ts";
 
 describe.each(RESOLVER_KINDS)("writes (%s resolver)", (kind) => {
-  let env: WorkspaceEnv;
-  beforeEach(async () => {
-    env = await setupWorkspace(kind);
-  });
-  afterEach(() => env.finish());
+  const env = workspacePerTest(kind);
 
   describe("batch", () => {
     it("writes every file, 0600, in a directory created on first use", async () => {
-      const infos = await env.fs.writeBatch(
+      const infos = await env().fs.writeBatch(
         "uploads",
         [
           { name: "a.txt", source: "A" },
@@ -31,15 +20,15 @@ describe.each(RESOLVER_KINDS)("writes (%s resolver)", (kind) => {
         ["a.txt", 1],
         ["b.txt", 2],
       ]);
-      expect(namesIn(env.at("uploads"))).toEqual(["a.txt", "b.txt"]);
-      expect(mode(env.at("uploads"))).toBe(0o700);
-      expect(mode(env.at("uploads/b.txt"))).toBe(0o600);
+      expect(namesIn(env().at("uploads"))).toEqual(["a.txt", "b.txt"]);
+      expect(mode(env().at("uploads"))).toBe(0o700);
+      expect(mode(env().at("uploads/b.txt"))).toBe(0o600);
     });
 
     it("a duplicate name is a conflict and nothing is written", async () => {
       const err = await expectCode(
         () =>
-          env.fs.writeBatch("", [
+          env().fs.writeBatch("", [
             { name: "a.txt", source: "1" },
             { name: "b.txt", source: "2" },
             { name: "a.txt", source: "3" },
@@ -48,35 +37,35 @@ describe.each(RESOLVER_KINDS)("writes (%s resolver)", (kind) => {
         "duplicate_name",
       );
       expect(err.details?.names).toEqual(["a.txt"]);
-      expect(namesIn(env.workdir)).toEqual([]);
+      expect(namesIn(env().workdir)).toEqual([]);
     });
 
     it("an existing name is a conflict, nothing is written, the existing file is untouched", async () => {
-      writeFileSync(env.at("b.txt"), "existing");
+      writeFileSync(env().at("b.txt"), "existing");
       await expectCode(
         () =>
-          env.fs.writeBatch("", [
+          env().fs.writeBatch("", [
             { name: "a.txt", source: "1" },
             { name: "b.txt", source: "2" },
           ]),
         "conflict",
         "name_exists",
       );
-      expect(namesIn(env.workdir)).toEqual(["b.txt"]);
-      expect(readFileSync(env.at("b.txt"), "utf8")).toBe("existing");
+      expect(namesIn(env().workdir)).toEqual(["b.txt"]);
+      expect(readFileSync(env().at("b.txt"), "utf8")).toBe("existing");
     });
 
     for (const bad of ["", ".", "..", "a/b", "a\\b", "x".repeat(256), "a\u0000b", "a\nb"]) {
       it(`a bad name ${JSON.stringify(bad.length > 20 ? `${bad.slice(0, 8)}…` : bad)} is invalid and nothing is written`, async () => {
         await expectCode(
           () =>
-            env.fs.writeBatch("", [
+            env().fs.writeBatch("", [
               { name: "ok.txt", source: "1" },
               { name: bad, source: "2" },
             ]),
           "invalid_request",
         );
-        expect(namesIn(env.workdir)).toEqual([]);
+        expect(namesIn(env().workdir)).toEqual([]);
       });
     }
 
@@ -86,41 +75,41 @@ describe.each(RESOLVER_KINDS)("writes (%s resolver)", (kind) => {
         throw new Error("S3 stream broke");
       }
       await expect(
-        env.fs.writeBatch("", [
+        env().fs.writeBatch("", [
           { name: "a.txt", source: "1" },
           { name: "b.txt", source: "2" },
           { name: "c.txt", source: failing() },
           { name: "d.txt", source: "4" },
         ]),
       ).rejects.toThrow("S3 stream broke");
-      expect(namesIn(env.workdir)).toEqual([]);
+      expect(namesIn(env().workdir)).toEqual([]);
     });
 
     it("a name that appears while the batch is written: conflict, the batch is rolled back, theirs survives", async () => {
       async function* late() {
         yield Buffer.from("late");
-        writeFileSync(env.at("a.txt"), "theirs");
+        writeFileSync(env().at("a.txt"), "theirs");
       }
       await expectCode(
         () =>
-          env.fs.writeBatch("", [
+          env().fs.writeBatch("", [
             { name: "a.txt", source: "ours" },
             { name: "b.txt", source: late() },
           ]),
         "conflict",
       );
-      expect(namesIn(env.workdir)).toEqual(["a.txt"]);
-      expect(readFileSync(env.at("a.txt"), "utf8")).toBe("theirs");
+      expect(namesIn(env().workdir)).toEqual(["a.txt"]);
+      expect(readFileSync(env().at("a.txt"), "utf8")).toBe("theirs");
     });
 
     it("limits: per file, in total, and file count", async () => {
       await expectCode(
-        () => env.fs.writeBatch("", [{ name: "a", source: "12345" }], { maxFileBytes: 4 }),
+        () => env().fs.writeBatch("", [{ name: "a", source: "12345" }], { maxFileBytes: 4 }),
         "payload_too_large",
       );
       await expectCode(
         () =>
-          env.fs.writeBatch(
+          env().fs.writeBatch(
             "",
             [
               { name: "a", source: "123" },
@@ -132,7 +121,7 @@ describe.each(RESOLVER_KINDS)("writes (%s resolver)", (kind) => {
       );
       await expectCode(
         () =>
-          env.fs.writeBatch(
+          env().fs.writeBatch(
             "",
             [
               { name: "a", source: "1" },
@@ -142,8 +131,8 @@ describe.each(RESOLVER_KINDS)("writes (%s resolver)", (kind) => {
           ),
         "payload_too_large",
       );
-      await expectCode(() => env.fs.writeBatch("", []), "invalid_request");
-      expect(namesIn(env.workdir)).toEqual([]);
+      await expectCode(() => env().fs.writeBatch("", []), "invalid_request");
+      expect(namesIn(env().workdir)).toEqual([]);
     });
   });
 });

@@ -170,14 +170,22 @@ const liveRowsOf = async (nodeId: string) =>
       ),
     );
 
-/** No container of A once its Docker is back, and no sandbox row of A left live. */
+/**
+ * No container of A once its Docker is back, and no sandbox row of A left live. The row
+ * of a destroy in flight turns `destroyed` just after its container is removed, so both
+ * are awaited (a row that stays live fails with the deadline and is printed).
+ */
 async function expectNothingLeftOnA() {
   await until(
     () => containersOfNode(docker, A().nodeId),
     (c) => c.length === 0,
     "A's containers to be removed after the outage",
   );
-  expect(await liveRowsOf(A().nodeId)).toEqual([]);
+  await until(
+    () => liveRowsOf(A().nodeId),
+    (rows) => rows.length === 0,
+    "A's sandbox rows to be settled after the outage",
+  );
 }
 
 it("A's Docker socket cut during runs: its run mid-command fails tool_interrupted, A says not ready and claims nothing, B serves every other run exactly once, nothing of A is left once the socket is back", async () => {

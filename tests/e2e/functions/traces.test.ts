@@ -6,7 +6,7 @@ import { type OtlpCollector, startOtlpCollector } from "../../support/otlp-colle
 import { type Deployment, startDeployment } from "./support/deployment.ts";
 import { runToEnd } from "./support/run-to-end.ts";
 import type { ServerProcess } from "./support/server-process.ts";
-import { oneSpan as one, SPAN_KIND } from "./support/traced-run.ts";
+import { expectDispatchTrace, oneSpan as one, SPAN_KIND } from "./support/traced-run.ts";
 
 // Issue 15, item 2: one trace from the HTTP request that submits a run to its terminal
 // event, across two processes (functions/entry/node.ts and agent-host/main.ts), each
@@ -94,23 +94,15 @@ describe("traces across the planes", () => {
       })
     ).filter((s) => s.traceId === callerTraceId);
 
-    // functions/ process: the request continues the caller's span, the hop is its child.
-    const request = one(spans, F, "POST /v1/runs");
-    expect(request.kind).toBe(SPAN_KIND.server);
-    expect(request.parentSpanId).toBe(callerSpanId);
-    expect(request.attributes["http.response.status_code"]).toBe(202);
-    const publish = one(spans, F, "run.dispatch publish");
-    expect(publish.kind).toBe(SPAN_KIND.producer);
-    expect(publish.parentSpanId).toBe(request.spanId);
-    expect(publish.attributes["workcell.run_id"]).toBe(run.run_id);
-
+    // functions/ process: the request continues the caller's span, the hop is its child;
     // agent-host process: the message's context is the consumer's parent (the queue hop).
-    const consume = one(spans, A, "run.dispatch process");
-    expect(consume.kind).toBe(SPAN_KIND.consumer);
-    expect(consume.parentSpanId).toBe(publish.spanId);
+    const { consume, execute } = expectDispatchTrace(spans, {
+      entryService: F,
+      agentHostService: A,
+      callerSpanId,
+      runId: run.run_id,
+    });
     expect(one(spans, A, "run.claim").parentSpanId).toBe(consume.spanId);
-    const execute = one(spans, A, "run.execute");
-    expect(execute.parentSpanId).toBe(consume.spanId);
     expect(execute.attributes["workcell.run_status"]).toBe("succeeded");
     const prepare = one(spans, A, "run.prepare");
     expect(prepare.parentSpanId).toBe(execute.spanId);

@@ -11,7 +11,7 @@ import type { TestDatabase } from "../../support/postgres.ts";
 import { type AgentHostProcess, startAgentHostProcess } from "./support/agent-host-process.ts";
 import { runToEnd } from "./support/run-to-end.ts";
 import type { ServerProcess } from "./support/server-process.ts";
-import { oneSpan, SPAN_KIND } from "./support/traced-run.ts";
+import { expectDispatchTrace, oneSpan } from "./support/traced-run.ts";
 import { startWranglerDev } from "./support/wrangler-dev.ts";
 
 // Issue 15 on the Workers entry (docs/decisions/0078): its request log lines and its traces,
@@ -180,19 +180,12 @@ describe("Cloudflare Workers observability (wrangler dev)", () => {
         all.some((s) => s.traceId === traceId && s.service === A && s.name === "run.execute"),
       )
     ).filter((s) => s.traceId === traceId);
-    const request = oneSpan(spans, SERVICE, "POST /v1/runs");
-    expect(request.kind).toBe(SPAN_KIND.server);
-    expect(request.parentSpanId).toBe(callerSpanId);
-    expect(request.attributes["http.response.status_code"]).toBe(202);
-    const publish = oneSpan(spans, SERVICE, "run.dispatch publish");
-    expect(publish.kind).toBe(SPAN_KIND.producer);
-    expect(publish.parentSpanId).toBe(request.spanId);
-    expect(publish.attributes["workcell.run_id"]).toBe(run.run_id);
-    const consume = oneSpan(spans, A, "run.dispatch process");
-    expect(consume.kind).toBe(SPAN_KIND.consumer);
-    expect(consume.parentSpanId).toBe(publish.spanId);
-    const execute = oneSpan(spans, A, "run.execute");
-    expect(execute.parentSpanId).toBe(consume.spanId);
+    expectDispatchTrace(spans, {
+      entryService: SERVICE,
+      agentHostService: A,
+      callerSpanId,
+      runId: run.run_id,
+    });
     expect(oneSpan(spans, A, "sandbox.exec").attributes["workcell.exec_status"]).toBe("exited");
     // The header from OTEL_EXPORTER_OTLP_HEADERS reached the collector (the Worker's exports
     // are the only ones that carry it).

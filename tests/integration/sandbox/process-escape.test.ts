@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
 import type { ProcessDriver } from "../../../agent-host/sandbox/process/process-driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { hostProcessesWith } from "../../support/host-processes.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { GEM, materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
 
@@ -212,7 +214,7 @@ describe("process tier: from inside a sandbox", () => {
       { cmd: ["sh", "-c", `sleep ${marker(4)} & sleep ${marker(5)}`] },
       aborting.signal,
     );
-    await waitFor(async () => (await hostProcessesWith(marker(5))).length > 0);
+    await pollUntil(async () => (await hostProcessesWith(marker(5))).length > 0);
     aborting.abort();
     const c = await cancelled;
     expect(c.ok && c.result.status).toBe("cancelled");
@@ -248,7 +250,7 @@ describe("process tier: destroy", () => {
         { cmd: ["sh", "-c", "sleep 4999.5 & sleep 4998.5"] },
         signal(),
       );
-      await waitFor(async () => (await hostProcessesWith("4998.5")).length > 0);
+      await pollUntil(async () => (await hostProcessesWith("4998.5")).length > 0);
       expect(await fixture.driver.destroy(created.container, signal())).toEqual({
         ok: true,
         existed: true,
@@ -273,23 +275,3 @@ describe("process tier: destroy", () => {
     }
   });
 });
-
-/** Host processes whose command line contains `needle` (verified from the host's /proc). */
-async function hostProcessesWith(needle: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const name of await readdir("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const cmdline = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
-    const state = await readFile(`/proc/${name}/stat`, "utf8").catch(() => "");
-    if (cmdline.split("\0").includes(needle) && !/\) [ZX] /.test(state)) found.push(Number(name));
-  }
-  return found;
-}
-
-async function waitFor(condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met within 20 s");
-    await new Promise((r) => setImmediate(r));
-  }
-}

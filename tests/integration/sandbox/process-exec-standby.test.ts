@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
 import { CHILD_FD } from "../../../agent-host/sandbox/process/bwrap-args.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { processAlive, processesOfUid } from "../../support/host-processes.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
 
@@ -127,14 +129,14 @@ describe("process tier: the exec standby", () => {
     const pidA = await standby(a);
     process.kill(pidA, "SIGKILL");
     // Straight on, dead or a zombie not yet reaped: either way it must not be used.
-    await waitFor(async () => !(await processAlive(pidA)));
+    await pollUntil(async () => !(await processAlive(pidA)));
     const r = await sh(a, "echo still-here");
     expect([r.status, r.exitCode, r.out]).toEqual(["exited", 0, "still-here\n"]);
     // One exec group is left in the generation: the new standby's (the killed one's and
     // the exec's were removed).
     const fresh = await standby(a);
     expect(fresh).not.toBe(pidA);
-    await waitFor(async () => (await execGroups(a)).length === 1);
+    await pollUntil(async () => (await execGroups(a)).length === 1);
     expect(await fixture.parts.cgroups.pids(a.containerId)).toEqual([fresh]);
   });
 
@@ -150,7 +152,7 @@ describe("process tier: the exec standby", () => {
     expect(await findFile(workdir, "nul-arg")).toBe(false);
     expect(await findFile(workdir, "nul-env")).toBe(false);
     // Nothing of those execs is left, and the generation still runs commands.
-    await waitFor(async () => (await execGroups(a)).length <= 1);
+    await pollUntil(async () => (await execGroups(a)).length <= 1);
     const r = await sh(a, "echo fine");
     expect(r.out).toBe("fine\n");
   });
@@ -188,31 +190,4 @@ describe("process tier: the exec standby", () => {
 async function findFile(dir: string, name: string): Promise<boolean> {
   const entries = await readdir(dir, { recursive: true }).catch(() => []);
   return entries.some((entry) => entry === name || entry.endsWith(`/${name}`));
-}
-
-/** Whether `pid` is a live (not zombie) process on the host. */
-async function processAlive(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-  return stat !== "" && !/\) [ZX] /.test(stat);
-}
-
-/** Live host processes whose real uid is `uid` (from the host's /proc). */
-async function processesOfUid(uid: number): Promise<number[]> {
-  const found: number[] = [];
-  for (const name of await readdir("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const status = await readFile(`/proc/${name}/status`, "utf8").catch(() => "");
-    const real = /^Uid:\s+(\d+)/m.exec(status)?.[1];
-    const state = /^State:\s+(\S)/m.exec(status)?.[1];
-    if (real === String(uid) && state !== "Z" && state !== "X") found.push(Number(name));
-  }
-  return found;
-}
-
-async function waitFor(condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met within 60 s");
-    await new Promise((r) => setImmediate(r));
-  }
 }

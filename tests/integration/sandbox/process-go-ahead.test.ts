@@ -17,6 +17,8 @@ import {
 } from "../../../agent-host/sandbox/process/process-exec.ts";
 import { runtimeWorkdirPath } from "../../../shared/paths/runtime-paths.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { processesOfUid } from "../../support/host-processes.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
 
@@ -146,7 +148,7 @@ describe("process tier: no go-ahead, no command", () => {
       const running = runProcessExec(execDeps(), exec, touch("cancelled"), aborting.signal);
       // The exec's first process exists, is not bwrap, and sits reading the go-ahead fd
       // (the one that never gets it); only then is the exec cancelled.
-      await waitFor(async () => {
+      await pollUntil(async () => {
         const [pid, ...more] = await othersOfUid(generation.userns.owner);
         if (pid === undefined || more.length > 0) return false;
         const exe = await readlink(`/proc/${pid}/exe`).catch(() => "");
@@ -169,19 +171,6 @@ describe("process tier: no go-ahead, no command", () => {
   });
 });
 
-/** Live host processes whose real uid is `uid` (from the host's /proc). */
-async function processesOfUid(uid: number): Promise<number[]> {
-  const found: number[] = [];
-  for (const name of await readdir("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const status = await readFile(`/proc/${name}/status`, "utf8").catch(() => "");
-    const real = /^Uid:\s+(\d+)/m.exec(status)?.[1];
-    const state = /^State:\s+(\S)/m.exec(status)?.[1];
-    if (real === String(uid) && state !== "Z" && state !== "X") found.push(Number(name));
-  }
-  return found;
-}
-
 /**
  * Whether `pid` is in a `read` of its go-ahead pipe (/proc/<pid>/syscall: the number,
  * then the fd in hex; the shell may read it through a dup, so the fd's target is compared).
@@ -195,12 +184,4 @@ async function waitsOnGo(pid: number, syscall: string): Promise<boolean> {
     readlink(`/proc/${pid}/fd/${CHILD_FD.go}`).catch(() => "go"),
   ]);
   return reading === go;
-}
-
-async function waitFor(condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met within 20 s");
-    await new Promise((r) => setImmediate(r));
-  }
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { inotifyHoldBinary } from "../../support/inotify-hold.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { GEM, materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
 
@@ -73,7 +74,7 @@ describe("process tier: per-sandbox kernel budget", () => {
     const holding = sh("a", `./inotify-hold 1000000 hold > ${HOLDING}`, holdA.signal);
     try {
       const heldByA = join(workspaces.a, WORKDIR, HOLDING);
-      await waitFor(async () => (await readFile(heldByA, "utf8").catch(() => "")).includes("\n"));
+      await pollUntil(async () => (await readFile(heldByA, "utf8").catch(() => "")).includes("\n"));
       // A got the host's whole per-uid budget, then the kernel refused it.
       expect(await readFile(heldByA, "utf8")).toBe(`opened=${hostMax} error=Too many open files\n`);
       // While A holds them all, B opens its own.
@@ -109,11 +110,3 @@ describe("process tier: per-sandbox kernel budget", () => {
     expect(a[3]).not.toBe(await readlink("/proc/self/ns/user"));
   });
 });
-
-async function waitFor(condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met within 30 s");
-    await new Promise((r) => setImmediate(r));
-  }
-}

@@ -70,31 +70,47 @@ async function crashWhileStaged(stagingRoot: string, name: string, dir: string):
   await exited;
 }
 
-it("a node's start removes the staging mounts a crashed create left, and nothing else", async () => {
-  const root = await realpath(h.dataRoot);
-  const nodeId = uniqueNodeId();
-  // Another node on the same data root and kernel, its id extending this one's.
-  const otherNode = `${nodeId}-2`;
-  const mine = nodeBindStagingDir(root, nodeId);
-  const theirs = nodeBindStagingDir(root, otherNode);
+type Scenario = {
+  /** The user's workspace, bound by both the crashed create and the live one. */
+  workspace: string;
+  /** Where the crashed create staged, and under which container name. */
+  crashIn: string;
+  crashName: string;
+  /** The other node's live staging directory (its container is `workcell-live-g1`). */
+  liveIn: string;
+  /** Planted before the node starts: what the sweep must leave alone. */
+  plant(): Promise<void>;
+};
 
-  const workspace = join(root, "sweep-user", "workspace");
+/** A user workspace holding a file and an empty directory, both checked afterwards. */
+async function userWorkspace(root: string, user: string): Promise<string> {
+  const workspace = join(root, user, "workspace");
   await mkdir(join(workspace, "keep-empty"), { recursive: true });
   await writeFile(join(workspace, "marker"), "the user's file\n");
-  // Outside every staging directory, reachable only through a symlink planted in mine.
-  const outside = join(root, "outside");
-  await mkdir(join(outside, "keep-empty"), { recursive: true });
+  return workspace;
+}
 
-  const crashed = join(mine, "workcell-crashed-g1", "workspace");
-  const liveMount = join(theirs, "workcell-live-g1", "workspace");
+/**
+ * Leaves a crashed create's bind and another node's live one in place, checks both are
+ * real mounts showing the user's file, starts a node, and hands what it found to
+ * `check`. Whatever happens, the live staging is released and the crashed bind unmounted,
+ * so the data root's removal never deletes through a bind.
+ */
+async function sweepAfterCrash(
+  scenario: Scenario,
+  nodeId: string,
+  check: (mounts: { after: string[]; crashed: string; liveMount: string }) => Promise<void>,
+): Promise<void> {
+  const crashed = join(scenario.crashIn, scenario.crashName, "workspace");
+  const liveMount = join(scenario.liveIn, "workcell-live-g1", "workspace");
   let live: StagedBinds<"workspace"> | undefined;
   let node: ContainerNode | undefined;
-  const handle = await open(workspace, constants.O_RDONLY | constants.O_DIRECTORY);
+  const handle = await open(scenario.workspace, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
-    await crashWhileStaged(mine, "workcell-crashed-g1", workspace);
-    await symlink(outside, join(mine, "stray-link"));
+    await crashWhileStaged(scenario.crashIn, scenario.crashName, scenario.workspace);
+    await scenario.plant();
     live = await stageBinds(
-      theirs,
+      scenario.liveIn,
       "workcell-live-g1",
       { workspace: handle },
       AbortSignal.timeout(30_000),
@@ -105,27 +121,51 @@ it("a node's start removes the staging mounts a crashed create left, and nothing
 
     node = await startContainerNode(h, { docker, image, nodeId });
 
-    // This node's crash leftover is gone: unmounted and its directory removed.
     const after = await mountPoints();
-    expect(after.filter((m) => m === mine || m.startsWith(`${mine}/`))).toEqual([]);
-    await expect(lstat(join(mine, "workcell-crashed-g1"))).rejects.toMatchObject({
+    await check({ after, crashed, liveMount });
+    // The crash leftover's directory is gone; the other node's live staging, and the
+    // user's files behind both binds, are untouched.
+    await expect(lstat(join(scenario.crashIn, scenario.crashName))).rejects.toMatchObject({
       code: "ENOENT",
     });
-    // Nothing else changed: the other node's live staging, the symlink and what it points
-    // at, the user's files behind the bind.
     expect(after).toContain(liveMount);
     expect(await readFile(join(liveMount, "marker"), "utf8")).toBe("the user's file\n");
-    expect(await readlink(join(mine, "stray-link"))).toBe(outside);
-    expect((await lstat(join(outside, "keep-empty"))).isDirectory()).toBe(true);
-    expect(await readFile(join(workspace, "marker"), "utf8")).toBe("the user's file\n");
-    expect((await lstat(join(workspace, "keep-empty"))).isDirectory()).toBe(true);
+    expect(await readFile(join(scenario.workspace, "marker"), "utf8")).toBe("the user's file\n");
+    expect((await lstat(join(scenario.workspace, "keep-empty"))).isDirectory()).toBe(true);
   } finally {
     await node?.stop();
     await live?.release();
     await handle.close();
-    // Never leave a bind behind for the data root's removal to delete through.
     await run("umount", [crashed]).catch(() => {});
   }
+}
+
+it("a node's start removes the staging mounts a crashed create left, and nothing else", async () => {
+  const root = await realpath(h.dataRoot);
+  const nodeId = uniqueNodeId();
+  const mine = nodeBindStagingDir(root, nodeId);
+  // Outside every staging directory, reachable only through a symlink planted in mine.
+  const outside = join(root, "outside");
+  await mkdir(join(outside, "keep-empty"), { recursive: true });
+
+  await sweepAfterCrash(
+    {
+      workspace: await userWorkspace(root, "sweep-user"),
+      crashIn: mine,
+      crashName: "workcell-crashed-g1",
+      // Another node on the same data root and kernel, its id extending this one's.
+      liveIn: nodeBindStagingDir(root, `${nodeId}-2`),
+      plant: () => symlink(outside, join(mine, "stray-link")),
+    },
+    nodeId,
+    async ({ after }) => {
+      // Everything below this node's staging root is unmounted.
+      expect(after.filter((m) => m === mine || m.startsWith(`${mine}/`))).toEqual([]);
+      // The symlink and what it points at are unchanged.
+      expect(await readlink(join(mine, "stray-link"))).toBe(outside);
+      expect((await lstat(join(outside, "keep-empty"))).isDirectory()).toBe(true);
+    },
+  );
 });
 
 // Decision 0073: staging from before per-node directories (0060) sits directly below
@@ -136,57 +176,31 @@ it("a node's start also removes staging left in the layout from before per-node 
   const root = await realpath(h.dataRoot);
   const nodeId = uniqueNodeId();
   const bindsRoot = join(root, "sandbox-binds");
-  const workspace = join(root, "legacy-user", "workspace");
-  await mkdir(join(workspace, "keep-empty"), { recursive: true });
-  await writeFile(join(workspace, "marker"), "the user's file\n");
   const outside = join(root, "legacy-outside");
   await mkdir(join(outside, "workspace"), { recursive: true });
   await writeFile(join(outside, "outside-marker"), "outside\n");
-
-  const legacy = join(bindsRoot, "workcell-legacy-g1", "workspace");
-  // A live node whose id starts like a container name: its dir holds container names.
-  const lookalikeNode = `workcell-${nodeId}`;
-  const liveMount = join(bindsRoot, lookalikeNode, "workcell-live-g1", "workspace");
   // Named like a container but holding something else: not staging, left alone.
   const notStaging = join(bindsRoot, "workcell-notstaging-g1");
   await mkdir(join(notStaging, "workspace"), { recursive: true });
   await writeFile(join(notStaging, "notes"), "not a staged key\n");
-  let live: StagedBinds<"workspace"> | undefined;
-  let node: ContainerNode | undefined;
-  const handle = await open(workspace, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    await crashWhileStaged(bindsRoot, "workcell-legacy-g1", workspace);
-    await symlink(outside, join(bindsRoot, "workcell-link-g1"));
-    live = await stageBinds(
-      join(bindsRoot, lookalikeNode),
-      "workcell-live-g1",
-      { workspace: handle },
-      AbortSignal.timeout(30_000),
-    );
-    expect(await mountPoints()).toEqual(expect.arrayContaining([legacy, liveMount]));
-    expect(await readFile(join(legacy, "marker"), "utf8")).toBe("the user's file\n");
 
-    node = await startContainerNode(h, { docker, image, nodeId });
-
-    const after = await mountPoints();
-    expect(after).not.toContain(legacy);
-    await expect(lstat(join(bindsRoot, "workcell-legacy-g1"))).rejects.toMatchObject({
-      code: "ENOENT",
-    });
-    // Nothing else changed.
-    expect(after).toContain(liveMount);
-    expect(await readFile(join(liveMount, "marker"), "utf8")).toBe("the user's file\n");
-    expect(await readFile(join(notStaging, "notes"), "utf8")).toBe("not a staged key\n");
-    expect((await lstat(join(notStaging, "workspace"))).isDirectory()).toBe(true);
-    expect(await readlink(join(bindsRoot, "workcell-link-g1"))).toBe(outside);
-    expect((await lstat(join(outside, "workspace"))).isDirectory()).toBe(true);
-    expect(await readFile(join(outside, "outside-marker"), "utf8")).toBe("outside\n");
-    expect(await readFile(join(workspace, "marker"), "utf8")).toBe("the user's file\n");
-    expect((await lstat(join(workspace, "keep-empty"))).isDirectory()).toBe(true);
-  } finally {
-    await node?.stop();
-    await live?.release();
-    await handle.close();
-    await run("umount", [legacy]).catch(() => {});
-  }
+  await sweepAfterCrash(
+    {
+      workspace: await userWorkspace(root, "legacy-user"),
+      crashIn: bindsRoot,
+      crashName: "workcell-legacy-g1",
+      // A live node whose id starts like a container name: its dir holds container names.
+      liveIn: join(bindsRoot, `workcell-${nodeId}`),
+      plant: () => symlink(outside, join(bindsRoot, "workcell-link-g1")),
+    },
+    nodeId,
+    async ({ after, crashed }) => {
+      expect(after).not.toContain(crashed);
+      expect(await readFile(join(notStaging, "notes"), "utf8")).toBe("not a staged key\n");
+      expect((await lstat(join(notStaging, "workspace"))).isDirectory()).toBe(true);
+      expect(await readlink(join(bindsRoot, "workcell-link-g1"))).toBe(outside);
+      expect((await lstat(join(outside, "workspace"))).isDirectory()).toBe(true);
+      expect(await readFile(join(outside, "outside-marker"), "utf8")).toBe("outside\n");
+    },
+  );
 });

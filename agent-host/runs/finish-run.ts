@@ -5,6 +5,7 @@ import {
   insertTerminalEvent,
   type TerminalEnding,
 } from "../../shared/runs/insert-terminal-event.ts";
+import { RUN_SLOTS_CHANNEL } from "../../shared/runs/run-channels.ts";
 import type { ChangeBatch } from "./change-batch/change-batch.ts";
 import { fencedRun, type RunFence } from "./run-fence.ts";
 
@@ -25,6 +26,10 @@ export interface RunEnding extends TerminalEnding {
  * pass has committed yet: each gets a placeholder (`pending_repair`, truncated, no items)
  * in the same transaction, so the ended run's changes say they are incomplete until the
  * repair pass completes them (commit-change-batch.ts), exactly once.
+ *
+ * `notifySlotsAs` (a root run: this node's id) NOTIFYs the slots channel in the status
+ * UPDATE itself, so the other nodes hear of the freed slot when the ending commits, with
+ * no statement of its own (docs/decisions/0082). Only when a row was updated.
  */
 export async function finishRun(
   db: Db,
@@ -33,6 +38,7 @@ export async function finishRun(
   seq: number,
   ending: RunEnding,
   unrepaired: readonly ChangeBatch[] = [],
+  notifySlotsAs?: string,
 ): Promise<boolean> {
   return db.transaction(async (tx) => {
     const [row] = await tx
@@ -43,7 +49,15 @@ export async function finishRun(
         finishedAt: sql`now()`,
       })
       .where(fencedRun(fence))
-      .returning({ runId: agentRuns.runId });
+      .returning({
+        runId: agentRuns.runId,
+        // RETURNING is evaluated per updated row: a fence that no longer holds sends none.
+        ...(notifySlotsAs === undefined
+          ? {}
+          : {
+              slots: sql<string>`pg_notify(${RUN_SLOTS_CHANNEL}::text, ${notifySlotsAs}::text)::text`,
+            }),
+      });
     if (row === undefined) return false;
     if (ending.status === "succeeded" && ending.finalText !== undefined) {
       await tx.insert(messages).values({

@@ -87,7 +87,14 @@ async function executeTraced(
   const recorded = await inSpan(deps.tracing, "run.finish", { parent: trace }, () =>
     recordOutcome(
       deps.db,
-      { run, fence, logger, metrics: deps.metrics, maxHandBacks: deps.limits.maxHandBacks },
+      {
+        run,
+        fence,
+        logger,
+        metrics: deps.metrics,
+        maxHandBacks: deps.limits.maxHandBacks,
+        notifySlotsAs: deps.nodeId,
+      },
       root.outcome,
     ),
   );

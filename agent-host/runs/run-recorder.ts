@@ -41,6 +41,11 @@ export interface RecordedTarget {
    * bounces for ever. Undefined: unbounded (sub-agents are never handed back).
    */
   readonly maxHandBacks?: number;
+  /**
+   * A root run: this node's id, NOTIFYed on the slots channel by the ending's own
+   * statement (finishRun), so an `ended` result means the other nodes were told.
+   */
+  readonly notifySlotsAs?: string;
 }
 
 /** The ending of a run that could not be placed on any node after `maxHandBacks` tries. */
@@ -101,12 +106,20 @@ async function recordOnce(
 
 async function recordEnding(
   db: Db,
-  { run, fence, logger }: RecordedTarget,
+  { run, fence, logger, notifySlotsAs }: RecordedTarget,
   { ending, events, unrepaired }: RunOutcome & { kind: "ended" },
 ): Promise<RecordedRun> {
   if (ending === undefined || events.lost) return { kind: "lease_lost" };
   await events.settled();
-  const ok = await finishRun(db, fence, run.threadId, events.nextSeq, ending, unrepaired);
+  const ok = await finishRun(
+    db,
+    fence,
+    run.threadId,
+    events.nextSeq,
+    ending,
+    unrepaired,
+    notifySlotsAs,
+  );
   if (!ok) {
     logger.warn("run ended but its lease was lost; nothing recorded");
     return { kind: "lease_lost" };
@@ -124,11 +137,14 @@ async function recordEnding(
   return { kind: "ended", ending };
 }
 
-async function recordCrash(db: Db, { run, fence, logger }: RecordedTarget): Promise<RecordedRun> {
+async function recordCrash(
+  db: Db,
+  { run, fence, logger, notifySlotsAs }: RecordedTarget,
+): Promise<RecordedRun> {
   const ending: RunEnding = { status: "failed", error: INTERNAL_ERROR };
   try {
     const seq = await nextEventSeq(db, run.runId);
-    const ok = await finishRun(db, fence, run.threadId, seq, ending);
+    const ok = await finishRun(db, fence, run.threadId, seq, ending, [], notifySlotsAs);
     return ok ? { kind: "ended", ending } : { kind: "lease_lost" };
   } catch (error) {
     // The database is gone too: the lease will expire and the sweeper ends the run.
@@ -139,7 +155,7 @@ async function recordCrash(db: Db, { run, fence, logger }: RecordedTarget): Prom
 
 async function handBack(
   db: Db,
-  { run, fence, logger, maxHandBacks }: RecordedTarget,
+  { run, fence, logger, maxHandBacks, notifySlotsAs }: RecordedTarget,
   reason: string,
 ): Promise<RecordedRun> {
   // attempt counts claims; every earlier claim of a run that never started ended in a
@@ -150,7 +166,9 @@ async function handBack(
       error: handBackLimitError(reason, fence.attempt - 1),
     };
     const seq = await nextEventSeq(db, run.runId);
-    if (!(await finishRun(db, fence, run.threadId, seq, ending))) return { kind: "lease_lost" };
+    if (!(await finishRun(db, fence, run.threadId, seq, ending, [], notifySlotsAs))) {
+      return { kind: "lease_lost" };
+    }
     logger.warn({ reason, attempt: fence.attempt }, "run failed: hand-back limit reached");
     return { kind: "ended", ending };
   }

@@ -275,7 +275,8 @@ export class RunWorker {
     this.#slots.wake();
   }
 
-  async #execute(claim: ClaimOutcome & { readonly ok: true }): Promise<void> {
+  /** True when the run's ending NOTIFYed the slots channel (recordOutcome's `ended`). */
+  async #execute(claim: ClaimOutcome & { readonly ok: true }): Promise<boolean> {
     const { createdAt, startedAt } = claim.run;
     if (startedAt !== null) {
       // Both from the database clock (insert and claim): no skew between hosts.
@@ -296,6 +297,7 @@ export class RunWorker {
     );
     const result = await this.#executor.executeRoot(claim, this.#shutdown.signal, trace);
     if (result.kind === "handed_back") await this.#redispatch(claim.run, result, trace);
+    return result.kind === "ended";
   }
 
   /** Puts a handed-back run on the queue again; the dispatch sweeper is the backstop. */

@@ -18,7 +18,11 @@ export interface FairRunSlotsDeps {
     "concurrency" | "leaseTtlMs" | "waitingPollMs" | "defaultMaxConcurrentRuns"
   >;
   /** Executes one claimed root run; resolves when it has ended (whatever the outcome). */
-  readonly execute: (claim: ClaimOutcome & { readonly ok: true }) => Promise<void>;
+  /**
+   * Runs a claimed run to its end; true when its ending already NOTIFYed the slots
+   * channel (in the terminal transaction), so no separate NOTIFY is needed.
+   */
+  readonly execute: (claim: ClaimOutcome & { readonly ok: true }) => Promise<boolean>;
   /** False: claim nothing now (the node's sandbox tier is gone); the poll looks again. */
   readonly canClaim?: () => boolean;
   /** LISTEN on the slots channel; without it only the poll finds work freed elsewhere. */
@@ -140,15 +144,18 @@ export class FairRunSlots {
   #track(claim: ClaimOutcome & { readonly ok: true }): void {
     const { logger, db, nodeId } = this.#deps;
     const work = (async () => {
+      let notified = false;
       try {
-        await this.#deps.execute(claim);
+        notified = await this.#deps.execute(claim);
       } catch (error) {
         logger.error(
           { err: error, ...runLogFields(claim.run) },
           "run execution failed unexpectedly",
         );
       }
-      // Other nodes may hold waiting runs of this uid that its limit kept back.
+      // Other nodes may hold waiting runs of this uid that its limit kept back. An ending
+      // told them at its commit; a hand-back, a lost lease or a throw did not.
+      if (notified) return;
       await notifySlotFreed(db, nodeId).catch((error: unknown) => {
         logger.warn({ err: error }, "could not NOTIFY a freed run slot; other nodes poll");
       });

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { userLimits } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
+import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
 import { type Project, type RunWorld, runWorld } from "./run-harness.ts";
 
 const NO_POLL = { waitingPollMs: 600_000 };
@@ -58,5 +59,31 @@ it("the turns of a conversation are each claimed when nothing else waits", async
   for (const word of ["one", "two", "three"]) {
     const id = await world.submit(thread, `echo ${word}`);
     expect((await world.waitForRun(id, undefined, 60_000)).status).toBe("succeeded");
+  }
+}, 180_000);
+
+it("a run's end tells the other nodes of its freed slot exactly once, at its commit", async () => {
+  // One listening connection: notifications arrive in commit order, whatever the channel,
+  // so a marker sent after the run is visible as ended bounds what the ending sent.
+  const heard: string[] = [];
+  const marker = `marker-${Date.now()}`;
+  const stopSlots = await world.database.sql.listen(RUN_SLOTS_CHANNEL, (p) => heard.push(p));
+  const stopMarker = await world.database.sql.listen(marker, () => heard.push(marker));
+  try {
+    await world.worker({ limits: NO_POLL });
+    const project = await world.project({ uid: "tenant-c" });
+    const id = await world.submit(await world.thread(project), "echo c");
+    expect((await world.waitForRun(id, undefined, 60_000)).status).toBe("succeeded");
+    await world.database.sql`select pg_notify(${marker}, '')`;
+    const deadline = Date.now() + 60_000;
+    while (!heard.includes(marker) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // The park's NOTIFY, then the ending's (committed with the status the run shows):
+    // none sent later by a separate statement, none lost.
+    expect(heard).toEqual([world.nodeId, world.nodeId, marker]);
+  } finally {
+    await stopSlots.unlisten();
+    await stopMarker.unlisten();
   }
 }, 180_000);

@@ -5,12 +5,10 @@
 // once per thread per DEFAULT_ACTIVE_THREAD_TTL_MS), and with no cache (a lookup on every
 // request), over the same Postgres, data root and capability.
 import { randomUUID } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair } from "jose";
 import { pino } from "pino";
-import postgres from "postgres";
 import {
   createDataPlaneApp,
   createThreadRevocations,
@@ -23,13 +21,11 @@ import {
 } from "../../agent-host/workspace/index.ts";
 import { importCapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
 import { mintCapability } from "../../shared/capability/mint-capability.ts";
-import { createDb } from "../../shared/db/client.ts";
 import { conversations } from "../../shared/db/schema/conversations.ts";
 import { projects } from "../../shared/db/schema/projects.ts";
 import { ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
-import { startPostgresCluster } from "../setup/postgres-cluster.ts";
-import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
+import { startBenchStack } from "./bench-stack.ts";
 import { measure, report } from "./measure.ts";
 
 const UID = "bench-revocation";
@@ -37,15 +33,9 @@ const WORKDIR = "code/bench";
 const RUNS = 30;
 const BATCH = 50;
 
-const cluster = await startPostgresCluster();
-const dataRoot = await mkdtemp(join(tmpdir(), "workcell-bench-"));
-let sql: postgres.Sql | undefined;
+const stack = await startBenchStack({ maxConnections: 4 });
+const { db, dataRoot } = stack;
 try {
-  await prepareTemplateDatabase(cluster.adminUrl);
-  const url = new URL(cluster.adminUrl);
-  url.pathname = `/${templateDatabaseName}`;
-  sql = postgres(url.toString(), { max: 4, onnotice: () => {} });
-  const db = createDb(sql);
   const projectId = randomUUID();
   const threadId = randomUUID();
   await db.insert(projects).values({
@@ -116,7 +106,5 @@ try {
     uncached,
   ]);
 } finally {
-  await sql?.end({ timeout: 5 });
-  await rm(dataRoot, { recursive: true, force: true });
-  await cluster.stop();
+  await stack.stop();
 }

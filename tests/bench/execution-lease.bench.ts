@@ -3,12 +3,10 @@
 // 1,000 and 100,000 files. Target: the 1,000-file case ≤ 1.5× the bare exec. The scans are
 // metadata only (readdir + lstat, scanMetadata never opens a regular file).
 import { randomUUID } from "node:crypto";
-import { chown, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chown, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { pino } from "pino";
-import postgres from "postgres";
 import { LeasedCommands } from "../../agent-host/runs/change-batch/leased-commands.ts";
 import { RepairRecords } from "../../agent-host/runs/change-batch/repair-records.ts";
 import { TreeBatches } from "../../agent-host/runs/change-batch/tree-batches.ts";
@@ -23,13 +21,11 @@ import {
   createPathResolver,
   createUserWorkspaces,
 } from "../../agent-host/workspace/index.ts";
-import { createDb } from "../../shared/db/client.ts";
 import { nodes } from "../../shared/db/schema/nodes.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { seedRunningRun } from "../integration/execution-lease/seed-runs.ts";
-import { startPostgresCluster } from "../setup/postgres-cluster.ts";
-import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
-import { report, type Sample } from "./measure.ts";
+import { sandboxTestImage, startBenchStack } from "./bench-stack.ts";
+import { interleaved, report, type Sample } from "./measure.ts";
 
 const UID = "bench";
 const SIZES = [
@@ -38,23 +34,13 @@ const SIZES = [
   { files: 100_000, rounds: 4 },
 ];
 
-const image = (
-  JSON.parse(
-    await readFile(new URL("../../infra/sandbox-image/test-image.json", import.meta.url), "utf8"),
-  ) as { name: string }
-).name;
+const image = await sandboxTestImage();
 const docker = new Docker();
 const nodeId = `bench-${randomUUID().slice(0, 8)}`;
-const cluster = await startPostgresCluster();
-const dataRoot = await mkdtemp(join(tmpdir(), "workcell-bench-"));
-let sql: postgres.Sql | undefined;
+const stack = await startBenchStack({ maxConnections: 10 });
+const { db, dataRoot } = stack;
 
 try {
-  await prepareTemplateDatabase(cluster.adminUrl);
-  const url = new URL(cluster.adminUrl);
-  url.pathname = `/${templateDatabaseName}`;
-  sql = postgres(url.toString(), { max: 10, onnotice: () => {} });
-  const db = createDb(sql);
   await db.insert(nodes).values({ nodeId, dataPlaneUrl: "http://127.0.0.1:1" });
   const workspace = join(dataRoot, "users", uidDirname(UID), "workspace");
   for (const { files } of SIZES) {
@@ -138,28 +124,5 @@ try {
     .then((found) =>
       Promise.all(found.map((c) => docker.getContainer(c.Id).remove({ force: true }))),
     );
-  await sql?.end();
-  await cluster.stop();
-  await rm(dataRoot, { recursive: true, force: true });
-}
-
-/** Times each fn once per round, rounds interleaved; median and p99 per fn. */
-async function interleaved(
-  fns: Array<[string, () => Promise<unknown>]>,
-  rounds: number,
-): Promise<Sample[]> {
-  const times = fns.map(() => [] as number[]);
-  for (let round = -Math.ceil(rounds / 10); round < rounds; round++) {
-    for (const [i, [, fn]] of fns.entries()) {
-      const started = performance.now();
-      await fn();
-      if (round >= 0) times[i]?.push(performance.now() - started);
-    }
-  }
-  return fns.map(([name], i) => {
-    const sorted = (times[i] ?? []).sort((a, b) => a - b);
-    const at = (q: number) =>
-      sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-    return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: rounds };
-  });
+  await stack.stop();
 }

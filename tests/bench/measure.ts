@@ -45,3 +45,27 @@ export function report(title: string, baseline: Sample, samples: Sample[]): void
     );
   }
 }
+
+/**
+ * Times each fn once per round, the rounds interleaved so that drift in the machine's load
+ * falls on every fn alike; a tenth as many untimed rounds first. Median and p99 per fn.
+ */
+export async function interleaved(
+  fns: Array<[string, () => Promise<unknown>]>,
+  rounds: number,
+): Promise<Sample[]> {
+  const times = fns.map(() => [] as number[]);
+  for (let round = -Math.ceil(rounds / 10); round < rounds; round++) {
+    for (const [i, [, fn]] of fns.entries()) {
+      const started = performance.now();
+      await fn();
+      if (round >= 0) times[i]?.push(performance.now() - started);
+    }
+  }
+  return fns.map(([name], i) => {
+    const sorted = (times[i] ?? []).sort((a, b) => a - b);
+    const at = (q: number) =>
+      sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+    return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: rounds };
+  });
+}

@@ -4,7 +4,6 @@
 // printed against the node TTL (the configured bound: TTL + one sweep) and against a
 // run's own latency before the kill, both measured in this run.
 import { randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import Docker from "dockerode";
 import postgres from "postgres";
 import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
@@ -18,6 +17,7 @@ import {
   until,
 } from "../e2e/split/support/thread-driver.ts";
 import { startPostgresCluster } from "../setup/postgres-cluster.ts";
+import { sandboxTestImage } from "./bench-stack.ts";
 
 const THREADS = 6;
 const ROUNDS = 4;
@@ -25,11 +25,7 @@ const NODE_TTL_SECONDS = 6;
 const SWEEP_INTERVAL_MS = 1_000;
 const BOUND_MS = 600_000;
 
-const image = (
-  JSON.parse(
-    await readFile(new URL("../../infra/sandbox-image/test-image.json", import.meta.url), "utf8"),
-  ) as { name: string }
-).name;
+const image = await sandboxTestImage();
 const suffix = randomBytes(4).toString("hex");
 const [A, B] = [`bench-a-${suffix}`, `bench-b-${suffix}`];
 const docker = new Docker();

@@ -8,14 +8,13 @@
 // srt with its defaults (no network, writes to the Workdir and /tmp) and no cgroup limits.
 import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { chown, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { chown, mkdir, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { SandboxManager as SrtSandbox } from "@anthropic-ai/sandbox-runtime";
 import Docker from "dockerode";
 import { pino } from "pino";
-import postgres from "postgres";
 import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
 import { DockerDriver } from "../../agent-host/sandbox/docker-driver.ts";
 import type { SandboxDriver } from "../../agent-host/sandbox/driver.ts";
@@ -27,13 +26,11 @@ import type { SandboxHandle } from "../../agent-host/sandbox/sandbox-handle.ts";
 import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
 import type { SandboxTier } from "../../agent-host/sandbox/sandbox-tier.ts";
 import { TieredDriver } from "../../agent-host/sandbox/tiered-driver.ts";
-import { createDb } from "../../shared/db/client.ts";
 import { nodes } from "../../shared/db/schema/nodes.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
-import { startPostgresCluster } from "../setup/postgres-cluster.ts";
-import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
 import { removeContainersLabelled } from "../support/docker.ts";
 import { busyboxRuntimeDir } from "../support/process-tier.ts";
+import { sandboxTestImage, startBenchStack } from "./bench-stack.ts";
 import { measure, report } from "./measure.ts";
 
 const run = promisify(execFile);
@@ -42,27 +39,17 @@ const COLD_RUNS = 10;
 const UID = "bench";
 const WORKDIR = "work";
 
-const image = (
-  JSON.parse(
-    await readFile(new URL("../../infra/sandbox-image/test-image.json", import.meta.url), "utf8"),
-  ) as { name: string }
-).name;
+const image = await sandboxTestImage();
 const docker = new Docker();
 const nodeId = `bench-${randomUUID().slice(0, 8)}`;
-const cluster = await startPostgresCluster();
-const dataRoot = await mkdtemp(join(tmpdir(), "workcell-bench-"));
+const stack = await startBenchStack({ maxConnections: 20 });
+const { db, dataRoot } = stack;
 const stateDir = join(tmpdir(), `workcell-bench-process-${randomUUID().slice(0, 8)}`);
-let sql: postgres.Sql | undefined;
 const logger = pino({ level: "silent" });
 let processDriver: ProcessDriver | undefined;
 let cgroups: SandboxCgroups | undefined;
 
 try {
-  await prepareTemplateDatabase(cluster.adminUrl);
-  const url = new URL(cluster.adminUrl);
-  url.pathname = `/${templateDatabaseName}`;
-  sql = postgres(url.toString(), { max: 20, onnotice: () => {} });
-  const db = createDb(sql);
   await db.insert(nodes).values({ nodeId, dataPlaneUrl: "http://127.0.0.1:1" });
   const workspace = join(dataRoot, "users", uidDirname(UID), "workspace");
   await mkdir(join(workspace, WORKDIR), { recursive: true });
@@ -173,9 +160,6 @@ try {
 } finally {
   await SrtSandbox.reset().catch(() => {});
   await removeContainersLabelled(docker, LABEL.nodeId, nodeId);
-  await sql?.end();
-  await cluster.stop();
-  await rm(dataRoot, { recursive: true, force: true });
   // Generations a failed run left behind: unmounted before their directory is removed.
   for (const name of await readdir(stateDir).catch(() => [])) {
     const c = await processDriver
@@ -185,6 +169,7 @@ try {
   }
   await rm(stateDir, { recursive: true, force: true });
   await cgroups?.removeParent().catch(() => {});
+  await stack.stop();
 }
 
 /**

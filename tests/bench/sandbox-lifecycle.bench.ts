@@ -5,25 +5,21 @@
 // Targets (issue 5): (a) ≤ 1.1× raw dockerode and well under the CLI; (b) warm ≤ 1% of cold.
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { chown, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chown, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Docker from "dockerode";
 import { pino } from "pino";
-import postgres from "postgres";
 import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
 import { containerCreateOptions } from "../../agent-host/sandbox/container-spec.ts";
 import { DockerDriver } from "../../agent-host/sandbox/docker-driver.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import type { SandboxHandle } from "../../agent-host/sandbox/sandbox-handle.ts";
 import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
-import { createDb } from "../../shared/db/client.ts";
 import { nodes } from "../../shared/db/schema/nodes.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
-import { startPostgresCluster } from "../setup/postgres-cluster.ts";
-import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
-import { measure, report, type Sample } from "./measure.ts";
+import { sandboxTestImage, startBenchStack } from "./bench-stack.ts";
+import { interleaved, measure, report, type Sample } from "./measure.ts";
 
 const run = promisify(execFile);
 const EXEC_RUNS = 200;
@@ -33,23 +29,13 @@ const CONCURRENT_ROUNDS = 3;
 const UID = "bench";
 const WORKDIR = "work";
 
-const image = (
-  JSON.parse(
-    await readFile(new URL("../../infra/sandbox-image/test-image.json", import.meta.url), "utf8"),
-  ) as { name: string }
-).name;
+const image = await sandboxTestImage();
 const docker = new Docker();
 const nodeId = `bench-${randomUUID().slice(0, 8)}`;
-const cluster = await startPostgresCluster();
-const dataRoot = await mkdtemp(join(tmpdir(), "workcell-bench-"));
-let sql: postgres.Sql | undefined;
+const stack = await startBenchStack({ maxConnections: CONCURRENT + 10 });
+const { db, dataRoot } = stack;
 
 try {
-  await prepareTemplateDatabase(cluster.adminUrl);
-  const url = new URL(cluster.adminUrl);
-  url.pathname = `/${templateDatabaseName}`;
-  sql = postgres(url.toString(), { max: CONCURRENT + 10, onnotice: () => {} });
-  const db = createDb(sql);
   await db.insert(nodes).values({ nodeId, dataPlaneUrl: "http://127.0.0.1:1" });
 
   const workspace = join(dataRoot, "users", uidDirname(UID), "workspace");
@@ -154,30 +140,7 @@ try {
     .then((found) =>
       Promise.all(found.map((c) => docker.getContainer(c.Id).remove({ force: true }))),
     );
-  await sql?.end();
-  await cluster.stop();
-  await rm(dataRoot, { recursive: true, force: true });
-}
-
-/** Times each fn once per round, rounds interleaved; median and p99 per fn. */
-async function interleaved(
-  fns: Array<[string, () => Promise<unknown>]>,
-  rounds: number,
-): Promise<Sample[]> {
-  const times = fns.map(() => [] as number[]);
-  for (let round = -Math.ceil(rounds / 10); round < rounds; round++) {
-    for (const [i, [, fn]] of fns.entries()) {
-      const started = performance.now();
-      await fn();
-      if (round >= 0) times[i]?.push(performance.now() - started);
-    }
-  }
-  return fns.map(([name], i) => {
-    const sorted = (times[i] ?? []).sort((a, b) => a - b);
-    const at = (q: number) =>
-      sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-    return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: rounds };
-  });
+  await stack.stop();
 }
 
 /** `docker run -d` with the same hardening and mounts as a sandbox, for a fair baseline. */

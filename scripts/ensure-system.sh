@@ -17,9 +17,9 @@ command -v systemd-analyze >/dev/null 2>&1 || want+=(systemd)
 [ -x /usr/bin/chromium ] || want+=(chromium)
 [ -x /bin/busybox ] && { ldd /bin/busybox 2>&1 || true; } | grep -q "not a dynamic" || want+=(busybox-static)
 # The process sandbox tier (agent-host/sandbox/process/): bubblewrap, and util-linux's
-# unshare for each generation's user namespace.
+# unshare for each generation's user namespace and setpriv for each trampoline's uid.
 command -v bwrap >/dev/null 2>&1 || want+=(bubblewrap)
-command -v unshare >/dev/null 2>&1 || want+=(util-linux)
+{ command -v unshare && command -v setpriv; } >/dev/null 2>&1 || want+=(util-linux)
 # The process-sandbox bench compares with @anthropic-ai/sandbox-runtime (srt), which
 # needs socat and ripgrep on Linux (decision 0028).
 command -v socat >/dev/null 2>&1 || want+=(socat)

@@ -121,6 +121,7 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
           cgroups: found.parts.cgroups,
           tools: found.parts.tools,
           seccompFilter: found.parts.seccompFilter,
+          spawner: found.parts.spawner,
           mounts: found.parts.mounts,
           limits: config,
           config,

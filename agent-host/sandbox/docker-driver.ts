@@ -20,6 +20,7 @@ import type {
   ContainerRef,
   CreateResult,
   DestroyOutcome,
+  ExecFence,
   ExecOutcome,
   ExecRequest,
   SandboxContainer,
@@ -187,7 +188,14 @@ export class DockerDriver implements SandboxDriver {
     }
   }
 
-  exec(ref: ContainerRef, request: ExecRequest, signal: AbortSignal): Promise<ExecOutcome> {
+  async exec(
+    ref: ContainerRef,
+    request: ExecRequest,
+    signal: AbortSignal,
+    fence?: ExecFence,
+  ): Promise<ExecOutcome> {
+    // Nothing to overlap it with here: Docker's own round trips dominate.
+    if (fence && !(await fence)) return { ok: false, reason: "fenced" };
     return runDockerExec(this.#deps, ref, request, signal);
   }
 

@@ -88,7 +88,16 @@ export type ExecResult = {
 export type ExecOutcome =
   | { ok: true; result: ExecResult }
   /** The container is gone or stopped: its generation is over. */
-  | { ok: false; reason: "sandbox_gone" };
+  | { ok: false; reason: "sandbox_gone" }
+  /** The caller's fence said no (ExecFence): nothing of the command ran. */
+  | { ok: false; reason: "fenced" };
+
+/**
+ * The caller's cross-process fence (the generation's touch in Postgres), still in flight
+ * when exec is called: a driver may prepare meanwhile, but starts the command only once it
+ * resolved true; false (or a rejection) and nothing runs (decision 0083).
+ */
+export type ExecFence = Promise<boolean>;
 
 /** Which container a caller means: the id plus the identity it must still carry. */
 export type ContainerRef = {
@@ -110,7 +119,12 @@ export interface SandboxDriver {
   create(spec: SandboxSpec, signal: AbortSignal): Promise<CreateResult>;
   /** The container, or undefined when it no longer exists. */
   inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined>;
-  exec(ref: ContainerRef, request: ExecRequest, signal: AbortSignal): Promise<ExecOutcome>;
+  exec(
+    ref: ContainerRef,
+    request: ExecRequest,
+    signal: AbortSignal,
+    fence?: ExecFence,
+  ): Promise<ExecOutcome>;
   /** Removes the container (running or not) if it still carries `ref`'s identity. */
   destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome>;
   /** Every managed container of a node, running or not. */

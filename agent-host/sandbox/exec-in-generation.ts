@@ -1,4 +1,4 @@
-import type { ExecRequest, ExecResult } from "./driver.ts";
+import type { ExecOutcome, ExecRequest, ExecResult } from "./driver.ts";
 import { forget } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
 import { type SandboxHandle, STALE_GENERATION } from "./sandbox-handle.ts";
@@ -26,13 +26,32 @@ export async function execInGeneration(
   if (!pin) return STALE_GENERATION;
   try {
     // The touch is the cross-process fence (another agent-host process may have
-    // destroyed this generation) and keeps the reaper away while the exec runs.
-    if (!(await store.touch(db, handle.sandboxId, handle.generation))) {
+    // destroyed this generation) and keeps the reaper away while the exec runs. The
+    // driver prepares while it is in flight and starts the command only once it said
+    // yes (decision 0083); it is awaited here too, so its refusal or error is ours.
+    const fence = store.touch(db, handle.sandboxId, handle.generation);
+    fence.catch(() => {});
+    const started = performance.now();
+    let out: ExecOutcome;
+    try {
+      out = await ctx.driver.exec(
+        entry.handle,
+        request,
+        AbortSignal.any([signal, pin.signal]),
+        fence,
+      );
+    } catch (error) {
+      // A generation over by the fence's word is stale, whatever went wrong meanwhile.
+      if (!(await fence)) {
+        forget(ctx, handle.sandboxId, handle.generation);
+        return STALE_GENERATION;
+      }
+      throw error;
+    }
+    if (!(await fence) || (!out.ok && out.reason === "fenced")) {
       forget(ctx, handle.sandboxId, handle.generation);
       return STALE_GENERATION;
     }
-    const started = performance.now();
-    const out = await ctx.driver.exec(entry.handle, request, AbortSignal.any([signal, pin.signal]));
     if (out.ok) {
       ctx.metrics.sandboxExecSeconds.observe(
         { tier: tierOfContainerId(entry.handle.containerId) },

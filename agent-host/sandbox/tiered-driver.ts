@@ -3,6 +3,7 @@ import type {
   ContainerRef,
   CreateResult,
   DestroyOutcome,
+  ExecFence,
   ExecOutcome,
   ExecRequest,
   SandboxContainer,
@@ -75,9 +76,16 @@ export class TieredDriver implements SandboxDriver {
     return this.#driverOf(containerId)?.inspect(containerId, signal);
   }
 
-  async exec(ref: ContainerRef, request: ExecRequest, signal: AbortSignal): Promise<ExecOutcome> {
+  async exec(
+    ref: ContainerRef,
+    request: ExecRequest,
+    signal: AbortSignal,
+    fence?: ExecFence,
+  ): Promise<ExecOutcome> {
     const driver = this.#driverOf(ref.containerId);
-    return driver ? driver.exec(ref, request, signal) : { ok: false, reason: "sandbox_gone" };
+    return driver
+      ? driver.exec(ref, request, signal, fence)
+      : { ok: false, reason: "sandbox_gone" };
   }
 
   async destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome> {

@@ -69,6 +69,7 @@ try {
     cgroups: found.parts.cgroups,
     tools: found.parts.tools,
     seccompFilter: found.parts.seccompFilter,
+    spawner: found.parts.spawner,
     mounts: found.parts.mounts,
     limits: config,
     config,

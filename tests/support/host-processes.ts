@@ -36,3 +36,16 @@ export async function hostProcessesWith(needle: string): Promise<number[]> {
   }
   return found;
 }
+
+/** Zombies whose parent is `ppid`: children it started and never reaped. */
+export async function zombieChildrenOf(ppid: number): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, "utf8").catch(() => "");
+    const parent = /^PPid:\s+(\d+)/m.exec(status)?.[1];
+    const state = /^State:\s+(\S)/m.exec(status)?.[1];
+    if (parent === String(ppid) && (state === "Z" || state === "X")) found.push(Number(name));
+  }
+  return found;
+}

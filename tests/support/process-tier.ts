@@ -104,6 +104,7 @@ export async function processTierFixture(p: {
     cgroups: parts.cgroups,
     tools: parts.tools,
     seccompFilter: parts.seccompFilter,
+    spawner: parts.spawner,
     mounts: parts.mounts,
     limits: p.config,
     config: p.config,

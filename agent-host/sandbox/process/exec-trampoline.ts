@@ -1,13 +1,17 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { writeFile } from "node:fs/promises";
+import { Socket } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { CHILD_FD, TRAMPOLINE_SCRIPT } from "./bwrap-args.ts";
+import type { HostSpawner, SpawnExit } from "./host-spawner.ts";
 
 export type TrampolineDeps = {
-  tools: { bash: string; bwrap: string };
+  tools: { bash: string; bwrap: string; setpriv: string };
   seccompFilter: Buffer;
+  /** posix_spawn, not a fork of agent-host (decision 0083). */
+  spawner: HostSpawner;
 };
 
 export type TrampolineTarget = {
@@ -19,7 +23,23 @@ export type TrampolineTarget = {
   killTree(): Promise<{ survivors: number }>;
 };
 
-export type ChildExit = { code: number | null; signal: NodeJS.Signals | null };
+export type ChildExit = SpawnExit;
+
+/** The trampoline's process as agent-host sees it: its pid, its sockets, its exit. */
+export type TrampolineChild = {
+  /** Undefined when it could not be started. */
+  readonly pid: number | undefined;
+  /** Index = the child's descriptor; undefined for the namespace's (agent-host's own handle). */
+  readonly stdio: ReadonlyArray<Socket | undefined>;
+  readonly stdin: Writable | undefined;
+  readonly stdout: Readable | undefined;
+  readonly stderr: Readable | undefined;
+  /** Set once it was reaped (null before, as with Node's ChildProcess). */
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | null;
+  /** Signals it unless it was reaped (an unreaped pid cannot have been reused). */
+  kill(signal: NodeJS.Signals): void;
+};
 
 /**
  * An exec's first process before its go-ahead: `bash` started as the namespace's owner,
@@ -29,7 +49,7 @@ export type ChildExit = { code: number | null; signal: NodeJS.Signals | null };
  * 0076, exec-standby.ts) and still be born into, and stay in, its own exec cgroup.
  */
 export type Trampoline = {
-  readonly child: ChildProcess;
+  readonly child: TrampolineChild;
   /** Settles when the cgroup join did; rejects with the write's error. */
   readonly joined: Promise<void>;
   readonly exited: Promise<ChildExit>;
@@ -43,29 +63,7 @@ export type Trampoline = {
 
 /** Starts the trampoline and its cgroup join at once (the join needs only its pid). */
 export function startTrampoline(deps: TrampolineDeps, target: TrampolineTarget): Trampoline {
-  const child = spawn(deps.tools.bash, ["-c", TRAMPOLINE_SCRIPT, "trampoline", deps.tools.bwrap], {
-    // Order is CHILD_FD's: 3 seccomp, 4 status, 5 block, 6 the user namespace, 7 go,
-    // 8 bwrap's arguments. stdin is always a pipe: the request's bytes, or closed empty.
-    stdio: [
-      "pipe",
-      "pipe",
-      "pipe",
-      "pipe",
-      "pipe",
-      "pipe",
-      target.userns.handle.fd,
-      "pipe",
-      "pipe",
-    ],
-    env: {},
-    // The namespace's owner, no supplementary group (TRAMPOLINE_SCRIPT says why).
-    uid: target.userns.owner,
-    gid: target.userns.owner,
-  });
-  const exited = new Promise<ChildExit>((resolve, reject) => {
-    child.once("error", reject);
-    child.once("exit", (code, sig) => resolve({ code, signal: sig }));
-  });
+  const { child, exited } = spawnChild(deps, target);
   exited.catch(() => {});
   const outputDone = Promise.all(
     [child.stdout, child.stderr].map(
@@ -77,7 +75,7 @@ export function startTrampoline(deps: TrampolineDeps, target: TrampolineTarget):
     pipe(fd)?.on("error", () => {});
   }
   // The filter is the same for every exec; bwrap reads it only inside the sandbox.
-  pipe(CHILD_FD.seccomp).end(deps.seccompFilter);
+  pipe(CHILD_FD.seccomp)?.end(deps.seccompFilter);
   const joined =
     child.pid === undefined
       ? exited.then(() => {
@@ -96,6 +94,102 @@ export function startTrampoline(deps: TrampolineDeps, target: TrampolineTarget):
     alive: () => child.exitCode === null && child.signalCode === null,
     pipe,
   };
+}
+
+/** Which of the child's descriptors agent-host reads (the rest it writes). */
+const READ_FDS = new Set<number>([1, 2, CHILD_FD.status]);
+const FD_COUNT = CHILD_FD.args + 1;
+
+/**
+ * `bash` as the namespace's owner with no supplementary group (TRAMPOLINE_SCRIPT says why),
+ * an empty environment, and descriptors in CHILD_FD's order: 0 stdin (always a socket: the
+ * request's bytes, or closed empty), 1 stdout, 2 stderr, 3 seccomp, 4 status, 5 block,
+ * 6 the user namespace, 7 go, 8 bwrap's arguments. posix_spawn cannot change uids, so
+ * util-linux's `setpriv` does that and execs bash: setresuid sets all three uids, which
+ * clears every capability, as Node's `spawn` with `uid` did.
+ */
+function spawnChild(
+  deps: TrampolineDeps,
+  target: TrampolineTarget,
+): { child: TrampolineChild; exited: Promise<ChildExit> } {
+  const pairs: Array<[number, number] | undefined> = [];
+  const childFds: number[] = [];
+  try {
+    for (let fd = 0; fd < FD_COUNT; fd++) {
+      if (fd === CHILD_FD.userns) {
+        pairs.push(undefined);
+        childFds.push(target.userns.handle.fd);
+        continue;
+      }
+      const pair = deps.spawner.socketPair();
+      pairs.push(pair);
+      childFds.push(pair[1]);
+    }
+  } catch (error) {
+    for (const fd of pairs.flat()) if (fd !== undefined) closeSync(fd);
+    throw error;
+  }
+  const owner = String(target.userns.owner);
+  let started: ReturnType<HostSpawner["spawn"]> | undefined;
+  let failure: unknown;
+  try {
+    started = deps.spawner.spawn({
+      file: deps.tools.setpriv,
+      argv: [
+        "setpriv",
+        `--reuid=${owner}`,
+        `--regid=${owner}`,
+        "--clear-groups",
+        "--",
+        deps.tools.bash,
+        "-c",
+        TRAMPOLINE_SCRIPT,
+        "trampoline",
+        deps.tools.bwrap,
+      ],
+      fds: childFds,
+    });
+  } catch (error) {
+    failure = error;
+  } finally {
+    // The child has its copies (or there is no child): agent-host's are closed.
+    for (const pair of pairs) if (pair) closeSync(pair[1]);
+  }
+  const stdio = pairs.map((pair, fd) =>
+    pair === undefined
+      ? undefined
+      : new Socket({ fd: pair[0], readable: READ_FDS.has(fd), writable: !READ_FDS.has(fd) }),
+  );
+  let exit: ChildExit | undefined;
+  const exited = started
+    ? started.exited.then((e) => {
+        exit = e;
+        return e;
+      })
+    : Promise.reject(failure);
+  const pid = started?.pid;
+  const child: TrampolineChild = {
+    pid,
+    stdio,
+    stdin: stdio[0],
+    stdout: stdio[1],
+    stderr: stdio[2],
+    get exitCode() {
+      return started ? (exit?.code ?? null) : -1;
+    },
+    get signalCode() {
+      return exit?.signal ?? null;
+    },
+    kill(signal) {
+      if (pid === undefined || exit !== undefined) return;
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // Already gone (ESRCH): its exit is being reaped.
+      }
+    },
+  };
+  return { child, exited };
 }
 
 /**

@@ -8,6 +8,7 @@ import type {
   ContainerRef,
   CreateResult,
   DestroyOutcome,
+  ExecFence,
   ExecOutcome,
   ExecRequest,
   SandboxContainer,
@@ -22,6 +23,7 @@ import { ExecStandbys } from "./exec-standby.ts";
 import { encodeBwrapArgs, startTrampoline } from "./exec-trampoline.ts";
 import { GenerationDirs } from "./generation-dirs.ts";
 import type { HostMounts } from "./host-mounts.ts";
+import type { HostSpawner } from "./host-spawner.ts";
 import { runProcessExec, trampolineEnded } from "./process-exec.ts";
 import type { CgroupLimits, SandboxCgroups } from "./sandbox-cgroups.ts";
 
@@ -35,8 +37,10 @@ export type ProcessDriverDeps = {
   runtimeDir: string;
   cgroups: SandboxCgroups;
   /** Host tools, resolved by preflight (absolute paths). */
-  tools: { bash: string; bwrap: string };
+  tools: { bash: string; bwrap: string; setpriv: string };
   seccompFilter: Buffer;
+  /** posix_spawn for the trampolines (decision 0083). */
+  spawner: HostSpawner;
   /** mount(2) for the generations' binds and tmpfs (preflight binds it). */
   mounts: HostMounts;
   limits: CgroupLimits & { tmpSizeBytes: number; homeSizeBytes: number };
@@ -112,7 +116,12 @@ export class ProcessDriver implements SandboxDriver {
     return { ...state.labels, containerId, running: grouped && state.mounted };
   }
 
-  async exec(ref: ContainerRef, request: ExecRequest, signal: AbortSignal): Promise<ExecOutcome> {
+  async exec(
+    ref: ContainerRef,
+    request: ExecRequest,
+    signal: AbortSignal,
+    fence?: ExecFence,
+  ): Promise<ExecOutcome> {
     const current = await this.inspect(ref.containerId, signal);
     if (
       !current?.running ||
@@ -165,6 +174,7 @@ export class ProcessDriver implements SandboxDriver {
           ...(current.fileView === "workdir"
             ? { workdirTarget: runtimeWorkdirPath(current.workdirPath) }
             : {}),
+          ...(fence ? { fence } : {}),
           afterGoAhead: () => this.#standbys.replenish(ref.containerId, current.fileView),
         },
         request,

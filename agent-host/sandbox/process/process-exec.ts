@@ -1,4 +1,3 @@
-import type { ChildProcess } from "node:child_process";
 import { readFileSync, type Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { lstat } from "node:fs/promises";
@@ -11,11 +10,11 @@ import {
   SANDBOX_SKILLS_MOUNT,
   SANDBOX_USER_DATA_MOUNT,
 } from "../../../shared/paths/runtime-paths.ts";
-import type { ExecOutcome, ExecRequest } from "../driver.ts";
+import type { ExecFence, ExecOutcome, ExecRequest } from "../driver.ts";
 import { startExecCapture } from "../exec-capture.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
 import { bwrapArgs, CHILD_FD, type SandboxSources, TRAMPOLINE_GO } from "./bwrap-args.ts";
-import { encodeBwrapArgs, type Trampoline } from "./exec-trampoline.ts";
+import { encodeBwrapArgs, type Trampoline, type TrampolineChild } from "./exec-trampoline.ts";
 
 /** Descriptors of one exec's bind sources, opened no-follow: what each mount must be. */
 export type ExecMounts = Record<Exclude<keyof SandboxSources, "workdir">, FileHandle> & {
@@ -36,6 +35,8 @@ export type ProcessExecTarget = {
   env: Array<[string, string]>;
   /** Sandbox path of the Workdir in the `workdir` file view (bound from `sources.workdir`). */
   workdirTarget?: string;
+  /** The caller's fence: the go-ahead waits for it, and is not sent unless it is true. */
+  fence?: ExecFence;
   /**
    * Called once the go-ahead is sent: the driver starts the next exec's trampoline there,
    * while this one's bwrap builds its sandbox (decision 0076).
@@ -118,7 +119,14 @@ export async function runProcessExec(
       }),
     );
     // The trampoline waits for this: from here on it and all it starts are the exec's.
-    await stoppedOrExited(trampoline.joined);
+    // The fence was in flight meanwhile (decision 0083); a "no" sends no go-ahead.
+    const fenced = await stoppedOrExited(
+      Promise.all([trampoline.joined, target.fence ?? true]).then(([, open]) => !open),
+    );
+    if (fenced === true) {
+      await trampolineEnded(deps, trampoline);
+      return { ok: false, reason: "fenced" };
+    }
     if (stopReason === undefined && trampoline.alive()) {
       pipe(CHILD_FD.args).end(args);
       pipe(CHILD_FD.go).end(TRAMPOLINE_GO);
@@ -286,7 +294,7 @@ async function sweep(logger: Logger, trampoline: Trampoline): Promise<void> {
 }
 
 async function endChild(
-  child: ChildProcess,
+  child: TrampolineChild,
   exited: Promise<unknown>,
   graceMs: number,
 ): Promise<void> {
@@ -308,7 +316,7 @@ async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void>
   timer.abort();
 }
 
-function destroyStdio(child: ChildProcess): void {
+function destroyStdio(child: TrampolineChild): void {
   for (const stream of child.stdio) {
     if (stream && "destroy" in stream) stream.destroy();
   }

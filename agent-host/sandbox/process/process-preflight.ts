@@ -4,6 +4,7 @@ import { access, readFile, realpath, stat } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { createHostMounts, type HostMounts } from "./host-mounts.ts";
+import { createHostSpawner, type HostSpawner } from "./host-spawner.ts";
 import { detectCgroups, type SandboxCgroups } from "./sandbox-cgroups.ts";
 import { buildSeccompFilter, seccompSupported } from "./seccomp-filter.ts";
 
@@ -16,12 +17,14 @@ const S_ISGID = 0o2000;
 const MIN_BWRAP = [0, 8, 0] as const;
 
 export type ProcessTierParts = {
-  tools: { bash: string; bwrap: string };
+  tools: { bash: string; bwrap: string; setpriv: string };
   bwrapVersion: string;
   cgroups: SandboxCgroups;
   seccompFilter: Buffer;
   /** mount(2) through glibc, for the generations' binds and tmpfs. */
   mounts: HostMounts;
+  /** posix_spawn through glibc: trampolines start without a fork of agent-host (0083). */
+  spawner: HostSpawner;
   /** Canonical: mount points are compared with /proc/self/mountinfo. */
   stateDir: string;
 };
@@ -56,10 +59,10 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
     };
   }
   const tools: Partial<ProcessTierParts["tools"]> = {};
-  for (const name of ["bwrap", "bash"] as const) {
+  for (const name of ["bwrap", "bash", "setpriv"] as const) {
     const found = await which(name, path);
     if (!found) {
-      const pkg = { bwrap: "bubblewrap", bash: "bash" }[name];
+      const pkg = { bwrap: "bubblewrap", bash: "bash", setpriv: "util-linux" }[name];
       return {
         ready: false,
         missing: `${name} is not on PATH: install Debian's ${pkg} (scripts/ensure-system.sh does)`,
@@ -115,12 +118,14 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
     await cgroups.cgroups.kill(probe).catch(() => {});
   }
   let mounts: HostMounts;
+  let spawner: HostSpawner;
   try {
     mounts = createHostMounts();
+    spawner = createHostSpawner();
   } catch (error) {
     return {
       ready: false,
-      missing: `glibc's mount(2) cannot be bound (${(error as Error).message})`,
+      missing: `glibc's mount(2) or posix_spawn cannot be bound (${(error as Error).message})`,
     };
   }
   const seccompFilter = buildSeccompFilter();
@@ -136,6 +141,7 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
       cgroups: cgroups.cgroups,
       seccompFilter,
       mounts,
+      spawner,
       stateDir: await realpath(input.stateDir),
     },
     detail: `${version}, cgroup ${cgroups.cgroups.version}`,

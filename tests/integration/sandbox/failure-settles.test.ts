@@ -67,7 +67,7 @@ describe("an acquire that outlives its cancel", () => {
         return world.driver.create(spec, s);
       },
       inspect: (id, s) => world.driver.inspect(id, s),
-      exec: (ref, r, s) => world.driver.exec(ref, r, s),
+      exec: (ref, r, s, fence) => world.driver.exec(ref, r, s, fence),
       destroy: (ref, s) => world.driver.destroy(ref, s),
       list: (n, s) => world.driver.list(n, s),
     };
@@ -98,7 +98,7 @@ describe("an acquire that outlives its cancel", () => {
         return world.driver.create(spec, s);
       },
       inspect: (id, s) => world.driver.inspect(id, s),
-      exec: (ref, r, s) => world.driver.exec(ref, r, s),
+      exec: (ref, r, s, fence) => world.driver.exec(ref, r, s, fence),
       destroy: (ref, s) => world.driver.destroy(ref, s),
       list: (n, s) => world.driver.list(n, s),
     };
@@ -124,7 +124,7 @@ describe("a destroy that throws", () => {
     const driver: SandboxDriver = {
       create: (spec, s) => world.driver.create(spec, s),
       inspect: (id, s) => world.driver.inspect(id, s),
-      exec: (ref, r, s) => world.driver.exec(ref, r, s),
+      exec: (ref, r, s, fence) => world.driver.exec(ref, r, s, fence),
       destroy: async (ref, s) => {
         if (failRemove) throw new Error("connect ECONNREFUSED /var/run/docker.sock");
         return world.driver.destroy(ref, s);

@@ -63,6 +63,7 @@ async function processDriver(p: NonNullable<ChildTierArgs["process"]>): Promise<
     cgroups: parts.cgroups,
     tools: parts.tools,
     seccompFilter: parts.seccompFilter,
+    spawner: parts.spawner,
     mounts: parts.mounts,
     limits: config,
     config,

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
 import { CHILD_FD } from "../../../agent-host/sandbox/process/bwrap-args.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { processAlive, processesOfUid } from "../../support/host-processes.ts";
+import { processAlive, processesOfUid, zombieChildrenOf } from "../../support/host-processes.ts";
 import { pollUntil } from "../../support/poll-until.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
@@ -16,6 +16,8 @@ import { materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.
 // runs, and a destroy leaves nothing of it behind.
 
 const signal = () => AbortSignal.timeout(60_000);
+/** SIGPIPE (13) in /proc/<pid>/status's signal masks. */
+const SIGPIPE_BIT = 1 << 12;
 const config = testConfig("unused");
 
 describe("process tier: the exec standby", () => {
@@ -172,6 +174,33 @@ describe("process tier: the exec standby", () => {
       reason: "sandbox_gone",
     });
     expect(await processesOfUid(uid)).toEqual([]);
+  });
+
+  it("is started with every signal at its default and none blocked, and leaves no zombie", async () => {
+    // posix_spawn, not Node's spawn (decision 0083): what libuv reset in the child is
+    // reset here too (agent-host ignores SIGPIPE; a sandbox must not inherit that).
+    // The command's own view, from inside the sandbox. This process ignores SIGPIPE, as
+    // agent-host does (Node's default); the command must get it at its default (bash's
+    // own SIGQUIT, bit 3, is no concern here).
+    const own = await readFile("/proc/self/status", "utf8");
+    expect(Number.parseInt(/^SigIgn:\s+(\S+)/m.exec(own)?.[1] ?? "0", 16) & SIGPIPE_BIT).toBe(
+      SIGPIPE_BIT,
+    );
+    const { out } = await sh(a, "cat /proc/self/status");
+    expect(Number.parseInt(/^SigIgn:\s+(\S+)/m.exec(out)?.[1] ?? "ffff", 16) & SIGPIPE_BIT).toBe(0);
+    expect(/^SigBlk:\s+(\S+)/m.exec(out)?.[1]).toMatch(/^0+$/);
+    const pid = await standby(a);
+    const status = await readFile(`/proc/${pid}/status`, "utf8");
+    expect(/^PPid:\s+(\d+)/m.exec(status)?.[1]).toBe(String(process.pid));
+    // agent-host reaps what it starts (libuv does not know these pids): after execs, a
+    // standby killed while it waits, and a destroy, none is left a zombie.
+    const d = await create("stby00000004", "dee");
+    await sh(d, "true");
+    process.kill(await standby(d), "SIGKILL");
+    await sh(d, "exit 3").catch(() => {});
+    expect(await fixture.driver.destroy(d, signal())).toEqual({ ok: true, existed: true });
+    await pollUntil(async () => (await zombieChildrenOf(process.pid)).length === 0);
+    expect(await zombieChildrenOf(process.pid)).toEqual([]);
   });
 
   /** Exec groups of a generation, from the pids hierarchy (v1) or the unified one (v2). */

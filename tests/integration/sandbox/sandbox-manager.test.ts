@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { acquireRefusalError } from "../../../agent-host/sandbox/acquire-sandbox.ts";
@@ -117,6 +119,25 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     expect(new Set(results.map((r) => r.ok && r.handle.generation))).toHaveLength(1);
     expect(results.filter((r) => r.ok && r.created)).toHaveLength(1);
     expect(await world.sandboxes()).toHaveLength(1);
+  });
+
+  it("runs nothing when the fence says the generation is over, though this process still holds it", async () => {
+    // Another agent-host process ended the generation: only the row says so (this
+    // manager's live entry and the sandbox itself still look current). The driver
+    // prepares while the fence is in flight (decision 0083) but must not start the command.
+    const request = await scope();
+    const { handle } = await acquireOk(request);
+    await world.db
+      .update(sandboxes)
+      .set({ state: "destroying" })
+      .where(eq(sandboxes.sandboxId, handle.sandboxId));
+    expect(
+      await manager.exec(handle, { cmd: ["sh", "-c", "echo ran > fenced-out"] }, signal()),
+    ).toEqual({ ok: false, reason: "stale_generation" });
+    const users = await readdir(join(world.dataRoot.path, "users"), { recursive: true });
+    expect(users.filter((entry) => entry.endsWith("fenced-out"))).toEqual([]);
+    // Refused by the fence, not by a failure: the row is not marked failed by this use.
+    expect((await row(handle.sandboxId))?.state).toBe("destroying");
   });
 
   it("refuses a stale destroy after a re-create and leaves the newer sandbox alone", async () => {

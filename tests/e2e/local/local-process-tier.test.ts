@@ -28,9 +28,9 @@ async function runToEnd(wc: LocalWorkcell, token: string, body: object): Promise
       signal: AbortSignal.timeout(RUN_DEADLINE_MS),
     })
   ).text();
-  const final = (await (
-    await fetch(`${wc.url}/v1/runs/${run.run_id}`, { headers })
-  ).json()) as { status?: string };
+  const final = (await (await fetch(`${wc.url}/v1/runs/${run.run_id}`, { headers })).json()) as {
+    status?: string;
+  };
   return { events, status: final.status };
 }
 

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeJwt, exportJWK, generateKeyPair } from "jose";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import {
   createThreadRevocations,
   DEFAULT_ACTIVE_THREAD_TTL_MS,
@@ -13,27 +13,16 @@ import { createDb } from "../../../shared/db/client.ts";
 import { freshDataRoot } from "../../support/data-root.ts";
 import { freshDatabase } from "../../support/postgres.ts";
 import { startTestDataPlane } from "./support/data-plane-server.ts";
-import {
-  ALICE,
-  BOB,
-  type FunctionsHarness,
-  jsonOf,
-  startFunctionsHarness,
-} from "./support/functions-harness.ts";
+import { ALICE, BOB, jsonOf } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
 // #13 / docs/decisions/0051: a capability handed out for a thread stops working once the
 // thread is deleted (within the revocation cache's bound), on the real data plane over
 // real Postgres; other threads of the same Workdir and other tenants are unaffected.
 
-let h: FunctionsHarness;
 let clock = 1_000_000;
 
-beforeAll(async () => {
-  h = await startFunctionsHarness({ revocationClock: () => clock });
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = functionsHarnessForFile({ revocationClock: () => clock });
 
 async function newThread(uid: string, body: Record<string, unknown> = {}): Promise<Thread> {
   const res = await h.call("POST", "/v1/threads", { body, uid });

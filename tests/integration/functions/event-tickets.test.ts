@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { eventTicketSchema } from "../../../shared/contracts/run-event.ts";
-import {
-  BOB,
-  type FunctionsHarness,
-  jsonOf,
-  startFunctionsHarness,
-} from "./support/functions-harness.ts";
+import { BOB, jsonOf } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 import { eventFrames, readSse } from "./support/sse.ts";
 
 // POST /v1/runs/{id}/events/ticket (API.md "Runs"): a URL that opens one run's event
@@ -14,16 +10,10 @@ import { eventFrames, readSse } from "./support/sse.ts";
 // capability key, as the entries sign them, so the real data plane of the harness (which
 // trusts that key) can be asked to take one too.
 
-let h: FunctionsHarness;
 /** The tickets' clock: tests move it forward instead of waiting. */
 let clockMs = Date.now();
 
-beforeAll(async () => {
-  h = await startFunctionsHarness({ ticketClock: () => new Date(clockMs) });
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = functionsHarnessForFile({ ticketClock: () => new Date(clockMs) });
 
 async function newRun(uid = "alice"): Promise<{ run: Run; thread: { thread_id: string } }> {
   const res = await h.call("POST", "/v1/runs", { body: { input: "x" }, uid });

@@ -1,26 +1,14 @@
 import { decodeJwt } from "jose";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { FilesAccessResponse } from "../../../shared/contracts/files-access.ts";
 import type { Thread } from "../../../shared/contracts/thread.ts";
-import {
-  ALICE,
-  BOB,
-  type FunctionsHarness,
-  jsonOf,
-  startFunctionsHarness,
-} from "./support/functions-harness.ts";
+import { ALICE, BOB, jsonOf } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
 // POST /v1/threads/{id}/files/access: the capability it returns works against the real
 // data plane for exactly the thread's Workdir and the operations asked for.
 
-let h: FunctionsHarness;
-
-beforeAll(async () => {
-  h = await startFunctionsHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = functionsHarnessForFile();
 
 async function access(thread: Thread, ops: string[], uid = ALICE): Promise<Response> {
   return h.call("POST", `/v1/threads/${thread.thread_id}/files/access`, { body: { ops }, uid });

@@ -1,26 +1,17 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import type { Thread } from "../../../shared/contracts/thread.ts";
 import { DEFAULT_USER_LIMITS } from "../../../shared/limits/user-limits.ts";
-import {
-  BOB,
-  type ErrorJson,
-  type FunctionsHarness,
-  jsonOf,
-  startFunctionsHarness,
-} from "./support/functions-harness.ts";
+import { BOB, type ErrorJson, jsonOf } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
 // PUT/GET /v1/admin/users/{uid}/limits, and the quota they set travelling in the files
 // capability to the real data plane, which enforces it (docs/decisions/0017).
 
-let h: FunctionsHarness;
+const h = functionsHarnessForFile();
 let admin: Record<string, string>;
 
 beforeAll(async () => {
-  h = await startFunctionsHarness();
   admin = { authorization: `Bearer ${await h.adminToken("root")}` };
-});
-afterAll(async () => {
-  await h?.close();
 });
 
 const limitsPath = (uid: string) => `/v1/admin/users/${encodeURIComponent(uid)}/limits`;

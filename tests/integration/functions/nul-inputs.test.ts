@@ -1,30 +1,19 @@
 import { Writable } from "node:stream";
 import { sql } from "drizzle-orm";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import {
   loggerOptions,
   WITHHELD_QUERY_MESSAGE,
 } from "../../../shared/logging/safe-error-serializer.ts";
-import {
-  type ErrorJson,
-  type FunctionsHarness,
-  jsonOf,
-  startFunctionsHarness,
-} from "./support/functions-harness.ts";
+import { type ErrorJson, jsonOf } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
 // Hostile-tenant finding: a NUL byte in a title, name, input or uid used to reach
 // PostgreSQL (which cannot store it), fail as a 500, and log the SQL with every bound
 // value. Now it is a 400 at the edge, nothing is written, and no log line holds values.
 
-let h: FunctionsHarness;
-
-beforeAll(async () => {
-  h = await startFunctionsHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = functionsHarnessForFile();
 
 async function rows(): Promise<number> {
   const [row] = await h.database.sql<{ n: number }[]>`

@@ -1,32 +1,28 @@
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import type { Project } from "../../../shared/contracts/project.ts";
 import {
   ALICE,
   BOB,
   type ErrorJson,
-  type FunctionsHarness,
   jsonOf,
   startFunctionsHarness,
 } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
 // POST/GET /v1/projects over the whole app, on real Postgres and a real data root behind
 // the real agent-host data plane (its open-existing check over the real workspace layer).
 
-let h: FunctionsHarness;
+const h = functionsHarnessForFile();
 let workspace: string;
 
 beforeAll(async () => {
-  h = await startFunctionsHarness();
   workspace = join(h.dataRoot, "users", ALICE, "workspace");
   mkdirSync(join(workspace, "code", "app"), { recursive: true });
   writeFileSync(join(workspace, "code", "notes.txt"), "a file");
   mkdirSync(join(h.dataRoot, "elsewhere"), { recursive: true });
   symlinkSync(join(h.dataRoot, "elsewhere"), join(workspace, "code", "link"));
-});
-afterAll(async () => {
-  await h?.close();
 });
 
 async function projectCount(): Promise<number> {

@@ -1,26 +1,14 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import type { Thread } from "../../../shared/contracts/thread.ts";
-import {
-  BOB,
-  type ErrorJson,
-  type FunctionsHarness,
-  jsonOf,
-  startFunctionsHarness,
-} from "./support/functions-harness.ts";
+import { BOB, type ErrorJson, jsonOf } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
 // The bound on a uid's queued (pending) runs: past it a submission is 429 with
 // Retry-After and writes nothing (docs/decisions/0037).
 
 const MAX = 3;
-let h: FunctionsHarness;
-
-beforeAll(async () => {
-  h = await startFunctionsHarness({
-    limits: { maxQueuedRunsPerUid: MAX, queuedRunsRetryAfterSeconds: 7 },
-  });
-});
-afterAll(async () => {
-  await h?.close();
+const h = functionsHarnessForFile({
+  limits: { maxQueuedRunsPerUid: MAX, queuedRunsRetryAfterSeconds: 7 },
 });
 
 async function rows(uid: string) {

@@ -1,25 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { createApp } from "../../../functions/app.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
-import {
-  BOB,
-  type ErrorJson,
-  type FunctionsHarness,
-  jsonOf,
-  startFunctionsHarness,
-} from "./support/functions-harness.ts";
+import { BOB, type ErrorJson, jsonOf } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
 // requests_per_minute (a Postgres token bucket shared by every instance) and the cap on
 // open event streams per uid (docs/decisions/0037), over real Postgres.
 
-let h: FunctionsHarness;
-
-beforeAll(async () => {
-  h = await startFunctionsHarness({ limits: { maxEventStreamsPerUid: 2 } });
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = functionsHarnessForFile({ limits: { maxEventStreamsPerUid: 2 } });
 
 async function setRpm(uid: string, rpm: number): Promise<void> {
   const res = await h.call("PUT", `/v1/admin/users/${uid}/limits`, {

@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { serve } from "@hono/node-server";
 import pino from "pino";
-import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { runEventSchema } from "../../../shared/contracts/run-event.ts";
 import {
@@ -11,19 +11,13 @@ import {
   jsonOf,
   startFunctionsHarness,
 } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 import { eventFrames, readSse } from "./support/sse.ts";
 
 // GET /v1/runs/{id}/events over real Postgres. Events are written the way the run worker
 // writes them: rows in run_events (gap-free seq) plus pg_notify on workcell_run_events.
 
-let h: FunctionsHarness;
-
-beforeAll(async () => {
-  h = await startFunctionsHarness({ limits: { eventKeepAliveMs: 60_000 } });
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = functionsHarnessForFile({ limits: { eventKeepAliveMs: 60_000 } });
 
 async function newRun(harness: FunctionsHarness = h, uid = "alice"): Promise<Run> {
   const res = await harness.call("POST", "/v1/runs", { body: { input: "x" }, uid });

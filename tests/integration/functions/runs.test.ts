@@ -1,23 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { Project } from "../../../shared/contracts/project.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import type { Thread } from "../../../shared/contracts/thread.ts";
-import {
-  BOB,
-  type ErrorJson,
-  type FunctionsHarness,
-  jsonOf,
-  startFunctionsHarness,
-} from "./support/functions-harness.ts";
+import { BOB, type ErrorJson, jsonOf } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
-let h: FunctionsHarness;
-
-beforeAll(async () => {
-  h = await startFunctionsHarness({ dbMax: 60 });
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = functionsHarnessForFile({ dbMax: 60 });
 
 const TABLES = ["projects", "conversations", "messages", "requests", "agent_runs"] as const;
 

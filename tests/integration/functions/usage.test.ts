@@ -1,5 +1,5 @@
 import { exportJWK, generateKeyPair } from "jose";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { claimRun } from "../../../agent-host/runs/claim-run.ts";
 import { createApp } from "../../../functions/app.ts";
 import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
@@ -12,25 +12,13 @@ import { nodes } from "../../../shared/db/schema.ts";
 import { ed25519PrivateJwkVar } from "../../../shared/env/env-vars.ts";
 import { DEFAULT_USER_LIMITS } from "../../../shared/limits/user-limits.ts";
 import { startSilentServer } from "../../support/silent-server.ts";
-import {
-  ALICE,
-  BOB,
-  type ErrorJson,
-  type FunctionsHarness,
-  jsonOf,
-  startFunctionsHarness,
-} from "./support/functions-harness.ts";
+import { ALICE, BOB, type ErrorJson, jsonOf } from "./support/functions-harness.ts";
+import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
 // GET /v1/usage (API.md "Limits and usage", docs/decisions/0049) through the whole app:
 // bytes and inodes from the real data plane over a real data root, runs from Postgres.
 
-let h: FunctionsHarness;
-beforeAll(async () => {
-  h = await startFunctionsHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = functionsHarnessForFile();
 
 async function usage(uid: string): Promise<Usage> {
   const res = await h.call("GET", "/v1/usage", { uid });

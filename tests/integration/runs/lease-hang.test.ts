@@ -1,11 +1,9 @@
-import { eq } from "drizzle-orm";
 import postgres from "postgres";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { createDb } from "../../../shared/db/client.ts";
-import { sandboxes } from "../../../shared/db/schema.ts";
-import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
-import { type RunWorld, runWorld, UID } from "./run-harness.ts";
+import { processesInSandbox } from "./processes-in-sandbox.ts";
+import { type RunWorld, runWorld } from "./run-harness.ts";
 
 // Issue 14 (3): a heartbeat that hangs (Postgres stops answering, the connection stays
 // open) must count as failed. The worker's database goes through a TCP proxy the test
@@ -40,24 +38,7 @@ it("a Postgres that stops answering during a run: the lease is lost within the T
   const thread = await world.thread(await world.project());
   const runId = await world.submit(thread, "sleep 3134");
   await world.waitForEvent(runId, "tool.started");
-  const [row] = await world.db
-    .select()
-    .from(sandboxes)
-    .where(eq(sandboxes.sandboxId, sandboxId(UID, thread)));
-  if (!row?.containerId) throw new Error("no sandbox row");
-  const ref = {
-    containerId: row.containerId,
-    sandboxId: row.sandboxId,
-    generation: row.generation,
-  };
-  const sleeping = async () => {
-    const out = await world.driver.exec(
-      ref,
-      { cmd: ["/bin/sh", "-c", "ps -o args | grep -c '^sleep 3134' || true"] },
-      AbortSignal.timeout(10_000),
-    );
-    return out.ok ? out.result.stdout.bytes.toString("utf8").trim() : "gone";
-  };
+  const sleeping = await processesInSandbox(world, thread, "sleep 3134");
   // tool.started is recorded just before the exec: wait until the command runs.
   await expect.poll(sleeping, { timeout: 20_000 }).toBe("1");
 

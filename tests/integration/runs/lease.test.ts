@@ -7,6 +7,7 @@ import { appendFencedEvent } from "../../../agent-host/runs/run-event-log.ts";
 import { agentRuns, sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
+import { processesInSandbox } from "./processes-in-sandbox.ts";
 import { expectGapFree, type RunWorld, runWorld, UID } from "./run-harness.ts";
 
 let world: RunWorld;
@@ -162,26 +163,9 @@ describe("a worker whose lease is taken away", () => {
     // The sweeper ends the run while its worker is alive (a long GC pause, a partition).
     const swept = await failExpiredLeases(world.db, FAR_FUTURE);
     expect(swept.map((s) => s.runIds)).toEqual([[runId]]);
-    const [row] = await world.db
-      .select()
-      .from(sandboxes)
-      .where(eq(sandboxes.sandboxId, sandboxId(UID, thread)));
-    if (!row?.containerId) throw new Error("no sandbox row");
+    const sleeping = await processesInSandbox(world, thread, "sleep 3133");
 
     // The worker notices at its next heartbeat and kills the exec.
-    const ref = {
-      containerId: row.containerId,
-      sandboxId: row.sandboxId,
-      generation: row.generation,
-    };
-    const sleeping = async () => {
-      const out = await world.driver.exec(
-        ref,
-        { cmd: ["/bin/sh", "-c", "ps -o args | grep -c '^sleep 3133' || true"] },
-        AbortSignal.timeout(10_000),
-      );
-      return out.ok ? out.result.stdout.bytes.toString("utf8").trim() : "gone";
-    };
     await expect.poll(sleeping, { timeout: 20_000, interval: 100 }).toBe("0");
 
     // Once the worker has let go of the run (stop waits for every run it still

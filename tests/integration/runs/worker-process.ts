@@ -1,6 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
+import type { ChildProcess } from "node:child_process";
 import { awsConfig } from "../../support/aws.ts";
+import { spawnJsonLineChild } from "../../support/json-line-child.ts";
 import type { WorkerChildArgs } from "./worker-child.ts";
 
 export type WorkerProcess = {
@@ -14,38 +14,15 @@ export type WorkerProcess = {
 
 /** Starts worker-child.ts as a separate agent-host process. */
 export function spawnWorker(args: WorkerChildArgs): WorkerProcess {
-  const child = spawn(
-    process.execPath,
-    [new URL("./worker-child.ts", import.meta.url).pathname, JSON.stringify(args)],
-    { stdio: ["pipe", "pipe", "inherit"] },
-  );
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const queue: Record<string, unknown>[] = [];
-  const waiters: Array<() => void> = [];
-  lines.on("line", (line) => {
-    queue.push(JSON.parse(line) as Record<string, unknown>);
-    for (const wake of waiters.splice(0)) wake();
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const alive = () => child.exitCode === null && child.signalCode === null;
+  const child = spawnJsonLineChild(new URL("./worker-child.ts", import.meta.url), args, "worker");
   return {
-    process: child,
-    async next(event) {
-      for (;;) {
-        const at = queue.findIndex((l) => l.event === event);
-        if (at >= 0) return queue.splice(0, at + 1)[at] as Record<string, unknown>;
-        if (!alive()) throw new Error(`worker exited before '${event}'`);
-        await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), exited]);
-      }
-    },
+    process: child.process,
+    next: child.next,
     async stop() {
-      if (alive()) child.stdin?.write("stop\n");
-      await exited;
+      if (child.alive()) child.send("stop");
+      await child.exited;
     },
-    async kill9() {
-      if (alive()) child.kill("SIGKILL");
-      await exited;
-    },
+    kill9: child.kill9,
   };
 }
 

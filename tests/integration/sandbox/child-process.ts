@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
+import type { ChildProcess } from "node:child_process";
+import { spawnJsonLineChild } from "../../support/json-line-child.ts";
 import type { ChildArgs } from "./manager-child.ts";
 
 export type Child = {
@@ -11,34 +11,6 @@ export type Child = {
 
 /** Starts manager-child.ts as a separate agent-host-like process. */
 export function spawnChild(args: ChildArgs): Child {
-  const child = spawn(
-    process.execPath,
-    [new URL("./manager-child.ts", import.meta.url).pathname, JSON.stringify(args)],
-    {
-      stdio: ["pipe", "pipe", "inherit"],
-    },
-  );
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const queue: Record<string, unknown>[] = [];
-  const waiters: Array<() => void> = [];
-  lines.on("line", (line) => {
-    queue.push(JSON.parse(line) as Record<string, unknown>);
-    for (const wake of waiters.splice(0)) wake();
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  return {
-    process: child,
-    async next(event) {
-      for (;;) {
-        const at = queue.findIndex((l) => l.event === event);
-        if (at >= 0) return queue.splice(0, at + 1)[at] as Record<string, unknown>;
-        if (child.exitCode !== null) throw new Error(`child exited before '${event}'`);
-        await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), exited]);
-      }
-    },
-    async kill9() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
-    },
-  };
+  const child = spawnJsonLineChild(new URL("./manager-child.ts", import.meta.url), args, "child");
+  return { process: child.process, next: child.next, kill9: child.kill9 };
 }

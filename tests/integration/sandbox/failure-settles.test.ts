@@ -41,6 +41,29 @@ function gate() {
   return { open, opened, entered, reached };
 }
 
+/** The world's real driver, with the calls in `around` replaced. */
+function aroundDriver(around: Partial<SandboxDriver>): SandboxDriver {
+  return {
+    create: (spec, s) => world.driver.create(spec, s),
+    inspect: (id, s) => world.driver.inspect(id, s),
+    exec: (ref, r, s, fence) => world.driver.exec(ref, r, s, fence),
+    destroy: (ref, s) => world.driver.destroy(ref, s),
+    list: (n, s) => world.driver.list(n, s),
+    ...around,
+  };
+}
+
+/** The real driver, whose creates wait (after saying so) until the test opens `hold`. */
+function holdingCreates(hold: ReturnType<typeof gate>): SandboxDriver {
+  return aroundDriver({
+    create: async (spec, s) => {
+      hold.entered();
+      await hold.opened;
+      return world.driver.create(spec, s);
+    },
+  });
+}
+
 async function rowOf(request: { uid: string; runtimeScopeId: string }) {
   const [row] = await world.db
     .select()
@@ -60,17 +83,8 @@ async function until(check: () => Promise<boolean>, what: string) {
 describe("an acquire that outlives its cancel", () => {
   it("rejects at once on cancel, and destroys the container it then creates", async () => {
     const hold = gate();
-    const driver: SandboxDriver = {
-      create: async (spec, s) => {
-        hold.entered();
-        await hold.opened; // a slow engine: the create goes on after the caller gave up
-        return world.driver.create(spec, s);
-      },
-      inspect: (id, s) => world.driver.inspect(id, s),
-      exec: (ref, r, s, fence) => world.driver.exec(ref, r, s, fence),
-      destroy: (ref, s) => world.driver.destroy(ref, s),
-      list: (n, s) => world.driver.list(n, s),
-    };
+    // A slow engine: the create goes on after the caller gave up.
+    const driver = holdingCreates(hold);
     const manager = world.manager(driver);
     const request = await scope();
     const cancel = new AbortController();
@@ -91,17 +105,7 @@ describe("an acquire that outlives its cancel", () => {
 
   it("keeps the create when another caller still waits for it", async () => {
     const hold = gate();
-    const driver: SandboxDriver = {
-      create: async (spec, s) => {
-        hold.entered();
-        await hold.opened;
-        return world.driver.create(spec, s);
-      },
-      inspect: (id, s) => world.driver.inspect(id, s),
-      exec: (ref, r, s, fence) => world.driver.exec(ref, r, s, fence),
-      destroy: (ref, s) => world.driver.destroy(ref, s),
-      list: (n, s) => world.driver.list(n, s),
-    };
+    const driver = holdingCreates(hold);
     const manager = world.manager(driver);
     const request = await scope();
     const cancel = new AbortController();
@@ -121,16 +125,12 @@ describe("an acquire that outlives its cancel", () => {
 describe("a destroy that throws", () => {
   it("still closes the generation: waiting and new uses are refused at once, the next acquire starts a new generation, and the reconciler removes the leftover", async () => {
     let failRemove = true;
-    const driver: SandboxDriver = {
-      create: (spec, s) => world.driver.create(spec, s),
-      inspect: (id, s) => world.driver.inspect(id, s),
-      exec: (ref, r, s, fence) => world.driver.exec(ref, r, s, fence),
+    const driver = aroundDriver({
       destroy: async (ref, s) => {
         if (failRemove) throw new Error("connect ECONNREFUSED /var/run/docker.sock");
         return world.driver.destroy(ref, s);
       },
-      list: (n, s) => world.driver.list(n, s),
-    };
+    });
     const manager = world.manager(driver);
     const request = await scope();
     const out = await manager.acquire(request, signal());

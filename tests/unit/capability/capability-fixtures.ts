@@ -1,4 +1,4 @@
-import { SignJWT } from "jose";
+import { decodeJwt, SignJWT } from "jose";
 import { expect } from "vitest";
 import {
   type CapabilityFailureReason,
@@ -41,4 +41,17 @@ export async function signRawCapability(
 ): Promise<string> {
   const key = await importCapabilityPrivateKey(privateJwk);
   return new SignJWT(payload).setProtectedHeader({ alg: "EdDSA", ...header }).sign(key);
+}
+
+const base64urlJson = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+
+/** `token` with `change` merged into its payload, header and signature kept: a tampered token. */
+export function withPayloadChanged(token: string, change: Record<string, unknown>): string {
+  const [header, , signature] = token.split(".");
+  return `${header}.${base64urlJson({ ...decodeJwt(token), ...change })}.${signature}`;
+}
+
+/** An unsigned (alg none) token of type `typ` carrying `payload`. */
+export function unsignedToken(typ: string, payload: Record<string, unknown>): string {
+  return `${base64urlJson({ alg: "none", typ })}.${base64urlJson(payload)}.`;
 }

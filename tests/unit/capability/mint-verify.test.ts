@@ -21,7 +21,9 @@ import {
   signRawCapability,
   T0,
   UID,
+  unsignedToken,
   WORKDIR,
+  withPayloadChanged,
 } from "./capability-fixtures.ts";
 import { newKeyPair, type TestKeyPair } from "./capability-keys.ts";
 
@@ -205,25 +207,20 @@ describe("verifyCapability", () => {
 
   it("refuses a token whose payload was changed (uid, Workdir or ops)", async () => {
     const { token } = await mint();
-    const [header, , signature] = token.split(".");
     for (const change of [
       { uid: "bob" },
       { workdir_path: "elsewhere" },
       { ops: ["read", "delete"] },
     ]) {
-      const payload = Buffer.from(JSON.stringify({ ...decodeJwt(token), ...change })).toString(
-        "base64url",
-      );
-      await expectRefused(verify(`${header}.${payload}.${signature}`), "bad_signature");
+      await expectRefused(verify(withPayloadChanged(token, change)), "bad_signature");
     }
   });
 
   it("refuses unsigned (alg none) and HMAC tokens", async () => {
-    const payload = Buffer.from(JSON.stringify(validPayload())).toString("base64url");
-    const none = Buffer.from(JSON.stringify({ alg: "none", typ: CAPABILITY_TOKEN_TYPE })).toString(
-      "base64url",
+    await expectRefused(
+      verify(unsignedToken(CAPABILITY_TOKEN_TYPE, validPayload())),
+      "wrong_algorithm",
     );
-    await expectRefused(verify(`${none}.${payload}.`), "wrong_algorithm");
     // HS256 keyed with the public key's bytes: the classic algorithm-confusion attack.
     const secret = new TextEncoder().encode(keys.publicJwk.x);
     const hs = await new SignJWT(validPayload())

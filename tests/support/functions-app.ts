@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import pino, { type Logger } from "pino";
+import type { Logger } from "pino";
 import { createApp } from "../../functions/app.ts";
 import type { AppDeps } from "../../functions/app-deps.ts";
 import type { AppEnv } from "../../functions/app-env.ts";
@@ -78,10 +78,7 @@ export type TestFunctionsApp = {
   call(method: string, path: string, options?: CallOptions): Promise<Response>;
 };
 
-/** The logger of test apps: silent unless TEST_LOG_LEVEL says otherwise. */
-export function testLogger(): Logger {
-  return pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
-}
+export { testLogger } from "./test-logger.ts";
 
 /**
  * The functions app as an entry wires it (real SQS queue, S3 bucket, HTTP data plane,

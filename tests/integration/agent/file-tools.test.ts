@@ -1,7 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type AgentEvent,
@@ -18,9 +17,10 @@ import {
   type WorkspaceFs,
 } from "../../../agent-host/workspace/index.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { testLogger } from "../../support/test-logger.ts";
 import { snapshot } from "../workspace/harness.ts";
 
-const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+const logger = testLogger();
 const UID = "alice";
 const WORKDIR = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
 const SECRET = "TOP SECRET: never read or changed through the agent's tools\n";

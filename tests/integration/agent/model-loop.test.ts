@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { pino } from "pino";
 import { afterEach, expect, it } from "vitest";
 import {
   type AgentEvent,
@@ -17,6 +16,7 @@ import {
   createUserWorkspaces,
 } from "../../../agent-host/workspace/index.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { testLogger } from "../../support/test-logger.ts";
 import {
   type ChatServer,
   openStream,
@@ -26,7 +26,7 @@ import {
   toolChunk,
 } from "./chat-server.ts";
 
-const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+const logger = testLogger();
 const WORKDIR = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
 
 let server: ChatServer | undefined;

@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   createOpenAiCompatibleClient,
@@ -8,6 +7,7 @@ import {
   type OpenAiCompatibleConfig,
   type ToolSpec,
 } from "../../../agent-host/runs/agent/index.ts";
+import { testLogger } from "../../support/test-logger.ts";
 import {
   type ChatHandler,
   type ChatServer,
@@ -18,7 +18,7 @@ import {
   toolChunk,
 } from "./chat-server.ts";
 
-const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+const logger = testLogger();
 const API_KEY = "sk-test-secret-key";
 
 const bashSpec: ToolSpec = {

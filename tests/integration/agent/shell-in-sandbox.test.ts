@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentEvent,
@@ -25,6 +24,7 @@ import { domainError } from "../../../shared/errors/index.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
+import { testLogger } from "../../support/test-logger.ts";
 import {
   materializeWorkdir,
   testConfig,
@@ -32,7 +32,7 @@ import {
   uniqueNodeId,
 } from "../sandbox/sandbox-fixture.ts";
 
-const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+const logger = testLogger();
 const UID = "shell-user";
 const WORKDIR = "work";
 

@@ -1,6 +1,5 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pino } from "pino";
 import {
   createDataPlaneApp,
   type DataPlaneLimits,
@@ -23,6 +22,7 @@ import {
 } from "../../../shared/capability/index.ts";
 import { checkThenCleanup } from "../../support/check-then-cleanup.ts";
 import { freshDataRoot } from "../../support/data-root.ts";
+import { testLogger } from "../../support/test-logger.ts";
 import { newKeyPair, type TestKeyPair } from "../../unit/capability/capability-keys.ts";
 import { snapshot } from "../workspace/harness.ts";
 
@@ -130,7 +130,7 @@ export async function setupDataPlane(options: SetupOptions = {}): Promise<DataPl
         : { maxUsageAgeMs: options.quotaMaxUsageAgeMs }),
     }),
     publicKeys: [keys.publicJwk],
-    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
+    logger: testLogger(),
     allowedOrigins: options.allowedOrigins ?? [ALLOWED_ORIGIN],
     ...(options.limits === undefined ? {} : { limits: options.limits }),
   });

@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { chown, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type Docker from "dockerode";
-import { pino } from "pino";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
 import {
@@ -11,11 +10,12 @@ import {
   sandboxConfigSchema,
 } from "../../../agent-host/sandbox/sandbox-config.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
+import { testLogger } from "../../support/test-logger.ts";
 
 /** The sandbox user; host files it must write belong to it. */
 export const GEM = 1000;
 
-export const silentLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+export const silentLogger = testLogger();
 
 /** Every test labels its containers with its own node id and removes them by it. */
 export function uniqueNodeId(): string {

@@ -11,7 +11,6 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { sql } from "drizzle-orm";
-import { pino } from "pino";
 import {
   createProjectionRefresher,
   type ProjectionRefresher,
@@ -38,8 +37,9 @@ import { createDb, type PostgresDb } from "../../../shared/db/client.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { freshDataRoot } from "../../support/data-root.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
+import { testLogger } from "../../support/test-logger.ts";
 
-export const silentLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+export const silentLogger = testLogger();
 export const testSignal = () => AbortSignal.timeout(60_000);
 
 /** A file of a test skill: text, or text with a mode (default 0644). */

@@ -1,4 +1,3 @@
-import { pino } from "pino";
 import { z } from "zod";
 import {
   type AgentEvent,
@@ -11,8 +10,9 @@ import {
   type ToolEnvironment,
 } from "../../../agent-host/runs/agent/index.ts";
 import type { WorkspaceFs } from "../../../agent-host/workspace/index.ts";
+import { testLogger } from "../../support/test-logger.ts";
 
-export const silentLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+export const silentLogger = testLogger();
 
 export const WORKDIR = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
 

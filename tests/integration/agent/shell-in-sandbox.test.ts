@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
@@ -21,15 +20,13 @@ import {
   type WorkspaceFs,
 } from "../../../agent-host/workspace/index.ts";
 import { domainError } from "../../../shared/errors/index.ts";
-import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
+import { removeContainersLabelled } from "../../support/docker.ts";
 import { testLogger } from "../../support/test-logger.ts";
 import {
+  createTestSandbox,
+  dockerForTest,
   materializeWorkdir,
-  testConfig,
-  testDriver,
-  uniqueNodeId,
 } from "../sandbox/sandbox-fixture.ts";
 
 const logger = testLogger();
@@ -50,26 +47,14 @@ describe("shell model in a real sandbox", () => {
   let workspaceDir: string;
 
   beforeAll(async () => {
-    const found = requireDocker();
-    docker = found.docker;
     dataRoot = await freshDataRoot();
-    nodeId = uniqueNodeId();
-    driver = testDriver(docker, dataRoot.path, testConfig(found.image, { killGraceMs: 1_000 }));
+    ({ docker, nodeId, driver } = dockerForTest(dataRoot.path, { killGraceMs: 1_000 }));
     workspaceDir = await materializeWorkdir(dataRoot.path, UID, WORKDIR);
-    const runtimeScopeId = randomUUID();
-    const created = await driver.create(
-      {
-        sandboxId: sandboxId(UID, runtimeScopeId),
-        generation: 1,
-        uid: UID,
-        runtimeScopeId,
-        workdirPath: WORKDIR,
-        nodeId,
-      },
+    sandbox = await createTestSandbox(
+      driver,
+      { uid: UID, workdirPath: WORKDIR, nodeId },
       AbortSignal.timeout(60_000),
     );
-    if (!created.ok) throw new Error(created.detail);
-    sandbox = created.container;
     const sys = createLibcSyscalls();
     const users = createUserWorkspaces({
       dataRoot: dataRoot.path,

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
@@ -8,10 +8,9 @@ import type {
   ExecResult,
   SandboxContainer,
 } from "../../../agent-host/sandbox/driver.ts";
-import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
-import { materializeWorkdir, testConfig, testDriver, uniqueNodeId } from "./sandbox-fixture.ts";
+import { removeContainersLabelled } from "../../support/docker.ts";
+import { createTestSandbox, dockerForTest, materializeWorkdir } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
@@ -25,32 +24,15 @@ describe("DockerDriver exec", () => {
   let sandbox: SandboxContainer;
 
   beforeAll(async () => {
-    const found = requireDocker();
-    docker = found.docker;
     dataRoot = await freshDataRoot();
-    nodeId = uniqueNodeId();
-    driver = testDriver(
-      docker,
-      dataRoot.path,
-      testConfig(found.image, { maxOutputBytesPerStream: 64 * 1024, killGraceMs: 1_000 }),
-    );
+    ({ docker, nodeId, driver } = dockerForTest(dataRoot.path, {
+      maxOutputBytesPerStream: 64 * 1024,
+      killGraceMs: 1_000,
+    }));
     const uid = "exec-user";
-    const runtimeScopeId = randomUUID();
     const workdirPath = "work";
     await materializeWorkdir(dataRoot.path, uid, workdirPath);
-    const created = await driver.create(
-      {
-        sandboxId: sandboxId(uid, runtimeScopeId),
-        generation: 1,
-        uid,
-        runtimeScopeId,
-        workdirPath,
-        nodeId,
-      },
-      signal(),
-    );
-    if (!created.ok) throw new Error(created.detail);
-    sandbox = created.container;
+    sandbox = await createTestSandbox(driver, { uid, workdirPath, nodeId }, signal());
   });
 
   afterAll(async () => {
@@ -229,22 +211,13 @@ describe("DockerDriver exec", () => {
   });
 
   it("answers sandbox_gone once the container is removed", async () => {
-    const uid = "exec-user";
-    const runtimeScopeId = randomUUID();
-    const created = await driver.create(
-      {
-        sandboxId: sandboxId(uid, runtimeScopeId),
-        generation: 2,
-        uid,
-        runtimeScopeId,
-        workdirPath: "work",
-        nodeId,
-      },
+    const container = await createTestSandbox(
+      driver,
+      { uid: "exec-user", workdirPath: "work", nodeId, generation: 2 },
       signal(),
     );
-    if (!created.ok) throw new Error(created.detail);
-    await driver.destroy(created.container, signal());
-    expect(await driver.exec(created.container, { cmd: ["true"] }, signal())).toEqual({
+    await driver.destroy(container, signal());
+    expect(await driver.exec(container, { cmd: ["true"] }, signal())).toEqual({
       ok: false,
       reason: "sandbox_gone",
     });

@@ -7,11 +7,16 @@ import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import type { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
 import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
 import { domainReasonOf, isWorkcellError } from "../../../shared/errors/index.ts";
-import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
 import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
-import { materializeWorkdir, testConfig, testDriver, uniqueNodeId } from "./sandbox-fixture.ts";
+import {
+  createTestSandbox,
+  dockerForTest,
+  materializeWorkdir,
+  testConfig,
+  testDriver,
+} from "./sandbox-fixture.ts";
 
 // Issue 14 (3): a Docker engine that stops answering (here: a proxy in front of its
 // socket that holds every byte) ends each call with an error that says what is known
@@ -33,27 +38,11 @@ describe("Docker calls against an engine that stops answering", () => {
   let proxy: PausableProxy | undefined;
 
   beforeAll(async () => {
-    const found = requireDocker();
-    docker = found.docker;
     dataRoot = await freshDataRoot();
-    nodeId = uniqueNodeId();
-    healthy = testDriver(docker, dataRoot.path, testConfig(found.image));
+    ({ docker, nodeId, driver: healthy } = dockerForTest(dataRoot.path));
     const uid = "hang-user";
-    const runtimeScopeId = randomUUID();
     workspace = await materializeWorkdir(dataRoot.path, uid, "work");
-    const created = await healthy.create(
-      {
-        sandboxId: sandboxId(uid, runtimeScopeId),
-        generation: 1,
-        uid,
-        runtimeScopeId,
-        workdirPath: "work",
-        nodeId,
-      },
-      signal(),
-    );
-    if (!created.ok) throw new Error(created.detail);
-    sandbox = created.container;
+    sandbox = await createTestSandbox(healthy, { uid, workdirPath: "work", nodeId }, signal());
   });
 
   afterEach(async () => {

@@ -1,15 +1,18 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { chown, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import type { SandboxContainer, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import {
   type SandboxConfig,
   type SandboxConfigInput,
   sandboxConfigSchema,
 } from "../../../agent-host/sandbox/sandbox-config.ts";
+import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
+import { requireDocker } from "../../support/docker.ts";
 import { testLogger } from "../../support/test-logger.ts";
 
 /** The sandbox user; host files it must write belong to it. */
@@ -50,6 +53,41 @@ export function testDriver(
   nodeId = "test-driver",
 ): DockerDriver {
   return new DockerDriver({ docker, logger: silentLogger, dataRoot, nodeId, config });
+}
+
+/** This machine's Docker engine, a fresh node id and a test driver over `dataRoot`. */
+export function dockerForTest(
+  dataRoot: string,
+  overrides: Partial<SandboxConfigInput> = {},
+): { docker: Docker; image: string; nodeId: string; driver: DockerDriver } {
+  const { docker, image } = requireDocker();
+  const driver = testDriver(docker, dataRoot, testConfig(image, overrides));
+  return { docker, image, nodeId: uniqueNodeId(), driver };
+}
+
+/**
+ * A container for `uid`'s Workdir (materialized already) in a fresh runtime scope, as
+ * the sandbox manager would ask for one; throws when the driver refuses.
+ */
+export async function createTestSandbox(
+  driver: SandboxDriver,
+  sandbox: { uid: string; workdirPath: string; nodeId: string; generation?: number },
+  signal: AbortSignal,
+): Promise<SandboxContainer> {
+  const runtimeScopeId = randomUUID();
+  const created = await driver.create(
+    {
+      sandboxId: sandboxId(sandbox.uid, runtimeScopeId),
+      generation: sandbox.generation ?? 1,
+      uid: sandbox.uid,
+      runtimeScopeId,
+      workdirPath: sandbox.workdirPath,
+      nodeId: sandbox.nodeId,
+    },
+    signal,
+  );
+  if (!created.ok) throw new Error(`create refused: ${created.reason} ${created.detail}`);
+  return created.container;
 }
 
 /**

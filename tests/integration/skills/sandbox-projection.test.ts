@@ -7,14 +7,12 @@ import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import type { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
 import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
 import { registerBuiltinSkills } from "../../../agent-host/skills/builtin-skills.ts";
-import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
-import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
+import { removeContainersLabelled } from "../../support/docker.ts";
 import {
+  createTestSandbox,
+  dockerForTest,
   GEM,
   materializeWorkdir,
-  testConfig,
-  testDriver,
-  uniqueNodeId,
 } from "../sandbox/sandbox-fixture.ts";
 import { type SkillsEnv, setupSkills, silentLogger, testSignal } from "./skills-harness.ts";
 
@@ -28,11 +26,8 @@ describe("skills inside a sandbox", () => {
   let driver: DockerDriver;
 
   beforeEach(async () => {
-    const found = requireDocker();
-    docker = found.docker;
     env = await setupSkills();
-    nodeId = uniqueNodeId();
-    driver = testDriver(docker, env.dataRoot, testConfig(found.image));
+    ({ docker, nodeId, driver } = dockerForTest(env.dataRoot));
     // The real builtins (infra/skills/builtin) and two shared skills.
     const builtins = await registerBuiltinSkills(
       { store: env.store, sys: env.sys, logger: silentLogger },
@@ -55,22 +50,9 @@ describe("skills inside a sandbox", () => {
   });
 
   async function sandboxFor(uid: string): Promise<SandboxContainer> {
-    const runtimeScopeId = randomUUID();
     const workdirPath = `projects/${randomUUID()}`;
     await materializeWorkdir(env.dataRoot, uid, workdirPath);
-    const created = await driver.create(
-      {
-        sandboxId: sandboxId(uid, runtimeScopeId),
-        generation: 1,
-        uid,
-        runtimeScopeId,
-        workdirPath,
-        nodeId,
-      },
-      testSignal(),
-    );
-    if (!created.ok) throw new Error(`create refused: ${created.reason} ${created.detail}`);
-    return created.container;
+    return createTestSandbox(driver, { uid, workdirPath, nodeId }, testSignal());
   }
 
   async function sh(c: SandboxContainer, script: string) {

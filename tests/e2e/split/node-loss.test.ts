@@ -17,11 +17,14 @@ import type { ChatServer } from "../../integration/agent/chat-server.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
 import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
 import { postgresAdminUrl } from "../../support/postgres.ts";
+import { driveAndLose } from "./support/drive-and-lose.ts";
 import {
   awaitReadyz,
+  completedEvent,
   containerIdsOf,
   expectEffectsAtMostOnce,
   liveSandboxRowsOf,
+  runningOn,
   setNodeState,
   startDrive,
   unexplainedOf,
@@ -125,61 +128,6 @@ function node(id: string): SplitNode {
   return found;
 }
 
-/**
- * Drives THREADS × ROUNDS runs; once KILL_AFTER_TERMINAL are terminal and `victim` is in
- * the middle of a command, calls `lose(victim)`. Returns the threads, the moment of the
- * loss and the runs that were running on the victim when it went.
- */
-async function driveAndLose(p: {
-  users: string;
-  victim: SplitNode;
-  lose: (victim: SplitNode) => Promise<void>;
-}) {
-  const deadline = performance.now() + DRIVE_BOUND_MS;
-  const drive = startDrive({
-    split,
-    sql,
-    users: p.users,
-    count: THREADS,
-    rounds: ROUNDS,
-    deadline,
-  });
-  const { threads, driving } = drive;
-  await until(
-    `${p.victim.nodeId} runs a command after ${KILL_AFTER_TERMINAL} runs`,
-    deadline,
-    async () => {
-      if (drive.state.failed !== undefined) throw drive.state.failed;
-      return (
-        drive.terminal() >= KILL_AFTER_TERMINAL &&
-        (await midToolRunsOn(sql, p.victim.nodeId)).length > 0
-      );
-    },
-  );
-  const containersAtLoss = await containerIdsOf(docker, p.victim.nodeId);
-  const lostAt = performance.now();
-  await p.lose(p.victim);
-  // The process is gone: what it had claimed is final now.
-  const inFlight = (
-    await sql<{ run_id: string }[]>`
-      select run_id from agent_runs where status = 'running' and owner_node = ${p.victim.nodeId}`
-  ).map((r) => r.run_id);
-  return { threads, driving, lostAt, inFlight, containersAtLoss };
-}
-
-/** Runs `running` on `nodeId` now. */
-async function runningOn(nodeId: string): Promise<string[]> {
-  const rows = await sql<{ run_id: string }[]>`
-    select run_id from agent_runs where status = 'running' and owner_node = ${nodeId}`;
-  return rows.map((r) => r.run_id);
-}
-
-async function completedEvent(runId: string): Promise<{ status?: string } | undefined> {
-  const [row] = await sql<{ data: { status?: string } }[]>`
-    select data from run_events where run_id = ${runId} and type = 'run.completed'`;
-  return row?.data;
-}
-
 /** What a run A had when its Docker went may end with; every other run succeeds. */
 const CUT_OFF_CODES = ["tool_interrupted", "sandbox_engine_unresponsive"];
 
@@ -221,7 +169,7 @@ describe("Docker unreachable for one agent-host only", () => {
     // The outage: first A's engine hangs (every byte held), then its socket goes away.
     proxy.pause();
     const outageAt = performance.now();
-    const onA = new Set((await runningOn(NODE_A)).filter((id) => id !== longRun));
+    const onA = new Set((await runningOn(sql, NODE_A)).filter((id) => id !== longRun));
     const token = await mintDevToken(split.devJwtSecret, long.uid);
     const cancel = await fetch(`${split.functionsUrl}/v1/runs/${longRun}/cancel`, {
       method: "POST",
@@ -234,7 +182,7 @@ describe("Docker unreachable for one agent-host only", () => {
     const cancelled = await awaitTerminal(sql, longRun, performance.now() + AFTER_OUTAGE_BOUND_MS);
     console.info(`cancel with A's engine hung took ${Math.round(performance.now() - outageAt)} ms`);
     expect(cancelled.status).toBe("cancelled");
-    expect(await completedEvent(longRun)).toMatchObject({ status: "cancelled" });
+    expect(await completedEvent(sql, longRun)).toMatchObject({ status: "cancelled" });
     expect(proxy.stopped).toBe(true);
     await longDone;
 
@@ -249,7 +197,7 @@ describe("Docker unreachable for one agent-host only", () => {
       return performance.now() - outageAt >= OUTAGE_MS && servedByB().length > 0;
     });
     // Whatever A claimed in the outage (before it noticed) counts as a slot it had.
-    for (const id of await runningOn(NODE_A)) onA.add(id);
+    for (const id of await runningOn(sql, NODE_A)) onA.add(id);
     proxy.resume();
     const outageEnd = performance.now();
 
@@ -258,7 +206,7 @@ describe("Docker unreachable for one agent-host only", () => {
       "A's runs of the outage to leave its slots",
       outageEnd + AFTER_OUTAGE_BOUND_MS,
       async () => {
-        const still = new Set(await runningOn(NODE_A));
+        const still = new Set(await runningOn(sql, NODE_A));
         return [...onA].every((id) => !still.has(id));
       },
     );
@@ -327,6 +275,13 @@ describe("kill -9 of one agent-host mid-run", () => {
   test("its runs end node_lost within TTL + one sweep, every thread goes on on the other node, effects at most once, its restart leaves none of its containers", async () => {
     const victim = node(NODE_A);
     const { threads, driving, lostAt, inFlight, containersAtLoss } = await driveAndLose({
+      split,
+      sql,
+      docker,
+      threads: THREADS,
+      rounds: ROUNDS,
+      lossAfterTerminal: KILL_AFTER_TERMINAL,
+      boundMs: DRIVE_BOUND_MS,
       users: `kill9-${suffix}`,
       victim,
       lose: (n) => n.kill9(),
@@ -380,6 +335,13 @@ describe("SIGTERM of one agent-host mid-run", () => {
     const victim = node(NODE_B);
     let exit: number | string = "not yet";
     const { threads, driving, lostAt } = await driveAndLose({
+      split,
+      sql,
+      docker,
+      threads: THREADS,
+      rounds: ROUNDS,
+      lossAfterTerminal: KILL_AFTER_TERMINAL,
+      boundMs: DRIVE_BOUND_MS,
       users: `sigterm-${suffix}`,
       victim,
       lose: async (n) => {

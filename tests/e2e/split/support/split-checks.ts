@@ -43,6 +43,23 @@ export async function expectEffectsAtMostOnce(split: SplitDeployment, threads: D
   }
 }
 
+/** Runs `running` on `nodeId` now. */
+export async function runningOn(sql: postgres.Sql, nodeId: string): Promise<string[]> {
+  const rows = await sql<{ run_id: string }[]>`
+    select run_id from agent_runs where status = 'running' and owner_node = ${nodeId}`;
+  return rows.map((r) => r.run_id);
+}
+
+/** The data of a run's run.completed event, if it has one. */
+export async function completedEvent(
+  sql: postgres.Sql,
+  runId: string,
+): Promise<{ status?: string } | undefined> {
+  const [row] = await sql<{ data: { status?: string } }[]>`
+    select data from run_events where run_id = ${runId} and type = 'run.completed'`;
+  return row?.data;
+}
+
 /** Starts `count` threads of `rounds` runs each (driveThread); `failed` is set if one throws. */
 export function startDrive(p: {
   split: SplitDeployment;

@@ -1,11 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
-import { type ManagerWorld, managerWorld } from "./manager-fixture.ts";
-import { containersOfNode, materializeWorkdir } from "./sandbox-fixture.ts";
+import { freshScope, type ManagerWorld, managerWorld } from "./manager-fixture.ts";
+import { containersOfNode } from "./sandbox-fixture.ts";
 
 // Failure paths of the lifecycle settle (issue 14 (4)): a destroy whose engine call
 // throws still closes the generation for every waiter, and a create whose every caller
@@ -22,11 +21,7 @@ afterEach(async () => {
   await world.cleanup();
 });
 
-async function scope() {
-  const workdirPath = `projects/${randomUUID()}`;
-  await materializeWorkdir(world.dataRoot.path, "gina", workdirPath);
-  return { uid: "gina", runtimeScopeId: randomUUID(), workdirPath };
-}
+const scope = () => freshScope(world, "gina");
 
 /** A gate a test opens; until then the wrapped call waits. */
 function gate() {

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
 import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
-import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
+import { freshScope, type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
 import { materializeWorkdir, startedSignal } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
@@ -21,11 +21,7 @@ describe.each(TIERS)("idle reaper (%s tier)", (tier) => {
     await world.cleanup();
   });
 
-  async function scope() {
-    const workdirPath = `projects/${randomUUID()}`;
-    await materializeWorkdir(world.dataRoot.path, "erin", workdirPath);
-    return { uid: "erin", runtimeScopeId: randomUUID(), workdirPath };
-  }
+  const scope = () => freshScope(world, "erin");
 
   async function acquireHandle(request: Awaited<ReturnType<typeof scope>>): Promise<SandboxHandle> {
     const out = await manager.acquire(request, signal());

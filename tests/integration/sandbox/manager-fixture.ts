@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type Docker from "dockerode";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import type { SandboxContainer, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
@@ -15,7 +16,13 @@ import { removeContainersLabelled, requireDocker } from "../../support/docker.ts
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
 import { processTierFixture } from "../../support/process-tier.ts";
 import type { ChildTierArgs } from "./manager-child.ts";
-import { silentLogger, testConfig, testDriver, uniqueNodeId } from "./sandbox-fixture.ts";
+import {
+  materializeWorkdir,
+  silentLogger,
+  testConfig,
+  testDriver,
+  uniqueNodeId,
+} from "./sandbox-fixture.ts";
 
 /** Both tiers run the same lifecycle suites (ARCHITECTURE.md §3 "one contract"). */
 export const TIERS = ["container", "process"] as const satisfies readonly SandboxTier[];
@@ -116,4 +123,14 @@ export async function managerWorld(
 /** What agent-host's node registration does before the sandbox manager starts. */
 export async function registerNode(db: PostgresDb, nodeId: string): Promise<void> {
   await db.insert(nodes).values({ nodeId, dataPlaneUrl: "http://127.0.0.1:1" });
+}
+
+/** A fresh runtime scope of `uid` over a new managed Workdir, materialized as the run worker would. */
+export async function freshScope(
+  world: Pick<ManagerWorld, "dataRoot">,
+  uid: string,
+): Promise<{ uid: string; runtimeScopeId: string; workdirPath: string }> {
+  const workdirPath = `projects/${randomUUID()}`;
+  await materializeWorkdir(world.dataRoot.path, uid, workdirPath);
+  return { uid, runtimeScopeId: randomUUID(), workdirPath };
 }

@@ -1,12 +1,11 @@
-import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
-import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
-import { materializeWorkdir, startedSignal } from "./sandbox-fixture.ts";
+import { freshScope, type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
+import { startedSignal } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
@@ -22,11 +21,7 @@ describe.each(TIERS)("quiesce (%s tier)", (tier) => {
     await world.cleanup();
   });
 
-  async function scope() {
-    const workdirPath = `projects/${randomUUID()}`;
-    await materializeWorkdir(world.dataRoot.path, "frank", workdirPath);
-    return { uid: "frank", runtimeScopeId: randomUUID(), workdirPath };
-  }
+  const scope = () => freshScope(world, "frank");
 
   async function runningRows() {
     return world.db

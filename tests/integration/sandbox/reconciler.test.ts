@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
@@ -6,8 +5,7 @@ import { SANDBOX_LOCK_NAMESPACE } from "../../../agent-host/sandbox/sandbox-stor
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type Child, spawnChild } from "./child-process.ts";
-import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
-import { materializeWorkdir } from "./sandbox-fixture.ts";
+import { freshScope, type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
 
@@ -23,11 +21,7 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
     await world.cleanup();
   });
 
-  async function scope(uid = "dave") {
-    const workdirPath = `projects/${randomUUID()}`;
-    await materializeWorkdir(world.dataRoot.path, uid, workdirPath);
-    return { uid, runtimeScopeId: randomUUID(), workdirPath };
-  }
+  const scope = (uid = "dave") => freshScope(world, uid);
 
   async function row(id: string) {
     const [r] = await world.db.select().from(sandboxes).where(eq(sandboxes.sandboxId, id));

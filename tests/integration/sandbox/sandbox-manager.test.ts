@@ -11,7 +11,7 @@ import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { runtimeWorkdirPath } from "../../../shared/paths/runtime-paths.ts";
-import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
+import { freshScope, type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
 import { materializeWorkdir, startedSignal } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
@@ -28,11 +28,7 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     await world.cleanup();
   });
 
-  async function scope(uid = "alice") {
-    const workdirPath = `projects/${randomUUID()}`;
-    await materializeWorkdir(world.dataRoot.path, uid, workdirPath);
-    return { uid, runtimeScopeId: randomUUID(), workdirPath };
-  }
+  const scope = (uid = "alice") => freshScope(world, uid);
 
   async function acquireOk(request: Awaited<ReturnType<typeof scope>>) {
     const out = await manager.acquire(request, signal());

@@ -103,6 +103,10 @@ export class ProcessDriver implements SandboxDriver {
       { sandbox_id: spec.sandboxId, generation: spec.generation, container_id: id },
       "process sandbox created",
     );
+    // A new generation is made for a run about to exec in it: its first trampoline's
+    // spawn and cgroup join overlap the acquire's commit and the command's lease
+    // statement instead of following them (decision 0084; 0076 started none here).
+    this.#standbys.replenish(id, labels.fileView);
     return { ok: true, container: { ...labels, containerId: id, running: true } };
   }
 

@@ -203,6 +203,25 @@ describe("process tier: the exec standby", () => {
     expect(await zombieChildrenOf(process.pid)).toEqual([]);
   });
 
+  it("waits from the create on (decision 0084): the first exec takes it, and a destroy without any exec leaves nothing", async () => {
+    const f = await create("stby00000005", "fay");
+    const first = await standby(f);
+    expect(await fixture.parts.cgroups.pids(f.containerId)).toEqual([first]);
+    const r = await sh(f, "echo first");
+    expect(r.out).toBe("first\n");
+    expect(await processAlive(first)).toBe(false);
+    expect(await standby(f)).not.toBe(first);
+
+    const e = await create("stby00000006", "gus");
+    const idle = await standby(e);
+    const uid = await owner(e);
+    expect(await fixture.driver.destroy(e, signal())).toEqual({ ok: true, existed: true });
+    expect(await processAlive(idle)).toBe(false);
+    expect(await processesOfUid(uid)).toEqual([]);
+    expect(await fixture.parts.cgroups.list()).not.toContain(e.containerId);
+    expect(await fixture.driver.standbyPid(e.containerId)).toBeUndefined();
+  });
+
   /** Exec groups of a generation, from the pids hierarchy (v1) or the unified one (v2). */
   async function execGroups(ref: ContainerRef): Promise<string[]> {
     const base =

@@ -128,6 +128,24 @@ function node(id: string): SplitNode {
   return found;
 }
 
+/** driveAndLose on this file's deployment, with its sizes and bound. */
+function driveAndLoseHere(p: {
+  users: string;
+  victim: SplitNode;
+  lose: (victim: SplitNode) => Promise<void>;
+}) {
+  return driveAndLose({
+    split,
+    sql,
+    docker,
+    threads: THREADS,
+    rounds: ROUNDS,
+    lossAfterTerminal: KILL_AFTER_TERMINAL,
+    boundMs: DRIVE_BOUND_MS,
+    ...p,
+  });
+}
+
 /** What a run A had when its Docker went may end with; every other run succeeds. */
 const CUT_OFF_CODES = ["tool_interrupted", "sandbox_engine_unresponsive"];
 
@@ -274,14 +292,7 @@ describe("Docker unreachable for one agent-host only", () => {
 describe("kill -9 of one agent-host mid-run", () => {
   test("its runs end node_lost within TTL + one sweep, every thread goes on on the other node, effects at most once, its restart leaves none of its containers", async () => {
     const victim = node(NODE_A);
-    const { threads, driving, lostAt, inFlight, containersAtLoss } = await driveAndLose({
-      split,
-      sql,
-      docker,
-      threads: THREADS,
-      rounds: ROUNDS,
-      lossAfterTerminal: KILL_AFTER_TERMINAL,
-      boundMs: DRIVE_BOUND_MS,
+    const { threads, driving, lostAt, inFlight, containersAtLoss } = await driveAndLoseHere({
       users: `kill9-${suffix}`,
       victim,
       lose: (n) => n.kill9(),
@@ -334,14 +345,7 @@ describe("SIGTERM of one agent-host mid-run", () => {
   test("it drains and exits cleanly, nothing points at it, every thread goes on on the other node, effects at most once", async () => {
     const victim = node(NODE_B);
     let exit: number | string = "not yet";
-    const { threads, driving, lostAt } = await driveAndLose({
-      split,
-      sql,
-      docker,
-      threads: THREADS,
-      rounds: ROUNDS,
-      lossAfterTerminal: KILL_AFTER_TERMINAL,
-      boundMs: DRIVE_BOUND_MS,
+    const { threads, driving, lostAt } = await driveAndLoseHere({
       users: `sigterm-${suffix}`,
       victim,
       lose: async (n) => {

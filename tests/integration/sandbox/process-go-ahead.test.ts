@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { open, readdir, readFile, readlink, realpath, stat } from "node:fs/promises";
+import { open, readFile, readlink, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";

@@ -105,8 +105,7 @@ export async function managerWorld(
         // join and leave the standby alive in a group it can no longer remove.
         await process.driver.standbyPid(containerId);
         await process.parts.cgroups.kill(containerId);
-      }
-      else await docker.getContainer(containerId).kill();
+      } else await docker.getContainer(containerId).kill();
     },
     async remove(containerId) {
       if (process) {

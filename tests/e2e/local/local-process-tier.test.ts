@@ -1,8 +1,9 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { localNodeId } from "../../../infra/local/local-stack.ts";
+import { processesInCgroup } from "../../support/host-processes.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
 
 // A Docker engine that does not answer: the socket path does not exist.
@@ -32,20 +33,6 @@ async function runToEnd(wc: LocalWorkcell, token: string, body: object): Promise
     status?: string;
   };
   return { events, status: final.status };
-}
-
-/** Live host processes whose cgroup path names `segment` (read from the host's /proc). */
-async function processesInCgroup(segment: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const name of await readdir("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const cgroup = await readFile(`/proc/${name}/cgroup`, "utf8").catch(() => "");
-    const stat = await readFile(`/proc/${name}/stat`, "utf8").catch(() => "");
-    if (cgroup.includes(segment) && stat !== "" && !/\) [ZX] /.test(stat)) {
-      found.push(Number(name));
-    }
-  }
-  return found;
 }
 
 // The README's local command on a node without Docker (issue 20, "done means"): the

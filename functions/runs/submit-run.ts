@@ -2,6 +2,7 @@ import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { AgentOptions } from "../../shared/contracts/run.ts";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
+import { executePreparedRows } from "../../shared/db/execute-prepared-rows.ts";
 import { executeRows } from "../../shared/db/execute-rows.ts";
 import { uniqueViolationConstraint } from "../../shared/db/pg-error.ts";
 import {
@@ -170,8 +171,11 @@ async function insertMessageRequestRun(
   hash: string,
   maxQueued: number,
 ): Promise<AgentRun | undefined> {
-  const [raw] = await executeRows<Record<string, unknown>>(
+  // Prepared: the statement's text is fixed (the thread select is one of two fixed texts),
+  // so each connection parses and plans it once and runs it in one round trip.
+  const [raw] = await executePreparedRows<Record<string, unknown>>(
     db,
+    "submit_run",
     sql`with candidate as (${threadSelect}),
       thread as (
         select candidate.* from candidate

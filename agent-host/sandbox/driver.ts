@@ -104,6 +104,11 @@ export type ContainerRef = {
   containerId: string;
   sandboxId: string;
   generation: number;
+  /**
+   * The file view the caller's handle recorded, when it has one: a driver may prepare the
+   * exec for it before it has read the container's own (which still decides).
+   */
+  fileView?: FileView;
 };
 
 export type DestroyOutcome =

@@ -103,6 +103,7 @@ export class ExecStandbys {
         userns: generation.userns,
         cgroupProcs,
         killTree: () => cgroups.kill(containerId, execName),
+        emptyTree: () => cgroups.emptyExec(containerId, execName),
       });
       try {
         await trampoline.joined;

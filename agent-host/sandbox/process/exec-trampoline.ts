@@ -6,6 +6,7 @@ import type { Readable, Writable } from "node:stream";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { CHILD_FD, TRAMPOLINE_SCRIPT } from "./bwrap-args.ts";
 import type { HostSpawner, SpawnExit } from "./host-spawner.ts";
+import type { EmptiedGroup } from "./sandbox-cgroups.ts";
 
 export type TrampolineDeps = {
   tools: { bash: string; bwrap: string; setpriv: string };
@@ -21,6 +22,8 @@ export type TrampolineTarget = {
   cgroupProcs: string[];
   /** Kills everything in the exec's cgroup (its whole process tree) and removes the group. */
   killTree(): Promise<{ survivors: number }>;
+  /** The same, resolving once the group is confirmed empty; its removal goes on after. */
+  emptyTree(): Promise<EmptiedGroup>;
 };
 
 export type ChildExit = SpawnExit;
@@ -56,6 +59,7 @@ export type Trampoline = {
   /** Both output streams closed (after exit, once the kernel killed what was left). */
   readonly outputDone: Promise<void>;
   readonly killTree: TrampolineTarget["killTree"];
+  readonly emptyTree: TrampolineTarget["emptyTree"];
   /** Whether it has not exited (a standby may have been killed while it waited). */
   alive(): boolean;
   pipe(fd: number): Readable & Writable;
@@ -91,6 +95,7 @@ export function startTrampoline(deps: TrampolineDeps, target: TrampolineTarget):
     exited,
     outputDone,
     killTree: target.killTree,
+    emptyTree: target.emptyTree,
     alive: () => child.exitCode === null && child.signalCode === null,
     pipe,
   };

@@ -48,6 +48,7 @@ export type OpenedGeneration = {
   handles: ExecMounts;
   /** The generation's user namespace, for bwrap --userns, and the host uid owning it. */
   userns: { handle: FileHandle; owner: number };
+  /** Closes every descriptor; a second call returns the first one's promise. */
   close(): Promise<void>;
 };
 
@@ -235,6 +236,7 @@ export class GenerationDirs {
       await Promise.all(HOME_MOUNT_POINTS.map((name) => remakeMountPoint(home, name)));
       const handles = { workspace, skills, runtime, tmp, home, ...(workdir ? { workdir } : {}) };
       opened.length = 0;
+      let closed: Promise<void> | undefined;
       return {
         handles,
         userns: { handle: ns, owner },
@@ -246,8 +248,11 @@ export class GenerationDirs {
           home: this.#path(id, ...TMPFS.home),
           ...(workdir ? { workdir: this.#path(id, ...BINDS.workdir) } : {}),
         },
-        async close() {
-          await Promise.all([...Object.values(handles), ns].map((h) => h.close()));
+        close() {
+          closed ??= Promise.all([...Object.values(handles), ns].map((h) => h.close())).then(
+            () => {},
+          );
+          return closed;
         },
       };
     } finally {
@@ -283,8 +288,16 @@ async function remakeMountPoint(home: FileHandle, name: string): Promise<void> {
   const found = await lstat(path).catch(() => undefined);
   if (found?.isDirectory()) return;
   if (found) await rm(path, { recursive: true, force: true });
-  await mkdir(path, { mode: 0o755 });
-  await chown(path, SANDBOX_UID, SANDBOX_GID);
+  const made = await mkdir(path, { mode: 0o755 }).then(
+    () => true,
+    async (error: NodeJS.ErrnoException) => {
+      // Made meanwhile by a concurrent open of the generation (the standby's, started at
+      // create, runs beside the first exec's: decision 0086); its maker owns the chown.
+      if (error.code === "EEXIST" && (await lstat(path)).isDirectory()) return false;
+      throw error;
+    },
+  );
+  if (made) await chown(path, SANDBOX_UID, SANDBOX_GID);
 }
 
 /** Mount points of agent-host's mount namespace (/proc/self/mountinfo field 5, unescaped). */

@@ -126,27 +126,41 @@ export class ProcessDriver implements SandboxDriver {
     signal: AbortSignal,
     fence?: ExecFence,
   ): Promise<ExecOutcome> {
-    const current = await this.inspect(ref.containerId, signal);
-    if (
-      !current?.running ||
-      current.sandboxId !== ref.sandboxId ||
-      current.generation !== ref.generation
-    ) {
-      return { ok: false, reason: "sandbox_gone" };
-    }
     const env = execEnvEntries(request.env);
     // Refused before a trampoline is spent on it (runProcessExec checks again).
     encodeBwrapArgs(request.cmd);
-    // The generation's descriptors (what every mount must be, re-opened per exec) and the
-    // trampoline started ahead of this exec (decision 0076): independent, taken at once.
-    const [opened, standby] = await Promise.allSettled([
-      this.#dirs.open(ref.containerId, this.#deps.runtimeDir, current.fileView),
+    // The generation's state, its descriptors (what every mount must be, re-opened per
+    // exec) and the trampoline started ahead of this exec (decision 0076) are independent:
+    // taken at once (decision 0086). The go-ahead still waits for the state's word.
+    const [inspected, opened, standby] = await Promise.allSettled([
+      this.inspect(ref.containerId, signal),
+      ref.fileView === undefined
+        ? Promise.resolve(undefined)
+        : this.#dirs.open(ref.containerId, this.#deps.runtimeDir, ref.fileView),
       this.#standbys.take(ref.containerId),
     ]);
-    const generation = opened.status === "fulfilled" ? opened.value : undefined;
+    let generation = opened.status === "fulfilled" ? opened.value : undefined;
     let trampoline = standby.status === "fulfilled" ? standby.value : undefined;
     try {
+      if (inspected.status === "rejected") throw inspected.reason;
       if (opened.status === "rejected") throw opened.reason;
+      const current = inspected.value;
+      if (
+        !current?.running ||
+        current.sandboxId !== ref.sandboxId ||
+        current.generation !== ref.generation
+      ) {
+        return { ok: false, reason: "sandbox_gone" };
+      }
+      if (current.fileView !== ref.fileView) {
+        // Opened for another view (or none): the container's own decides.
+        await generation?.close();
+        generation = await this.#dirs.open(
+          ref.containerId,
+          this.#deps.runtimeDir,
+          current.fileView,
+        );
+      }
       if (!generation) return { ok: false, reason: "sandbox_gone" };
       if (!trampoline) {
         // None ready (the first exec of a driver, a concurrent exec, or it died): the
@@ -163,10 +177,12 @@ export class ProcessDriver implements SandboxDriver {
           userns: generation.userns,
           cgroupProcs,
           killTree: () => this.#deps.cgroups.kill(ref.containerId, execName),
+          emptyTree: () => this.#deps.cgroups.emptyExec(ref.containerId, execName),
         });
       }
       const execTrampoline = trampoline;
       trampoline = undefined;
+      const verified = generation;
       const outcome = await runProcessExec(
         this.#deps,
         {
@@ -180,6 +196,8 @@ export class ProcessDriver implements SandboxDriver {
             : {}),
           ...(fence ? { fence } : {}),
           afterGoAhead: () => this.#standbys.replenish(ref.containerId, current.fileView),
+          // Closed while the command runs; the `finally` below awaits that same close.
+          afterVerified: () => void verified.close().catch(() => {}),
         },
         request,
         signal,

@@ -1,6 +1,5 @@
-import { readFileSync, type Stats } from "node:fs";
+import { fstatSync, lstatSync, readFileSync, type Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { lstat } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -42,6 +41,12 @@ export type ProcessExecTarget = {
    * while this one's bwrap builds its sandbox (decision 0076).
    */
   afterGoAhead?: () => void;
+  /**
+   * Called once every mount was verified: `mounts` are no longer needed (bwrap bound
+   * paths, and they were only what to compare with), so the driver closes them while
+   * the command runs instead of after it (decision 0086).
+   */
+  afterVerified?: () => void;
 };
 
 /** The mount points checked before the command runs, with the descriptor each must be. */
@@ -80,9 +85,6 @@ export async function runProcessExec(
   }
   child.stdout?.on("data", (chunk: Buffer) => stdout.push(chunk));
   child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk));
-  // What each mount must be, read while bwrap sets up (it does not depend on bwrap).
-  const expected = expectedMounts(mounts, target.workdirTarget);
-  expected.catch(() => {});
 
   let stopReason: "timed_out" | "cancelled" | undefined;
   const stopped = new AbortController();
@@ -109,6 +111,8 @@ export async function runProcessExec(
         ]);
 
   try {
+    // What each mount must be: the descriptors bwrap is about to bind (it does not depend on bwrap).
+    const expected = expectedMounts(mounts, target.workdirTarget);
     const args = encodeBwrapArgs(
       bwrapArgs({
         sources: target.sources,
@@ -138,7 +142,7 @@ export async function runProcessExec(
         ? undefined
         : await stoppedOrExited(waitUntilBlocked(reported, stopped.signal));
     if (childPid !== undefined && stopReason === undefined) {
-      const wrong = await firstWrongMount(childPid, await expected);
+      const wrong = firstWrongMount(childPid, expected);
       if (wrong !== undefined) {
         await trampoline.killTree();
         throw new MountVerificationError(
@@ -149,6 +153,7 @@ export async function runProcessExec(
         request.stdin === undefined ? undefined : Buffer.from(request.stdin),
       );
       pipe(CHILD_FD.block).end("x");
+      target.afterVerified?.();
     }
     const outcome = await stoppedOrExited(exited);
     if (stopReason === undefined && outcome !== undefined) {
@@ -160,8 +165,9 @@ export async function runProcessExec(
         );
       }
       // The command (PID 1) exited; the kernel killed the rest of its pid namespace.
-      // The sweep confirms that from the cgroup and removes it.
-      await sweep(deps.logger, trampoline);
+      // The sweep confirms that from the cgroup (nothing is left when the exec reports
+      // its end); the empty group's rmdirs do not hold the result back (decision 0086).
+      await sweepAfterExit(deps.logger, trampoline);
       await raceTimeout(trampoline.outputDone, deps.config.killGraceMs);
       return finish("exited", exitCodeOf(outcome));
     }
@@ -256,36 +262,47 @@ const READ_SYSCALL: Partial<Record<NodeJS.Architecture, number>> = { x64: 0, arm
 type ExpectedMount = { target: string; stat: Stats | undefined };
 
 /** Device and inode of every descriptor that was bound, with its mount point. */
-async function expectedMounts(
-  mounts: ExecMounts,
-  workdirTarget: string | undefined,
-): Promise<ExpectedMount[]> {
+function expectedMounts(mounts: ExecMounts, workdirTarget: string | undefined): ExpectedMount[] {
   const checks: Array<readonly [string, FileHandle | undefined]> = MOUNT_CHECKS.map(
     ([target, key]) => [target, mounts[key]] as const,
   );
   if (workdirTarget !== undefined) checks.push([workdirTarget, mounts.workdir]);
-  return Promise.all(
-    checks.map(async ([target, handle]) => ({ target, stat: await handle?.stat() })),
-  );
+  // fstat of a descriptor agent-host holds: no path, no disk, microseconds (decision 0086).
+  return checks.map(([target, handle]) => ({
+    target,
+    stat: handle === undefined ? undefined : fstatSync(handle.fd),
+  }));
 }
 
 /**
  * Stats each mount point through the sandbox's own root (as root on the host, via
  * /proc/<pid>/root) without following a final symlink, and compares device and inode
  * with the descriptor that was bound: a bind redirected by any path trick shows up here.
- * All at once: independent lstat()s (decision 0028).
+ * Synchronous (decision 0086): each path is a mount point bwrap has just made (a mount
+ * root is pinned in memory, and bwrap resolved the names on the way moments ago), so the
+ * lstat()s are the kernel's work of microseconds, where a thread-pool round trip each cost
+ * the exec a scheduling delay on a loaded host (decision 0028).
  */
-async function firstWrongMount(
-  pid: number,
-  expected: ExpectedMount[],
-): Promise<string | undefined> {
-  const found = await Promise.all(
-    expected.map(({ target }) => lstat(`/proc/${pid}/root${target}`).catch(() => undefined)),
-  );
+function firstWrongMount(pid: number, expected: ExpectedMount[]): string | undefined {
+  const found = expected.map(({ target }) => {
+    try {
+      return lstatSync(`/proc/${pid}/root${target}`);
+    } catch {
+      return undefined;
+    }
+  });
   return expected.find(({ stat }, i) => {
     const inside = found[i];
     return !stat || !inside || inside.dev !== stat.dev || inside.ino !== stat.ino;
   })?.target;
+}
+
+async function sweepAfterExit(logger: Logger, trampoline: Trampoline): Promise<void> {
+  const { survivors, removed } = await trampoline.emptyTree();
+  if (survivors > 0) logger.error({ survivors }, "exec processes survived SIGKILL");
+  void removed.then(({ error }) => {
+    if (error !== undefined) logger.warn({ err: error }, "an emptied exec cgroup was not removed");
+  });
 }
 
 async function sweep(logger: Logger, trampoline: Trampoline): Promise<void> {

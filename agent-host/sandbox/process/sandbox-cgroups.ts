@@ -1,4 +1,4 @@
-import { constants } from "node:fs";
+import { constants, readdirSync, readFileSync } from "node:fs";
 import { access, mkdir, readdir, readFile, rmdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -30,6 +30,15 @@ export type CgroupLimits = {
 
 export type CgroupVersion = "v1" | "v2";
 
+/**
+ * A group confirmed to hold no process (`survivors` = how many were still there after
+ * every round of SIGKILL). Nothing joins it again: only agent-host (root) writes
+ * cgroup.procs, and it never writes an exec's group twice. `removed` never rejects: a
+ * group that could not be removed is left to the generation's destroy, which removes
+ * its whole subtree.
+ */
+export type EmptiedGroup = { survivors: number; removed: Promise<{ error?: unknown }> };
+
 /** The cgroup operations of the process tier; paths are names below the tier's parent group. */
 export interface SandboxCgroups {
   readonly version: CgroupVersion;
@@ -43,6 +52,11 @@ export interface SandboxCgroups {
   pids(sandbox: string, exec?: string): Promise<number[]>;
   /** SIGKILLs everything in the group (repeatedly, until empty), then removes it. */
   kill(sandbox: string, exec?: string): Promise<{ survivors: number }>;
+  /**
+   * The same for an exec's group, but resolves once it is confirmed empty: its removal
+   * (an rmdir per hierarchy) goes on in `removed`, off the exec's path (decision 0086).
+   */
+  emptyExec(sandbox: string, exec: string): Promise<EmptiedGroup>;
   /** Sandbox names that have a group (reconciliation after a restart). */
   list(): Promise<string[]>;
   /** Removes the (empty) parent group itself: a node or test that is gone for good. */
@@ -152,6 +166,16 @@ class CgroupsV1 implements SandboxCgroups {
     return { survivors };
   }
 
+  async emptyExec(sandbox: string, exec: string): Promise<EmptiedGroup> {
+    const survivors = await killTree(this.#dir("pids", sandbox, exec));
+    return {
+      survivors,
+      removed: settled(
+        Promise.all(V1_CONTROLLERS.map((c) => removeTree(this.#dir(c, sandbox, exec)))),
+      ),
+    };
+  }
+
   async list(): Promise<string[]> {
     return subgroups(this.#dir("pids"));
   }
@@ -206,6 +230,13 @@ class CgroupsV2 implements SandboxCgroups {
     return { survivors };
   }
 
+  async emptyExec(sandbox: string, exec: string): Promise<EmptiedGroup> {
+    const dir = join(this.#base, sandbox, exec);
+    await writeFile(join(dir, "cgroup.kill"), "1").catch(() => {});
+    const survivors = await killTree(dir);
+    return { survivors, removed: settled(removeTree(dir)) };
+  }
+
   list(): Promise<string[]> {
     return subgroups(this.#base);
   }
@@ -218,6 +249,13 @@ class CgroupsV2 implements SandboxCgroups {
 /** Lets the children of `parent` use the three controllers (already on: a no-op). */
 async function enableControllers(parent: string): Promise<void> {
   await writeFile(join(parent, "cgroup.subtree_control"), "+memory +pids +cpu");
+}
+
+function settled(work: Promise<unknown>): Promise<{ error?: unknown }> {
+  return work.then(
+    () => ({}),
+    (error: unknown) => ({ error }),
+  );
 }
 
 function quotaUs(nanoCpus: number): number {
@@ -249,10 +287,41 @@ async function treePids(dir: string): Promise<number[]> {
   return [...own, ...nested.flat()];
 }
 
+/**
+ * The same, read synchronously: cgroupfs files are filled by the kernel from memory (no
+ * disk, no lock held across an RCU grace period), and each thread-pool round trip cost a
+ * scheduling delay on a loaded host (decision 0086, as procfs in 0028). Only reads: the
+ * rmdirs stay asynchronous (cgroup_mutex may be held by a join waiting for RCU).
+ */
+function treePidsSync(dir: string): number[] {
+  // Unreadable (gone: ENOENT) counts as empty, as in treePids().
+  const text = orElse(() => readFileSync(join(dir, "cgroup.procs"), "utf8"), "");
+  const children = orElse(
+    () =>
+      readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name),
+    [],
+  );
+  const own = text
+    .split("\n")
+    .filter((line) => line !== "")
+    .map(Number);
+  return [...own, ...children.flatMap((name) => treePidsSync(join(dir, name)))];
+}
+
+function orElse<T>(read: () => T, fallback: T): T {
+  try {
+    return read();
+  } catch {
+    return fallback;
+  }
+}
+
 /** Kills until the group and its children hold no process; returns how many remain. */
 async function killTree(dir: string): Promise<number> {
   for (let round = 0; round < KILL_ROUNDS_MAX; round++) {
-    const pids = await treePids(dir);
+    const pids = treePidsSync(dir);
     if (pids.length === 0) return 0;
     for (const pid of pids) {
       try {
@@ -264,7 +333,7 @@ async function killTree(dir: string): Promise<number> {
     // A killed process leaves its group only once the kernel has torn it down.
     await sleep(KILL_ROUND_DELAY_MS);
   }
-  return (await treePids(dir)).length;
+  return treePidsSync(dir).length;
 }
 
 async function removeTree(dir: string): Promise<void> {

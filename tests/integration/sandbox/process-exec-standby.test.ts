@@ -92,9 +92,13 @@ describe("process tier: the exec standby", () => {
         );
         expect(line).not.toContain(other.containerId);
       }
-      // Blocked reading its go-ahead pipe: it has not become bwrap.
-      const [number, fdHex] = (await readFile(`/proc/${pid}/syscall`, "utf8")).split(" ");
-      expect(number).toBe(String(process.arch === "arm64" ? 63 : 0));
+      // Blocked reading its go-ahead pipe: it has not become bwrap. bash may still be on
+      // its way to that read (the exec it followed can end first): waited for.
+      const readSyscall = String(process.arch === "arm64" ? 63 : 0);
+      const syscall = async () => (await readFile(`/proc/${pid}/syscall`, "utf8")).split(" ");
+      await pollUntil(async () => (await syscall())[0] === readSyscall);
+      const [number, fdHex] = await syscall();
+      expect(number).toBe(readSyscall);
       expect(await readlink(`/proc/${pid}/fd/${Number.parseInt(fdHex ?? "", 16)}`)).toBe(
         await readlink(`/proc/${pid}/fd/${CHILD_FD.go}`),
       );

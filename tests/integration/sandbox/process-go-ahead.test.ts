@@ -82,6 +82,7 @@ describe("process tier: no go-ahead, no command", () => {
         userns: generation.userns,
         cgroupProcs,
         killTree: () => fixture.parts.cgroups.kill(ref.containerId, execName),
+        emptyTree: () => fixture.parts.cgroups.emptyExec(ref.containerId, execName),
       }),
       sources: generation.sources,
       mounts: generation.handles,

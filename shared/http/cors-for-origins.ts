@@ -40,10 +40,20 @@ export function corsForOrigins(options: CorsForOriginsOptions): MiddlewareHandle
     if (isPreflight(c.req.method, c.req.header("Access-Control-Request-Method"))) {
       return new Response(null, { status: 204, headers: { Vary: "Origin" } });
     }
-    await next();
-    // Caches must not serve an answer made for one origin to another.
+    // Caches must not serve an answer made for one origin to another. Set before the
+    // route runs, so the answer it builds (c.json, c.body) carries it: Hono's c.header on
+    // a finished answer turns @hono/node-server's light Response into a web Response with
+    // a body stream, which the server then writes through web streams (docs/decisions/0087).
+    // Only an answer that lost it (a route returning its own Response, or setting Vary
+    // itself) gets it afterwards.
     c.header("Vary", "Origin", { append: true });
+    await next();
+    if (!variesByOrigin(c.res.headers.get("Vary"))) c.header("Vary", "Origin", { append: true });
   };
+}
+
+function variesByOrigin(vary: string | null): boolean {
+  return vary !== null && vary.split(",").some((name) => name.trim().toLowerCase() === "origin");
 }
 
 function isPreflight(method: string, requestMethod: string | undefined): boolean {

@@ -1,5 +1,6 @@
+import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { parseCorsOrigins } from "../../../shared/http/cors-for-origins.ts";
+import { corsForOrigins, parseCorsOrigins } from "../../../shared/http/cors-for-origins.ts";
 import { type UnitApp, unitApp } from "./unit-app.ts";
 
 // CORS of the API (API.md "Conventions"): answered before auth, only for the configured
@@ -61,6 +62,44 @@ describe("API CORS", () => {
     expect(res.headers.get("access-control-allow-origin")).toBe(ALLOWED);
     expect(res.headers.get("access-control-expose-headers")).toContain("X-Request-Id");
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("unauthenticated");
+  });
+
+  test("every answer without an allowed origin varies by Origin once, however the route answered", async () => {
+    const app = new Hono();
+    app.use(
+      corsForOrigins({
+        origins: [ALLOWED],
+        allowMethods: ["GET"],
+        allowHeaders: [],
+        exposeHeaders: [],
+        maxAgeSeconds: 60,
+      }),
+    );
+    app.get("/json", (c) => c.json({ ok: true }));
+    // Its own Response: the header set before the route ran is not on it.
+    app.get("/raw", () => new Response("raw", { headers: { "content-type": "text/plain" } }));
+    // A route that replaces Vary with its own.
+    app.get("/own-vary", (c) => {
+      c.header("Vary", "Accept");
+      return c.json({ ok: true });
+    });
+    // As errorHandler does: the refusal is built after the route threw.
+    app.onError((_error, c) => c.json({ error: { code: "internal" } }, 500));
+    app.get("/fails", () => {
+      throw new Error("boom");
+    });
+    for (const path of ["/json", "/raw", "/own-vary", "/fails"]) {
+      for (const headers of [{}, { Origin: OTHER }]) {
+        const res = await app.request(path, { headers });
+        const vary = (res.headers.get("vary") ?? "").split(",").map((v) => v.trim());
+        expect(
+          vary.filter((v) => v.toLowerCase() === "origin"),
+          `${path} ${JSON.stringify(headers)}`,
+        ).toEqual(["Origin"]);
+        if (path === "/own-vary") expect(vary).toContain("Accept");
+        if (path === "/raw") expect(await res.text()).toBe("raw");
+      }
+    }
   });
 
   test("without WORKCELL_CORS_ORIGINS no origin is allowed", async () => {

@@ -92,7 +92,7 @@ export function createWorkcellMetrics(registry: Registry): WorkcellMetrics {
     ),
     sandboxExecSeconds: histogram(
       "workcell_sandbox_exec_seconds",
-      "Duration of one command executed in a sandbox, by isolation tier.",
+      "Duration of one command in a sandbox as a run waits for it (fence, command, survivor sweep), by isolation tier.",
       ["tier"],
     ),
     quotaRejections: counter(

@@ -1,3 +1,4 @@
+import { withDeadline } from "../../shared/async/with-deadline.ts";
 import type { TraceContext } from "../../shared/telemetry/tracing.ts";
 import type { RunQueue } from "./run-queue.ts";
 import { SQS_MAX_BATCH_ENTRIES } from "./sqs-run-queue.ts";
@@ -52,27 +53,26 @@ export function createBatchingRunQueue(
     pending = [];
     if (batch.length === 0) return;
     // Bounded like a single send: the batch's own timeout, not any one caller's signal.
-    const signal = AbortSignal.timeout(options.sendTimeoutMs ?? DEFAULT_BATCH_SEND_TIMEOUT_MS);
     const traces = new Map<string, TraceContext>();
     for (const w of batch) if (w.trace !== undefined) traces.set(w.runId, w.trace);
-    inner
-      .dispatchRuns(
+    withDeadline(options.sendTimeoutMs ?? DEFAULT_BATCH_SEND_TIMEOUT_MS, (signal) =>
+      inner.dispatchRuns(
         batch.map((w) => w.runId),
         signal,
         traces,
-      )
-      .then(
-        (out) => {
-          const sent = new Set(out.sent);
-          for (const w of batch) {
-            if (sent.has(w.runId)) w.resolve();
-            else w.reject(new Error(`the queue did not accept run ${w.runId}`));
-          }
-        },
-        (error: unknown) => {
-          for (const w of batch) w.reject(error);
-        },
-      );
+      ),
+    ).then(
+      (out) => {
+        const sent = new Set(out.sent);
+        for (const w of batch) {
+          if (sent.has(w.runId)) w.resolve();
+          else w.reject(new Error(`the queue did not accept run ${w.runId}`));
+        }
+      },
+      (error: unknown) => {
+        for (const w of batch) w.reject(error);
+      },
+    );
   };
 
   return {

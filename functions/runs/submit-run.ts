@@ -1,5 +1,6 @@
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { Logger } from "pino";
+import { withDeadline } from "../../shared/async/with-deadline.ts";
 import type { AgentOptions } from "../../shared/contracts/run.ts";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
 import { executePreparedRows } from "../../shared/db/execute-prepared-rows.ts";
@@ -252,9 +253,10 @@ async function dispatchAfterCommit(
 ): Promise<void> {
   // Not tied to the client's connection: once committed, the run is sent even if the
   // client has gone away.
-  const signal = AbortSignal.timeout(deps.queueSendTimeoutMs);
   try {
-    await deps.runQueue.dispatchRun(runId, signal, trace);
+    await withDeadline(deps.queueSendTimeoutMs, (signal) =>
+      deps.runQueue.dispatchRun(runId, signal, trace),
+    );
   } catch (error) {
     deps.logger.warn(
       { err: error, run_id: runId },

@@ -43,6 +43,8 @@ import { report, type Sample } from "./measure.ts";
 const CONCURRENCY = 32;
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
 const WARMUP_REQUESTS = 400;
+/** Rounds of the baseline and the batched phase, alternating (REQUESTS / ROUNDS each). */
+const ROUNDS = 8;
 /** Connections per server: one per concurrent client, so neither side queues for a connection. */
 const POOL_SIZE = CONCURRENCY;
 const THREADS = CONCURRENCY;
@@ -171,14 +173,16 @@ try {
   await load(oursRequest, WARMUP_REQUESTS);
   await sqs.send(new PurgeQueueCommand({ QueueUrl: queueUrl })).catch(() => {});
   await oursSql`update agent_runs set status = 'cancelled', finished_at = now() where status = 'pending'`;
-  const base = await load(baselineRequest, REQUESTS);
   const ours = await load(oursRequest, REQUESTS);
   await sqs.send(new PurgeQueueCommand({ QueueUrl: queueUrl })).catch(() => {});
   // Each phase leaves its runs pending (no worker here); end them so the next phase starts
   // below every uid's queued-runs bound, as a drained queue would.
   await oursSql`update agent_runs set status = 'cancelled', finished_at = now() where status = 'pending'`;
+  // The target's ratio, batched / baseline, from the two measured in alternating rounds:
+  // the other engineers' work on the same two cores drifts over a run, and one phase after
+  // the other made the ratio swing between 0.2 and 0.45 for the same code (0087).
   const runsBeforeBatched = await countRuns(oursSql);
-  const batched = await load(batchedRequest, REQUESTS);
+  const [base, batched] = await alternating(baselineRequest, batchedRequest, REQUESTS, ROUNDS);
   const committedBatched = (await countRuns(oursSql)) - runsBeforeBatched;
   const delivered = await drainRunIds(sqs, batchedQueueUrl);
   const unique = new Set(delivered);
@@ -263,11 +267,45 @@ async function listen(
   });
 }
 
+type TimedLoad = { latencies: number[]; ms: number; failures: number };
+type Load = { sample: Omit<Sample, "name">; perSecond: number; failures: number };
+
+/**
+ * `total` requests of each of two senders in `rounds` alternating chunks; each sender's
+ * numbers over all of its chunks (throughput = its requests / the time its chunks took).
+ */
+async function alternating(
+  first: (i: number) => Promise<Response>,
+  second: (i: number) => Promise<Response>,
+  total: number,
+  rounds: number,
+): Promise<[Load, Load]> {
+  const chunks: [TimedLoad[], TimedLoad[]] = [[], []];
+  const size = Math.round(total / rounds);
+  for (let round = 0; round < rounds; round++) {
+    chunks[0].push(await timedLoad(first, size, round * size));
+    chunks[1].push(await timedLoad(second, size, round * size));
+  }
+  const over = (parts: TimedLoad[]) =>
+    summary(
+      parts.flatMap((p) => p.latencies),
+      parts.reduce((sum, p) => sum + p.ms, 0),
+      parts.reduce((sum, p) => sum + p.failures, 0),
+    );
+  return [over(chunks[0]), over(chunks[1])];
+}
+
 /** `total` requests from CONCURRENCY clients, each sending its next as soon as one returns. */
-async function load(
+async function load(send: (i: number) => Promise<Response>, total: number): Promise<Load> {
+  const { latencies, ms, failures } = await timedLoad(send, total, 0);
+  return summary(latencies, ms, failures);
+}
+
+async function timedLoad(
   send: (i: number) => Promise<Response>,
   total: number,
-): Promise<{ sample: Omit<Sample, "name">; perSecond: number; failures: number }> {
+  firstIndex: number,
+): Promise<TimedLoad> {
   const latencies: number[] = [];
   let next = 0;
   let failures = 0;
@@ -275,7 +313,7 @@ async function load(
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < total) {
-        const i = next++;
+        const i = firstIndex + next++;
         const t0 = performance.now();
         const res = await send(i);
         await res.arrayBuffer();
@@ -284,13 +322,15 @@ async function load(
       }
     }),
   );
-  const elapsedMs = performance.now() - started;
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  return { latencies, ms: performance.now() - started, failures };
+}
+
+function summary(latencies: number[], elapsedMs: number, failures: number): Load {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
   return {
-    sample: { medianMs: at(0.5), p99Ms: at(0.99), runs: total },
-    perSecond: (total / elapsedMs) * 1000,
+    sample: { medianMs: at(0.5), p99Ms: at(0.99), runs: sorted.length },
+    perSecond: (sorted.length / elapsedMs) * 1000,
     failures,
   };
 }

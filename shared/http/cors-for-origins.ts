@@ -53,7 +53,7 @@ export function corsForOrigins(options: CorsForOriginsOptions): MiddlewareHandle
 }
 
 function variesByOrigin(vary: string | null): boolean {
-  return vary !== null && vary.split(",").some((name) => name.trim().toLowerCase() === "origin");
+  return vary?.split(",").some((name) => name.trim().toLowerCase() === "origin") === true;
 }
 
 function isPreflight(method: string, requestMethod: string | undefined): boolean {

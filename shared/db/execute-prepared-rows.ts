@@ -1,6 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import type { DbOrTransaction } from "./client.ts";
+import { rowsOf } from "./execute-rows.ts";
 
 // Stateless (no casing options): it only turns a raw `sql` template into text + params.
 const dialect = new PgDialect();
@@ -21,9 +22,7 @@ export async function executePreparedRows<T>(
   name: string,
   query: SQL,
 ): Promise<T[]> {
-  const result: unknown = await db._.session
-    .prepareQuery(dialect.sqlToQuery(query), undefined, name, false)
-    .execute();
-  if (Array.isArray(result)) return result as T[];
-  return ((result as { rows?: T[] }).rows ?? []) as T[];
+  return rowsOf<T>(
+    await db._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false).execute(),
+  );
 }

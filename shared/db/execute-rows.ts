@@ -6,7 +6,11 @@ import type { DbOrTransaction } from "./client.ts";
  * `{rows}` on PGlite (the local one-process mode); both planes must run on both.
  */
 export async function executeRows<T>(db: DbOrTransaction, query: SQL): Promise<T[]> {
-  const result: unknown = await db.execute(query);
+  return rowsOf<T>(await db.execute(query));
+}
+
+/** The rows of a driver's result: the array itself (postgres.js) or its `rows` (PGlite). */
+export function rowsOf<T>(result: unknown): T[] {
   if (Array.isArray(result)) return result as T[];
   return ((result as { rows?: T[] }).rows ?? []) as T[];
 }

@@ -39,6 +39,9 @@ export type CgroupVersion = "v1" | "v2";
  */
 export type EmptiedGroup = { survivors: number; removed: Promise<{ error?: unknown }> };
 
+/** A group killed until empty, and the removal of it, not yet started. */
+type Emptied = { survivors: number; remove: () => Promise<void> };
+
 /** The cgroup operations of the process tier; paths are names below the tier's parent group. */
 export interface SandboxCgroups {
   readonly version: CgroupVersion;
@@ -156,24 +159,27 @@ class CgroupsV1 implements SandboxCgroups {
 
   pids(sandbox: string, exec?: string): Promise<number[]> {
     // The pids hierarchy holds every process of the sandbox (each exec joins all three).
-    return treePids(this.#dir("pids", sandbox, ...(exec ? [exec] : [])));
+    return Promise.resolve(treePidsSync(this.#dir("pids", sandbox, ...(exec ? [exec] : []))));
   }
 
   async kill(sandbox: string, exec?: string): Promise<{ survivors: number }> {
-    const names = [sandbox, ...(exec ? [exec] : [])];
-    const survivors = await killTree(this.#dir("pids", ...names));
-    await Promise.all(V1_CONTROLLERS.map((c) => removeTree(this.#dir(c, ...names))));
+    const { survivors, remove } = await this.#empty([sandbox, ...(exec ? [exec] : [])]);
+    await remove();
     return { survivors };
   }
 
   async emptyExec(sandbox: string, exec: string): Promise<EmptiedGroup> {
-    const survivors = await killTree(this.#dir("pids", sandbox, exec));
-    return {
-      survivors,
-      removed: settled(
-        Promise.all(V1_CONTROLLERS.map((c) => removeTree(this.#dir(c, sandbox, exec)))),
-      ),
+    const { survivors, remove } = await this.#empty([sandbox, exec]);
+    return { survivors, removed: settled(remove()) };
+  }
+
+  /** Kills until empty (the pids hierarchy holds every process); removal is the caller's. */
+  async #empty(names: string[]): Promise<Emptied> {
+    const survivors = await killTree(this.#dir("pids", ...names));
+    const remove = async () => {
+      await Promise.all(V1_CONTROLLERS.map((c) => removeTree(this.#dir(c, ...names))));
     };
+    return { survivors, remove };
   }
 
   async list(): Promise<string[]> {
@@ -217,24 +223,26 @@ class CgroupsV2 implements SandboxCgroups {
   }
 
   pids(sandbox: string, exec?: string): Promise<number[]> {
-    return treePids(join(this.#base, sandbox, ...(exec ? [exec] : [])));
+    return Promise.resolve(treePidsSync(join(this.#base, sandbox, ...(exec ? [exec] : []))));
   }
 
   async kill(sandbox: string, exec?: string): Promise<{ survivors: number }> {
-    const dir = join(this.#base, sandbox, ...(exec ? [exec] : []));
-    // cgroup.kill (Linux 5.14) kills the whole subtree atomically; the loop below then
-    // only confirms, and covers older kernels.
-    await writeFile(join(dir, "cgroup.kill"), "1").catch(() => {});
-    const survivors = await killTree(dir);
-    await removeTree(dir);
+    const { survivors, remove } = await this.#empty([sandbox, ...(exec ? [exec] : [])]);
+    await remove();
     return { survivors };
   }
 
   async emptyExec(sandbox: string, exec: string): Promise<EmptiedGroup> {
-    const dir = join(this.#base, sandbox, exec);
+    const { survivors, remove } = await this.#empty([sandbox, exec]);
+    return { survivors, removed: settled(remove()) };
+  }
+
+  async #empty(names: string[]): Promise<Emptied> {
+    const dir = join(this.#base, ...names);
+    // cgroup.kill (Linux 5.14) kills the whole subtree atomically; the loop below then
+    // only confirms, and covers older kernels.
     await writeFile(join(dir, "cgroup.kill"), "1").catch(() => {});
-    const survivors = await killTree(dir);
-    return { survivors, removed: settled(removeTree(dir)) };
+    return { survivors: await killTree(dir), remove: () => removeTree(dir) };
   }
 
   list(): Promise<string[]> {
@@ -274,27 +282,15 @@ async function subgroups(dir: string): Promise<string[]> {
   return entries.filter((e) => e.isDirectory()).map((e) => e.name);
 }
 
-async function treePids(dir: string): Promise<number[]> {
-  const [text, children] = await Promise.all([
-    readFile(join(dir, "cgroup.procs"), "utf8").catch(() => ""),
-    subgroups(dir),
-  ]);
-  const own = text
-    .split("\n")
-    .filter((line) => line !== "")
-    .map(Number);
-  const nested = await Promise.all(children.map((name) => treePids(join(dir, name))));
-  return [...own, ...nested.flat()];
-}
-
 /**
- * The same, read synchronously: cgroupfs files are filled by the kernel from memory (no
- * disk, no lock held across an RCU grace period), and each thread-pool round trip cost a
- * scheduling delay on a loaded host (decision 0086, as procfs in 0028). Only reads: the
- * rmdirs stay asynchronous (cgroup_mutex may be held by a join waiting for RCU).
+ * Every pid in the group and its children, read synchronously: cgroupfs files are filled
+ * by the kernel from memory (no disk, no lock held across an RCU grace period), and each
+ * thread-pool round trip cost a scheduling delay on a loaded host (decision 0086, as
+ * procfs in 0028). Only reads: the rmdirs stay asynchronous (cgroup_mutex may be held by
+ * a join waiting for RCU).
  */
 function treePidsSync(dir: string): number[] {
-  // Unreadable (gone: ENOENT) counts as empty, as in treePids().
+  // Unreadable (gone: ENOENT) counts as empty.
   const text = orElse(() => readFileSync(join(dir, "cgroup.procs"), "utf8"), "");
   const children = orElse(
     () =>

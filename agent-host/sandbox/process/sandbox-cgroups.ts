@@ -162,15 +162,12 @@ class CgroupsV1 implements SandboxCgroups {
     return Promise.resolve(treePidsSync(this.#dir("pids", sandbox, ...(exec ? [exec] : []))));
   }
 
-  async kill(sandbox: string, exec?: string): Promise<{ survivors: number }> {
-    const { survivors, remove } = await this.#empty([sandbox, ...(exec ? [exec] : [])]);
-    await remove();
-    return { survivors };
+  kill(sandbox: string, exec?: string): Promise<{ survivors: number }> {
+    return removedOnce(this.#empty([sandbox, ...(exec ? [exec] : [])]));
   }
 
-  async emptyExec(sandbox: string, exec: string): Promise<EmptiedGroup> {
-    const { survivors, remove } = await this.#empty([sandbox, exec]);
-    return { survivors, removed: settled(remove()) };
+  emptyExec(sandbox: string, exec: string): Promise<EmptiedGroup> {
+    return removedAfter(this.#empty([sandbox, exec]));
   }
 
   /** Kills until empty (the pids hierarchy holds every process); removal is the caller's. */
@@ -226,15 +223,12 @@ class CgroupsV2 implements SandboxCgroups {
     return Promise.resolve(treePidsSync(join(this.#base, sandbox, ...(exec ? [exec] : []))));
   }
 
-  async kill(sandbox: string, exec?: string): Promise<{ survivors: number }> {
-    const { survivors, remove } = await this.#empty([sandbox, ...(exec ? [exec] : [])]);
-    await remove();
-    return { survivors };
+  kill(sandbox: string, exec?: string): Promise<{ survivors: number }> {
+    return removedOnce(this.#empty([sandbox, ...(exec ? [exec] : [])]));
   }
 
-  async emptyExec(sandbox: string, exec: string): Promise<EmptiedGroup> {
-    const { survivors, remove } = await this.#empty([sandbox, exec]);
-    return { survivors, removed: settled(remove()) };
+  emptyExec(sandbox: string, exec: string): Promise<EmptiedGroup> {
+    return removedAfter(this.#empty([sandbox, exec]));
   }
 
   async #empty(names: string[]): Promise<Emptied> {
@@ -257,6 +251,19 @@ class CgroupsV2 implements SandboxCgroups {
 /** Lets the children of `parent` use the three controllers (already on: a no-op). */
 async function enableControllers(parent: string): Promise<void> {
   await writeFile(join(parent, "cgroup.subtree_control"), "+memory +pids +cpu");
+}
+
+/** kill(): the group emptied, then removed; a failed removal is the caller's error. */
+async function removedOnce(emptied: Promise<Emptied>): Promise<{ survivors: number }> {
+  const { survivors, remove } = await emptied;
+  await remove();
+  return { survivors };
+}
+
+/** emptyExec(): the group emptied; its removal goes on in `removed`, which never rejects. */
+async function removedAfter(emptied: Promise<Emptied>): Promise<EmptiedGroup> {
+  const { survivors, remove } = await emptied;
+  return { survivors, removed: settled(remove()) };
 }
 
 function settled(work: Promise<unknown>): Promise<{ error?: unknown }> {

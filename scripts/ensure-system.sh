@@ -26,7 +26,8 @@ command -v socat >/dev/null 2>&1 || want+=(socat)
 command -v rg >/dev/null 2>&1 || want+=(ripgrep)
 # Runtime Assets (infra/runtime-assets/) are built from Debian packages by mmdebstrap.
 command -v mmdebstrap >/dev/null 2>&1 || want+=(mmdebstrap)
-# The kernel-budget test (#13) builds a static C helper that opens inotify instances.
+# The kernel-budget test (#13) builds a static C helper that opens inotify instances, and
+# the process tier's exec shim is one too (scripts/build-exec-shim.sh, decision 0088).
 { command -v cc >/dev/null 2>&1 && ls /usr/lib/*-linux-gnu/libc.a >/dev/null 2>&1; } || want+=(gcc libc6-dev)
 # The metrics tests parse /metrics with Prometheus' reference parser (its Python client).
 /usr/bin/python3 -c "import prometheus_client.parser" >/dev/null 2>&1 || want+=(python3-prometheus-client)
@@ -40,6 +41,13 @@ if [ "${#want[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${want[@]}" >/dev/null
+fi
+
+# The process tier's exec shim, root's and read-only where preflight looks for it.
+if [ "$(id -u)" -eq 0 ]; then
+  bash "$root/scripts/build-exec-shim.sh"
+else
+  echo "ensure-system: the process tier's exec shim needs root: sudo bash scripts/build-exec-shim.sh" >&2
 fi
 
 docker_answers() { timeout 5 docker version >/dev/null 2>&1; }

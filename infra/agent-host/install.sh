@@ -44,6 +44,8 @@ command -v tar >/dev/null || want+=(tar)
 command -v npm >/dev/null || want+=(npm)
 # bubblewrap: the process tier, and the sandbox the Runtime Assets' probes run in.
 command -v bwrap >/dev/null || want+=(bubblewrap)
+# A C compiler and static libc for the process tier's exec shim (decision 0088).
+{ command -v cc >/dev/null && ls /usr/lib/*-linux-gnu/libc.a >/dev/null 2>&1; } || want+=(gcc libc6-dev)
 if [ "$runtime_assets" = yes ]; then
   command -v mmdebstrap >/dev/null || want+=(mmdebstrap)
 fi
@@ -75,6 +77,9 @@ tar -C "$src" \
 # Root owns the code and nobody else may change it: the service runs it as root.
 chown -R root:root "$dest"
 chmod -R go-w "$dest"
+# The process tier's exec shim (a static binary every exec's command starts from),
+# where agent-host's preflight looks for it: /usr/local/libexec/workcell/exec-shim.
+bash "$dest/scripts/build-exec-shim.sh"
 
 # 3. The Runtime Assets (mounted at /runtime in both tiers; RUNTIME_ASSETS_DIR defaults to
 # /var/lib/workcell/runtime-assets/current/tree) and their image, into this node's engine.

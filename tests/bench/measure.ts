@@ -9,6 +9,8 @@ export type MeasureOptions = {
   warmupRuns?: number;
   /** Calls of fn per timed repetition, for operations far below a millisecond. */
   batch?: number;
+  /** Awaited before each call, untimed (a state each call must start from). */
+  before?: () => Promise<unknown>;
 };
 
 /** Times fn and returns the median and p99 per call in milliseconds. */
@@ -18,9 +20,13 @@ export async function measure(
   options: MeasureOptions,
 ): Promise<Sample> {
   const batch = options.batch ?? 1;
-  for (let i = 0; i < (options.warmupRuns ?? Math.ceil(options.runs / 10)); i++) await fn();
+  for (let i = 0; i < (options.warmupRuns ?? Math.ceil(options.runs / 10)); i++) {
+    await options.before?.();
+    await fn();
+  }
   const times: number[] = [];
   for (let r = 0; r < options.runs; r++) {
+    await options.before?.();
     const start = performance.now();
     for (let i = 0; i < batch; i++) await fn();
     times.push((performance.now() - start) / batch);

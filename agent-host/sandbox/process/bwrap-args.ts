@@ -29,7 +29,19 @@ export const CHILD_FD = {
   go: 7,
   /** bwrap's whole command line, NUL-separated, written with the go-ahead (exec-trampoline.ts). */
   args: 8,
+  /**
+   * The exec's spec (cwd, environment, argv: exec-spec.ts), read by the exec shim inside
+   * the sandbox once `--block-fd` is released (decision 0088). The trampoline and bwrap
+   * pass it on untouched; the shim closes it before it execs the command.
+   */
+  spec: 9,
 } as const;
+
+/**
+ * Where the exec shim (native/exec-shim.c) is bound, read-only, in every sandbox: the
+ * command bwrap runs, which becomes the exec's command (decision 0088).
+ */
+export const EXEC_SHIM_MOUNT = "/.workcell/exec-shim";
 
 /** Host paths bound into the sandbox (each below a directory only root can write). */
 export type SandboxSources = {
@@ -48,11 +60,8 @@ export const SANDBOX_GID = 1000;
 
 export type BwrapCommand = {
   sources: SandboxSources;
-  cmd: readonly string[];
-  /** Absolute sandbox path of the cwd (the Workdir unless the exec asks otherwise). */
-  cwd: string;
-  /** The exec's own variables, already validated. */
-  env: ReadonlyArray<readonly [string, string]>;
+  /** Host path of the exec shim (root's, read-only; preflight checked it). */
+  execShim: string;
   /**
    * Sandbox path of the Workdir in the `workdir` file view (ARCHITECTURE.md §5): the
    * UserWorkspace is bound read-only and `sources.workdir` read-write on top, here.
@@ -70,14 +79,28 @@ export const BASE_ENV: ReadonlyArray<readonly [string, string]> = [
   ["TMPDIR", "/tmp"],
 ];
 
+/**
+ * The exec's whole environment as `NAME=value` strings: BASE_ENV, then the exec's own
+ * variables (which may override it). The exec shim execs the command with exactly these,
+ * plus the `PWD` bwrap itself used to set after its chdir (decision 0088).
+ */
+export function execEnvironment(env: ReadonlyArray<readonly [string, string]>): string[] {
+  const merged = new Map<string, string>(BASE_ENV);
+  for (const [name, value] of env) merged.set(name, value);
+  return [...merged].map(([name, value]) => `${name}=${value}`);
+}
+
+/**
+ * bwrap's command line for a generation's sandbox, built before its exec is known
+ * (decision 0088): everything but the exec's cwd, environment and argv, which the exec
+ * shim gets on its spec fd once agent-host releases `--block-fd`.
+ */
 export function bwrapArgs(command: BwrapCommand): string[] {
   const { workdirTarget } = command;
   const workdir = command.sources.workdir;
   if ((workdirTarget === undefined) !== (workdir === undefined)) {
     throw new Error("the workdir file view needs both the Workdir's source and its target");
   }
-  const env = new Map<string, string>(BASE_ENV);
-  for (const [name, value] of command.env) env.set(name, value);
   return [
     // Every namespace bubblewrap knows: user (the generation's own, made and pinned by
     // sandbox-userns.ts: uid 1000 maps to itself, nothing else exists, and an unused host
@@ -106,9 +129,9 @@ export function bwrapArgs(command: BwrapCommand): string[] {
     "--die-with-parent",
     // No controlling terminal shared with agent-host (TIOCSTI-style injection).
     "--new-session",
-    // An environment built from nothing: no agent-host variable reaches the sandbox.
+    // An environment built from nothing: no agent-host variable reaches the sandbox (the
+    // shim then execs the command with exactly the exec's, execEnvironment).
     "--clearenv",
-    ...[...env].flatMap(([name, value]) => ["--setenv", name, value]),
     "--seccomp",
     String(CHILD_FD.seccomp),
     "--json-status-fd",
@@ -139,14 +162,19 @@ export function bwrapArgs(command: BwrapCommand): string[] {
     "--bind",
     command.sources.tmp,
     "/tmp",
+    // The exec shim, a static binary of root's: no part of /runtime runs before the command.
+    "--ro-bind",
+    command.execShim,
+    EXEC_SHIM_MOUNT,
     // Read-only after the binds were placed inside it: the root's own names (/usr, /etc,
     // mount points) cannot be replaced by the sandbox.
     "--remount-ro",
     "/",
+    // The exec's own cwd is the shim's chdir (with bwrap's words when it fails).
     "--chdir",
-    command.cwd,
+    "/",
     "--",
-    ...command.cmd,
+    EXEC_SHIM_MOUNT,
   ];
 }
 
@@ -159,8 +187,9 @@ export function bwrapArgs(command: BwrapCommand): string[] {
  * `go` on its fd, so bwrap and everything it starts are counted and killable from the
  * start, closes that fd, reads bwrap's whole command line (NUL-separated, ending at EOF)
  * from the args fd and closes it, then becomes bwrap. No go-ahead (agent-host closed the
- * pipe) or no arguments: it exits, bwrap never runs. The command line arrives only with
- * the go-ahead, so a trampoline can be started before its exec is known (decision 0076).
+ * pipe) or no arguments: it exits, bwrap never runs. The command line names no exec, so
+ * the whole sandbox is built before its exec is known (decisions 0076, 0088); the spec fd
+ * is left open for bwrap to pass on to the exec shim.
  * bwrap sets no_new_privs itself before it makes the sandbox, and drops the bounding set
  * inside (the escape suite checks both from within). Nothing is interpolated into the
  * script: bwrap's path is its one positional argument, the rest are array elements.

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { FileView } from "../../../shared/paths/file-view.ts";
-import { startTrampoline, type Trampoline, type TrampolineDeps } from "./exec-trampoline.ts";
+import { startTrampoline, type TrampolineDeps } from "./exec-trampoline.ts";
 import type { GenerationDirs } from "./generation-dirs.ts";
+import { type PrebuiltSandbox, prebuildSandbox, stillAsVerified } from "./prebuilt-sandbox.ts";
 import { type ProcessExecDeps, trampolineEnded } from "./process-exec.ts";
 import type { SandboxCgroups } from "./sandbox-cgroups.ts";
 
@@ -13,23 +14,28 @@ export type ExecStandbyDeps = TrampolineDeps &
     runtimeDir: string;
   };
 
+/** What a generation's sandbox is built for: its labels' file view and Workdir target. */
+export type StandbyPlan = { fileView: FileView; workdirTarget?: string };
+
+type Pending = { made: Promise<PrebuiltSandbox | undefined>; stop: AbortController };
+
 /**
- * One trampoline per generation started ahead of its exec (decision 0076): spawned as the
- * generation's namespace owner and already moved into a fresh exec cgroup of that
- * generation, waiting for its go-ahead. What an exec then no longer waits for is the spawn
- * and the cgroup join (the kernel's RCU grace period, decision 0065); everything that
- * makes the sandbox (bwrap's namespaces, seccomp, mounts and their verification) is still
- * done per exec, after the go-ahead, exactly as without a standby.
+ * One pre-built sandbox per generation, ready before its exec (decisions 0076, 0088): a
+ * trampoline spawned as the generation's namespace owner, moved into a fresh exec cgroup
+ * of that generation, turned into bwrap, the sandbox built and every mount verified from
+ * the host, blocked on `--block-fd` with nothing of any exec in it. An exec then only
+ * checks the generation (inspect, fence), hands over its spec and releases it.
  *
  * A standby belongs to one generation (its container id carries the generation) and is
- * handed out once; it holds nothing of the generation but its own pipes and the user
- * namespace's descriptor, and it sits in the generation's cgroup, so a destroy from any
- * process kills it with the rest. One that died while it waited (kill -9, OOM) is dropped
- * and the exec starts a fresh trampoline. Created per driver; no module state.
+ * handed out once; it holds nothing of the generation in agent-host (the descriptors it
+ * was verified against are closed once it is), and all its processes sit in the
+ * generation's cgroup, so a destroy from any process kills it with the rest. One that died
+ * while it waited, whose sandbox is no longer blocked, or one of whose verified mounts is
+ * no longer in place, is dropped and the exec builds one on its path. Created per driver; no module state.
  */
 export class ExecStandbys {
   readonly #deps: ExecStandbyDeps;
-  readonly #ready = new Map<string, Promise<Trampoline | undefined>>();
+  readonly #ready = new Map<string, Pending>();
   /** Generations being destroyed: no standby is started for them. */
   readonly #closing = new Set<string>();
 
@@ -37,68 +43,81 @@ export class ExecStandbys {
     this.#deps = deps;
   }
 
-  /** Starts the generation's standby unless it has one or is being destroyed. */
-  replenish(containerId: string, fileView: FileView): void {
+  /**
+   * Starts building the generation's standby unless it has one or is being destroyed.
+   * Registered at once, built from the next turn of the event loop (so a caller returning
+   * a result is not held up by the spawn).
+   */
+  replenish(containerId: string, plan: StandbyPlan): void {
     if (this.#closing.has(containerId) || this.#ready.has(containerId)) return;
-    const made = this.#start(containerId, fileView).catch((error: unknown) => {
-      this.#deps.logger.warn({ container_id: containerId, err: error }, "exec standby not made");
-      return undefined;
-    });
-    this.#ready.set(containerId, made);
+    const stop = new AbortController();
+    const made = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.build(containerId, plan, stop.signal))
+      .catch((error: unknown) => {
+        if (!stop.signal.aborted) {
+          this.#deps.logger.warn(
+            { container_id: containerId, err: error },
+            "exec standby not made",
+          );
+        }
+        return undefined;
+      });
+    const pending = { made, stop };
+    this.#ready.set(containerId, pending);
     void made.then((standby) => {
       if (!standby) {
-        if (this.#ready.get(containerId) === made) this.#ready.delete(containerId);
+        if (this.#ready.get(containerId) === pending) this.#ready.delete(containerId);
         return;
       }
       // Died while waiting (killed, OOM, a destroy by another process): forgotten, and
       // its (empty) exec group removed.
-      void standby.exited.then(() => {
-        if (this.#ready.get(containerId) !== made) return;
+      void standby.trampoline.exited.then(() => {
+        if (this.#ready.get(containerId) !== pending) return;
         this.#ready.delete(containerId);
-        standby.killTree().catch(() => {});
+        standby.trampoline.killTree().catch(() => {});
       });
     });
   }
 
-  /** The generation's standby, handed out once; undefined when there is none alive. */
-  async take(containerId: string): Promise<Trampoline | undefined> {
-    const made = this.#ready.get(containerId);
-    if (!made) return undefined;
+  /** The generation's standby, handed out once; undefined when there is none usable. */
+  async take(containerId: string): Promise<PrebuiltSandbox | undefined> {
+    const pending = this.#ready.get(containerId);
+    if (!pending) return undefined;
     this.#ready.delete(containerId);
-    const standby = await made;
-    if (standby?.alive() && !isZombie(standby.child.pid)) return standby;
-    if (standby) await trampolineEnded(this.#deps, standby);
+    const standby = await pending.made;
+    if (!standby) return undefined;
+    if (
+      standby.trampoline.alive() &&
+      !isZombie(standby.trampoline.child.pid) &&
+      stillAsVerified(standby)
+    ) {
+      return standby;
+    }
+    await trampolineEnded(this.#deps, standby.trampoline);
     return undefined;
   }
 
-  /** The standby's host pid (tests: it is the only process an idle generation has). */
-  async pid(containerId: string): Promise<number | undefined> {
-    const standby = await this.#ready.get(containerId);
-    return standby?.alive() ? standby.child.pid : undefined;
-  }
-
   /**
-   * Runs `remove` with no standby of the generation left and none started meanwhile:
-   * one in the making is awaited, then killed with its exec group.
+   * A sandbox of the generation built now (a standby's build, or an exec's own when none
+   * was ready): undefined when the generation is gone. On any failure nothing is left.
    */
-  async closing<T>(containerId: string, remove: () => Promise<T>): Promise<T> {
-    this.#closing.add(containerId);
-    try {
-      const standby = await this.take(containerId);
-      if (standby) await trampolineEnded(this.#deps, standby);
-      return await remove();
-    } finally {
-      this.#closing.delete(containerId);
-    }
-  }
-
-  async #start(containerId: string, fileView: FileView): Promise<Trampoline | undefined> {
+  async build(
+    containerId: string,
+    plan: StandbyPlan,
+    stop: AbortSignal,
+  ): Promise<PrebuiltSandbox | undefined> {
     const { dirs, cgroups } = this.#deps;
     const execName = `exec-${randomBytes(6).toString("hex")}`;
-    const generation = await dirs.open(containerId, this.#deps.runtimeDir, fileView);
+    const generation = await dirs.open(containerId, this.#deps.runtimeDir, plan.fileView);
     if (!generation) return undefined;
     try {
-      const cgroupProcs = await cgroups.createExec(containerId, execName);
+      const cgroupProcs = await cgroups
+        .createExec(containerId, execName)
+        .catch((error: NodeJS.ErrnoException) => {
+          if (error.code === "ENOENT") return undefined;
+          throw error;
+        });
+      if (!cgroupProcs) return undefined;
       const trampoline = startTrampoline(this.#deps, {
         userns: generation.userns,
         cgroupProcs,
@@ -106,16 +125,53 @@ export class ExecStandbys {
         emptyTree: () => cgroups.emptyExec(containerId, execName),
       });
       try {
-        await trampoline.joined;
+        return await prebuildSandbox(
+          {
+            trampoline,
+            generation,
+            fileView: plan.fileView,
+            execShim: this.#deps.tools.execShim,
+            ...(plan.workdirTarget === undefined ? {} : { workdirTarget: plan.workdirTarget }),
+          },
+          stop,
+        );
       } catch (error) {
         await trampolineEnded(this.#deps, trampoline);
         throw error;
       }
-      return trampoline;
     } finally {
-      // The trampoline has its own copy of the namespace's descriptor; agent-host keeps
-      // none, so nothing here pins the generation's mounts.
+      // Verified (or refused): bwrap bound paths, the descriptors were only what to
+      // compare with. agent-host keeps none, so nothing here pins the generation's mounts.
       await generation.close();
+    }
+  }
+
+  /** Resolves once the generation's standby in the making is ready or given up (untimed waits). */
+  async ready(containerId: string): Promise<void> {
+    await this.#ready.get(containerId)?.made;
+  }
+
+  /** The host pids of the generation's ready standby: bwrap's parent, then its sandbox. */
+  async pids(containerId: string): Promise<number[]> {
+    const standby = await this.#ready.get(containerId)?.made;
+    const pid = standby?.trampoline.child.pid;
+    if (!standby || pid === undefined || !standby.trampoline.alive()) return [];
+    return [pid, standby.sandboxPid];
+  }
+
+  /**
+   * Runs `remove` with no standby of the generation left and none started meanwhile:
+   * one in the making is stopped, then killed with its exec group.
+   */
+  async closing<T>(containerId: string, remove: () => Promise<T>): Promise<T> {
+    this.#closing.add(containerId);
+    try {
+      this.#ready.get(containerId)?.stop.abort();
+      const standby = await this.take(containerId);
+      if (standby) await trampolineEnded(this.#deps, standby.trampoline);
+      return await remove();
+    } finally {
+      this.#closing.delete(containerId);
     }
   }
 }

@@ -9,7 +9,7 @@ import type { HostSpawner, SpawnExit } from "./host-spawner.ts";
 import type { EmptiedGroup } from "./sandbox-cgroups.ts";
 
 export type TrampolineDeps = {
-  tools: { bash: string; bwrap: string; setpriv: string };
+  tools: { bash: string; bwrap: string; setpriv: string; execShim: string };
   seccompFilter: Buffer;
   /** posix_spawn, not a fork of agent-host (decision 0083). */
   spawner: HostSpawner;
@@ -45,11 +45,11 @@ export type TrampolineChild = {
 };
 
 /**
- * An exec's first process before its go-ahead: `bash` started as the namespace's owner,
- * being put (`joined`) into the exec's cgroups, waiting to become bwrap. It
- * knows nothing of the command yet: the whole bwrap command line arrives on its args fd
- * with the go-ahead (process-exec.ts), so one can be started ahead of its exec (decision
- * 0076, exec-standby.ts) and still be born into, and stay in, its own exec cgroup.
+ * An exec's first process: `bash` started as the namespace's owner, put (`joined`) into
+ * the exec's cgroups, then given its go-ahead and bwrap's command line (which names no
+ * exec) on its args fd, when it becomes bwrap and builds the sandbox (prebuilt-sandbox.ts).
+ * So it is started ahead of its exec (decisions 0076, 0088, exec-standby.ts), born into,
+ * and staying in, its own exec cgroup; the exec itself arrives on the spec fd.
  */
 export type Trampoline = {
   readonly child: TrampolineChild;
@@ -75,7 +75,14 @@ export function startTrampoline(deps: TrampolineDeps, target: TrampolineTarget):
     ),
   ).then(() => {});
   const pipe = (i: number) => child.stdio[i] as Readable & Writable;
-  for (const fd of [0, CHILD_FD.seccomp, CHILD_FD.block, CHILD_FD.go, CHILD_FD.args]) {
+  for (const fd of [
+    0,
+    CHILD_FD.seccomp,
+    CHILD_FD.block,
+    CHILD_FD.go,
+    CHILD_FD.args,
+    CHILD_FD.spec,
+  ]) {
     pipe(fd)?.on("error", () => {});
   }
   // The filter is the same for every exec; bwrap reads it only inside the sandbox.
@@ -103,13 +110,14 @@ export function startTrampoline(deps: TrampolineDeps, target: TrampolineTarget):
 
 /** Which of the child's descriptors agent-host reads (the rest it writes). */
 const READ_FDS = new Set<number>([1, 2, CHILD_FD.status]);
-const FD_COUNT = CHILD_FD.args + 1;
+const FD_COUNT = CHILD_FD.spec + 1;
 
 /**
  * `bash` as the namespace's owner with no supplementary group (TRAMPOLINE_SCRIPT says why),
  * an empty environment, and descriptors in CHILD_FD's order: 0 stdin (always a socket: the
  * request's bytes, or closed empty), 1 stdout, 2 stderr, 3 seccomp, 4 status, 5 block,
- * 6 the user namespace, 7 go, 8 bwrap's arguments. posix_spawn cannot change uids, so
+ * 6 the user namespace, 7 go, 8 bwrap's arguments, 9 the exec's spec (for the shim,
+ * decision 0088). posix_spawn cannot change uids, so
  * util-linux's `setpriv` does that and execs bash: setresuid sets all three uids, which
  * clears every capability, as Node's `spawn` with `uid` did.
  */

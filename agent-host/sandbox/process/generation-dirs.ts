@@ -21,7 +21,7 @@ import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
 import type { SandboxSources } from "./bwrap-args.ts";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
 import type { HostMounts } from "./host-mounts.ts";
-import type { ExecMounts } from "./process-exec.ts";
+import type { ExecMounts } from "./prebuilt-sandbox.ts";
 import { createSandboxUserns } from "./sandbox-userns.ts";
 
 const run = promisify(execFile);

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { DEFAULT_FILE_VIEW } from "../../../shared/paths/file-view.ts";
 import { runtimeWorkdirPath } from "../../../shared/paths/runtime-paths.ts";
@@ -19,8 +18,8 @@ import { execEnvEntries } from "../exec-env.ts";
 import { openMountDirs } from "../open-mount-dirs.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
-import { ExecStandbys } from "./exec-standby.ts";
-import { encodeBwrapArgs, startTrampoline } from "./exec-trampoline.ts";
+import { encodeExecSpec } from "./exec-spec.ts";
+import { ExecStandbys, type StandbyPlan } from "./exec-standby.ts";
 import { GenerationDirs } from "./generation-dirs.ts";
 import type { HostMounts } from "./host-mounts.ts";
 import type { HostSpawner } from "./host-spawner.ts";
@@ -37,7 +36,7 @@ export type ProcessDriverDeps = {
   runtimeDir: string;
   cgroups: SandboxCgroups;
   /** Host tools, resolved by preflight (absolute paths). */
-  tools: { bash: string; bwrap: string; setpriv: string };
+  tools: { bash: string; bwrap: string; setpriv: string; execShim: string };
   seccompFilter: Buffer;
   /** posix_spawn for the trampolines (decision 0083). */
   spawner: HostSpawner;
@@ -103,10 +102,10 @@ export class ProcessDriver implements SandboxDriver {
       { sandbox_id: spec.sandboxId, generation: spec.generation, container_id: id },
       "process sandbox created",
     );
-    // A new generation is made for a run about to exec in it: its first trampoline's
-    // spawn and cgroup join overlap the acquire's commit and the command's lease
-    // statement instead of following them (decision 0084; 0076 started none here).
-    this.#standbys.replenish(id, labels.fileView);
+    // A new generation is made for a run about to exec in it: its first sandbox is built
+    // while the acquire commits and the command's lease statement runs instead of after
+    // them (decisions 0084, 0088).
+    this.#standbys.replenish(id, standbyPlan(labels));
     return { ok: true, container: { ...labels, containerId: id, running: true } };
   }
 
@@ -127,23 +126,19 @@ export class ProcessDriver implements SandboxDriver {
     fence?: ExecFence,
   ): Promise<ExecOutcome> {
     const env = execEnvEntries(request.env);
-    // Refused before a trampoline is spent on it (runProcessExec checks again).
-    encodeBwrapArgs(request.cmd);
-    // The generation's state, its descriptors (what every mount must be, re-opened per
-    // exec) and the trampoline started ahead of this exec (decision 0076) are independent:
-    // taken at once (decision 0086). The go-ahead still waits for the state's word.
-    const [inspected, opened, standby] = await Promise.allSettled([
+    // Refused before a sandbox is spent on it (runProcessExec encodes it again).
+    encodeExecSpec({ cmd: request.cmd, cwd: request.cwd ?? "/", env });
+    // The generation's state and its pre-built sandbox (decision 0088) are independent:
+    // taken at once. The release still waits for the state's word, then the fence's.
+    const [inspected, taken] = await Promise.allSettled([
       this.inspect(ref.containerId, signal),
-      ref.fileView === undefined
-        ? Promise.resolve(undefined)
-        : this.#dirs.open(ref.containerId, this.#deps.runtimeDir, ref.fileView),
       this.#standbys.take(ref.containerId),
     ]);
-    let generation = opened.status === "fulfilled" ? opened.value : undefined;
-    let trampoline = standby.status === "fulfilled" ? standby.value : undefined;
+    let sandbox = taken.status === "fulfilled" ? taken.value : undefined;
+    let plan: StandbyPlan | undefined;
     try {
       if (inspected.status === "rejected") throw inspected.reason;
-      if (opened.status === "rejected") throw opened.reason;
+      if (taken.status === "rejected") throw taken.reason;
       const current = inspected.value;
       if (
         !current?.running ||
@@ -152,61 +147,40 @@ export class ProcessDriver implements SandboxDriver {
       ) {
         return { ok: false, reason: "sandbox_gone" };
       }
-      if (current.fileView !== ref.fileView) {
-        // Opened for another view (or none): the container's own decides.
-        await generation?.close();
-        generation = await this.#dirs.open(
-          ref.containerId,
-          this.#deps.runtimeDir,
-          current.fileView,
-        );
+      plan = standbyPlan(current);
+      if (sandbox && sandbox.fileView !== current.fileView) {
+        // Built for another view: the container's own labels decide.
+        await trampolineEnded(this.#deps, sandbox.trampoline);
+        sandbox = undefined;
       }
-      if (!generation) return { ok: false, reason: "sandbox_gone" };
-      if (!trampoline) {
-        // None ready (the first exec of a driver, a concurrent exec, or it died): the
-        // same trampoline, started now.
-        const execName = `exec-${randomBytes(6).toString("hex")}`;
-        const cgroupProcs = await this.#deps.cgroups
-          .createExec(ref.containerId, execName)
-          .catch((error: NodeJS.ErrnoException) => {
-            if (error.code === "ENOENT") return undefined;
-            throw error;
-          });
-        if (!cgroupProcs) return { ok: false, reason: "sandbox_gone" };
-        trampoline = startTrampoline(this.#deps, {
-          userns: generation.userns,
-          cgroupProcs,
-          killTree: () => this.#deps.cgroups.kill(ref.containerId, execName),
-          emptyTree: () => this.#deps.cgroups.emptyExec(ref.containerId, execName),
-        });
-      }
-      const execTrampoline = trampoline;
-      trampoline = undefined;
-      const verified = generation;
+      // None ready (the first exec of a driver, a concurrent exec, or it died): the same
+      // sandbox, built and verified now, on this exec's path.
+      sandbox ??= await this.#standbys.build(ref.containerId, plan, signal);
+      if (!sandbox) return { ok: false, reason: "sandbox_gone" };
+      const prebuilt = sandbox;
+      sandbox = undefined;
       const outcome = await runProcessExec(
         this.#deps,
         {
-          trampoline: execTrampoline,
-          sources: generation.sources,
-          mounts: generation.handles,
+          sandbox: prebuilt,
           cwd: request.cwd ?? runtimeWorkdirPath(current.workdirPath),
           env,
-          ...(current.fileView === "workdir"
-            ? { workdirTarget: runtimeWorkdirPath(current.workdirPath) }
-            : {}),
           ...(fence ? { fence } : {}),
-          afterGoAhead: () => this.#standbys.replenish(ref.containerId, current.fileView),
-          // Closed while the command runs; the `finally` below awaits that same close.
-          afterVerified: () => void verified.close().catch(() => {}),
         },
         request,
         signal,
       );
+      if (!outcome.ok) plan = undefined;
       return outcome;
+    } catch (error) {
+      plan = undefined;
+      throw error;
     } finally {
       // A standby taken for an exec that never ran is ended (runProcessExec ends its own).
-      if (trampoline) await trampolineEnded(this.#deps, trampoline).catch(() => {});
-      await generation?.close();
+      if (sandbox) await trampolineEnded(this.#deps, sandbox.trampoline).catch(() => {});
+      // The next exec's sandbox is built once this one has returned: nothing is built
+      // beside an exec's command (decision 0088).
+      if (plan) this.#standbys.replenish(ref.containerId, plan);
     }
   }
 
@@ -240,10 +214,26 @@ export class ProcessDriver implements SandboxDriver {
     });
   }
 
-  /** The generation's idle standby trampoline, if it has one (tests, decision 0076). */
-  standbyPid(containerId: string): Promise<number | undefined> {
-    return this.#standbys.pid(containerId);
+  /**
+   * The host pids of the generation's ready standby (tests, decision 0088): bwrap's parent
+   * (the trampoline), then its sandbox's first process, blocked on `--block-fd`; empty when
+   * it has none. Waits for one in the making.
+   */
+  standbyPids(containerId: string): Promise<number[]> {
+    return this.#standbys.pids(containerId);
   }
+
+  /** Resolves once the generation's standby in the making is ready (untimed: benches, tests). */
+  standbyReady(containerId: string): Promise<void> {
+    return this.#standbys.ready(containerId);
+  }
+}
+
+/** What a generation's sandbox is built for, from its own labels. */
+function standbyPlan(labels: Pick<LabelSource, "fileView" | "workdirPath">): StandbyPlan {
+  return labels.fileView === "workdir"
+    ? { fileView: labels.fileView, workdirTarget: runtimeWorkdirPath(labels.workdirPath) }
+    : { fileView: labels.fileView };
 }
 
 export function processSandboxId(sandboxId: string, generation: number): string {

@@ -3,6 +3,7 @@ import { constants } from "node:fs";
 import { access, readFile, realpath, stat } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
+import { checkExecShim, DEFAULT_EXEC_SHIM } from "./exec-shim-check.ts";
 import { createHostMounts, type HostMounts } from "./host-mounts.ts";
 import { createHostSpawner, type HostSpawner } from "./host-spawner.ts";
 import { detectCgroups, type SandboxCgroups } from "./sandbox-cgroups.ts";
@@ -17,7 +18,8 @@ const S_ISGID = 0o2000;
 const MIN_BWRAP = [0, 8, 0] as const;
 
 export type ProcessTierParts = {
-  tools: { bash: string; bwrap: string; setpriv: string };
+  /** execShim: the static binary every exec's command starts from (decision 0088). */
+  tools: { bash: string; bwrap: string; setpriv: string; execShim: string };
   bwrapVersion: string;
   cgroups: SandboxCgroups;
   seccompFilter: Buffer;
@@ -39,6 +41,8 @@ export type ProcessPreflightInput = {
   stateDir: string;
   /** Name of the cgroup parent group of this node's process sandboxes. */
   cgroupParent: string;
+  /** The exec shim (default: where scripts/build-exec-shim.sh installs it). */
+  execShim?: string;
   /** Read the kernel's settings from here (tests point it at a fake /proc/sys). */
   procSys?: string;
 };
@@ -70,6 +74,9 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
     }
     tools[name] = found;
   }
+  const shim = await checkExecShim(input.execShim ?? DEFAULT_EXEC_SHIM);
+  if (!shim.ok) return { ready: false, missing: shim.missing };
+  tools.execShim = shim.path;
   const complete = tools as ProcessTierParts["tools"];
   const setid = await setidProblem(complete.bwrap);
   if (setid) return { ready: false, missing: setid };

@@ -62,8 +62,12 @@ tar -C "$root" \
   --exclude=./.sst --exclude=./.wrangler --exclude=./tests --exclude=./coverage \
   --exclude=./.test-results --exclude=./web/dist \
   -c . | tar -C "$work/code/src" -x --no-same-owner
+# The process tier's exec shim (decision 0088), static, built here with this host's
+# compiler (scripts/ensure-system.sh installs it); root's and 0555 in the image.
+bash "$root/scripts/build-exec-shim.sh" "$work/code/exec-shim" >/dev/null
 cat >"$work/code/Dockerfile" <<EOF
 FROM $deps
+COPY exec-shim /usr/local/libexec/workcell/exec-shim
 COPY src /opt/workcell
 WORKDIR /opt/workcell
 ENV PATH=/usr/local/bin:/usr/bin:/bin NODE_ENV=production

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { localNodeId } from "../../../infra/local/local-stack.ts";
 import { processesInCgroup } from "../../support/host-processes.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
 
 // A Docker engine that does not answer: the socket path does not exist.
@@ -76,7 +77,9 @@ describe("the local Workcell without a Docker engine", () => {
     expect(end.events).toMatch(/bash 5\./);
     expect(end.events).toMatch(/NoNewPrivs:\\t1/);
     expect(end.events).toMatch(/CapEff:\\t0{16}/);
-    // Its sandbox lives in the node's process-tier cgroup, not in a container.
+    // Its sandbox lives in the node's process-tier cgroup, not in a container: the next
+    // exec's sandbox is built there once the run's exec returned (decision 0088).
+    await pollUntil(async () => (await processesInCgroup(`workcell/${nodeId}/`)).length > 0);
     expect((await processesInCgroup(`workcell/${nodeId}/`)).length).toBeGreaterThan(0);
     const containers = await docker.listContainers({
       all: true,

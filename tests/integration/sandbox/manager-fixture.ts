@@ -100,10 +100,10 @@ export async function managerWorld(
       : {},
     async kill(containerId) {
       if (process) {
-        // A new generation starts its standby at create (decision 0084): wait until it has
-        // joined its exec group, or the kill could run between the group's mkdir and the
-        // join and leave the standby alive in a group it can no longer remove.
-        await process.driver.standbyPid(containerId);
+        // A new generation starts its standby at create (decisions 0084, 0088): wait until
+        // it is built, or the kill could run between the group's mkdir and the join and
+        // leave the standby alive in a group it can no longer remove.
+        await process.driver.standbyReady(containerId);
         await process.parts.cgroups.kill(containerId);
       } else await docker.getContainer(containerId).kill();
     },

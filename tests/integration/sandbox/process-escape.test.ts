@@ -56,12 +56,14 @@ describe("process tier: from inside a sandbox", () => {
   });
 
   /**
-   * Processes in the generation's cgroup other than the trampoline the driver keeps
-   * waiting for the next exec (decision 0076; exec-standby.test.ts covers that one).
+   * Processes in the generation's cgroup other than the sandbox the driver keeps built
+   * for the next exec (decision 0088; exec-standby.test.ts covers that one).
    */
   async function execPids(): Promise<number[]> {
-    const standby = await driver.standbyPid(ref.containerId);
-    return (await fixture.parts.cgroups.pids(ref.containerId)).filter((pid) => pid !== standby);
+    const standby = await driver.standbyPids(ref.containerId);
+    return (await fixture.parts.cgroups.pids(ref.containerId)).filter(
+      (pid) => !standby.includes(pid),
+    );
   }
 
   async function sh(

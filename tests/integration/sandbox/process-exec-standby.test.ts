@@ -4,16 +4,18 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
 import { CHILD_FD } from "../../../agent-host/sandbox/process/bwrap-args.ts";
+import { SANDBOX_PATH } from "../../../shared/paths/runtime-paths.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { processAlive, processesOfUid, zombieChildrenOf } from "../../support/host-processes.ts";
 import { pollUntil } from "../../support/poll-until.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
 
-// The trampoline a process-tier generation keeps waiting for its next exec (decision
-// 0076): it is the generation's alone (its owner uid, its cgroup, handed out once), the
-// sandboxes cannot reach it, one killed while it waits is noticed and the next exec still
-// runs, and a destroy leaves nothing of it behind.
+// The sandbox a process-tier generation keeps built for its next exec (decisions 0076,
+// 0088): it is the generation's alone (its owner uid, its cgroup, handed out once), runs
+// nothing of any exec until one releases it, the sandboxes cannot reach it, one killed
+// while it waits is noticed and the next exec still runs, and a destroy leaves nothing of
+// it behind.
 
 const signal = () => AbortSignal.timeout(60_000);
 /** SIGPIPE (13) in /proc/<pid>/status's signal masks. */
@@ -61,48 +63,114 @@ describe("process tier: the exec standby", () => {
   };
   const owner = async (ref: ContainerRef) =>
     Number(await readFile(join(fixture.stateDir, ref.containerId, "userns-owner"), "utf8"));
-  const standby = async (ref: ContainerRef) => {
-    const pid = await fixture.driver.standbyPid(ref.containerId);
-    if (pid === undefined) throw new Error(`${ref.containerId} has no standby`);
-    return pid;
+  /** The standby's processes: bwrap's parent (the trampoline) and its blocked sandbox. */
+  const standbyPids = async (ref: ContainerRef) => {
+    const [pid, sandboxPid] = await fixture.driver.standbyPids(ref.containerId);
+    if (pid === undefined || sandboxPid === undefined) {
+      throw new Error(`${ref.containerId} has no standby`);
+    }
+    return { pid, sandboxPid };
   };
+  const standby = async (ref: ContainerRef) => (await standbyPids(ref)).pid;
+  const sorted = (pids: number[]) => [...pids].sort((x, y) => x - y);
 
-  it("is the generation's own: its owner uid, an exec group of its cgroup, waiting for its go-ahead", async () => {
+  it("is the generation's own: its owner uid, an exec group of its cgroup, blocked before any exec", async () => {
     await sh(a, "true");
     await sh(b, "true");
-    const [pidA, pidB] = [await standby(a), await standby(b)];
-    expect(pidA).not.toBe(pidB);
-    for (const [pid, ref, other] of [
+    const [pidA, pidB] = [await standbyPids(a), await standbyPids(b)];
+    expect(pidA.pid).not.toBe(pidB.pid);
+    const bwrap = await realpath(fixture.parts.tools.bwrap);
+    for (const [{ pid, sandboxPid }, ref, other] of [
       [pidA, a, b],
       [pidB, b, a],
     ] as const) {
+      // bwrap's parent runs as the namespace's owner with no capability.
       const status = await readFile(`/proc/${pid}/status`, "utf8");
       expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe(String(await owner(ref)));
       expect(/^CapEff:\s+(\S+)/m.exec(status)?.[1]).toBe("0000000000000000");
-      expect(await readlink(`/proc/${pid}/exe`)).toBe(await realpath(fixture.parts.tools.bash));
-      // Every hierarchy it is in (v1: memory, pids, cpu; v2: the one) is an exec group of
-      // its own generation, below the tier's parent, and none of the other's.
-      const groups = (await readFile(`/proc/${pid}/cgroup`, "utf8"))
-        .split("\n")
-        .filter((line) => line.includes(fixture.cgroupParent));
-      expect(groups.length).toBeGreaterThan(0);
-      for (const line of groups) {
-        expect(line).toMatch(
-          new RegExp(`/${fixture.cgroupParent}/${ref.containerId}/exec-[0-9a-f]+$`),
-        );
-        expect(line).not.toContain(other.containerId);
+      for (const p of [pid, sandboxPid]) {
+        // Every process of it is still bwrap: not the shim, not a command.
+        expect(await readlink(`/proc/${p}/exe`)).toBe(bwrap);
+        // Every hierarchy it is in (v1: memory, pids, cpu; v2: the one) is an exec group
+        // of its own generation, below the tier's parent, and none of the other's.
+        const groups = (await readFile(`/proc/${p}/cgroup`, "utf8"))
+          .split("\n")
+          .filter((line) => line.includes(fixture.cgroupParent));
+        expect(groups.length).toBeGreaterThan(0);
+        for (const line of groups) {
+          expect(line).toMatch(
+            new RegExp(`/${fixture.cgroupParent}/${ref.containerId}/exec-[0-9a-f]+$`),
+          );
+          expect(line).not.toContain(other.containerId);
+        }
       }
-      // Blocked reading its go-ahead pipe: it has not become bwrap. bash may still be on
-      // its way to that read (the exec it followed can end first): waited for.
-      const readSyscall = String(process.arch === "arm64" ? 63 : 0);
-      const syscall = async () => (await readFile(`/proc/${pid}/syscall`, "utf8")).split(" ");
-      await pollUntil(async () => (await syscall())[0] === readSyscall);
-      const [number, fdHex] = await syscall();
-      expect(number).toBe(readSyscall);
-      expect(await readlink(`/proc/${pid}/fd/${Number.parseInt(fdHex ?? "", 16)}`)).toBe(
-        await readlink(`/proc/${pid}/fd/${CHILD_FD.go}`),
+      // The sandbox is blocked reading bwrap's block fd: the mounts are made, nothing runs.
+      const [number, fdHex] = (await readFile(`/proc/${sandboxPid}/syscall`, "utf8")).split(" ");
+      expect(number).toBe(String(process.arch === "arm64" ? 63 : 0));
+      expect(Number.parseInt(fdHex ?? "", 16)).toBe(CHILD_FD.block);
+      // And those two are all the generation runs while it waits.
+      expect(sorted(await fixture.parts.cgroups.pids(ref.containerId))).toEqual(
+        sorted([pid, sandboxPid]),
       );
     }
+  });
+
+  it("runs nothing of an exec until one releases it, and then exactly that exec", async () => {
+    const { sandboxPid } = await standbyPids(a);
+    // No exec was asked for: the shim has not even started, and no marker exists.
+    expect(await readlink(`/proc/${sandboxPid}/exe`)).toBe(
+      await realpath(fixture.parts.tools.bwrap),
+    );
+    const workdir = join(dataRoot.path, "users");
+    expect(await findFile(workdir, "released-once")).toBe(false);
+    const r = await sh(a, "echo $$ > released-once; echo $$");
+    // The command is the sandbox's PID 1 (the shim exec'd it, as bwrap did before).
+    expect(r.out).toBe("1\n");
+    expect(await findFile(workdir, "released-once")).toBe(true);
+    expect(await processAlive(sandboxPid)).toBe(false);
+  });
+
+  it("gives the command exactly the exec's environment", async () => {
+    const r = await fixture.driver.exec(
+      a,
+      { cmd: ["env", "-0"], env: { FOO: "bar baz", HOME: "/tmp/h" }, cwd: "/tmp" },
+      signal(),
+    );
+    if (!r.ok) throw new Error(`exec refused: ${r.reason}`);
+    const got = r.result.stdout.bytes.toString().split("\0").filter(Boolean).sort();
+    expect(got).toEqual(
+      [
+        `PATH=${SANDBOX_PATH}`,
+        "HOME=/tmp/h",
+        "USER=gem",
+        "LOGNAME=gem",
+        "LANG=C.UTF-8",
+        "TMPDIR=/tmp",
+        "FOO=bar baz",
+        "PWD=/tmp",
+      ].sort(),
+    );
+  });
+
+  it("fails a missing or refused cwd, and a missing command, with bwrap's own error, running nothing", async () => {
+    await sh(a, "mkdir -p /tmp/locked && chmod 000 /tmp/locked");
+    const cases: Array<[{ cwd?: string; cmd?: string[] }, string]> = [
+      [{ cwd: "/no/such/dir" }, "bwrap: Can't chdir to /no/such/dir: No such file or directory\n"],
+      [{ cwd: "/tmp/locked" }, "bwrap: Can't chdir to /tmp/locked: Permission denied\n"],
+      [{ cmd: ["no-such-command"] }, "bwrap: execvp no-such-command: No such file or directory\n"],
+    ];
+    for (const [request, message] of cases) {
+      const out = await fixture.driver.exec(
+        a,
+        { cmd: ["sh", "-c", "echo ran > cwd-ran"], ...request },
+        signal(),
+      );
+      if (!out.ok) throw new Error(`exec refused: ${out.reason}`);
+      expect([out.result.status, out.result.exitCode]).toEqual(["exited", 1]);
+      expect(out.result.stderr.bytes.toString()).toBe(message);
+    }
+    expect(await findFile(join(dataRoot.path, "users"), "cwd-ran")).toBe(false);
+    expect(await findFile(join(fixture.stateDir, a.containerId), "cwd-ran")).toBe(false);
   });
 
   it("cannot be seen or signalled from inside a sandbox, its own generation's or another's", async () => {
@@ -140,10 +208,12 @@ describe("process tier: the exec standby", () => {
     expect([r.status, r.exitCode, r.out]).toEqual(["exited", 0, "still-here\n"]);
     // One exec group is left in the generation: the new standby's (the killed one's and
     // the exec's were removed).
-    const fresh = await standby(a);
-    expect(fresh).not.toBe(pidA);
+    const fresh = await standbyPids(a);
+    expect(fresh.pid).not.toBe(pidA);
     await pollUntil(async () => (await execGroups(a)).length === 1);
-    expect(await fixture.parts.cgroups.pids(a.containerId)).toEqual([fresh]);
+    expect(sorted(await fixture.parts.cgroups.pids(a.containerId))).toEqual(
+      sorted([fresh.pid, fresh.sandboxPid]),
+    );
   });
 
   it("refuses a NUL in an argument or variable: no bwrap option can be smuggled into its command line", async () => {
@@ -172,12 +242,33 @@ describe("process tier: the exec standby", () => {
     expect(await processAlive(pid)).toBe(false);
     expect(await processesOfUid(uid)).toEqual([]);
     expect(await fixture.parts.cgroups.list()).not.toContain(c.containerId);
-    expect(await fixture.driver.standbyPid(c.containerId)).toBeUndefined();
+    expect(await fixture.driver.standbyPids(c.containerId)).toEqual([]);
     expect(await fixture.driver.exec(c, { cmd: ["true"] }, signal())).toEqual({
       ok: false,
       reason: "sandbox_gone",
     });
     expect(await processesOfUid(uid)).toEqual([]);
+  });
+
+  it("killed with its generation by another process's destroy: gone, and it never runs a command", async () => {
+    const g = await create("stby00000007", "hal");
+    const { pid, sandboxPid } = await standbyPids(g);
+    const uid = await owner(g);
+    // What a destroy from another agent-host process does first: the generation's cgroup
+    // killed (the standby is in it), whatever this driver holds.
+    await fixture.parts.cgroups.kill(g.containerId);
+    expect(await processAlive(pid)).toBe(false);
+    expect(await processAlive(sandboxPid)).toBe(false);
+    const out = await fixture.driver.exec(
+      g,
+      { cmd: ["sh", "-c", "echo ran > gone-ran"] },
+      signal(),
+    );
+    expect(out).toEqual({ ok: false, reason: "sandbox_gone" });
+    expect(await findFile(join(dataRoot.path, "users"), "gone-ran")).toBe(false);
+    expect(await processesOfUid(uid)).toEqual([]);
+    expect(await fixture.driver.standbyPids(g.containerId)).toEqual([]);
+    expect(await fixture.driver.destroy(g, signal())).toEqual({ ok: true, existed: true });
   });
 
   it("is started with every signal at its default and none blocked, and leaves no zombie", async () => {
@@ -209,8 +300,11 @@ describe("process tier: the exec standby", () => {
 
   it("waits from the create on (decision 0084): the first exec takes it, and a destroy without any exec leaves nothing", async () => {
     const f = await create("stby00000005", "fay");
-    const first = await standby(f);
-    expect(await fixture.parts.cgroups.pids(f.containerId)).toEqual([first]);
+    const firstPids = await standbyPids(f);
+    const first = firstPids.pid;
+    expect(sorted(await fixture.parts.cgroups.pids(f.containerId))).toEqual(
+      sorted([first, firstPids.sandboxPid]),
+    );
     const r = await sh(f, "echo first");
     expect(r.out).toBe("first\n");
     expect(await processAlive(first)).toBe(false);
@@ -223,7 +317,7 @@ describe("process tier: the exec standby", () => {
     expect(await processAlive(idle)).toBe(false);
     expect(await processesOfUid(uid)).toEqual([]);
     expect(await fixture.parts.cgroups.list()).not.toContain(e.containerId);
-    expect(await fixture.driver.standbyPid(e.containerId)).toBeUndefined();
+    expect(await fixture.driver.standbyPids(e.containerId)).toEqual([]);
   });
 
   /** Exec groups of a generation, from the pids hierarchy (v1) or the unified one (v2). */

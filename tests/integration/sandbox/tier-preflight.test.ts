@@ -1,9 +1,20 @@
 import { randomUUID } from "node:crypto";
-import { chmod, copyFile, mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  copyFile,
+  mkdir,
+  mkdtemp,
+  readdir,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
+import { DEFAULT_EXEC_SHIM } from "../../../agent-host/sandbox/process/exec-shim-check.ts";
 import { processPreflight } from "../../../agent-host/sandbox/process/process-preflight.ts";
 import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { createDb } from "../../../shared/db/client.ts";
@@ -51,6 +62,48 @@ describe("process tier preflight", () => {
       await expect(stat(stateDir)).rejects.toMatchObject({ code: "ENOENT" });
     } finally {
       await rm(bin, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses an exec shim that is missing, not root's, writable, or below a directory others can write, and creates no state", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "workcell-shim-"));
+    const stateDir = join(dir, "state");
+    try {
+      await chmod(dir, 0o755);
+      const shim = join(dir, "exec-shim");
+      const preflight = (execShim: string) =>
+        processPreflight({ stateDir, cgroupParent: "workcell-test/preflight-shim", execShim });
+      const refused = async (execShim: string, why: RegExp) => {
+        const found = await preflight(execShim);
+        expect(found.ready).toBe(false);
+        expect(!found.ready && found.missing).toMatch(why);
+        await expect(stat(stateDir)).rejects.toMatchObject({ code: "ENOENT" });
+      };
+      await refused(shim, /exec shim .* is missing: build it with scripts\/build-exec-shim\.sh/);
+      await copyFile(DEFAULT_EXEC_SHIM, shim);
+      await chmod(shim, 0o755);
+      await chown(shim, 1000, 1000);
+      await refused(shim, /must be root's and read-only to others \(it is uid 1000/);
+      await chown(shim, 0, 0);
+      await chmod(shim, 0o777);
+      await refused(shim, /must be root's and read-only to others/);
+      await chmod(shim, 0o555);
+      // A directory another user can write: it could swap the binary every exec starts from.
+      const open = join(dir, "open");
+      await mkdir(open, { mode: 0o755 });
+      await chmod(open, 0o777);
+      await copyFile(shim, join(open, "exec-shim"));
+      await chmod(join(open, "exec-shim"), 0o555);
+      await refused(
+        join(open, "exec-shim"),
+        /below .*open, which someone other than root can write/,
+      );
+      // The control: the same binary, root's and read-only, in root's directory.
+      const found = await preflight(shim);
+      expect(found.ready && found.parts.tools.execShim).toBe(shim);
+      if (found.ready) await found.parts.cgroups.removeParent();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { localNodeId } from "../../../infra/local/local-stack.ts";
 import { processesInCgroup } from "../../support/host-processes.ts";
-import { pollUntil } from "../../support/poll-until.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 
 // A Docker engine that does not answer: the socket path does not exist.
 const NO_DOCKER = "unix:///nonexistent-workcell-test/docker.sock";

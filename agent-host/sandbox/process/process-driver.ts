@@ -14,6 +14,7 @@ import type {
   SandboxDriver,
   SandboxSpec,
 } from "../driver.ts";
+import { startExecCapture } from "../exec-capture.ts";
 import { execEnvEntries } from "../exec-env.ts";
 import { openMountDirs } from "../open-mount-dirs.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
@@ -155,7 +156,20 @@ export class ProcessDriver implements SandboxDriver {
       }
       // None ready (the first exec of a driver, a concurrent exec, or it died): the same
       // sandbox, built and verified now, on this exec's path.
-      sandbox ??= await this.#standbys.build(ref.containerId, plan, signal);
+      if (!sandbox) {
+        // Bounded like the exec itself, and cancelled with it: a build that hangs (a join
+        // stuck in the kernel) ends as the exec would have, with nothing run.
+        const { timeoutMs, finish } = startExecCapture(this.#deps.config, request);
+        const stop = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+        const built = await this.#standbys
+          .build(ref.containerId, plan, stop)
+          .catch((error: unknown) => {
+            if (stop.aborted) return "stopped" as const;
+            throw error;
+          });
+        if (built === "stopped") return finish(signal.aborted ? "cancelled" : "timed_out", null);
+        sandbox = built;
+      }
       if (!sandbox) return { ok: false, reason: "sandbox_gone" };
       const prebuilt = sandbox;
       sandbox = undefined;

@@ -32,6 +32,24 @@ export async function startWranglerDev(p: {
       .map(([k, v]) => `${k}='${v}'`)
       .join("\n"),
   );
+  // freePort() finds ports free now; another test file's server can bind one before
+  // workerd does (wrangler then exits with "Address already in use"). Fresh ports then.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(envFile, p.scratch, p.logLevel);
+    } catch (error) {
+      if (attempt >= START_ATTEMPTS || !/Address already in use/.test(String(error))) throw error;
+    }
+  }
+}
+
+const START_ATTEMPTS = 3;
+
+async function startOnce(
+  envFile: string,
+  scratch: string,
+  logLevel: "warn" | "info",
+): Promise<ServerProcess> {
   const port = await freePort();
   return startServerProcess({
     command: WRANGLER,
@@ -49,14 +67,14 @@ export async function startWranglerDev(p: {
       "--env-file",
       envFile,
       "--persist-to",
-      join(p.scratch, "state"),
+      join(scratch, "state"),
       "--test-scheduled",
       "--show-interactive-dev-session=false",
       "--log-level",
-      p.logLevel,
+      logLevel,
     ],
     env: WRANGLER_ENV,
-    cwd: p.scratch,
+    cwd: scratch,
     url: `http://127.0.0.1:${port}`,
     readyPath: "/openapi.json",
     readyTimeoutMs: 90_000,

@@ -1,9 +1,13 @@
-import { and, eq, type SQL, sql } from "drizzle-orm";
+import { and, eq, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { withDeadline } from "../../shared/async/with-deadline.ts";
 import type { AgentOptions } from "../../shared/contracts/run.ts";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
-import { executePreparedRows } from "../../shared/db/execute-prepared-rows.ts";
+import {
+  executePreparedStatement,
+  type PreparedStatement,
+  prepareStatement,
+} from "../../shared/db/execute-prepared-rows.ts";
 import { executeRows } from "../../shared/db/execute-rows.ts";
 import { uniqueViolationConstraint } from "../../shared/db/pg-error.ts";
 import {
@@ -76,8 +80,13 @@ export type SubmitRunDeps = {
  * `dispatched_at` is older than its re-dispatch threshold. A committed run is never lost.
  */
 export async function submitRun(deps: SubmitRunDeps, p: SubmitRunInput): Promise<SubmittedRun> {
-  const hash = requestHash({ target: p.target, input: p.input, agent: p.agent ?? null });
-  if (p.idempotencyKey !== undefined) {
+  // Only a request with a key can be replayed, so only then is its body hashed (a
+  // request without one stores NULL, requests_hash_check).
+  const hash =
+    p.idempotencyKey === undefined
+      ? null
+      : requestHash({ target: p.target, input: p.input, agent: p.agent ?? null });
+  if (p.idempotencyKey !== undefined && hash !== null) {
     const earlier = await findByIdempotencyKey(deps.db, p, p.idempotencyKey, hash);
     if (earlier !== undefined) return earlier;
   }
@@ -93,6 +102,7 @@ export async function submitRun(deps: SubmitRunDeps, p: SubmitRunInput): Promise
     // index entry); everything we wrote is rolled back. Answer with its run.
     if (
       p.idempotencyKey !== undefined &&
+      hash !== null &&
       uniqueViolationConstraint(error) === IDEMPOTENCY_CONSTRAINT
     ) {
       const earlier = await findByIdempotencyKey(deps.db, p, p.idempotencyKey, hash);
@@ -123,11 +133,11 @@ async function insertRunInThread(
   deps: SubmitRunDeps,
   p: SubmitRunInput,
   threadId: string,
-  hash: string,
+  hash: string | null,
 ): Promise<SubmittedRun> {
-  const thread = sql`select thread_id, root_thread_id from ${conversations}
-    where thread_id = ${threadId} and uid = ${p.uid} and status = 'active' for share`;
-  const run = await insertMessageRequestRun(deps.db, p, thread, hash, maxQueuedOf(deps));
+  const run = await insertMessageRequestRun(deps.db, SUBMIT_IN_THREAD, p, hash, maxQueuedOf(deps), {
+    threadId,
+  });
   if (run === undefined) {
     // Rare: only now is it worth a second query to tell the two refusals apart.
     await refuseIfQueueFull(deps, deps.db, p.uid);
@@ -141,15 +151,24 @@ async function insertRunInNewThread(
   deps: SubmitRunDeps,
   p: SubmitRunInput,
   target: Extract<RunTarget, { kind: "new_thread" }>,
-  hash: string,
+  hash: string | null,
 ): Promise<SubmittedRun> {
   return deps.db.transaction(async (tx) => {
     const created = await createThreadIn(tx, p.uid, {
       project_id: target.projectId,
       title: target.title,
     });
-    const thread = sql`select ${created.thread.threadId}::uuid as thread_id, ${created.thread.rootThreadId}::uuid as root_thread_id`;
-    const run = await insertMessageRequestRun(tx, p, thread, hash, maxQueuedOf(deps));
+    const run = await insertMessageRequestRun(
+      tx,
+      SUBMIT_IN_NEW_THREAD,
+      p,
+      hash,
+      maxQueuedOf(deps),
+      {
+        threadId: created.thread.threadId,
+        rootThreadId: created.thread.rootThreadId,
+      },
+    );
     if (run === undefined) {
       // Throwing rolls the new thread (and implicit project) back with the refusal.
       await refuseIfQueueFull(deps, tx, p.uid);
@@ -159,51 +178,82 @@ async function insertRunInNewThread(
   });
 }
 
+/** A named parameter of the submission statement, filled per call. */
+const value = (name: string) => sql.placeholder(name);
+
 /**
  * message → request → run for the one thread `threadSelect` yields (`thread_id`,
- * `root_thread_id`); undefined when it yields none or the uid already has `maxQueued`
- * pending root runs (counted in the same statement, at most `maxQueued` index entries
- * read). The runtime scope is the root thread.
+ * `root_thread_id`); no row when it yields none or the uid already has `max_queued`
+ * pending root runs (counted in the same statement, at most `max_queued` index entries
+ * read). The runtime scope is the root thread. Rendered once per thread select (its text
+ * is fixed): each connection parses and plans it once and runs it in one round trip, and
+ * no request renders it again (docs/decisions/0087, 0089).
  */
-async function insertMessageRequestRun(
-  db: DbOrTransaction,
-  p: SubmitRunInput,
-  threadSelect: SQL,
-  hash: string,
-  maxQueued: number,
-): Promise<AgentRun | undefined> {
-  // Prepared: the statement's text is fixed (the thread select is one of two fixed texts),
-  // so each connection parses and plans it once and runs it in one round trip.
-  const [raw] = await executePreparedRows<Record<string, unknown>>(
-    db,
-    "submit_run",
+function submitStatement(name: string, threadSelect: SQL): PreparedStatement {
+  return prepareStatement(
+    name,
     sql`with candidate as (${threadSelect}),
       thread as (
         select candidate.* from candidate
-        where ${queuedRuns(p.uid, maxQueued)} < ${maxQueued}::int
+        where ${queuedRuns(value("uid"), value("max_queued"))} < ${value("max_queued")}::int
       ),
       message as (
         insert into ${messages} (uid, thread_id, role, content)
-        select ${p.uid}, thread.thread_id, 'user', ${p.input} from thread
+        select ${value("uid")}, thread.thread_id, 'user', ${value("input")} from thread
         returning id, thread_id, content
       ),
       request as (
         insert into ${requests} (uid, thread_id, message_id, idempotency_key, request_hash)
-        select ${p.uid}, message.thread_id, message.id, ${p.idempotencyKey ?? null}, ${hash} from message
+        select ${value("uid")}, message.thread_id, message.id, ${value("idempotency_key")}::text, ${value("request_hash")}::text from message
         returning id, thread_id
       )
     insert into ${agentRuns} (uid, thread_id, request_id, runtime_scope_id, input, agent, dispatched_at, trace_context, origin_request_id)
-    select ${p.uid}, request.thread_id, request.id, thread.root_thread_id,
+    select ${value("uid")}, request.thread_id, request.id, thread.root_thread_id,
       -- The input travels once: the run's copy comes from the message row.
       message.content,
-      ${JSON.stringify(p.agent ?? {})}::jsonb,
+      ${value("agent")}::jsonb,
       -- The database clock, like the sweeper's comparison: app and DB clocks may differ.
       now(),
-      ${traceContextOf(p)}::jsonb,
-      ${p.originRequestId ?? null}::text
+      ${value("trace_context")}::jsonb,
+      ${value("origin_request_id")}::text
     from request cross join thread cross join message
     returning *`,
   );
+}
+
+/** An existing thread: a FOR SHARE lock of it, if active and the uid's. Exported for its plan test. */
+export const SUBMIT_IN_THREAD = submitStatement(
+  "submit_run",
+  sql`select thread_id, root_thread_id from ${conversations}
+    where thread_id = ${value("thread_id")} and uid = ${value("uid")} and status = 'active' for share`,
+);
+
+/** A thread created in the same transaction. */
+const SUBMIT_IN_NEW_THREAD = submitStatement(
+  "submit_run_new_thread",
+  sql`select ${value("thread_id")}::uuid as thread_id, ${value("root_thread_id")}::uuid as root_thread_id`,
+);
+
+async function insertMessageRequestRun(
+  db: DbOrTransaction,
+  statement: PreparedStatement,
+  p: SubmitRunInput,
+  hash: string | null,
+  maxQueued: number,
+  thread: { readonly threadId: string; readonly rootThreadId?: string },
+): Promise<AgentRun | undefined> {
+  const [raw] = await executePreparedStatement<Record<string, unknown>>(db, statement, {
+    uid: p.uid,
+    thread_id: thread.threadId,
+    root_thread_id: thread.rootThreadId,
+    max_queued: maxQueued,
+    input: p.input,
+    idempotency_key: p.idempotencyKey ?? null,
+    request_hash: hash,
+    agent: JSON.stringify(p.agent ?? {}),
+    trace_context: traceContextOf(p),
+    origin_request_id: p.originRequestId ?? null,
+  });
   return raw === undefined ? undefined : tableRow(agentRuns, raw);
 }
 
@@ -216,7 +266,7 @@ function traceContextOf(p: SubmitRunInput): string | null {
 }
 
 /** Pending root runs of `uid`, counted up to `max` (enough to compare with it). */
-function queuedRuns(uid: string, max: number): SQL {
+function queuedRuns(uid: SQLWrapper | string, max: SQLWrapper | number): SQL {
   return sql`(select count(*) from (select 1 from ${agentRuns}
     where uid = ${uid} and status = 'pending' and parent_run_id is null
     limit ${max}::int) queued)`;

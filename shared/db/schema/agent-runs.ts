@@ -120,8 +120,15 @@ export const agentRuns = pgTable(
       "agent_runs_running_check",
       sql`${t.status} <> 'running' or (${t.ownerNode} is not null and ${t.leaseExpiresAt} is not null and ${t.startedAt} is not null)`,
     ),
-    // Sweeper: pending runs, oldest first.
-    index("agent_runs_pending_idx").on(t.status, t.createdAt).where(sql`${t.status} = 'pending'`),
+    // Sweeper: pending root runs not parked for a fair slot, oldest first. Exactly the
+    // sweeper's conditions, so no per-uid query can pick it: with statistics taken while
+    // nothing was pending, a generic plan of the submission's queued-runs count scanned
+    // this index across every uid instead of the uid's own (docs/decisions/0089).
+    index("agent_runs_pending_idx")
+      .on(t.status, t.createdAt)
+      .where(
+        sql`${t.status} = 'pending' and ${t.parentRunId} is null and ${t.waitingSince} is null`,
+      ),
     // Fair share: each uid's oldest waiting run, and its queued runs at submission.
     index("agent_runs_pending_uid_idx").on(t.uid, t.createdAt).where(sql`${t.status} = 'pending'`),
     // Lease recovery: running runs whose lease expired.

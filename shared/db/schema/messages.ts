@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import type { PgTableExtraConfigValue } from "drizzle-orm/pg-core";
 import { foreignKey, index, pgTable, text, unique, uuid } from "drizzle-orm/pg-core";
 import { agentRuns } from "./agent-runs.ts";
@@ -38,7 +39,9 @@ export const messages = pgTable(
     }),
     enumCheck("messages_role_check", t.role, MESSAGE_ROLES),
     index("messages_thread_created_idx").on(t.threadId, t.createdAt, t.id),
-    index("messages_run_idx").on(t.runId),
+    // Partial: a run's own messages only. The user message that starts a run has no run_id
+    // and is never looked up by it, so a submission adds no entry here (0089).
+    index("messages_run_idx").on(t.runId).where(sql`${t.runId} is not null`),
   ],
 );
 

@@ -3,11 +3,20 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createPgliteDb } from "../../../infra/db/create-pglite-db.ts";
 import { createDb } from "../../../shared/db/client.ts";
-import { executePreparedRows } from "../../../shared/db/execute-prepared-rows.ts";
+import {
+  executePreparedRows,
+  executePreparedStatement,
+  prepareStatement,
+} from "../../../shared/db/execute-prepared-rows.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
 
 const query = (n: number, s: string) => sql`select ${n}::int as n, ${s}::text as s`;
+/** The same statement rendered once, its values named. */
+const rendered = prepareStatement(
+  "probe",
+  sql`select ${sql.placeholder("n")}::int as n, ${sql.placeholder("s")}::text as s`,
+);
 /** The statement's text as PostgreSQL holds it once prepared. */
 const TEXT = "select $1::int as n, $2::text as s";
 
@@ -35,6 +44,19 @@ describe("executePreparedRows on postgres.js", () => {
     expect(await executePreparedRows(db, "probe", query(3, "c"))).toEqual([{ n: 3, s: "c" }]);
     // Parsed once, reused by the second call with other parameters.
     expect((await prepared())[0]?.n).toBe(1);
+  });
+
+  test("a statement rendered once runs with each call's values, on the same named statement", async () => {
+    const db = createDb(database.sql);
+    expect(await executePreparedStatement(db, rendered, { n: 8, s: "h" })).toEqual([
+      { n: 8, s: "h" },
+    ]);
+    expect(await executePreparedStatement(db, rendered, { n: 9, s: "i" })).toEqual([
+      { n: 9, s: "i" },
+    ]);
+    expect((await prepared())[0]?.n).toBe(1);
+    // A value left out fails before anything reaches the database.
+    await expect(executePreparedStatement(db, rendered, { n: 10 })).rejects.toThrow(/s/);
   });
 
   test("runs inside a transaction, which sees its own writes", async () => {
@@ -67,6 +89,9 @@ describe("executePreparedRows on PGlite (the local mode)", () => {
     expect(await executePreparedRows(db, "probe", query(4, "d"))).toEqual([{ n: 4, s: "d" }]);
     expect(await executePreparedRows(db, "probe", query(5, "e"))).toEqual(
       await executeRows(db, query(5, "e")),
+    );
+    expect(await executePreparedStatement(db, rendered, { n: 6, s: "f" })).toEqual(
+      await executeRows(db, query(6, "f")),
     );
   });
 });

@@ -180,6 +180,33 @@ describe("Idempotency-Key on run submission", () => {
     expect(await h.drainDispatches()).toEqual([first.run_id]);
   });
 
+  test("only a keyed submission stores its body's hash (nothing to compare without a key)", async () => {
+    await h.drainDispatches();
+    const thread = await newThread();
+    const path = `/v1/threads/${thread.thread_id}/runs`;
+    const keyed = await jsonOf<Run>(
+      await h.call("POST", path, {
+        body: { input: "keyed" },
+        headers: { "idempotency-key": crypto.randomUUID() },
+      }),
+    );
+    const plain = await jsonOf<Run>(await h.call("POST", path, { body: { input: "keyed" } }));
+    const hashed = await h.database.sql<{ run_id: string; hashed: boolean }[]>`
+      select r.run_id, q.request_hash is not null as hashed
+      from agent_runs r join requests q on q.id = r.request_id
+      where r.run_id in (${keyed.run_id}, ${plain.run_id})`;
+    expect(Object.fromEntries(hashed.map((row) => [row.run_id, row.hashed]))).toEqual({
+      [keyed.run_id]: true,
+      [plain.run_id]: false,
+    });
+    // The same body again without a key is a new run, never a replay of either.
+    const second = await jsonOf<Run>(await h.call("POST", path, { body: { input: "keyed" } }));
+    expect(new Set([keyed.run_id, plain.run_id, second.run_id]).size).toBe(3);
+    expect((await h.drainDispatches()).sort()).toEqual(
+      [keyed.run_id, plain.run_id, second.run_id].sort(),
+    );
+  });
+
   test("50 concurrent submissions with one key create exactly one run (and one thread and project)", async () => {
     await h.drainDispatches();
     const before = await counts();

@@ -62,6 +62,30 @@ export function defineResourceConstraintTests(getDb: () => Db): void {
     );
   });
 
+  test("a request lies in its message's thread and uid (no separate link to the thread)", async () => {
+    const db = getDb();
+    const { uid, thread, message } = await seedRun(db);
+    const other = await seedRun(db);
+    const base = { uid, threadId: thread.threadId, messageId: message.id, requestHash: "h" };
+    const refused = [
+      // Another uid's thread, with that uid: the message is not in it.
+      { ...base, uid: other.uid, threadId: other.thread.threadId },
+      // The uid's message, named with another uid's thread.
+      { ...base, threadId: other.thread.threadId },
+      // A thread that does not exist at all.
+      { ...base, threadId: randomUUID() },
+    ];
+    for (const row of refused) {
+      await expectViolation(db.insert(requests).values(row), FOREIGN_KEY, "requests_message_fk");
+    }
+    const stored = await db
+      .select({ id: requests.id })
+      .from(requests)
+      .where(eq(requests.messageId, message.id));
+    // Only seedRun's own request: none of the refused rows was written.
+    expect(stored).toHaveLength(1);
+  });
+
   test("idempotency keys are unique per uid; requests without a key never clash", async () => {
     const db = getDb();
     const { uid, thread, message } = await seedRun(db);
@@ -74,6 +98,19 @@ export function defineResourceConstraintTests(getDb: () => Db): void {
     );
     await db.insert(requests).values({ ...base });
     await db.insert(requests).values({ ...base });
+    // Only a request with a key can be replayed, so only it must carry the body's hash.
+    await db.insert(requests).values({ ...base, requestHash: null });
+    await expectViolation(
+      db.insert(requests).values({ ...base, idempotencyKey: "k2", requestHash: null }),
+      CHECK,
+      "requests_hash_check",
+    );
+    expect(
+      await db
+        .select({ id: requests.id })
+        .from(requests)
+        .where(and(eq(requests.uid, uid), eq(requests.idempotencyKey, "k2"))),
+    ).toEqual([]);
 
     await db
       .insert(idempotencyKeys)

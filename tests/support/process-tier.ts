@@ -126,3 +126,19 @@ export async function processTierFixture(p: {
     },
   };
 }
+
+/**
+ * Whether a file `name` exists anywhere a command of generation `containerId` could have
+ * written it: the users' workspaces below `dataRoot`, or the generation's own directories
+ * (its /tmp and home) below `stateDir`. How a refused exec is shown to have run nothing.
+ */
+export async function wroteAnywhere(
+  where: { dataRoot: string; stateDir: string; containerId: string },
+  name: string,
+): Promise<boolean> {
+  for (const dir of [join(where.dataRoot, "users"), join(where.stateDir, where.containerId)]) {
+    const entries = await readdir(dir, { recursive: true }).catch(() => []);
+    if (entries.some((e) => e === name || e.endsWith(`/${name}`))) return true;
+  }
+  return false;
+}

@@ -1,11 +1,17 @@
-import { randomUUID } from "node:crypto";
-import { readdir } from "node:fs/promises";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef, ExecOutcome } from "../../../agent-host/sandbox/driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
-import { materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
+import {
+  type ProcessTierFixture,
+  processTierFixture,
+  wroteAnywhere,
+} from "../../support/process-tier.ts";
+import {
+  createTestSandbox,
+  materializeWorkdir,
+  silentLogger,
+  testConfig,
+} from "./sandbox-fixture.ts";
 
 // An exec that finds no pre-built sandbox (decision 0088: the next one is built only once
 // the exec before it returned, so a second exec beside a running one builds its own)
@@ -25,19 +31,11 @@ describe("process tier: an exec's own sandbox build", () => {
     dataRoot = await freshDataRoot();
     fixture = await processTierFixture({ dataRoot: dataRoot.path, config, logger: silentLogger });
     await materializeWorkdir(dataRoot.path, "bea", "work/b");
-    const created = await fixture.driver.create(
-      {
-        sandboxId: "bbnd00000001",
-        generation: 1,
-        uid: "bea",
-        runtimeScopeId: randomUUID(),
-        workdirPath: "work/b",
-        nodeId: "build-bounds-node",
-      },
+    ref = await createTestSandbox(
+      fixture.driver,
+      { uid: "bea", workdirPath: "work/b", nodeId: "build-bounds-node" },
       signal(),
     );
-    if (!created.ok) throw new Error(JSON.stringify(created));
-    ref = created.container;
   });
   afterAll(async () => {
     await fixture?.cleanup();
@@ -47,13 +45,11 @@ describe("process tier: an exec's own sandbox build", () => {
   /** Writes `name` into the Workdir (its cwd) and the generation's /tmp. */
   const touch = (name: string) => ["sh", "-c", `echo ran > ${name}; echo ran > /tmp/${name}`];
   /** Whether `name` exists anywhere the command could have written it. */
-  const ran = async (name: string) => {
-    for (const dir of [join(dataRoot.path, "users"), join(fixture.stateDir, ref.containerId)]) {
-      const entries = await readdir(dir, { recursive: true }).catch(() => []);
-      if (entries.some((e) => e === name || e.endsWith(`/${name}`))) return true;
-    }
-    return false;
-  };
+  const ran = (name: string) =>
+    wroteAnywhere(
+      { dataRoot: dataRoot.path, stateDir: fixture.stateDir, containerId: ref.containerId },
+      name,
+    );
 
   /**
    * Runs `during` while another exec of the generation holds its pre-built sandbox (a

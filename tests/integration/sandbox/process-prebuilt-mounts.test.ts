@@ -1,12 +1,20 @@
-import { randomUUID } from "node:crypto";
-import { readdir, readFile, rename, rm, symlink } from "node:fs/promises";
+import { readFile, rename, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { processAlive, processesOfUid } from "../../support/host-processes.ts";
-import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
-import { materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
+import {
+  type ProcessTierFixture,
+  processTierFixture,
+  wroteAnywhere,
+} from "../../support/process-tier.ts";
+import {
+  createTestSandbox,
+  materializeWorkdir,
+  silentLogger,
+  testConfig,
+} from "./sandbox-fixture.ts";
 
 // A generation's sandbox is built and verified before its exec (decision 0088), so it
 // waits longer than an exec's own build did. The attacker's side of that wait, in the
@@ -31,20 +39,11 @@ describe("process tier: a pre-built sandbox's mounts, changed while it waits", (
     dataRoot = await freshDataRoot();
     fixture = await processTierFixture({ dataRoot: dataRoot.path, config, logger: silentLogger });
     workspace = await materializeWorkdir(dataRoot.path, "pam", WORKDIR);
-    const created = await fixture.driver.create(
-      {
-        sandboxId: "pmnt00000001",
-        generation: 1,
-        uid: "pam",
-        runtimeScopeId: randomUUID(),
-        workdirPath: WORKDIR,
-        nodeId: "prebuilt-node",
-        fileView: "workdir",
-      },
+    ref = await createTestSandbox(
+      fixture.driver,
+      { uid: "pam", workdirPath: WORKDIR, nodeId: "prebuilt-node", fileView: "workdir" },
       signal(),
     );
-    if (!created.ok) throw new Error(JSON.stringify(created));
-    ref = created.container;
   });
   afterAll(async () => {
     await fixture?.cleanup();
@@ -55,13 +54,11 @@ describe("process tier: a pre-built sandbox's mounts, changed while it waits", (
     cmd: ["sh", "-c", `echo ran > ${name}; echo ran > /tmp/${name}`],
   });
   /** Whether `name` exists anywhere the command could have written it. */
-  const ran = async (name: string) => {
-    for (const dir of [join(dataRoot.path, "users"), join(fixture.stateDir, ref.containerId)]) {
-      const entries = await readdir(dir, { recursive: true }).catch(() => []);
-      if (entries.some((e) => e === name || e.endsWith(`/${name}`))) return true;
-    }
-    return false;
-  };
+  const ran = (name: string) =>
+    wroteAnywhere(
+      { dataRoot: dataRoot.path, stateDir: fixture.stateDir, containerId: ref.containerId },
+      name,
+    );
 
   it("refuses the exec and runs nothing when the Workdir was swapped for a symlink while the sandbox waited", async () => {
     // touch() writes relative to the cwd (the Workdir) and to /tmp.

@@ -11,6 +11,7 @@ import {
   sandboxConfigSchema,
 } from "../../../agent-host/sandbox/sandbox-config.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
+import type { FileView } from "../../../shared/paths/file-view.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { requireDocker } from "../../support/docker.ts";
 import { testLogger } from "../../support/test-logger.ts";
@@ -71,7 +72,13 @@ export function dockerForTest(
  */
 export async function createTestSandbox(
   driver: SandboxDriver,
-  sandbox: { uid: string; workdirPath: string; nodeId: string; generation?: number },
+  sandbox: {
+    uid: string;
+    workdirPath: string;
+    nodeId: string;
+    generation?: number;
+    fileView?: FileView;
+  },
   signal: AbortSignal,
 ): Promise<SandboxContainer> {
   const runtimeScopeId = randomUUID();
@@ -83,6 +90,7 @@ export async function createTestSandbox(
       runtimeScopeId,
       workdirPath: sandbox.workdirPath,
       nodeId: sandbox.nodeId,
+      ...(sandbox.fileView === undefined ? {} : { fileView: sandbox.fileView }),
     },
     signal,
   );

@@ -1,9 +1,7 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
+import { runSandboxProbe } from "../sandbox/process/run-sandbox-probe.ts";
 import { runtimeRootArgs } from "../sandbox/process/runtime-root-args.ts";
 import type { AssetProber, RuntimeAssetSpec } from "./runtime-assets.ts";
 
-const run = promisify(execFile);
 /** Bound on one asset's probe (it prints a version or a sum). */
 export const PROBE_TIMEOUT_MS = 20_000;
 
@@ -56,12 +54,16 @@ async function runProbe(
   asset: RuntimeAssetSpec,
   signal: AbortSignal,
 ): Promise<string | undefined> {
-  const args = probeArgs(treeDir, asset.probe);
-  try {
-    const { stdout } = await run(bwrap, args, { timeout: PROBE_TIMEOUT_MS, env: {}, signal });
-    return probeVerdict(asset, stdout);
-  } catch (error) {
-    const e = error as { stderr?: string; message: string };
-    return `probe failed: ${(e.stderr ?? e.message).trim().slice(0, 200)}`;
-  }
+  const out = await runSandboxProbe(bwrap, probeArgs(treeDir, asset.probe), {
+    timeoutMs: PROBE_TIMEOUT_MS,
+    signal,
+    env: {},
+  });
+  if (out.code === 0) return probeVerdict(asset, out.stdout);
+  const why =
+    out.error?.message ??
+    (out.stopped
+      ? `no answer within ${PROBE_TIMEOUT_MS} ms (or agent-host stopping), ended`
+      : out.stderr.trim() || `exit ${out.code ?? out.signal}`);
+  return `probe failed: ${why.trim().slice(0, 200)}`;
 }

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { checkExecShim, DEFAULT_EXEC_SHIM } from "./exec-shim-check.ts";
 import { createHostMounts, type HostMounts } from "./host-mounts.ts";
 import { createHostSpawner, type HostSpawner } from "./host-spawner.ts";
+import { runSandboxProbe } from "./run-sandbox-probe.ts";
 import { detectCgroups, type SandboxCgroups } from "./sandbox-cgroups.ts";
 import { buildSeccompFilter, seccompSupported } from "./seccomp-filter.ts";
 
@@ -195,56 +196,40 @@ async function smokeSandbox(
   tools: ProcessTierParts["tools"],
   filter: Buffer,
 ): Promise<string | undefined> {
-  const { spawn } = await import("node:child_process");
   const bwrapDir = (await realpath(tools.bwrap)).replace(/\/[^/]+$/, "");
-  return new Promise((resolve) => {
-    const child = spawn(
-      tools.bwrap,
-      [
-        "--unshare-user",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup",
-        "--unshare-net",
-        "--disable-userns",
-        "--as-pid-1",
-        "--die-with-parent",
-        "--clearenv",
-        "--seccomp",
-        "3",
-        // The host's library and binary dirs, read-only, for this probe only.
-        ...["/usr", "/lib", "/lib64", "/bin"].flatMap((d) => ["--ro-bind-try", d, d]),
-        "--ro-bind",
-        bwrapDir,
-        bwrapDir,
-        "--",
-        join(bwrapDir, "bwrap"),
-        "--version",
-      ],
-      {
-        stdio: ["ignore", "ignore", "pipe", "pipe"],
-        env: {},
-        timeout: PROBE_TIMEOUT_MS,
-        // As the exec trampoline starts it: a plain uid, no supplementary group.
-        uid: 1000,
-        gid: 1000,
-      },
-    );
-    let stderr = "";
-    child.stderr?.on("data", (c: Buffer) => {
-      stderr += c.toString("utf8");
-    });
-    (child.stdio[3] as NodeJS.WritableStream).end(filter);
-    child.once("error", (e) => resolve(`bubblewrap could not be started: ${e.message}`));
-    child.once("close", (code) =>
-      resolve(
-        code === 0
-          ? undefined
-          : `a test sandbox failed (exit ${code}): ${stderr.trim() || "no message"}; check that unprivileged user namespaces and seccomp work for uid 1000`,
-      ),
-    );
-  });
+  const out = await runSandboxProbe(
+    tools.bwrap,
+    [
+      "--unshare-user",
+      "--unshare-pid",
+      "--unshare-ipc",
+      "--unshare-uts",
+      "--unshare-cgroup",
+      "--unshare-net",
+      "--disable-userns",
+      "--as-pid-1",
+      "--die-with-parent",
+      "--clearenv",
+      "--seccomp",
+      "3",
+      // The host's library and binary dirs, read-only, for this probe only.
+      ...["/usr", "/lib", "/lib64", "/bin"].flatMap((d) => ["--ro-bind-try", d, d]),
+      "--ro-bind",
+      bwrapDir,
+      bwrapDir,
+      "--",
+      join(bwrapDir, "bwrap"),
+      "--version",
+    ],
+    // As the exec trampoline starts it: a plain uid, no supplementary group.
+    { timeoutMs: PROBE_TIMEOUT_MS, env: {}, uid: 1000, gid: 1000, fd3: filter },
+  );
+  if (out.error) return `bubblewrap could not be started: ${out.error.message}`;
+  if (out.code === 0) return undefined;
+  const why = out.stopped
+    ? `no answer within ${PROBE_TIMEOUT_MS} ms`
+    : out.stderr.trim() || "no message";
+  return `a test sandbox failed (exit ${out.code ?? out.signal}): ${why}; check that unprivileged user namespaces and seccomp work for uid 1000`;
 }
 
 async function which(name: string, path: string): Promise<string | undefined> {

@@ -138,7 +138,11 @@ export async function prebuildSandbox(
  * kernel fills in microseconds (decision 0028); checked again right before the release.
  */
 export function stillAsVerified(sandbox: PrebuiltSandbox): boolean {
-  if (!stillBlocked(sandbox.sandboxPid)) return false;
+  return stillBlocked(sandbox.sandboxPid) && mountsAsVerified(sandbox);
+}
+
+/** Every verified mount still at its point (stillAsVerified, for a sandbox known blocked). */
+export function mountsAsVerified(sandbox: PrebuiltSandbox): boolean {
   const now = mountIdsAt(sandbox.sandboxPid, [...sandbox.mountIds.keys()]);
   return now !== undefined && [...sandbox.mountIds].every(([point, id]) => now.get(point) === id);
 }

@@ -9,8 +9,8 @@ import { encodeExecSpec } from "./exec-spec.ts";
 import type { Trampoline, TrampolineChild } from "./exec-trampoline.ts";
 import {
   MountVerificationError,
+  mountsAsVerified,
   type PrebuiltSandbox,
-  stillAsVerified,
   stillBlocked,
 } from "./prebuilt-sandbox.ts";
 
@@ -91,7 +91,7 @@ export async function runProcessExec(
     let released = false;
     if (stopReason === undefined && trampoline.alive() && stillBlocked(sandboxPid)) {
       // Every verified mount still in place, immediately before the command may start.
-      if (!stillAsVerified(target.sandbox)) {
+      if (!mountsAsVerified(target.sandbox)) {
         throw new MountVerificationError(
           "a mount of the sandbox changed while it waited for its exec; the exec was refused before it started",
         );

@@ -44,12 +44,3 @@ export async function executePreparedStatement<T>(
       .execute(values as Record<string, unknown>),
   );
 }
-
-/** executePreparedStatement of a statement rendered for this one call (no placeholders). */
-export async function executePreparedRows<T>(
-  db: DbOrTransaction,
-  name: string,
-  query: SQL,
-): Promise<T[]> {
-  return executePreparedStatement<T>(db, prepareStatement(name, query), {});
-}

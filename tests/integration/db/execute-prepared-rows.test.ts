@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createPgliteDb } from "../../../infra/db/create-pglite-db.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import {
-  executePreparedRows,
   executePreparedStatement,
   prepareStatement,
 } from "../../../shared/db/execute-prepared-rows.ts";
@@ -20,7 +19,7 @@ const rendered = prepareStatement(
 /** The statement's text as PostgreSQL holds it once prepared. */
 const TEXT = "select $1::int as n, $2::text as s";
 
-describe("executePreparedRows on postgres.js", () => {
+describe("executePreparedStatement on postgres.js", () => {
   let database: TestDatabase;
   beforeAll(async () => {
     // One connection: the prepared statements seen below are that connection's.
@@ -40,8 +39,12 @@ describe("executePreparedRows on postgres.js", () => {
     // Drizzle's own execute leaves no named statement: it is parsed again every time.
     expect((await prepared())[0]?.n).toBe(0);
 
-    expect(await executePreparedRows(db, "probe", query(2, "b"))).toEqual([{ n: 2, s: "b" }]);
-    expect(await executePreparedRows(db, "probe", query(3, "c"))).toEqual([{ n: 3, s: "c" }]);
+    expect(
+      await executePreparedStatement(db, prepareStatement("probe", query(2, "b")), {}),
+    ).toEqual([{ n: 2, s: "b" }]);
+    expect(
+      await executePreparedStatement(db, prepareStatement("probe", query(3, "c")), {}),
+    ).toEqual([{ n: 3, s: "c" }]);
     // Parsed once, reused by the second call with other parameters.
     expect((await prepared())[0]?.n).toBe(1);
   });
@@ -64,17 +67,17 @@ describe("executePreparedRows on postgres.js", () => {
     const rows = await db.transaction(async (tx) => {
       await tx.execute(sql`create temporary table probe (n int) on commit drop`);
       await tx.execute(sql`insert into probe values (7)`);
-      return executePreparedRows<{ n: number }>(
+      return executePreparedStatement<{ n: number }>(
         tx,
-        "probe_tx",
-        sql`select n from probe where n = ${7}::int`,
+        prepareStatement("probe_tx", sql`select n from probe where n = ${7}::int`),
+        {},
       );
     });
     expect(rows).toEqual([{ n: 7 }]);
   });
 });
 
-describe("executePreparedRows on PGlite (the local mode)", () => {
+describe("executePreparedStatement on PGlite (the local mode)", () => {
   let pglite: PGlite;
   // PGlite's start-up is CPU-bound (WASM): on a loaded machine it takes tens of seconds.
   beforeAll(async () => {
@@ -86,10 +89,12 @@ describe("executePreparedRows on PGlite (the local mode)", () => {
 
   test("returns the same rows as executeRows", async () => {
     const db = createPgliteDb(pglite);
-    expect(await executePreparedRows(db, "probe", query(4, "d"))).toEqual([{ n: 4, s: "d" }]);
-    expect(await executePreparedRows(db, "probe", query(5, "e"))).toEqual(
-      await executeRows(db, query(5, "e")),
-    );
+    expect(
+      await executePreparedStatement(db, prepareStatement("probe", query(4, "d")), {}),
+    ).toEqual([{ n: 4, s: "d" }]);
+    expect(
+      await executePreparedStatement(db, prepareStatement("probe", query(5, "e")), {}),
+    ).toEqual(await executeRows(db, query(5, "e")));
     expect(await executePreparedStatement(db, rendered, { n: 6, s: "f" })).toEqual(
       await executeRows(db, query(6, "f")),
     );

@@ -17,6 +17,7 @@ import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { createApp } from "../app.ts";
 import { createTokenVerifier } from "../auth/create-token-verifier.ts";
 import { DEFAULT_BATCH_LINGER_MS } from "../queue/batching-run-queue.ts";
+import { createOffThreadSqsSender } from "../queue/off-thread-sqs-sender.ts";
 import { createNotifyRunEventWaiter } from "../run-events/notify-run-event-waiter.ts";
 import { runSweeperLoop } from "../runs/sweeper-loop.ts";
 import { createRuntimeDeps } from "../wiring/runtime-deps.ts";
@@ -45,6 +46,10 @@ const sql = postgres(env.DATABASE_URL, {
   connection: { statement_timeout: env.DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
 });
 const runEvents = createNotifyRunEventWaiter({ listen: postgresListen(sql), logger });
+// The SDK's work for run dispatches runs on its own thread, off the one serving requests.
+const sqsSender = createOffThreadSqsSender({
+  aws: { AWS_REGION: env.AWS_REGION, AWS_ENDPOINT_URL: env.AWS_ENDPOINT_URL },
+});
 const deps = createRuntimeDeps({
   env,
   sql,
@@ -52,6 +57,7 @@ const deps = createRuntimeDeps({
   auth: createTokenVerifier(env),
   runEvents,
   dispatchBatchLingerMs: DEFAULT_BATCH_LINGER_MS,
+  sendBatch: sqsSender.send,
   tracing: tracing.tracing,
   metrics,
 });
@@ -86,6 +92,8 @@ async function shutdown(signal: string): Promise<void> {
   logger.info({ signal }, "shutting down");
   await new Promise<void>((done) => server.close(() => done()));
   await sweeper;
+  // Every request has had its dispatch answered (server.close waited for them).
+  await sqsSender.close();
   await metricsServer?.close();
   await runEvents.close();
   await sql.end({ timeout: 5 });

@@ -1,6 +1,5 @@
 import {
   type MessageAttributeValue,
-  SendMessageBatchCommand,
   SendMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
@@ -19,6 +18,7 @@ import {
   type Tracing,
 } from "../../shared/telemetry/tracing.ts";
 import type { RunQueue } from "./run-queue.ts";
+import { type SqsBatchSend, sendBatchWith } from "./sqs-batch-send.ts";
 
 /** SQS accepts at most this many entries per SendMessageBatch. */
 export const SQS_MAX_BATCH_ENTRIES = 10;
@@ -31,8 +31,15 @@ export function createSqsRunQueue(p: {
   tracing?: Tracing;
   /** Failed sends (whole calls, and entries a batch refused) count in workcell_sqs_errors_total. */
   metrics?: Pick<WorkcellMetrics, "sqsErrors">;
+  /**
+   * How a batch reaches SQS: by default `sqs` on this thread; the long-lived runtimes pass
+   * their sender thread's (off-thread-sqs-sender.ts), so the SDK's work leaves the event
+   * loop that serves requests.
+   */
+  sendBatch?: SqsBatchSend;
 }): RunQueue {
   const tracing = p.tracing ?? noTracing();
+  const sendBatch = p.sendBatch ?? sendBatchWith(p.sqs);
   return {
     async dispatchRun(runId, signal, parent) {
       const hop = publishSpan(tracing, runId, parent);
@@ -62,8 +69,8 @@ export function createSqsRunQueue(p: {
         const hops = chunk.map((runId) => publishSpan(tracing, runId, parents?.get(runId)));
         try {
           const out = await countSqsErrors(p.metrics, "send", signal, () =>
-            p.sqs.send(
-              new SendMessageBatchCommand({
+            sendBatch(
+              {
                 QueueUrl: p.queueUrl,
                 // Entry ids only need to be unique within the batch: the index is enough.
                 Entries: chunk.map((runId, index) => ({
@@ -71,8 +78,8 @@ export function createSqsRunQueue(p: {
                   MessageBody: serializeQueueMessage({ type: "run.dispatch", run_id: runId }),
                   ...hops[index]?.attributes,
                 })),
-              }),
-              { abortSignal: signal },
+              },
+              signal,
             ),
           );
           const ok = new Set((out.Successful ?? []).map((entry) => Number(entry.Id)));

@@ -15,6 +15,7 @@ import { createHttpDataPlaneClient } from "../data-plane/http-data-plane-client.
 import { createHealthProbes } from "../health/health-probes.ts";
 import { createBatchingRunQueue } from "../queue/batching-run-queue.ts";
 import type { RunQueue } from "../queue/run-queue.ts";
+import type { SqsBatchSend } from "../queue/sqs-batch-send.ts";
 import { createSqsRunQueue } from "../queue/sqs-run-queue.ts";
 import { createEventTickets } from "../run-events/event-tickets.ts";
 import type { RunEventWaiter } from "../run-events/run-event-waiter.ts";
@@ -27,6 +28,11 @@ export type RuntimeDepsOptions = {
    * Lambda and Workers serve one request per instance, so they send each run on its own.
    */
   dispatchBatchLingerMs?: number;
+  /**
+   * How run dispatch batches reach SQS when not through this thread's client: the Node
+   * entry's sender thread (off-thread-sqs-sender.ts). Lambda and Workers leave it unset.
+   */
+  sendBatch?: SqsBatchSend;
   env: FunctionsEnv;
   /** A postgres.js client; its lifetime is the entry's business (process, or request on Workers). */
   sql: Sql;
@@ -100,6 +106,7 @@ function runQueueFor(o: RuntimeDepsOptions, sqs: SQSClient): RunQueue {
     queueUrl: o.env.RUN_QUEUE_URL,
     ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
     ...(o.metrics === undefined ? {} : { metrics: o.metrics }),
+    ...(o.sendBatch === undefined ? {} : { sendBatch: o.sendBatch }),
   });
   return o.dispatchBatchLingerMs === undefined
     ? queue

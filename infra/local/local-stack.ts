@@ -29,6 +29,7 @@ import {
   createBatchingRunQueue,
   DEFAULT_BATCH_LINGER_MS,
 } from "../../functions/queue/batching-run-queue.ts";
+import { createOffThreadSqsSender } from "../../functions/queue/off-thread-sqs-sender.ts";
 import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
 import { createEventTickets } from "../../functions/run-events/event-tickets.ts";
 import { createNotifyRunEventWaiter } from "../../functions/run-events/notify-run-event-waiter.ts";
@@ -204,9 +205,21 @@ export async function startLocalStack(p: {
     stops.push(() => agentHost.stop());
     const dataPlaneUrl = agentHost.dataPlaneUrl;
 
-    // One long-lived process: concurrent submissions share SendMessageBatch calls.
+    // One long-lived process, as the Node entry: concurrent submissions share
+    // SendMessageBatch calls, which a thread of their own makes.
+    const sqsSender = createOffThreadSqsSender({
+      aws: { AWS_REGION: aws.region, AWS_ENDPOINT_URL: aws.endpoint },
+      credentials,
+    });
+    stops.push(() => sqsSender.close());
     const runQueue = createBatchingRunQueue(
-      createSqsRunQueue({ sqs, queueUrl: runQueueUrl, metrics, ...tracing }),
+      createSqsRunQueue({
+        sqs,
+        queueUrl: runQueueUrl,
+        metrics,
+        sendBatch: sqsSender.send,
+        ...tracing,
+      }),
       { lingerMs: DEFAULT_BATCH_LINGER_MS },
     );
     const capabilityPrivateJwk = ed25519PrivateJwkVar().parse(

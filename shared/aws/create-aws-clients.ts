@@ -36,17 +36,13 @@ export const DEFAULT_AWS_TIMEOUTS: AwsTimeouts = Object.freeze({
 /** The AWS settings every deployable's env shares (functions/, agent-host/). */
 export type AwsEnv = { AWS_REGION?: string | undefined; AWS_ENDPOINT_URL?: string | undefined };
 
-/**
- * The SQS and S3 clients of one deployable. Credentials come from the runtime's default
- * chain (Lambda role, env) unless given: Workers have no such chain, so their entry
- * passes them from its bindings.
- */
-export function createAwsClients(
+/** The settings every client of one deployable shares: region, endpoint, bounds, credentials. */
+export function awsClientConfig(
   env: AwsEnv,
   credentials?: AwsCredentials,
   timeouts: AwsTimeouts = DEFAULT_AWS_TIMEOUTS,
-): { sqs: SQSClient; s3: S3Client } {
-  const common = {
+) {
+  return {
     region: env.AWS_REGION ?? FALLBACK_AWS_REGION,
     // Options, not a handler instance: each runtime builds its own (Node's http handler,
     // fetch on Workers) from them; throwOnRequestTimeout makes the request bound an error
@@ -60,6 +56,19 @@ export function createAwsClients(
     ...(env.AWS_ENDPOINT_URL === undefined ? {} : { endpoint: env.AWS_ENDPOINT_URL }),
     ...(credentials === undefined ? {} : { credentials }),
   };
+}
+
+/**
+ * The SQS and S3 clients of one deployable. Credentials come from the runtime's default
+ * chain (Lambda role, env) unless given: Workers have no such chain, so their entry
+ * passes them from its bindings.
+ */
+export function createAwsClients(
+  env: AwsEnv,
+  credentials?: AwsCredentials,
+  timeouts: AwsTimeouts = DEFAULT_AWS_TIMEOUTS,
+): { sqs: SQSClient; s3: S3Client } {
+  const common = awsClientConfig(env, credentials, timeouts);
   return {
     sqs: new SQSClient(common),
     // Path-style only for emulators: on AWS, virtual-hosted style is the default and required

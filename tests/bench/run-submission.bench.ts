@@ -5,7 +5,8 @@
 // (a throw-away cluster, as the tests use) and fauxqs, each in its own process like the
 // managed services they stand for; both servers and the clients in this process. The
 // ratio is what our transaction, validation and queue send cost on top of the physical
-// minimum.
+// minimum. A third server, the same app with a queue that sends nothing, gives the ceiling
+// any dispatch design could reach here (information: its runs are never dispatched).
 import { spawn } from "node:child_process";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
@@ -25,6 +26,7 @@ import {
   createBatchingRunQueue,
   DEFAULT_BATCH_LINGER_MS,
 } from "../../functions/queue/batching-run-queue.ts";
+import { createOffThreadSqsSender } from "../../functions/queue/off-thread-sqs-sender.ts";
 import type { RunQueue } from "../../functions/queue/run-queue.ts";
 import { createSqsRunQueue } from "../../functions/queue/sqs-run-queue.ts";
 import { createPollingRunEventWaiter } from "../../functions/run-events/run-event-waiter.ts";
@@ -77,7 +79,8 @@ try {
   });
 
   // Ours: the real app with its real dependencies, once with a send per request and once
-  // with micro-batched sends (the Node entry's and local mode's queue).
+  // with micro-batched sends made by a sender thread (the Node entry's and local mode's
+  // queue).
   const oursSql = postgres(url.toString(), { max: POOL_SIZE, onnotice: () => {} });
   const db = createDb(oursSql);
   const down = async () => {};
@@ -119,11 +122,22 @@ try {
       limits: { maxQueuedRunsPerUid: 10_000_000 },
     });
   const oursUrl = await listen(appWith(createSqsRunQueue({ sqs, queueUrl })).fetch, stops);
+  const sender = createOffThreadSqsSender({
+    aws: { AWS_REGION: aws.region, AWS_ENDPOINT_URL: aws.endpoint },
+    credentials: aws.credentials,
+  });
+  // After the servers (unshifted before it below), before fauxqs.
+  stops.unshift(() => sender.close());
   const batchedQueue = createBatchingRunQueue(
-    createSqsRunQueue({ sqs, queueUrl: batchedQueueUrl }),
+    createSqsRunQueue({ sqs, queueUrl: batchedQueueUrl, sendBatch: sender.send }),
     { lingerMs: DEFAULT_BATCH_LINGER_MS },
   );
   const batchedUrl = await listen(appWith(batchedQueue).fetch, stops);
+  const nothingSent: RunQueue = {
+    dispatchRun: async () => {},
+    dispatchRuns: async (runIds) => ({ sent: [...runIds], failed: [] }),
+  };
+  const ceilingUrl = await listen(appWith(nothingSent).fetch, stops);
 
   // Baseline: same server stack, one INSERT, no auth, no validation, no queue.
   const baseSql = postgres(url.toString(), { max: POOL_SIZE, onnotice: () => {} });
@@ -144,24 +158,36 @@ try {
   // One user per concurrent client, each with its own thread: a uid's pending runs are
   // bounded (maxQueuedRunsPerUid, 429 past it) and no worker drains them here, so one
   // uid would hit the bound; 32 users is also what the concurrency stands for.
-  const clients: Array<{ headers: Record<string, string>; threadId: string }> = [];
-  for (let i = 0; i < THREADS; i++) {
-    const token = await mintDevToken(secret, `bench-user-${i}`);
-    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-    const res = await fetch(`${oursUrl}/v1/threads`, { method: "POST", headers, body: "{}" });
-    clients.push({ headers, threadId: ((await res.json()) as { thread_id: string }).thread_id });
-  }
-  const body = JSON.stringify({ input: "summarise the README in three bullet points" });
-  const submitTo = (server: string) => (i: number) => {
-    const client = clients[i % THREADS] as (typeof clients)[number];
-    return fetch(`${server}/v1/threads/${client.threadId}/runs`, {
-      method: "POST",
-      headers: client.headers,
-      body,
-    });
+  // The ceiling's runs are never dispatched: its users are others, so that the batched
+  // phase's count of committed runs holds only its own.
+  type Client = { headers: Record<string, string>; threadId: string };
+  const clientsOf = async (prefix: string): Promise<Client[]> => {
+    const made: Client[] = [];
+    for (let i = 0; i < THREADS; i++) {
+      const token = await mintDevToken(secret, `${prefix}-${i}`);
+      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+      const res = await fetch(`${oursUrl}/v1/threads`, { method: "POST", headers, body: "{}" });
+      made.push({ headers, threadId: ((await res.json()) as { thread_id: string }).thread_id });
+    }
+    return made;
   };
+  const clients = await clientsOf("bench-user");
+  const ceilingClients = await clientsOf("bench-ceiling");
+  const body = JSON.stringify({ input: "summarise the README in three bullet points" });
+  const submitTo =
+    (server: string, to: Client[] = clients) =>
+    (i: number) => {
+      const client = to[i % THREADS] as Client;
+      return fetch(`${server}/v1/threads/${client.threadId}/runs`, {
+        method: "POST",
+        headers: client.headers,
+        body,
+      });
+    };
   const oursRequest = submitTo(oursUrl);
   const batchedRequest = submitTo(batchedUrl);
+  const ceilingRequest = submitTo(ceilingUrl, ceilingClients);
+  const batchedThreads = clients.map((c) => c.threadId);
   const baselineRequest = () =>
     fetch(`${baselineUrl}/runs`, {
       method: "POST",
@@ -181,9 +207,13 @@ try {
   // The target's ratio, batched / baseline, from the two measured in alternating rounds:
   // the other engineers' work on the same two cores drifts over a run, and one phase after
   // the other made the ratio swing between 0.2 and 0.45 for the same code (0087).
-  const runsBeforeBatched = await countRuns(oursSql);
-  const [base, batched] = await alternating(baselineRequest, batchedRequest, REQUESTS, ROUNDS);
-  const committedBatched = (await countRuns(oursSql)) - runsBeforeBatched;
+  const runsBeforeBatched = await countRuns(oursSql, batchedThreads);
+  const [base, batched, ceiling] = (await alternating(
+    [baselineRequest, batchedRequest, ceilingRequest],
+    REQUESTS,
+    ROUNDS,
+  )) as [Load, Load, Load];
+  const committedBatched = (await countRuns(oursSql, batchedThreads)) - runsBeforeBatched;
   const delivered = await drainRunIds(sqs, batchedQueueUrl);
   const unique = new Set(delivered);
   const lost = committedBatched - unique.size;
@@ -197,26 +227,33 @@ try {
     name: "POST /v1/threads/{id}/runs (auth, tx, batched SQS send)",
     ...batched.sample,
   };
+  const ceilingSample: Sample = {
+    name: "POST /v1/threads/{id}/runs (auth, tx, nothing sent: the ceiling)",
+    ...ceiling.sample,
+  };
   report(
     `run submission over HTTP, concurrency ${CONCURRENCY}, ${REQUESTS} requests, per request`,
     baseSample,
-    [oursSample, batchedSample],
+    [oursSample, batchedSample, ceilingSample],
   );
   console.log(
     [
       `throughput baseline ${base.perSecond.toFixed(0)} req/s, unbatched ${ours.perSecond.toFixed(0)} req/s, batched ${batched.perSecond.toFixed(0)} req/s`,
       `throughput ratio unbatched/baseline ${(ours.perSecond / base.perSecond).toFixed(2)}x, batched/baseline ${(batched.perSecond / base.perSecond).toFixed(2)}x (target >= 0.6)`,
+      `ceiling: nothing sent/baseline ${(ceiling.perSecond / base.perSecond).toFixed(2)}x (information: what the app and its transaction reach with no dispatch at all)`,
       `batched: ${committedBatched} runs committed, ${unique.size} on the queue, ${delivered.length - unique.size} duplicates, ${lost} lost`,
-      `failed requests: baseline ${base.failures}, unbatched ${ours.failures}, batched ${batched.failures}`,
+      `failed requests: baseline ${base.failures}, unbatched ${ours.failures}, batched ${batched.failures}, ceiling ${ceiling.failures}`,
     ].join("\n"),
   );
-  if (base.failures + ours.failures + batched.failures > 0 || lost !== 0) process.exitCode = 1;
+  const failed = base.failures + ours.failures + batched.failures + ceiling.failures;
+  if (failed > 0 || lost !== 0) process.exitCode = 1;
 } finally {
   for (const stop of stops) await stop().catch(() => {});
 }
 
-async function countRuns(sql: postgres.Sql): Promise<number> {
-  const [row] = await sql`select count(*)::int as n from agent_runs`;
+async function countRuns(sql: postgres.Sql, threadIds: string[]): Promise<number> {
+  const [row] =
+    await sql`select count(*)::int as n from agent_runs where thread_id = any(${threadIds}::uuid[])`;
   return Number(row?.n ?? 0);
 }
 
@@ -271,20 +308,20 @@ type TimedLoad = { latencies: number[]; ms: number; failures: number };
 type Load = { sample: Omit<Sample, "name">; perSecond: number; failures: number };
 
 /**
- * `total` requests of each of two senders in `rounds` alternating chunks; each sender's
- * numbers over all of its chunks (throughput = its requests / the time its chunks took).
+ * `total` requests of each sender in `rounds` alternating chunks; each sender's numbers
+ * over all of its chunks (throughput = its requests / the time its chunks took).
  */
 async function alternating(
-  first: (i: number) => Promise<Response>,
-  second: (i: number) => Promise<Response>,
+  senders: Array<(i: number) => Promise<Response>>,
   total: number,
   rounds: number,
-): Promise<[Load, Load]> {
-  const chunks: [TimedLoad[], TimedLoad[]] = [[], []];
+): Promise<Load[]> {
+  const chunks: TimedLoad[][] = senders.map(() => []);
   const size = Math.round(total / rounds);
   for (let round = 0; round < rounds; round++) {
-    chunks[0].push(await timedLoad(first, size, round * size));
-    chunks[1].push(await timedLoad(second, size, round * size));
+    for (const [index, send] of senders.entries()) {
+      chunks[index]?.push(await timedLoad(send, size, round * size));
+    }
   }
   const over = (parts: TimedLoad[]) =>
     summary(
@@ -292,7 +329,7 @@ async function alternating(
       parts.reduce((sum, p) => sum + p.ms, 0),
       parts.reduce((sum, p) => sum + p.failures, 0),
     );
-  return [over(chunks[0]), over(chunks[1])];
+  return chunks.map(over);
 }
 
 /** `total` requests from CONCURRENCY clients, each sending its next as soon as one returns. */

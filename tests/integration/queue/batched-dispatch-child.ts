@@ -1,10 +1,12 @@
-// A submitter that commits runs and then never flushes their dispatch batch (a linger of
-// ten minutes): the parent test kills it with SIGKILL between commit and flush.
+// A submitter wired as the Node entry (batches made by a sender thread) that commits runs
+// and then never flushes their dispatch batch (a linger of ten minutes): the parent test
+// kills it with SIGKILL between commit and flush.
 import { SQSClient } from "@aws-sdk/client-sqs";
 import pino from "pino";
 import postgres from "postgres";
 import { Registry } from "prom-client";
 import { createBatchingRunQueue } from "../../../functions/queue/batching-run-queue.ts";
+import { createOffThreadSqsSender } from "../../../functions/queue/off-thread-sqs-sender.ts";
 import { createSqsRunQueue } from "../../../functions/queue/sqs-run-queue.ts";
 import { submitRun } from "../../../functions/runs/submit-run.ts";
 import { createDb } from "../../../shared/db/client.ts";
@@ -23,11 +25,18 @@ const sqs = new SQSClient({
   region: "us-east-1",
   credentials: { accessKeyId: "test", secretAccessKey: "test" },
 });
-const TEN_MINUTES_MS = 600_000;
-const runQueue = createBatchingRunQueue(createSqsRunQueue({ sqs, queueUrl: args.queueUrl }), {
-  lingerMs: TEN_MINUTES_MS,
-  maxBatch: 10,
+const sender = createOffThreadSqsSender({
+  aws: { AWS_REGION: "us-east-1", AWS_ENDPOINT_URL: args.endpoint },
+  credentials: { accessKeyId: "test", secretAccessKey: "test" },
 });
+const TEN_MINUTES_MS = 600_000;
+const runQueue = createBatchingRunQueue(
+  createSqsRunQueue({ sqs, queueUrl: args.queueUrl, sendBatch: sender.send }),
+  {
+    lingerMs: TEN_MINUTES_MS,
+    maxBatch: 10,
+  },
+);
 const deps = {
   db: createDb(sql),
   runQueue,

@@ -65,8 +65,12 @@ export function createOffThreadSqsSender(data: SenderThreadData): OffThreadSqsSe
       if (started.waiting.size === 0) worker.unref();
       settle?.(reply);
     });
-    // An uncaught error ends the thread; "exit" follows and refuses what it held.
-    worker.on("error", () => {});
+    // An uncaught error ends the thread (a module that failed to load, say); "exit"
+    // follows and refuses what it held, naming the error.
+    let failure = "";
+    worker.on("error", (error: Error) => {
+      failure = `: ${error.name}: ${error.message}`;
+    });
     worker.on("exit", (code) => {
       if (thread === started) thread = undefined;
       const refusal: SenderReply = {
@@ -74,7 +78,7 @@ export function createOffThreadSqsSender(data: SenderThreadData): OffThreadSqsSe
         ok: false,
         error: {
           name: "SenderThreadExited",
-          message: `the SQS sender thread exited (code ${code}) before SQS answered; the batch may or may not be on the queue`,
+          message: `the SQS sender thread exited (code ${code}${failure}) before SQS answered; the batch may or may not be on the queue`,
         },
       };
       for (const settle of started.waiting.values()) settle(refusal);

@@ -1,5 +1,5 @@
 /// <reference path="./.sst/platform/config.d.ts" />
-// Cloud deployment with SST (ARCHITECTURE.md §8, docs/deploy/aws.md). Type-checked in the
+// Cloud deployment with SST (docs/architecture.md §8, docs/deploy/aws.md). Type-checked in the
 // test command against the platform types shipped inside SST's own npm package
 // (infra/sst/typecheck.sh; no provider is downloaded).
 //
@@ -71,7 +71,7 @@ export default $config({
 
     const attachments = new sst.aws.Bucket("Attachments", {
       cors: {
-        // Presigned PUT straight from the browser (ARCHITECTURE.md §7).
+        // Presigned PUT straight from the browser (docs/architecture.md §7).
         allowOrigins: [consoleOrigin, ...extraOrigins],
         allowMethods: ["PUT"],
         allowHeaders: ["content-type", "content-length"],

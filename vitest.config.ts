@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 
-// Three projects (TESTING.md): `unit` is pure logic; `integration` and `e2e` use the
+// Three projects (docs/testing.md): `unit` is pure logic; `integration` and `e2e` use the
 // real parts that tests/setup/global-setup.ts boots once per run (PostgreSQL cluster,
 // dockerd + the sandbox test image, fauxqs). Each test isolates itself cheaply: a fresh
 // database cloned from a migrated template, a fresh queue name, a fresh data root.

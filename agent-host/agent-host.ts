@@ -99,7 +99,7 @@ export type AgentHost = {
 };
 
 /**
- * Starts one agent-host (ARCHITECTURE.md §1): the owner of workspace bytes (data plane),
+ * Starts one agent-host (docs/architecture.md §1): the owner of workspace bytes (data plane),
  * skill projections, sandboxes and the run worker on this node. Order matters: the node
  * row exists before the sandbox manager reconciles, builtin skills are registered before
  * anything refreshes a projection, and the worker consumes only once all it needs is up.

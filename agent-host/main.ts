@@ -1,4 +1,4 @@
-// The agent-host daemon of one compute node (ARCHITECTURE.md §1): parses its environment,
+// The agent-host daemon of one compute node (docs/architecture.md §1): parses its environment,
 // connects Postgres, SQS, S3 and Docker, and starts the data plane, skills, the sandbox
 // manager and the run worker (agent-host.ts). infra/agent-host/ installs it as a service.
 // SIGTERM stops it cleanly: runs finish or are handed back, its sandboxes are destroyed

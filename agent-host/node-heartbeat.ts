@@ -21,7 +21,7 @@ export interface NodeHeartbeatDeps {
 }
 
 /**
- * Keeps this agent-host's `nodes` row alive (ARCHITECTURE.md §10): every `intervalMs`
+ * Keeps this agent-host's `nodes` row alive (docs/architecture.md §10): every `intervalMs`
  * one UPDATE writes heartbeat_at (database clock), the ready tiers and the node's live
  * sandboxes and running runs (counted in the same statement), and reads back the state
  * an operator may have changed. A beat is bounded by `beatTimeoutMs` and never awaited

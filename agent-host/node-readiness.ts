@@ -28,7 +28,7 @@ export type NodeReadinessDeps = {
 };
 
 /**
- * The agent-host's readiness (API.md "Health"): ready only when its database and queue
+ * The agent-host's readiness (docs/api.md "Health"): ready only when its database and queue
  * answer, every sandbox tier it started with answers (at least one), and it is not
  * quiesced. Each probe is one
  * real round trip, bounded by the caller's signal.

@@ -1,6 +1,6 @@
 // Prints vitest's totals as one plain closing line ("tests: N passed, N failed, N skipped")
 // so that any reader of the CI log, human or tool, sees the count without knowing
-// vitest's own summary format. A skipped or todo test fails the run (TESTING.md: a test
+// vitest's own summary format. A skipped or todo test fails the run (docs/testing.md: a test
 // that cannot get a part it needs fails loudly, it is never silently skipped); `.only`
 // is refused by vitest itself (`allowOnly: false` in vitest.config.ts).
 import { readFileSync } from "node:fs";

@@ -17,7 +17,7 @@ export interface ContextAttachment {
 }
 
 /**
- * The model-visible text of a run's user message (ARCHITECTURE.md §7): the user's text,
+ * The model-visible text of a run's user message (docs/architecture.md §7): the user's text,
  * then a short block listing the thread's attachments (oldest first, the newest
  * MAX_LISTED_ATTACHMENTS at most) by name and by their path inside the sandbox
  * (`/home/gem/user-data/<workdir>/uploads/…`).

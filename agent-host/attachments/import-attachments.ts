@@ -12,7 +12,7 @@ import type { TextExtractor } from "./extraction/text-extractor.ts";
 import { lazyObjectSource, ObjectUnavailable } from "./lazy-object-source.ts";
 import { candidateNames } from "./unique-name.ts";
 
-/** Created inside the Workdir on first use (ARCHITECTURE.md §3). */
+/** Created inside the Workdir on first use (docs/architecture.md §3). */
 export const UPLOADS_DIR = "uploads";
 /** Extractions live in uploads/attachments/<name>.md; no upload may take this name. */
 export const EXTRACTIONS_DIR = "attachments";
@@ -51,7 +51,7 @@ type Planned = {
 };
 
 /**
- * Imports a batch of uploaded objects into the Workdir `fs` (ARCHITECTURE.md §7), all or
+ * Imports a batch of uploaded objects into the Workdir `fs` (docs/architecture.md §7), all or
  * nothing:
  *
  * 1. Before anything is written: every parse type is supported, and every object exists

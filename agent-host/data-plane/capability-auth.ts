@@ -17,7 +17,7 @@ import type { ThreadRevocations } from "./thread-revocations.ts";
 /**
  * Verifies the `Authorization: Bearer <capability>` of every request before anything else
  * happens (no body is read, no file is touched for a refused request). The capability is
- * the only authorization the data plane knows (ARCHITECTURE.md §1): functions/ decided from
+ * the only authorization the data plane knows (docs/architecture.md §1): functions/ decided from
  * Postgres, the agent-host checks the signature. Its uid and workdir_path select the
  * Workdir; nothing in the request can point elsewhere.
  *

@@ -32,7 +32,7 @@ import { refuseServiceCapability } from "./service-capability-auth.ts";
 const CORS_MAX_AGE_SECONDS = 600;
 
 /**
- * The data-plane HTTP API of an agent-host (API.md "Workdir files", plus the internal
+ * The data-plane HTTP API of an agent-host (docs/api.md "Workdir files", plus the internal
  * endpoints functions/ calls). A web-standard Hono app: `startDataPlaneServer` serves it on
  * Node, tests may call `app.fetch` directly.
  *
@@ -53,7 +53,10 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   app.use(traceRequests(deps.tracing ?? noTracing()));
   app.onError(errorHandler());
   app.notFound(() => {
-    throw new WorkcellError("not_found", "No such data-plane route: see API.md 'Workdir files'.");
+    throw new WorkcellError(
+      "not_found",
+      "No such data-plane route: see docs/api.md 'Workdir files'.",
+    );
   });
   app.use(requestContext(deps.logger, metrics));
   // Every quota refusal of the data plane (PUT, batch, mkdir, attachment import) is an

@@ -151,7 +151,7 @@ const ROUTES = [
 
 /**
  * The data plane's own OpenAPI document (`GET /dp/openapi.json`), the Workdir files API of
- * API.md. The routes are plain Hono handlers (they stream bodies the zod layer would
+ * docs/api.md. The routes are plain Hono handlers (they stream bodies the zod layer would
  * buffer), so the document is declared here, beside them, from the shared contracts.
  */
 export function dataPlaneOpenApiDocument(serverUrl: string): Record<string, unknown> {

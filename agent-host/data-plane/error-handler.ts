@@ -8,9 +8,9 @@ import type { DataPlaneEnv } from "./data-plane-env.ts";
 export const WWW_AUTHENTICATE = 'Bearer realm="workcell-data-plane", error="invalid_token"';
 
 /**
- * The one place where errors become HTTP responses (API.md error shape via toErrorBody).
+ * The one place where errors become HTTP responses (docs/api.md error shape via toErrorBody).
  * The workspace layer throws WorkcellErrors whose codes already carry the status mapping of
- * API.md (symlink / special file / escape → 403, missing → 404, exists → 409, bad name →
+ * docs/api.md (symlink / special file / escape → 403, missing → 404, exists → 409, bad name →
  * 400, too large → 413); anything else is logged in full and answered as a bare `internal`.
  */
 export function errorHandler(): ErrorHandler<DataPlaneEnv> {

@@ -22,7 +22,7 @@ export function queryPath(c: Context<DataPlaneEnv>): string {
     );
   }
   const raw = values[0] as string;
-  // API.md: a path with `..` is 403. parseDataPlanePath reports a relative path (no leading
+  // docs/api.md: a path with `..` is 403. parseDataPlanePath reports a relative path (no leading
   // '/') as 400 before looking at its components; an escape attempt is answered as one
   // whatever else is wrong with it.
   if (raw.split("/").includes("..")) {

@@ -13,7 +13,7 @@ import { withRunWiring } from "./run-wiring.ts";
 
 /**
  * A sub-agent: committed and claimed by the spawner, run here in the parent's sandbox
- * with its own lease, cancel and events. It ends before its parent does (ARCHITECTURE.md
+ * with its own lease, cancel and events. It ends before its parent does (docs/architecture.md
  * §4.5): the parent stopping stops it, and the parent's tool call waits for its ending.
  */
 export async function executeChildRun(

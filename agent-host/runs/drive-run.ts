@@ -97,7 +97,7 @@ export async function driveRun(
     // the variant with the attachment list in front.
     const userText = model.name === SHELL_MODEL_NAME ? x.input : x.visibleInput;
     // Every command and every host-side write into the Workdir runs under the Execution
-    // Lease and leaves a change batch (ARCHITECTURE.md §5).
+    // Lease and leaves a change batch (docs/architecture.md §5).
     const scope = { fence: x.fence, workdirPath: x.workdirPath, tree: x.tree, logger: x.logger };
     const result = await runAgentLoop({
       model,

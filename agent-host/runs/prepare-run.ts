@@ -42,7 +42,7 @@ export type Preparation =
   | { readonly kind: "hand_back"; readonly reason: string };
 
 /**
- * Everything before a root run executes, in the order ARCHITECTURE.md §4.7 requires:
+ * Everything before a root run executes, in the order docs/architecture.md §4.7 requires:
  *
  * 0. the uid's UserWorkspace quota: a workspace over it gets no run (`quota_exceeded`,
  *    before anything is created; docs/decisions/0050);

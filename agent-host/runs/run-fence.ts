@@ -2,7 +2,7 @@ import { and, eq, type SQL } from "drizzle-orm";
 import { agentRuns } from "../../shared/db/schema.ts";
 
 /**
- * The fencing token of one claimed run (ARCHITECTURE.md §4.8): the claim incremented
+ * The fencing token of one claimed run (docs/architecture.md §4.8): the claim incremented
  * `attempt`, and every later write of this worker for the run is conditional on
  * (run_id, attempt, status = running). A worker whose lease was taken away (the sweeper
  * ended the run `node_lost`, another claim won) matches zero rows and writes nothing.

@@ -85,7 +85,7 @@ export interface RunWorkerDeps {
   readonly agentLimits?: Partial<AgentLimits>;
   readonly systemPromptExtra?: string;
   /**
-   * Spans of each run, from its queue message to its terminal event (ARCHITECTURE.md
+   * Spans of each run, from its queue message to its terminal event (docs/architecture.md
    * §10); built from OTEL_* by the entry. Default: off.
    */
   readonly tracing?: Tracing;

@@ -30,7 +30,7 @@ export interface SkillProjectionOptions {
 /**
  * The seam to the skills subsystem: before a run's sandbox is acquired, the uid's
  * projection (`<data-root>/skills/projections/<uid dirname>/`, mounted read-only at
- * /home/gem/skills) is made to match the uid's grants (ARCHITECTURE.md §6).
+ * /home/gem/skills) is made to match the uid's grants (docs/architecture.md §6).
  */
 export interface SkillProjection {
   refresh(

@@ -45,7 +45,7 @@ interface ActiveRun {
 }
 
 /**
- * Execution-tree cleanup when a root run has ended (ARCHITECTURE.md §4.5):
+ * Execution-tree cleanup when a root run has ended (docs/architecture.md §4.5):
  *
  * 1. Under the tree lock (uid + scope), find the runs of the scope still active. Those
  *    of this root's tree (its descendants) get `cancel_requested` plus a NOTIFY, which

@@ -4,7 +4,7 @@ import { readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 
-// Runtime Assets (ARCHITECTURE.md §3): the read-only tree built by
+// Runtime Assets (docs/architecture.md §3): the read-only tree built by
 // infra/runtime-assets/build-runtime-assets.sh and mounted at /runtime in both tiers.
 // At node start every file is checked against the build's checksums, and each asset
 // runs its probe in a throw-away sandbox of the tree. An asset is ready only when all

@@ -24,7 +24,7 @@ export type RuntimeReport = {
 };
 
 /**
- * Verifies every asset's checksums and probe, once per start (ARCHITECTURE.md §3), in the
+ * Verifies every asset's checksums and probe, once per start (docs/architecture.md §3), in the
  * background: a first verification hashes ~300 MB. Until it is done the process tier's
  * bash waits for it; a failure leaves every asset not ready. Meanwhile the runtime report
  * operators read (GET /v1/admin/runtime) gets the tiers and quota mode now (awaited: a

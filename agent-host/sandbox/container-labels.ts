@@ -7,7 +7,7 @@ import type { SandboxContainer } from "./driver.ts";
 
 // Labels are how a container explains itself after the process that created it is gone:
 // the reconciler (reconciler.ts) rebuilds the list of a node's sandboxes from them alone
-// and compares it with Postgres (ARCHITECTURE.md §4.6). They never carry the uid itself
+// and compares it with Postgres (docs/architecture.md §4.6). They never carry the uid itself
 // (an OIDC subject may be an e-mail address), only its on-disk dirname.
 export const LABEL = {
   managedBy: "workcell.managed-by",

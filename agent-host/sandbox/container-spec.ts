@@ -11,7 +11,7 @@ import {
 import { containerName, type LabelSource, sandboxLabels } from "./container-labels.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
 
-/** Everything runs as the image's `gem` user (ARCHITECTURE.md §3). */
+/** Everything runs as the image's `gem` user (docs/architecture.md §3). */
 export const SANDBOX_USER = "1000:1000";
 
 /**
@@ -77,7 +77,7 @@ export function containerCreateOptions(
     HostConfig: {
       Mounts: [
         // The caller's whole UserWorkspace: the uid mount is the boundary between users;
-        // the Workdir below it is only a cwd (ARCHITECTURE.md §2). Read-only in the
+        // the Workdir below it is only a cwd (docs/architecture.md §2). Read-only in the
         // `workdir` file view, with the Workdir bound read-write on top of itself (§5):
         // Docker mounts by target depth, so the parent comes first.
         {

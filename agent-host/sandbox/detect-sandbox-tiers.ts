@@ -62,7 +62,7 @@ export type SandboxTierSet = {
    */
   assetProber: AssetProber;
   /**
-   * The tiers usable right now, as the node heartbeat and `/readyz` report them (API.md
+   * The tiers usable right now, as the node heartbeat and `/readyz` report them (docs/api.md
    * "Nodes and runtimes"): a ready tier stays reported while its engine answers within
    * the signal's bound (the container tier pings Docker; the process tier has no daemon).
    * A tier not ready at start is never reported: no driver was made for it.
@@ -71,7 +71,7 @@ export type SandboxTierSet = {
 };
 
 /**
- * Preflight of both tiers (ARCHITECTURE.md §3): each is `ready` with what it found, or
+ * Preflight of both tiers (docs/architecture.md §3): each is `ready` with what it found, or
  * `unavailable` with the part that is missing. Only ready tiers get a driver; a tier
  * that is not ready never runs anything.
  */

@@ -339,7 +339,7 @@ const SHELL_ADDED_ENV = ["PWD", "OLDPWD", "SHLVL"] as const;
  * What Docker's exec cannot set, set by a shell that then `exec`s the command (same pid,
  * same argv; a missing program exits 127):
  *
- * - New files 0600 and directories 0700 (ARCHITECTURE.md §3): Docker starts an exec with
+ * - New files 0600 and directories 0700 (docs/architecture.md §3): Docker starts an exec with
  *   umask 022, so the shell sets 077. The process tier's trampoline sets the same umask.
  * - A command is the first thing the kernel's OOM killer takes, never the sandbox's
  *   keep-alive: an exec inherits the container's `oom_score_adj`, so without this a

@@ -8,7 +8,7 @@ import type { SandboxTier } from "./sandbox-tier.ts";
 // A driver knows containers, not rows: it never reads Postgres. Every container it
 // creates is named and labelled with (sandbox_id, generation), so the manager can fence
 // every operation on the generation it observed and a stale caller can never reach a
-// newer sandbox (ARCHITECTURE.md §4.3).
+// newer sandbox (docs/architecture.md §4.3).
 
 /** What a sandbox is created from: its identity, its Workdir and the node that owns it. */
 export type SandboxSpec = {
@@ -22,7 +22,7 @@ export type SandboxSpec = {
   nodeId: string;
   /** The isolation tier to create it in; the node's default tier when absent. */
   tier?: SandboxTier;
-  /** What the sandbox may write (ARCHITECTURE.md §5); `workspace` when absent. */
+  /** What the sandbox may write (docs/architecture.md §5); `workspace` when absent. */
   fileView?: FileView;
 };
 

@@ -2,7 +2,7 @@ import { readdir, readFile, readlink } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 
 // Docker has no "kill exec" API, and closing the attach stream leaves the process
-// running (ARCHITECTURE.md §4, issue 5 §2). So a timed-out or cancelled exec is killed
+// running (docs/architecture.md §4, issue 5 §2). So a timed-out or cancelled exec is killed
 // from the host, through the pid Docker reports for it (ExecInspect.Pid, a host pid).
 // This needs agent-host to share the host pid namespace with dockerd, which is how it
 // is installed (a daemon on the node); docs/decisions/0005 records it.

@@ -3,7 +3,7 @@ import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.
 import type { CreateRefusal } from "./driver.ts";
 import { openDirBeneath } from "./host-dir.ts";
 
-/** Host directories bound into a sandbox, relative to the data root (ARCHITECTURE.md §3). */
+/** Host directories bound into a sandbox, relative to the data root (docs/architecture.md §3). */
 export function hostMountComponents(dirname: string) {
   return {
     workspace: ["users", dirname, "workspace"],

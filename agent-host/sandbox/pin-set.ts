@@ -6,7 +6,7 @@ export type Pin = { signal: AbortSignal; release(): void };
 type Closing = { promise: Promise<boolean>; settle(closedForGood: boolean): void };
 
 /**
- * The in-flight uses of one sandbox generation in this process (ARCHITECTURE.md §4.4).
+ * The in-flight uses of one sandbox generation in this process (docs/architecture.md §4.4).
  *
  * Exec and other operations hold a pin while they run. A closer (destroy, the idle
  * reaper) first blocks new pins, then drains the ones in flight. New pins do not fail

@@ -28,7 +28,7 @@ export type ReconcileOptions = {
 
 /**
  * Compares this node's labelled containers with Postgres and makes them agree
- * (ARCHITECTURE.md §4.6): adopt what is live and owned, destroy what is orphaned or
+ * (docs/architecture.md §4.6): adopt what is live and owned, destroy what is orphaned or
  * stale, mark rows whose container vanished. Run on start and periodically.
  *
  * Each sandbox is judged under its advisory lock, taken only if free: a held lock means

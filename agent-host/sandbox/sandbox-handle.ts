@@ -22,7 +22,7 @@ export function sandboxHandle(fields: SandboxHandle): SandboxHandle {
   return { ...fields };
 }
 
-/** The outcome of an operation fenced by generation (ARCHITECTURE.md §4.3). */
+/** The outcome of an operation fenced by generation (docs/architecture.md §4.3). */
 export type FencedOutcome = { ok: true } | { ok: false; reason: "stale_generation" };
 
 /** The handle of a row's generation (adoption: the row is the only record left). */

@@ -26,7 +26,7 @@ import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
 export type IdleCandidate = { sandboxId: string; generation: number };
 
 /**
- * The lifecycle owner of this node's sandboxes (ARCHITECTURE.md §4): one sandbox per
+ * The lifecycle owner of this node's sandboxes (docs/architecture.md §4): one sandbox per
  * execution tree, generations allocated in Postgres, every operation fenced by the
  * generation it observed, pins and bounded drains, quiescence, the idle reaper and the
  * reconciler. Fencing failures are values; only broken infrastructure throws.
@@ -206,7 +206,7 @@ export class SandboxManager {
   /**
    * A clean stop (SIGTERM): refuse new acquires here, wait for creates in flight, then
    * destroy every running sandbox of this node, so no live row points at a node that is
-   * going away (ARCHITECTURE.md §10) and the scopes' next runs start fresh on a live
+   * going away (docs/architecture.md §10) and the scopes' next runs start fresh on a live
    * node. The node row's state is left as the operator set it.
    */
   async releaseAll(signal: AbortSignal): Promise<{ destroyed: string[] }> {

@@ -15,7 +15,7 @@ import { nodeIsLost } from "../../shared/runs/node-liveness.ts";
 // The Postgres half of the lifecycle. Every write that changes a sandbox's fate is a
 // conditional update on (sandbox_id, generation, state): a caller acting on a
 // generation it observed earlier changes nothing if that generation is no longer the
-// current one (ARCHITECTURE.md §4.3). Times are compared with the database's now(), so
+// current one (docs/architecture.md §4.3). Times are compared with the database's now(), so
 // the agent-hosts sharing it never disagree about "idle" because their clocks do.
 
 /**

@@ -1,6 +1,6 @@
 import { SANDBOX_TIER_VALUES } from "../../shared/contracts/run.ts";
 
-/** The isolation tiers (ARCHITECTURE.md §3 "Two isolation tiers, one contract"). */
+/** The isolation tiers (docs/architecture.md §3 "Two isolation tiers, one contract"). */
 export const SANDBOX_TIERS = SANDBOX_TIER_VALUES;
 export type SandboxTier = (typeof SANDBOX_TIERS)[number];
 

@@ -7,7 +7,7 @@ import { SKILL_MANIFEST } from "./archive-plan.ts";
 import { DEFAULT_SKILL_LIMITS, type SkillLimits } from "./skill-limits.ts";
 import { parseSkillManifest } from "./skill-manifest.ts";
 
-/** Where personal skills live inside a UserWorkspace (ARCHITECTURE.md §6). */
+/** Where personal skills live inside a UserWorkspace (docs/architecture.md §6). */
 export const PERSONAL_SKILLS_PATH = "agents/skills";
 
 export interface PersonalSkill {

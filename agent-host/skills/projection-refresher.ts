@@ -61,7 +61,7 @@ export interface ProjectionRefresher {
 }
 
 /**
- * Projection refresh, exactly in the order of ARCHITECTURE.md §6:
+ * Projection refresh, exactly in the order of docs/architecture.md §6:
  *
  * 1. A READ COMMITTED transaction takes `pg_advisory_xact_lock` on the uid. The control
  *    plane takes the same lock to change a grant, so a refresh that waited here while a

@@ -75,7 +75,7 @@ interface WalkState {
 }
 
 /**
- * The safe copy of ARCHITECTURE.md §6: copies the tree below `srcFd` into the empty
+ * The safe copy of docs/architecture.md §6: copies the tree below `srcFd` into the empty
  * directory `destFd`, computing its content hash on the way. Without `destFd` it only
  * hashes (the same walk, so the two can never disagree on what a tree is).
  *

@@ -15,7 +15,7 @@ import {
 } from "../workspace/syscalls.ts";
 
 /**
- * The skills part of the data root (ARCHITECTURE.md §6):
+ * The skills part of the data root (docs/architecture.md §6):
  *
  *   <data-root>/skills/sources/<slug>/                 the source store (builtin + shared)
  *   <data-root>/skills/projections/<uid dirname>/      a user's read-only projection

@@ -1,6 +1,6 @@
 /**
  * Every bound of the skills subsystem, named, with its unit. Each factory takes a partial
- * override, so tests can shrink any of them (STYLE.md).
+ * override, so tests can shrink any of them (docs/style.md).
  */
 export interface SkillLimits {
   /** Largest archive (compressed bytes) accepted for import. */

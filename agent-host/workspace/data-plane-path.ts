@@ -4,7 +4,7 @@ import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "./workspace-limi
 import { splitWorkspacePath } from "./workspace-path.ts";
 
 /**
- * Turns a data-plane `path` parameter (API.md "Workdir files": Workdir-relative with a
+ * Turns a data-plane `path` parameter (docs/api.md "Workdir files": Workdir-relative with a
  * leading `/`, `/` = the Workdir root) into the relative form a WorkspaceFs bound to the
  * Workdir takes (`""` = its root).
  *

@@ -97,7 +97,7 @@ export function errnoError(errno: number, ctx: ErrnoErrorContext): WorkcellError
 export interface LookupErrorOptions {
   /**
    * What it means when the last name exists but is a regular file although a directory was
-   * needed: `not_found` for a write's parent (API.md: "parent missing or a file 404"),
+   * needed: `not_found` for a write's parent (docs/api.md: "parent missing or a file 404"),
    * `invalid_request` for a list or a Workdir ("a file → 400").
    */
   readonly finalFileCode: "not_found" | "invalid_request";

@@ -86,7 +86,7 @@ export function openDirectory(
 
 /**
  * Opens the parent directory of `names` (which must not be empty) and returns it with the
- * last name. A missing parent, or a parent that is a file, is not_found (API.md); a symlink
+ * last name. A missing parent, or a parent that is a file, is not_found (docs/api.md); a symlink
  * anywhere on the way is forbidden.
  */
 export function openParent(

@@ -10,10 +10,10 @@ import { ensureDirectory } from "./make-directory.ts";
 import { AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_PATH } from "./syscalls.ts";
 import { createWorkspaceFs, type WorkspaceFs } from "./workspace-fs.ts";
 
-/** `<data-root>/users/<uid dirname>/workspace` (ARCHITECTURE.md §2). */
+/** `<data-root>/users/<uid dirname>/workspace` (docs/architecture.md §2). */
 export const USERS_DIR = "users";
 export const WORKSPACE_DIR = "workspace";
-/** Created inside a Workdir on first use, never ahead (ARCHITECTURE.md §3). */
+/** Created inside a Workdir on first use, never ahead (docs/architecture.md §3). */
 export const WORKDIR_UPLOADS_DIR = "uploads";
 export const WORKDIR_OUTPUTS_DIR = "outputs";
 

@@ -33,7 +33,7 @@ export interface BatchOptions {
 }
 
 /**
- * Writes a set of files into one directory, all or nothing (ARCHITECTURE.md §5).
+ * Writes a set of files into one directory, all or nothing (docs/architecture.md §5).
  *
  * 1. The whole set is validated before any I/O: a bad name is invalid_request (400), a name
  *    twice in the batch is a conflict (409), too many files is payload_too_large (413).

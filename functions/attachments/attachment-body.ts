@@ -2,7 +2,7 @@ import type { Attachment } from "../../shared/contracts/attachment.ts";
 import type { Attachment as AttachmentRow } from "../../shared/db/schema.ts";
 import { isoTime } from "../db/iso-time.ts";
 
-/** A row as API.md's `attachment`: exactly its fields, Workdir-relative paths. */
+/** A row as docs/api.md's `attachment`: exactly its fields, Workdir-relative paths. */
 export function attachmentBody(row: AttachmentRow): Attachment {
   return {
     file_id: row.fileId,

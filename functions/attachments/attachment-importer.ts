@@ -27,7 +27,7 @@ export type ImportResult =
 
 /**
  * The seam to the data plane for attachments: functions/ decides, the agent-host touches
- * the bytes (ARCHITECTURE.md §1). A data plane that cannot be reached throws `unavailable`.
+ * the bytes (docs/architecture.md §1). A data plane that cannot be reached throws `unavailable`.
  */
 export interface AttachmentImporter {
   importFiles(

@@ -42,7 +42,7 @@ export type ConfirmInput = {
 type ConfirmResponse = { items: Attachment[] };
 
 /**
- * `POST /v1/threads/{thread_id}/attachments/confirm` (ARCHITECTURE.md §7):
+ * `POST /v1/threads/{thread_id}/attachments/confirm` (docs/architecture.md §7):
  *
  * 1. Authorization, from Postgres: the thread is the caller's and active, the group is the
  *    caller's and holds every file listed. Anything else is 404 and nothing is imported.

@@ -21,7 +21,7 @@ export type DeleteAttachmentDeps = Pick<AttachmentDeps, "importer"> & { db: Db; 
  * A run references an attachment when it is pending or running on the same thread and
  * either was submitted with the attachment's request (`request_id`), or starts — for a
  * pending run, was created — after the attachment was uploaded: its model-visible message
- * lists the thread's attachments as of its start (ARCHITECTURE.md §7), so it may be told
+ * lists the thread's attachments as of its start (docs/architecture.md §7), so it may be told
  * about this file. A run that started before the upload was never told about it.
  *
  * Race with a run submission: like a thread delete, the thread row is taken FOR UPDATE

@@ -17,7 +17,7 @@ import {
 import type { AttachmentImporter, ImportResult } from "./attachment-importer.ts";
 import { DEFAULT_ATTACHMENT_LIMITS } from "./attachment-limits.ts";
 
-/** The data plane's public delete (API.md "Workdir files"); spelled out, not imported. */
+/** The data plane's public delete (docs/api.md "Workdir files"); spelled out, not imported. */
 const DELETE_FILE_PATH = "/dp/v1/files";
 /** Refusals of the data plane that are the client's to see (the batch wrote nothing). */
 const CLIENT_STATUSES = new Set([400, 403, 404, 409, 413, 422, 507]);

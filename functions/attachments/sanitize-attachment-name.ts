@@ -17,7 +17,7 @@ const MAX_KEPT_EXTENSION_CHARS = 16;
 const UNSAFE_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
- * Turns a client's file name into one Workdir entry name (API.md "Attachments"):
+ * Turns a client's file name into one Workdir entry name (docs/api.md "Attachments"):
  * * basename only: the part after the last `/` or `\` (a browser or CLI may send a whole
  *   client path, and `../../etc/passwd` becomes `passwd`), so no name can point anywhere
  *   but `uploads/`;

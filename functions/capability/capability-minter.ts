@@ -21,7 +21,7 @@ export type CapabilityRequest = {
 export type MintedCapability = { readonly token: string; readonly expiresAt: Date };
 
 /**
- * Signs data-plane capabilities (ARCHITECTURE.md §1): functions/ decides authorization
+ * Signs data-plane capabilities (docs/architecture.md §1): functions/ decides authorization
  * from Postgres and expresses it as a short-lived EdDSA JWT the data plane verifies.
  */
 export interface CapabilityMinter {

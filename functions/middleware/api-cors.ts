@@ -6,7 +6,7 @@ import { REQUEST_ID_HEADER } from "./request-context.ts";
 const CORS_MAX_AGE_SECONDS = 600;
 
 /**
- * CORS of the public API (API.md "Conventions"): the request headers a client sends
+ * CORS of the public API (docs/api.md "Conventions"): the request headers a client sends
  * (Authorization, Content-Type, Idempotency-Key, Last-Event-ID) and the response headers a
  * page needs to read (the request id for support, Retry-After for a 429 or 503).
  */

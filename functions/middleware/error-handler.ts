@@ -5,7 +5,7 @@ import { errorHandler as sharedErrorHandler } from "../../shared/http/error-hand
 import type { AppEnv } from "../app-env.ts";
 
 /**
- * The one place where errors become HTTP responses (API.md error shape). Hono's own
+ * The one place where errors become HTTP responses (docs/api.md error shape). Hono's own
  * HTTPExceptions (malformed JSON, unsupported media type) are mapped to the catalogue
  * code of their status; anything unknown is logged in full and answered as a bare
  * `internal` without internals.

@@ -3,7 +3,7 @@ import type { AppEnv } from "../app-env.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { EventTickets } from "../run-events/event-tickets.ts";
 
-/** The one route a ticket opens: a run's event stream (API.md "Runs"). */
+/** The one route a ticket opens: a run's event stream (docs/api.md "Runs"). */
 const EVENT_STREAM_PATH = /^\/v1\/runs\/([^/]+)\/events$/;
 export const EVENT_TICKET_QUERY = "ticket";
 

@@ -13,7 +13,7 @@ type ValidationResult<T> = { target: string } & (
 /**
  * The app's default validator hook: a failed parse becomes a WorkcellError for the one
  * onError. A malformed id in the path cannot name any resource, so it answers 404 like an
- * unknown id (API.md lets us pick 404 or 400; we pick 404 everywhere, consistently);
+ * unknown id (docs/api.md lets us pick 404 or 400; we pick 404 everywhere, consistently);
  * bodies, queries and headers answer 400 with the failing fields in `details.issues`.
  */
 export function validationHook<T>(result: ValidationResult<T>): undefined {

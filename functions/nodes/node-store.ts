@@ -20,7 +20,7 @@ function nodeColumns(nodeTtlMs: number) {
   };
 }
 
-/** Every node as operators see it (API.md "Nodes and runtimes"), lost derived from the TTL. */
+/** Every node as operators see it (docs/api.md "Nodes and runtimes"), lost derived from the TTL. */
 export async function listNodes(db: Db, nodeTtlMs: number): Promise<AdminNode[]> {
   const rows = await db
     .select({
@@ -41,7 +41,7 @@ export async function listNodes(db: Db, nodeTtlMs: number): Promise<AdminNode[]>
 }
 
 /**
- * Every node's runtime report (API.md `GET /v1/admin/runtime`) as the node wrote it. A
+ * Every node's runtime report (docs/api.md `GET /v1/admin/runtime`) as the node wrote it. A
  * tier is ready only if its preflight passed and the last heartbeat still found it
  * answering (a Docker engine that went away since start reads as not ready); a row the
  * node never wrote, or one this code cannot read, is `unknown`, never a guess.

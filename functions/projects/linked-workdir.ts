@@ -33,7 +33,7 @@ export async function linkedWorkdir(
         { details: { field: "workdir_path", reason: "not_a_directory" } },
       );
     case "forbidden":
-      // API.md: a symlink is a 400 here (a bad value for the field), not a 403.
+      // docs/api.md: a symlink is a 400 here (a bad value for the field), not a 403.
       throw new WorkcellError(
         "invalid_request",
         "workdir_path goes through a symbolic link, which is never followed: use the real directory.",

@@ -126,7 +126,7 @@ const deleteRoute = createRoute({
 });
 
 /**
- * API.md "Attachments". functions/ authorizes (uid, thread, group, from Postgres) and
+ * docs/api.md "Attachments". functions/ authorizes (uid, thread, group, from Postgres) and
  * presigns; the bytes go browser → S3 → data plane → Workdir and never through here.
  */
 export function registerAttachmentRoutes(

@@ -37,7 +37,7 @@ const route = createRoute({
 /**
  * Authorization happens here, from Postgres (the thread is the caller's and active); the
  * decision travels as a capability naming uid, Workdir and operations, which is all the
- * data plane trusts (ARCHITECTURE.md §1). Not idempotent on purpose: replaying an old
+ * data plane trusts (docs/architecture.md §1). Not idempotent on purpose: replaying an old
  * token could hand out one that has already expired.
  */
 export function registerFilesAccessRoute(

@@ -55,7 +55,7 @@ const putLimits = createRoute({
 export type LimitsRoutesDeps = Pick<AppDeps, "db"> & { readonly userLimitDefaults?: UserLimits };
 
 /**
- * `GET/PUT /v1/admin/users/{uid}/limits` (API.md "Limits and usage"). The admin check is
+ * `GET/PUT /v1/admin/users/{uid}/limits` (docs/api.md "Limits and usage"). The admin check is
  * the `/v1/admin/*` middleware (app.ts), before these validators run.
  */
 export function registerLimitsRoutes(app: OpenAPIHono<AppEnv>, deps: LimitsRoutesDeps): void {

@@ -55,7 +55,7 @@ const resume = stateRoute("resume", "Admin: the node takes sandboxes again");
 
 export type NodeRoutesDeps = { db: Db; nodeTtlMs?: number };
 
-/** API.md "Nodes and runtimes"; requireAdmin (app.ts) guards `/v1/admin/*`. */
+/** docs/api.md "Nodes and runtimes"; requireAdmin (app.ts) guards `/v1/admin/*`. */
 export function registerNodeRoutes(app: OpenAPIHono<AppEnv>, deps: NodeRoutesDeps): void {
   const ttl = deps.nodeTtlMs ?? DEFAULT_NODE_TTL_MS;
   app.openapi(list, async (c) => c.json({ items: await listNodes(deps.db, ttl) }, 200));

@@ -147,7 +147,7 @@ const revokeSkill = createRoute({
 });
 
 /**
- * `/v1/skills` and `/v1/admin/skills/...` (API.md "Skills"). Expects the authenticate
+ * `/v1/skills` and `/v1/admin/skills/...` (docs/api.md "Skills"). Expects the authenticate
  * middleware in front (c.var.principal) and, for the admin routes, requireAdmin (app.ts).
  */
 export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: SkillRoutesDeps): void {

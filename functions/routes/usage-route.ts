@@ -22,7 +22,7 @@ const route = createRoute({
 });
 
 /**
- * `GET /v1/usage` (API.md "Limits and usage"). The control plane has no workspace bytes of
+ * `GET /v1/usage` (docs/api.md "Limits and usage"). The control plane has no workspace bytes of
  * its own: it asks the data plane with a service capability for exactly this uid
  * (`workspace.usage`), in parallel with the two Postgres reads.
  */

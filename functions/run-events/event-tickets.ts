@@ -9,7 +9,7 @@ import type { Ed25519PrivateJwk } from "../../shared/env/env-vars.ts";
 export const EVENT_TICKET_TYP = "workcell-event-ticket+jwt";
 export const EVENT_TICKET_ISSUER = "workcell-api";
 export const EVENT_TICKET_AUDIENCE = "workcell-run-events";
-/** API.md: a ticket grants its stream "for at most an hour". */
+/** docs/api.md: a ticket grants its stream "for at most an hour". */
 export const MAX_EVENT_TICKET_TTL_SECONDS = 3_600;
 const CLOCK_TOLERANCE_SEC = 5;
 /** A ticket is a few hundred characters; anything far longer is not one of ours. */

@@ -39,7 +39,7 @@ interface NetRow {
  * tree (its sub-agents share its Workdir); for a sub-agent run, its own. Per path the net
  * effect over the batches in order: first seen `added` and last `deleted` is no change,
  * first `added` is added, last `deleted` is deleted, otherwise modified (with the last
- * size). `truncated` is true whenever the list may be incomplete (API.md): the run has not
+ * size). `truncated` is true whenever the list may be incomplete (docs/api.md): the run has not
  * ended, a batch hit a scan bound or still awaits repair, or a list was cut at its bound.
  * Never an empty list that hides changes.
  *

@@ -71,7 +71,7 @@ export type SubmitRunDeps = {
 };
 
 /**
- * Commit, then enqueue (ARCHITECTURE.md §4.7). Message, request and run (pending,
+ * Commit, then enqueue (docs/architecture.md §4.7). Message, request and run (pending,
  * attempt 0, runtime scope = the root thread) commit together: one statement for an
  * existing thread, one transaction with the new thread (and implicit project) otherwise.
  * Only after the commit is `{run_id}` sent to SQS. If

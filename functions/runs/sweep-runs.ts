@@ -18,7 +18,7 @@ type Settled<T> =
   | { readonly ok: false; readonly error: unknown };
 
 /**
- * The control plane's periodic pass over run state (ARCHITECTURE.md §4.7, §4.8, §10): (0)
+ * The control plane's periodic pass over run state (docs/architecture.md §4.7, §4.8, §10): (0)
  * nodes past the node TTL have their running runs ended `failed/node_lost` and all their
  * sandbox rows released (shared/runs/fail-lost-nodes.ts); (1) runs
  * whose lease expired (their node died or lost the database for a whole lease) end

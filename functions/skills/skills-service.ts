@@ -48,7 +48,7 @@ export type ImportedSkillResult = ImportedSkill & {
 };
 
 /**
- * The skills use cases of the control plane (API.md "Skills"). Authorization (admin or
+ * The skills use cases of the control plane (docs/api.md "Skills"). Authorization (admin or
  * not) is the routes'; this decides what happens and in which order.
  *
  * Revoke trigger (docs/decisions/0007-skills.md): the grant is deleted and committed

@@ -1,4 +1,4 @@
-// The local Workcell in one Node process (ARCHITECTURE.md §8): the functions app on a
+// The local Workcell in one Node process (docs/architecture.md §8): the functions app on a
 // local port, embedded PostgreSQL (PGlite) and emulated SQS + S3 (fauxqs), all state
 // under DATA_DIR, migrations applied at start. `npm start`, or scripts/local.sh on a
 // fresh machine. Ctrl-C stops it cleanly; starting again keeps the data.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Runtime Assets (ARCHITECTURE.md §3) offline of anything but Debian's own
+# Builds the Runtime Assets (docs/architecture.md §3) offline of anything but Debian's own
 # package mirror: the pinned packages of packages.txt installed by mmdebstrap into a
 # tree, reduced to /usr, /etc and the dpkg database, with a gem user (1000:1000), then
 # checksummed file by file. The result is cached by its key (a hash of packages.txt and

@@ -2,7 +2,7 @@ import type { components } from "./generated/api.ts";
 import { AdminSkills } from "./skills.ts";
 import type { CallOptions, Transport } from "./transport.ts";
 
-/** `GET /v1/admin/nodes` items (API.md "Nodes and runtimes"). */
+/** `GET /v1/admin/nodes` items (docs/api.md "Nodes and runtimes"). */
 export type NodeData = components["schemas"]["AdminNode"];
 /** `GET /v1/admin/runtime` items: each sandbox tier's preflight, each Runtime Asset's check. */
 export type NodeRuntimeData = components["schemas"]["AdminNodeRuntime"];

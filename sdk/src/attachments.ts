@@ -13,7 +13,7 @@ export type AttachmentUpload = {
 /** How long one presigned PUT may take (large files on a slow link). */
 const UPLOAD_TIMEOUT_MS = 10 * 60_000;
 
-/** Attachments (API.md "Attachments"): straight to object storage, then confirmed. */
+/** Attachments (docs/api.md "Attachments"): straight to object storage, then confirmed. */
 export class Attachments {
   readonly #transport: Transport;
 

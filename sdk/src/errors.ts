@@ -1,5 +1,5 @@
 /**
- * One class per error code of the API's catalogue (API.md "Conventions"), each carrying
+ * One class per error code of the API's catalogue (docs/api.md "Conventions"), each carrying
  * the server's message, so `catch (e) { if (e instanceof NotFoundError) ... }` works and
  * `e.message` says how to fix the problem. Anything the server did not answer (network
  * down, bad gateway page) is a WorkcellConnectionError. An aborted call rejects with the

@@ -20,7 +20,7 @@ type Capability = { baseUrl: string; token: string; expiresAtMs: number };
 const RENEW_BEFORE_MS = 30_000;
 
 /**
- * The Workdir of one thread, through the data plane (API.md "Workdir files"). Paths are
+ * The Workdir of one thread, through the data plane (docs/api.md "Workdir files"). Paths are
  * Workdir-relative (`outputs/a.txt` or `/outputs/a.txt`). The data-plane capability is
  * minted on first use (`POST /v1/threads/{id}/files/access`), reused while valid, renewed
  * shortly before it expires, and once more if the data plane refuses it (401).

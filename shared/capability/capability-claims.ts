@@ -13,7 +13,7 @@ export const DEFAULT_CAPABILITY_AUDIENCE = "workcell-data-plane";
  * capability can never pass as something else that checks its own `typ`.
  */
 export const CAPABILITY_TOKEN_TYPE = "wc-capability+jwt";
-/** The only signature algorithm: Ed25519 (ARCHITECTURE.md §1). */
+/** The only signature algorithm: Ed25519 (docs/architecture.md §1). */
 export const CAPABILITY_ALGORITHM = "EdDSA";
 
 /** The UserWorkspace quota a capability carries (docs/decisions/0017). */

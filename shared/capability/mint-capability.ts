@@ -26,7 +26,7 @@ export interface MintCapabilityOptions extends MintCapabilityJwtOptions {
 export type MintedCapability = MintedCapabilityJwt<CapabilityClaims>;
 
 /**
- * Signs a capability for the data plane (ARCHITECTURE.md §1): functions/ has decided that
+ * Signs a capability for the data plane (docs/architecture.md §1): functions/ has decided that
  * `uid` may do `ops` on `workdirPath`, and this expresses the decision as a short-lived
  * EdDSA JWT. Bad input (a malformed Workdir path, no ops, a TTL out of bounds) is a
  * programming error of the caller and throws; it never yields a broader token.

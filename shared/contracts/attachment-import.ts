@@ -7,7 +7,7 @@ import {
 } from "./attachment.ts";
 
 /**
- * The data plane's attachment import (ARCHITECTURE.md §7), called by functions/ only, with a
+ * The data plane's attachment import (docs/architecture.md §7), called by functions/ only, with a
  * capability it mints for itself (op `import`, never handed to a browser). Both sides use
  * these schemas, so the wire cannot drift.
  */

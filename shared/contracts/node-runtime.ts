@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { ADMIN_NODE_STATES } from "./node.ts";
 import { SANDBOX_TIER_VALUES } from "./run.ts";
 
-// What each agent-host reports about its runtime (API.md "Nodes and runtimes",
+// What each agent-host reports about its runtime (docs/api.md "Nodes and runtimes",
 // `GET /v1/admin/runtime`): each sandbox tier's preflight and each Runtime Asset's
 // verification. The node writes it into its `nodes` row (agent-host/record-node-runtime.ts);
 // the control plane only reads it back.

@@ -10,7 +10,7 @@ export const MAX_QUEUE_MESSAGE_BYTES = 256 * 1024;
 // Queue messages are not strict: during a rolling deploy an older consumer may receive
 // a message with fields added by a newer producer, and must still act on what it knows.
 
-/** A committed run waiting for a worker (ARCHITECTURE.md §4.7). */
+/** A committed run waiting for a worker (docs/architecture.md §4.7). */
 export const runDispatchMessageSchema = z
   .object({
     type: z.literal("run.dispatch").describe("Message type."),
@@ -18,7 +18,7 @@ export const runDispatchMessageSchema = z
   })
   .describe("Dispatch a committed run to a worker.");
 
-/** Rebuild a user's skill projection after a grant changed (ARCHITECTURE.md §6). */
+/** Rebuild a user's skill projection after a grant changed (docs/architecture.md §6). */
 export const skillsRefreshMessageSchema = z
   .object({
     type: z.literal("skills.refresh").describe("Message type."),

@@ -19,7 +19,7 @@ export function isTerminalRunStatus(status: RunStatus): status is TerminalRunSta
   return (TERMINAL_RUN_STATUSES as readonly string[]).includes(status);
 }
 
-/** The isolation tiers a run may ask for (ARCHITECTURE.md §3). */
+/** The isolation tiers a run may ask for (docs/architecture.md §3). */
 export const SANDBOX_TIER_VALUES = ["container", "process"] as const;
 
 export const agentOptionsSchema = z

@@ -14,7 +14,7 @@ import type { RequestOrigin } from "../http/request-origin.ts";
  * context (docs/decisions/0054); in-process there is no hop to carry them over.
  */
 export interface SkillsDataPlane {
-  /** Makes the uid's projection equal its grants now (ARCHITECTURE.md §6). */
+  /** Makes the uid's projection equal its grants now (docs/architecture.md §6). */
   refreshProjection(
     uid: string,
     signal: AbortSignal,

@@ -14,7 +14,7 @@ export const THREAD_STATUSES = ["active", "deleted"] as const;
 /**
  * Fields a client may believe it can set on a thread but may not: the Workdir belongs to
  * the project. They answer 422 (`unprocessable`), not 400, because the body is well-formed
- * and the client is asking for something the model forbids (API.md "Threads").
+ * and the client is asking for something the model forbids (docs/api.md "Threads").
  */
 export const THREAD_CREATE_UNPROCESSABLE_FIELDS = ["workdir_path"] as const;
 

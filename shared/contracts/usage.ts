@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { userLimitsSchema } from "../limits/user-limits.ts";
 
-/** `GET /v1/usage` (API.md "Limits and usage"; docs/decisions/0049). */
+/** `GET /v1/usage` (docs/api.md "Limits and usage"; docs/decisions/0049). */
 export const usageSchema = z
   .object({
     workspace_bytes: z

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { intVar, MAX_TCP_PORT } from "./env-vars.ts";
 
-/** The Prometheus ops listener's port unless METRICS_PORT says otherwise (API.md "Health"). */
+/** The Prometheus ops listener's port unless METRICS_PORT says otherwise (docs/api.md "Health"). */
 export const DEFAULT_METRICS_PORT = 9464;
 /** Loopback: exposing metrics beyond the host is a deliberate act (METRICS_HOST). */
 export const DEFAULT_METRICS_HOST = "127.0.0.1";

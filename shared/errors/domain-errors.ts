@@ -4,7 +4,7 @@ import { type ErrorDetails, WorkcellError } from "./workcell-error.ts";
 /**
  * Domain-specific failures, each mapped onto one catalogue code.
  *
- * Why a second table instead of more wire codes: API.md fixes the set of `error.code`
+ * Why a second table instead of more wire codes: docs/api.md fixes the set of `error.code`
  * values clients switch on, so a domain failure travels as its catalogue code and names
  * itself in `error.details.reason` (snake_case, stable). To add one, add a row here:
  * its HTTP status, retry and queue behaviour then follow from the catalogue, and no

@@ -1,5 +1,5 @@
 /**
- * The one table of wire error codes (API.md "Conventions"). Everything that turns an
+ * The one table of wire error codes (docs/api.md "Conventions"). Everything that turns an
  * error into an HTTP status, a retry decision or a message reads it from here, so a
  * code cannot mean 409 in one place and 400 in another.
  */

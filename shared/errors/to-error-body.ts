@@ -1,7 +1,7 @@
 import { ERROR_CATALOGUE, type ErrorCode } from "./error-catalogue.ts";
 import { type ErrorDetails, WorkcellError } from "./workcell-error.ts";
 
-/** The wire shape of every error response (API.md "Conventions"). */
+/** The wire shape of every error response (docs/api.md "Conventions"). */
 export interface ErrorBody {
   readonly error: {
     readonly code: ErrorCode;

@@ -20,7 +20,7 @@ export interface ErrorHandlerOptions {
 }
 
 /**
- * The one place where an app's errors become HTTP responses (API.md error shape via
+ * The one place where an app's errors become HTTP responses (docs/api.md error shape via
  * toErrorBody): Hono's own HTTPExceptions are mapped to the catalogue code of their status,
  * WorkcellErrors carry their status, and anything unknown is logged in full and answered as
  * a bare `internal` without internals.
@@ -45,7 +45,7 @@ export function errorHandler<E extends RequestContextEnv = RequestContextEnv>(
     const requestId = c.var.requestId;
     if (requestId) c.header(REQUEST_ID_HEADER, requestId);
     if (status === 401) c.header("WWW-Authenticate", wwwAuthenticate);
-    // API.md: a 429 always carries Retry-After (whole seconds, at least 1).
+    // docs/api.md: a 429 always carries Retry-After (whole seconds, at least 1).
     if (status === 429) c.header("Retry-After", String(retryAfterSecondsOf(error)));
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
     return c.json(body, status);

@@ -6,7 +6,7 @@ export const SANDBOX_ID_HEX_LENGTH = 12;
 
 /**
  * The sandbox of an execution tree: first 12 hex of sha256(`<uid>:<runtimeScopeId>`)
- * (ARCHITECTURE.md §2). It takes the logical uid, not its dirname, so the id does not
+ * (docs/architecture.md §2). It takes the logical uid, not its dirname, so the id does not
  * change if the dirname rule ever does.
  *
  * A uid may contain `:` (OIDC subjects do), so the scope id must not: then the last `:`

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 
 /**
- * Per-uid limits (ARCHITECTURE.md §9, API.md "Limits and usage"). A field an admin has not
+ * Per-uid limits (docs/architecture.md §9, docs/api.md "Limits and usage"). A field an admin has not
  * set takes the deployment's default; these are the defaults of a deployment that set none.
  */
 export const DEFAULT_USER_LIMITS: UserLimits = Object.freeze({

@@ -1,5 +1,5 @@
 /**
- * What a run's sandbox may write (ARCHITECTURE.md §5 "File views"): `workspace`, the whole
+ * What a run's sandbox may write (docs/architecture.md §5 "File views"): `workspace`, the whole
  * UserWorkspace read-write; `workdir`, the UserWorkspace read-only and only the Workdir
  * read-write. Used by the API contract, the sandbox row and both tiers' mounts.
  */

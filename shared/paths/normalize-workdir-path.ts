@@ -23,7 +23,7 @@ export type WorkdirPathRule =
   | "managed_shape";
 
 /**
- * Validates a Workdir path (ARCHITECTURE.md §2) and returns its canonical form.
+ * Validates a Workdir path (docs/architecture.md §2) and returns its canonical form.
  *
  * This is a syntactic gate, not the containment check: agent-host still opens every
  * component fd-relative with no-follow semantics. What the gate guarantees is that a

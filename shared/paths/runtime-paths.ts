@@ -20,7 +20,7 @@ export function runtimeWorkdirPath(workdirPath: string): string {
 /**
  * True when a path names a sandbox-side location (`/home/gem` or below). Data-plane
  * paths are Workdir-relative with a leading `/`, so such a path is a client confusing
- * the two views; the data plane answers 403 (API.md "Workdir files").
+ * the two views; the data plane answers 403 (docs/api.md "Workdir files").
  */
 export function isSandboxRuntimePath(path: string): boolean {
   return path === SANDBOX_HOME || path.startsWith(`${SANDBOX_HOME}/`);

@@ -8,7 +8,7 @@ const PLAIN_UID = /^[A-Za-z0-9_-]+$/;
 export const HASHED_UID_PREFIX = "uid-";
 
 /**
- * The directory name of a uid's UserWorkspace and skill projection (ARCHITECTURE.md §2).
+ * The directory name of a uid's UserWorkspace and skill projection (docs/architecture.md §2).
  *
  * A uid made only of `[A-Za-z0-9_-]` is used as is, so operators can find a user on
  * disk; anything else (OIDC subjects like `oidc:tenant/user`, which contain `/` or `:`)

@@ -20,7 +20,7 @@ export interface LostNodesSweep {
 }
 
 /**
- * The node half of the sweep (ARCHITECTURE.md §10): for every node that is lost (no
+ * The node half of the sweep (docs/architecture.md §10): for every node that is lost (no
  * heartbeat for `nodeTtlMs`, or stopped), ends its running runs `failed/node_lost` and
  * releases ALL of its live sandbox rows, whatever else runs in those scopes, so that the
  * scopes' next runs get a new generation on a live node instead of being handed back

@@ -4,7 +4,7 @@ import { nodes } from "../db/schema/nodes.ts";
 /** Between a node's heartbeats (agent-host/node-heartbeat.ts). */
 export const DEFAULT_NODE_HEARTBEAT_INTERVAL_MS = 5_000;
 /**
- * A node whose heartbeat is older than this is `lost` (ARCHITECTURE.md §10): the sweeper
+ * A node whose heartbeat is older than this is `lost` (docs/architecture.md §10): the sweeper
  * ends its runs and releases its sandboxes. Six heartbeats: a few slow or failed beats
  * never lose a healthy node.
  */

@@ -1,7 +1,7 @@
 import type { MessageAttributeValue } from "@aws-sdk/client-sqs";
 import { safeRequestId } from "../http/request-context.ts";
 
-/** The W3C fields a trace context travels in, as SQS message attributes (ARCHITECTURE.md §10). */
+/** The W3C fields a trace context travels in, as SQS message attributes (docs/architecture.md §10). */
 export const TRACE_MESSAGE_ATTRIBUTES = ["traceparent", "tracestate"] as const;
 
 /** A propagator's carrier as SQS message attributes (String type). */

@@ -17,7 +17,7 @@ export type { Context as TraceContext } from "@opentelemetry/api";
 export { ROOT_CONTEXT, SpanKind };
 
 /**
- * How a process traces (ARCHITECTURE.md §10): a tracer and the propagator that carries
+ * How a process traces (docs/architecture.md §10): a tracer and the propagator that carries
  * trace context across HTTP and queue hops (W3C traceparent/tracestate). Passed in by the
  * entry like every dependency (docs/decisions/0034); no code reads the OpenTelemetry
  * globals. Contexts are passed explicitly too (no async-hooks context manager): the code

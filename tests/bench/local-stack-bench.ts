@@ -122,7 +122,7 @@ export type RunTimes = {
   error?: unknown;
 };
 
-/** The run's `agent` options the benchmarks vary (API.md "Runs"). */
+/** The run's `agent` options the benchmarks vary (docs/api.md "Runs"). */
 export type AgentOptions = { sandbox?: "container" | "process" };
 
 export type Api = {

@@ -11,7 +11,7 @@
 // containers Docker created during it (counted from Docker's events) is the evidence (one,
 // for the untimed first turn). A run submitted while another run of the thread holds the
 // sandbox is no longer a "warm" case to time: its command waits for the Execution Lease of
-// the other run's command (ARCHITECTURE.md §5), so it measures that command, not Workcell.
+// the other run's command (docs/architecture.md §5), so it measures that command, not Workcell.
 //  - cold: a new thread (same project, so its Workdir exists) for each run, in the container
 //    tier and in the process tier (bubblewrap: no container is created at all);
 //  - baseline: a raw dockerode exec of `/bin/sh -c true` as the sandbox user in a container

@@ -1,4 +1,4 @@
-// Skill projection (ARCHITECTURE.md §6) on a source of 2,000 files (~20 MB) in 200
+// Skill projection (docs/architecture.md §6) on a source of 2,000 files (~20 MB) in 200
 // directories: a cold projection (advisory lock, grants, flock, safe fd-relative copy with
 // hashing, swap) against `cp -a` of the same tree in the same run (target ≤ 2x), and a
 // no-op refresh against the cold one (target ≤ 5%).

@@ -22,7 +22,7 @@ declare module "vitest" {
 }
 
 /**
- * Boots each real part once per test run and hands tests the coordinates (TESTING.md).
+ * Boots each real part once per test run and hands tests the coordinates (docs/testing.md).
  * A part that cannot be had is not fatal here: it is recorded, and only the tests that
  * need it fail, with a message naming the part and how to get it (tests/support/).
  */

@@ -7,7 +7,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 export const CHROMIUM_PATH = "/usr/bin/chromium";
 
 /**
- * The flags of TESTING.md. playwright-core adds `--headless` for `headless: true` and
+ * The flags of docs/testing.md. playwright-core adds `--headless` for `headless: true` and
  * starts every launch with a fresh temporary `--user-data-dir` of its own (it refuses one
  * in `args`), so no profile state leaks between runs.
  */

@@ -13,7 +13,7 @@ import type { RouteDeps } from "./route-deps.ts";
 /**
  * `POST /dp/v1/files/batch?path=/dir`, `multipart/form-data`: every part is a file whose
  * `filename` is its name in `dir` (the form field names do not matter). All or nothing
- * (ARCHITECTURE.md §5): the whole set is validated first (a bad name 400, a name twice 409,
+ * (docs/architecture.md §5): the whole set is validated first (a bad name 400, a name twice 409,
  * too many files or bytes 413), a name that already exists is 409, and any failure while
  * writing removes what the batch wrote, so the directory ends exactly as it was. 201
  * `{items}` in the order of the parts. The directory must exist (404; a symlink 403).

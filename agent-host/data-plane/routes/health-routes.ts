@@ -7,7 +7,7 @@ export const READINESS_TIMEOUT_MS = 2_000;
 
 /**
  * `GET /healthz` (liveness: the process serves HTTP) and `GET /readyz` (can this node
- * take work: API.md "Health"), without auth, for load balancers and operators. Until the
+ * take work: docs/api.md "Health"), without auth, for load balancers and operators. Until the
  * node has started its sandbox manager and worker, `readiness()` is undefined: 503.
  */
 export function registerHealthRoutes(

@@ -26,7 +26,7 @@ export const internalWorkdirBodySchema = z.object({
  * 404 missing; 400 a file; 403 a symlink anywhere on the way. Nothing is created.
  *
  * `POST /internal/v1/workdirs/materialize` `{workdir_path}` (op `materialize`): makes the
- * Workdir usable before a run (ARCHITECTURE.md §4.7). A managed `projects/<uuid>` is created
+ * Workdir usable before a run (docs/architecture.md §4.7). A managed `projects/<uuid>` is created
  * (with the UserWorkspace) if missing, idempotently; a linked one must already exist and is
  * checked like `check`. 200 `{ok: true, workdir_path}`.
  *

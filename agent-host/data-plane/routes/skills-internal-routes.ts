@@ -64,7 +64,7 @@ export const skillsImportBodySchema = z.object({
  * The skills operations of the control plane's SkillsDataPlane, over HTTP for the split
  * deployment (docs/decisions/0011-skills-over-the-data-plane.md). Each route is an RPC of
  * one agent-host handler: whatever value the handler returns is a 200 body (a refused
- * import, a partly failed refresh), whatever it throws is the API.md error shape, so the
+ * import, a partly failed refresh), whatever it throws is the docs/api.md error shape, so the
  * functions/ client rebuilds exactly what the in-process implementation returns.
  *
  * `POST /internal/v1/skills/refresh` `{uid}` (op skills.refresh) → 200 RefreshOutcome.

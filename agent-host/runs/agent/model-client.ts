@@ -31,7 +31,7 @@ export interface ModelTurn {
 }
 
 /**
- * Expected ways a model call fails, as values (STYLE.md "expected outcomes"):
+ * Expected ways a model call fails, as values (docs/style.md "expected outcomes"):
  * - `rate_limited`: 429 after every retry;
  * - `unavailable`: 5xx, connection failures or a broken stream after every retry;
  * - `timeout`: no answer within the per-request timeout, after every retry;

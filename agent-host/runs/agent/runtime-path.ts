@@ -46,7 +46,7 @@ export function resolveRuntimePath(
   const mount = SANDBOX_USER_DATA_MOUNT;
   if (absolute === mount || absolute.startsWith(`${mount}/`)) {
     const workspacePath = absolute.slice(mount.length + 1);
-    // The `workdir` view (ARCHITECTURE.md §5): the host-side tools obey the sandbox's
+    // The `workdir` view (docs/architecture.md §5): the host-side tools obey the sandbox's
     // mounts, where only the Workdir is writable.
     const inWorkdir = workspacePath === workdirPath || workspacePath.startsWith(`${workdirPath}/`);
     if (access === "write" && fileView === "workdir" && !inWorkdir) {

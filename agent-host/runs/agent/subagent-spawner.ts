@@ -32,7 +32,7 @@ export interface SubagentOutcome {
  *
  * On abort of `signal` (the parent is cancelled) the spawner cancels the child and
  * resolves only when the child has ended (`cancelled`), so children end before parents
- * (ARCHITECTURE.md §4.5). Refusals (depth or fan-out limit, quota) are thrown as
+ * (docs/architecture.md §4.5). Refusals (depth or fan-out limit, quota) are thrown as
  * 4xx WorkcellErrors and reach the model as a failed tool call.
  */
 export interface SubagentSpawner {

@@ -8,7 +8,7 @@ import {
 export interface SystemPromptInput {
   /** The run's Workdir, relative to the UserWorkspace (e.g. projects/<uuid>). */
   readonly workdirPath: string;
-  /** What the sandbox may write (ARCHITECTURE.md §5); `workspace` when absent. */
+  /** What the sandbox may write (docs/architecture.md §5); `workspace` when absent. */
   readonly fileView?: FileView;
   /** Slugs of the skills projected into the sandbox, when the worker knows them. */
   readonly skills?: readonly string[];
@@ -19,7 +19,7 @@ export interface SystemPromptInput {
 }
 
 /**
- * The system prompt: where the agent works and the default write rule (ARCHITECTURE.md §3).
+ * The system prompt: where the agent works and the default write rule (docs/architecture.md §3).
  *
  * NOT A SECURITY BOUNDARY. "Write only inside the Workdir unless the user asks" is an
  * instruction to the model, which a model may ignore and a prompt injection may override.

@@ -53,7 +53,7 @@ export interface CommandInfo {
 
 /**
  * Runs commands under the Execution Lease with a change batch each
- * (ARCHITECTURE.md §5, docs/decisions/0014): acquire the lease on (uid, Workdir), snapshot
+ * (docs/architecture.md §5, docs/decisions/0014): acquire the lease on (uid, Workdir), snapshot
  * the Workdir's metadata, run the command, scan again (no-follow, bounded), and commit the
  * difference as one batch in the transaction that releases the lease. A failed commit keeps
  * the batch as a repair record on disk (repair-pass.ts commits it later, exactly once) and

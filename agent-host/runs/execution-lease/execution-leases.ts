@@ -55,7 +55,7 @@ export type AcquireResult =
   | { readonly ok: false; readonly reason: "over_quota"; readonly quota: WorkspaceQuota };
 
 /**
- * The Execution Lease (ARCHITECTURE.md §5, docs/decisions/0014) in Postgres, so it holds
+ * The Execution Lease (docs/architecture.md §5, docs/decisions/0014) in Postgres, so it holds
  * across agent-hosts: commands of one uid whose writable roots overlap (equal, or one an
  * ancestor of the other) run one at a time in arrival order; other roots and other uids
  * never wait. Arrival order is `seq`, assigned under a per-uid advisory lock, and a command

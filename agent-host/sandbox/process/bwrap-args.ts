@@ -7,7 +7,7 @@ import {
 import { runtimeRootArgs } from "./runtime-root-args.ts";
 
 // The bubblewrap command line of one process-tier exec. Pure, so the isolation boundary
-// reads in one place: each line below is part of it (ARCHITECTURE.md §3).
+// reads in one place: each line below is part of it (docs/architecture.md §3).
 //
 // bubblewrap 0.8 resolves every bind source as a path, even `--bind-fd` (it realpath()s
 // /proc/self/fd/N and mounts the string it got): a symlink swapped into a parent
@@ -54,7 +54,7 @@ export type SandboxSources = {
   workdir?: string;
 };
 
-/** The sandbox user (ARCHITECTURE.md §3); host 1000 too, through the namespace's map. */
+/** The sandbox user (docs/architecture.md §3); host 1000 too, through the namespace's map. */
 export const SANDBOX_UID = 1000;
 export const SANDBOX_GID = 1000;
 
@@ -63,7 +63,7 @@ export type BwrapCommand = {
   /** Host path of the exec shim (root's, read-only; preflight checked it). */
   execShim: string;
   /**
-   * Sandbox path of the Workdir in the `workdir` file view (ARCHITECTURE.md §5): the
+   * Sandbox path of the Workdir in the `workdir` file view (docs/architecture.md §5): the
    * UserWorkspace is bound read-only and `sources.workdir` read-write on top, here.
    */
   workdirTarget?: string;

@@ -78,7 +78,7 @@ function mountsOf(fileView: FileView): ReadonlyArray<readonly string[]> {
 /**
  * The host side of one process-tier generation: `<stateDir>/<id>/` (root only) with
  * its labels and two size-bounded tmpfs, `tmp` and `home`, that outlive each exec and
- * die with the generation (ARCHITECTURE.md §3: private /tmp and /home/gem). The state
+ * die with the generation (docs/architecture.md §3: private /tmp and /home/gem). The state
  * directory is node-local (/run by default), so a reboot clears it like it clears the
  * cgroups: the reconciler then finds the rows' sandboxes gone.
  */

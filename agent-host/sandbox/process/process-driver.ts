@@ -48,7 +48,7 @@ export type ProcessDriverDeps = {
 };
 
 /**
- * The process tier (ARCHITECTURE.md §3): a sandbox generation is a cgroup with its
+ * The process tier (docs/architecture.md §3): a sandbox generation is a cgroup with its
  * limits plus two private tmpfs (/tmp and /home/gem) that live as long as the
  * generation; each exec is a fresh bubblewrap sandbox inside it. The "container id" is
  * `process-<sandbox id>-g<generation>`, so the manager's fencing, the reaper and the

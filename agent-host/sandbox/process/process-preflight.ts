@@ -49,7 +49,7 @@ export type ProcessPreflightInput = {
 };
 
 /**
- * Checks every part the process tier needs (ARCHITECTURE.md §3) and reports the first
+ * Checks every part the process tier needs (docs/architecture.md §3) and reports the first
  * one missing, in words an operator can act on. A tier that is not ready runs nothing:
  * there is no reduced mode.
  */

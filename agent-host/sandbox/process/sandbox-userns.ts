@@ -32,7 +32,7 @@ const HOLDER_SCRIPT =
  * mount of the nsfs inode, as `ip netns` does, so it lives as long as the generation and
  * survives an agent-host restart). Returns the host uid that owns it.
  *
- * Why (ARCHITECTURE.md §9, "tenants share no kernel budget"): the kernel counts inotify
+ * Why (docs/architecture.md §9, "tenants share no kernel budget"): the kernel counts inotify
  * instances and watches, user namespaces and processes per (user namespace, uid), and
  * charges every level up to the initial namespace to the uid that *created* each
  * namespace. bwrap creating the namespace as uid 1000 charged every sandbox of every

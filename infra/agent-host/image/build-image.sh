@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the agent-host container image offline, with the same technique as the sandbox
-# image (TESTING.md): a Debian rootfs from Debian's packages (mmdebstrap), Node 24 from the
+# image (docs/testing.md): a Debian rootfs from Debian's packages (mmdebstrap), Node 24 from the
 # npm registry (scripts/node24.sh), the code with production dependencies only (npm ci
 # --omit=dev). No registry, no base image from elsewhere.
 #

@@ -18,7 +18,7 @@ import {
 } from "../../../agent-host/workspace/syscalls.ts";
 import { type DoctorResult, fail, ok, skip, warn } from "./doctor-check.ts";
 
-// The filesystem semantics the workspace layer relies on (ARCHITECTURE.md §5, §6), probed
+// The filesystem semantics the workspace layer relies on (docs/architecture.md §5, §6), probed
 // on the data root itself, in a scratch directory removed afterwards.
 
 /** statfs f_type magic numbers (linux/magic.h) of the filesystems worth naming. */

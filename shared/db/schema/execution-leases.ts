@@ -16,7 +16,7 @@ import { createdAt, enumCheck, timestamptz } from "./columns.ts";
 export const EXECUTION_LEASE_STATES = ["waiting", "held"] as const;
 export type ExecutionLeaseState = (typeof EXECUTION_LEASE_STATES)[number];
 
-// The Execution Lease (ARCHITECTURE.md §5, docs/decisions/0014): one row per command that
+// The Execution Lease (docs/architecture.md §5, docs/decisions/0014): one row per command that
 // waits for or holds its writable root. Rows of one uid whose `root_key`s overlap (equal,
 // or one a prefix of the other: the key is "/" + Workdir + "/", so a prefix is an
 // ancestor) are granted one at a time in `seq` order. A row is alive only while its run is

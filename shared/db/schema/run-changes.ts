@@ -16,7 +16,7 @@ export const RUN_CHANGE_KINDS = ["added", "modified", "deleted"] as const;
 export type RunChangeKind = (typeof RUN_CHANGE_KINDS)[number];
 
 /**
- * Most file changes stored for one run. GET /v1/runs/{id}/changes is unpaged (API.md), so
+ * Most file changes stored for one run. GET /v1/runs/{id}/changes is unpaged (docs/api.md), so
  * this bounds its answer as well as the finishing transaction; the writer keeps the first
  * ones by path and marks the set truncated.
  */

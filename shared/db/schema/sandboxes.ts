@@ -50,7 +50,7 @@ export const sandboxes = pgTable(
     // Fixed for the scope's lifetime: a different Workdir in the same scope is
     // SandboxIdentityMismatch, never a silent remount.
     workdirPath: text("workdir_path").notNull(),
-    // The generation's file view (ARCHITECTURE.md §5): fixed by its mounts at create, so
+    // The generation's file view (docs/architecture.md §5): fixed by its mounts at create, so
     // a run asking for another view gets another generation, never a remount.
     fileView: text("file_view", { enum: FILE_VIEW_VALUES }).notNull().default(DEFAULT_FILE_VIEW),
     generation: bigint("generation", { mode: "number" })
@@ -61,7 +61,7 @@ export const sandboxes = pgTable(
     containerId: text("container_id"),
     lastUsedAt: timestamptz("last_used_at").notNull().defaultNow(),
     // Set when the execution tree that used this generation ended and it is kept warm
-    // for the conversation's next turn (ARCHITECTURE.md §4.5); cleared when a run takes
+    // for the conversation's next turn (docs/architecture.md §4.5); cleared when a run takes
     // it again. The idle reaper destroys a generation released longer than the
     // keep-warm window ago, with the same generation fence as every destroy.
     releasedAt: timestamptz("released_at"),

@@ -25,7 +25,7 @@ export interface ChatServer {
 
 /**
  * A real HTTP server on 127.0.0.1 that speaks the Chat Completions protocol the way the
- * test tells it to: the stand-in for a hosted LLM (TESTING.md: doubles speak the real
+ * test tells it to: the stand-in for a hosted LLM (docs/testing.md: doubles speak the real
  * wire protocol). Only POST /v1/chat/completions is served; anything else fails the test.
  */
 export async function startChatServer(handler: ChatHandler): Promise<ChatServer> {

@@ -16,7 +16,7 @@ import {
   setupDataPlane,
 } from "./harness.ts";
 
-// The capability is the only authorization (ARCHITECTURE.md §1). Each refusal is checked
+// The capability is the only authorization (docs/architecture.md §1). Each refusal is checked
 // on every endpoint, and after each one nothing was read (no bytes in the answer) and
 // nothing was written (the Workdir and everything outside it are unchanged).
 

@@ -11,7 +11,7 @@ import { namesIn } from "../workspace/harness.ts";
 import { type DataPlaneEnv, errorOf, q, SANDBOX_OWNER, setupDataPlane } from "./harness.ts";
 import { multipart } from "./multipart.ts";
 
-// POST /dp/v1/files/batch: all or nothing (ARCHITECTURE.md §5). Every refusal also checks
+// POST /dp/v1/files/batch: all or nothing (docs/architecture.md §5). Every refusal also checks
 // that the target directory holds exactly what it held before (no file, no temp file).
 
 let env: DataPlaneEnv;

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type DataPlaneEnv, errorOf, q, setupDataPlane } from "./harness.ts";
 
-// API.md "Workdir files", reading content (whole, HEAD, Range): success and failure,
+// docs/api.md "Workdir files", reading content (whole, HEAD, Range): success and failure,
 // through real HTTP against real files. afterEach checks that nothing outside Alice's
 // Workdir changed.
 

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { namesIn } from "../workspace/harness.ts";
 import { type DataPlaneEnv, errorOf, q, SECRET, setupDataPlane } from "./harness.ts";
 
-// API.md "Workdir files", deleting: success and failure, through real HTTP against real
+// docs/api.md "Workdir files", deleting: success and failure, through real HTTP against real
 // files. afterEach checks that nothing outside Alice's Workdir changed.
 
 describe("Workdir files: delete", () => {

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { namesIn } from "../workspace/harness.ts";
 import { type DataPlaneEnv, errorOf, q, SANDBOX_OWNER, setupDataPlane } from "./harness.ts";
 
-// API.md "Workdir files", writing a file and creating a directory: success and failure,
+// docs/api.md "Workdir files", writing a file and creating a directory: success and failure,
 // through real HTTP against real files. afterEach checks that nothing outside Alice's
 // Workdir changed.
 

@@ -32,7 +32,7 @@ export const ALICE_WORKDIR = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
 /** Bob has a project of his own and one with the same id as Alice's. */
 export const BOB_WORKDIR = "projects/5d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
 export const SECRET = "TOP SECRET: never to be read or changed through the data plane\n";
-/** The sandbox user every workspace entry belongs to (ARCHITECTURE.md §3). */
+/** The sandbox user every workspace entry belongs to (docs/architecture.md §3). */
 export const SANDBOX_OWNER = { uid: 1000, gid: 1000 } as const;
 export const ALL_OPS: readonly CapabilityOp[] = ["read", "write", "delete"];
 

@@ -134,7 +134,7 @@ describe("POST /internal/v1/workdirs/materialize", () => {
     expect(st.isDirectory()).toBe(true);
     expect(st.mode & 0o777).toBe(0o700);
     expect([st.uid, st.gid]).toEqual([SANDBOX_OWNER.uid, SANDBOX_OWNER.gid]);
-    // Only the Workdir: uploads/ and outputs/ appear on first use (ARCHITECTURE.md §3).
+    // Only the Workdir: uploads/ and outputs/ appear on first use (docs/architecture.md §3).
     expect(namesIn(join(env.aliceWorkspace, FRESH))).toEqual([]);
   });
 

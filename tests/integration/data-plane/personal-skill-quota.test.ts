@@ -9,7 +9,7 @@ import {
 } from "../../../agent-host/skills/personal-skills.ts";
 import { type DataPlaneEnv, errorOf, q, setupDataPlane } from "./harness.ts";
 
-// Personal skills live in the UserWorkspace (`agents/skills/<slug>`, ARCHITECTURE.md §6)
+// Personal skills live in the UserWorkspace (`agents/skills/<slug>`, docs/architecture.md §6)
 // and no route of their own writes them: they are written through the Files API of a
 // Workdir that holds them (or by sandbox commands, docs/decisions/0050). That write is
 // under the same quota: over it, 507 quota_exceeded, nothing written, the existing skill

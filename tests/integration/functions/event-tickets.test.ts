@@ -5,7 +5,7 @@ import { BOB, jsonOf } from "./support/functions-harness.ts";
 import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 import { eventFrames, readSse } from "./support/sse.ts";
 
-// POST /v1/runs/{id}/events/ticket (API.md "Runs"): a URL that opens one run's event
+// POST /v1/runs/{id}/events/ticket (docs/api.md "Runs"): a URL that opens one run's event
 // stream without an Authorization header, and nothing else. Tickets are signed with the
 // capability key, as the entries sign them, so the real data plane of the harness (which
 // trusts that key) can be asked to take one too.

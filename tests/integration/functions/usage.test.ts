@@ -15,7 +15,7 @@ import { startSilentServer } from "../../support/silent-server.ts";
 import { ALICE, BOB, type ErrorJson, jsonOf } from "./support/functions-harness.ts";
 import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
-// GET /v1/usage (API.md "Limits and usage", docs/decisions/0049) through the whole app:
+// GET /v1/usage (docs/api.md "Limits and usage", docs/decisions/0049) through the whole app:
 // bytes and inodes from the real data plane over a real data root, runs from Postgres.
 
 const h = functionsHarnessForFile();

@@ -13,7 +13,7 @@ import {
 import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
 import { type ContainerNode, startContainerNode } from "./node-agent-host.ts";
 
-// Operators through the API (API.md "Nodes and runtimes", issue 14 (6)(7)): a real
+// Operators through the API (docs/api.md "Nodes and runtimes", issue 14 (6)(7)): a real
 // agent-host (data plane, sandbox manager, worker, heartbeat) and the control plane on
 // one database and queue. Quiesce via the admin route: the node drains its sandboxes,
 // takes no new one and says so on /readyz; resume restores it.

@@ -19,7 +19,7 @@ import {
 import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
 import { type ContainerNode, startContainerNode } from "./node-agent-host.ts";
 
-// Issue 14 (5), ARCHITECTURE.md §10: one agent-host's Docker goes away while the other's
+// Issue 14 (5), docs/architecture.md §10: one agent-host's Docker goes away while the other's
 // stays. Node A reaches dockerd only through a proxy on a unix socket that the test cuts
 // (connections reset, new ones refused) or pauses (every byte held: a hung engine). Node
 // B uses the real socket. Both are real agent-hosts (data plane, worker, heartbeat,

@@ -24,7 +24,7 @@ import {
 } from "../sandbox/sandbox-fixture.ts";
 import { startNodeAgentHost } from "./node-agent-host.ts";
 
-// The no-isolation path (ARCHITECTURE.md §8, issue 11 item 7): a node where no Docker
+// The no-isolation path (docs/architecture.md §8, issue 11 item 7): a node where no Docker
 // engine answers and bubblewrap is missing starts (files still served), says it is not
 // ready, and refuses every run with `no_isolation_available`: the command never runs,
 // neither in a sandbox nor, the failure this guards against, on the host.

@@ -14,7 +14,7 @@ import { type RunWorld, runWorld, UID } from "../runs/run-harness.ts";
 import { registerNode } from "../sandbox/manager-fixture.ts";
 import { containersOfNode, materializeWorkdir, silentLogger } from "../sandbox/sandbox-fixture.ts";
 
-// Node liveness (ARCHITECTURE.md §10) on real Postgres and Docker: a lost node's sandbox
+// Node liveness (docs/architecture.md §10) on real Postgres and Docker: a lost node's sandbox
 // row no longer holds its scope, a restarted node removes (never adopts) what its dead
 // runs used, and the heartbeat is bounded even when Postgres stops answering.
 

@@ -29,7 +29,7 @@ import { startNodeAgentHost } from "./node-agent-host.ts";
 
 // One real agent-host with both tiers, the real Runtime Assets and the default sandbox
 // image (issue 20 (5)): its runtime report in its node row, served by GET
-// /v1/admin/runtime to admins only (API.md "Nodes and runtimes"); the bash tool running
+// /v1/admin/runtime to admins only (docs/api.md "Nodes and runtimes"); the bash tool running
 // real bash in both tiers.
 
 const treeDir = process.env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;

@@ -7,7 +7,7 @@ import { scriptedModels, toolOutputs } from "./scripted-models.ts";
 
 // `agent.file_view: "workdir"` end to end: the run's sandbox, its host-side file tools and
 // its system prompt all give the agent a read-only workspace with only the Workdir
-// writable (ARCHITECTURE.md §5), and a run without the option still writes everywhere.
+// writable (docs/architecture.md §5), and a run without the option still writes everywhere.
 
 let world: RunWorld;
 

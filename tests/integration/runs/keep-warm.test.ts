@@ -5,7 +5,7 @@ import { sandboxId as sandboxIdOf } from "../../../shared/identity/sandbox-id.ts
 import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
 import { type RunWorld, runWorld, UID } from "./run-harness.ts";
 
-// The keep-warm window (ARCHITECTURE.md §4.5): a root run's end releases its sandbox
+// The keep-warm window (docs/architecture.md §4.5): a root run's end releases its sandbox
 // instead of destroying it, so the conversation's next turn reuses the generation; the
 // idle reaper destroys it once released for the window, fenced like every destroy.
 

@@ -7,7 +7,7 @@ import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
 import { type RunWorld, runWorld, UID } from "./run-harness.ts";
 import { gate, scriptedModels, waitThenSay } from "./scripted-models.ts";
 
-// Two root runs of one thread share its sandbox (one runtime scope, ARCHITECTURE.md
+// Two root runs of one thread share its sandbox (one runtime scope, docs/architecture.md
 // §4.5). Tree cleanup of the first to end must keep the sandbox for the other (`kept`);
 // and a run claimed while a cleanup destroys the sandbox ends on a new generation or
 // with stale_generation, never with a command run in the destroyed one.

@@ -10,7 +10,7 @@ import { TIERS } from "../sandbox/manager-fixture.ts";
 import { runApi } from "./run-api.ts";
 import { expectGapFree, type RunWorld, runWorld, UID } from "./run-harness.ts";
 
-// Live command output (issue #15, API.md "Runs"): `tool.output` events appended while a
+// Live command output (issue #15, docs/api.md "Runs"): `tool.output` events appended while a
 // command runs, read over the real SSE route of the control plane, in both sandbox tiers.
 
 let world: RunWorld | undefined;

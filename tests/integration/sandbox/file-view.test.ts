@@ -11,7 +11,7 @@ import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
 import { GEM, materializeWorkdir } from "./sandbox-fixture.ts";
 
-// The attacker's side of `file_view: workdir` (ARCHITECTURE.md §5), in both tiers: from
+// The attacker's side of `file_view: workdir` (docs/architecture.md §5), in both tiers: from
 // inside the sandbox nothing outside the Workdir is writable (every way of writing is
 // refused AND the host shows nothing changed), the rest of the user's workspace is
 // readable, another tenant is not there at all, and the Workdir itself works as usual.

@@ -24,7 +24,7 @@ import {
   uniqueNodeId,
 } from "./sandbox-fixture.ts";
 
-/** Both tiers run the same lifecycle suites (ARCHITECTURE.md §3 "one contract"). */
+/** Both tiers run the same lifecycle suites (docs/architecture.md §3 "one contract"). */
 export const TIERS = ["container", "process"] as const satisfies readonly SandboxTier[];
 
 /** Real dockerd or bubblewrap, a fresh database and data root, and a node of this test's own. */

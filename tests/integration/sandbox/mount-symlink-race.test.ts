@@ -19,7 +19,7 @@ import {
   uniqueNodeId,
 } from "./sandbox-fixture.ts";
 
-// The attacker's side of every host bind a sandbox gets (ARCHITECTURE.md §5, issue 12 and
+// The attacker's side of every host bind a sandbox gets (docs/architecture.md §5, issue 12 and
 // 20): while sandboxes are being created, a separate process keeps swapping a directory
 // on the bind's path for a symlink to a directory outside the UserWorkspace and back, as
 // fast as it can. Whatever the interleaving, no sandbox may ever see the outside

@@ -10,7 +10,7 @@ import { pollUntil } from "../../support/poll-until.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { GEM, materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
 
-// The attacker's side of the process tier (ARCHITECTURE.md §3): commands run inside a
+// The attacker's side of the process tier (docs/architecture.md §3): commands run inside a
 // real bubblewrap sandbox try to get out, and the host checks that nothing happened.
 
 const signal = () => AbortSignal.timeout(60_000);

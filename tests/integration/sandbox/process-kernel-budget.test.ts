@@ -9,7 +9,7 @@ import { pollUntil } from "../../support/poll-until.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { GEM, materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
 
-// ARCHITECTURE.md §9, "tenants share no kernel budget" (#13 item 5): the kernel counts
+// docs/architecture.md §9, "tenants share no kernel budget" (#13 item 5): the kernel counts
 // inotify instances per uid of each user namespace's owner. Tenant A's sandbox opens
 // inotify instances until the kernel refuses; tenant B's sandbox, at the same moment,
 // still gets its own. Before each generation had its own namespace owner, every sandbox

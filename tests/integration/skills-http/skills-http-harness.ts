@@ -33,7 +33,7 @@ import { type SkillsEnv, setupSkills, silentLogger, writeTree } from "../skills/
 export const ALICE = "alice";
 export const BOB = "bob";
 export const ALICE_WORKDIR = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
-/** The sandbox user every workspace entry belongs to (ARCHITECTURE.md §3). */
+/** The sandbox user every workspace entry belongs to (docs/architecture.md §3). */
 const SANDBOX_OWNER = { uid: 1000, gid: 1000 } as const;
 
 export interface SkillsHttpEnv {

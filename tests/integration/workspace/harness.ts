@@ -22,7 +22,7 @@ import { WorkcellError } from "../../../shared/errors/index.ts";
 import { checkThenCleanup } from "../../support/check-then-cleanup.ts";
 import { freshDataRoot } from "../../support/data-root.ts";
 
-/** Every test of the suite runs once per resolver (ARCHITECTURE.md §5: both are covered). */
+/** Every test of the suite runs once per resolver (docs/architecture.md §5: both are covered). */
 export const RESOLVER_KINDS: readonly ResolverKind[] = ["openat2", "walk"];
 
 export const UID = "alice";

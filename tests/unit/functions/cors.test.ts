@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { corsForOrigins, parseCorsOrigins } from "../../../shared/http/cors-for-origins.ts";
 import { type UnitApp, unitApp } from "./unit-app.ts";
 
-// CORS of the API (API.md "Conventions"): answered before auth, only for the configured
+// CORS of the API (docs/api.md "Conventions"): answered before auth, only for the configured
 // origins; every other origin gets no CORS header at all.
 
 const ALLOWED = "https://console.example.com";

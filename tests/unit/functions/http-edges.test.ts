@@ -3,7 +3,7 @@ import { REQUEST_ID_HEADER } from "../../../functions/middleware/request-context
 import { type UnitApp, unitApp } from "./unit-app.ts";
 
 // What the app decides before touching any dependency: routing, authentication, body
-// limits, validation and the error shape (API.md "Conventions").
+// limits, validation and the error shape (docs/api.md "Conventions").
 
 let u: UnitApp;
 let auth: Record<string, string>;

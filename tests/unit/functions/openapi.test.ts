@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type UnitApp, unitApp } from "./unit-app.ts";
 
-// Every control-plane route of API.md (../shared/design/API.md), copied here because the
-// design folder is outside the repository; the data plane's /dp/v1 routes belong to
-// agent-host. EXTENSIONS are routes we added where API.md is silent (each one has a
+// Every control-plane route of docs/api.md that the app serves today (the routes marked
+// "planned, not built yet" there are not in it); the data plane's /dp/v1 routes belong to
+// agent-host. EXTENSIONS are routes we added where docs/api.md is silent (each one has a
 // decision record).
 const API_MD_ROUTES = [
   "GET /v1/healthz",
@@ -72,7 +72,7 @@ function documentedRoutes(): string[] {
 }
 
 describe("GET /openapi.json", () => {
-  test("is OpenAPI 3.1 and lists every control-plane route of API.md", () => {
+  test("is OpenAPI 3.1 and lists every control-plane route of docs/api.md", () => {
     expect(doc.openapi).toBe("3.1.0");
     const documented = documentedRoutes();
     for (const route of API_MD_ROUTES) expect(documented, route).toContain(route);

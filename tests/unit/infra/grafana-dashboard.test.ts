@@ -46,7 +46,7 @@ describe("the dashboard and the docs name the series that exist", () => {
     const named = workcellNames(doc);
     expect([...named].filter((n) => !samples.has(n) && !n.endsWith("_"))).toEqual([]);
     expect([...families].filter((f) => !named.has(f))).toEqual([]);
-    // API.md's minimum set, by name.
+    // docs/api.md's minimum set, by name.
     for (const name of [
       "workcell_http_requests_total",
       "workcell_runs_total",

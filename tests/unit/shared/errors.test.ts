@@ -13,7 +13,7 @@ import {
   WorkcellError,
 } from "../../../shared/errors/index.ts";
 
-// The wire contract of API.md, written out independently of the implementation.
+// The wire contract of docs/api.md, written out independently of the implementation.
 const API_STATUS = {
   invalid_request: 400,
   unprocessable: 422,
@@ -29,7 +29,7 @@ const API_STATUS = {
 } as const;
 
 describe("error catalogue", () => {
-  test("has exactly the codes of API.md with their HTTP statuses", () => {
+  test("has exactly the codes of docs/api.md with their HTTP statuses", () => {
     expect([...ERROR_CODES].sort()).toEqual(Object.keys(API_STATUS).sort());
     for (const [code, status] of Object.entries(API_STATUS)) {
       expect(ERROR_CATALOGUE[code as keyof typeof API_STATUS].httpStatus).toBe(status);

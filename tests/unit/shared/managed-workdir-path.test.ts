@@ -84,7 +84,7 @@ describe("managed Workdir paths", () => {
 });
 
 describe("sandbox runtime paths", () => {
-  test("mount points are the ones of ARCHITECTURE.md §3", () => {
+  test("mount points are the ones of docs/architecture.md §3", () => {
     expect(SANDBOX_USER_DATA_MOUNT).toBe("/home/gem/user-data");
     expect(SANDBOX_SKILLS_MOUNT).toBe("/home/gem/skills");
   });

@@ -3,7 +3,7 @@ import { formatBytes } from "../ui/format.ts";
 
 export type LimitName = keyof UserLimits;
 
-/** Each per-user limit as people read it (API.md "Limits and usage"), in display order. */
+/** Each per-user limit as people read it (docs/api.md "Limits and usage"), in display order. */
 export const LIMITS: readonly { name: LimitName; label: string; show(n: number): string }[] = [
   { name: "workspace_bytes", label: "Workspace size (bytes)", show: formatBytes },
   {

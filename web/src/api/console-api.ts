@@ -89,7 +89,7 @@ export interface ConsoleApi {
   };
 }
 
-/** An error the server answered (API.md shape) or a transport failure (`code: "network"`). */
+/** An error the server answered (docs/api.md shape) or a transport failure (`code: "network"`). */
 export class ConsoleApiError extends Error {
   override readonly name = "ConsoleApiError";
   constructor(

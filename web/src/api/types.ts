@@ -1,4 +1,4 @@
-// Wire shapes of API.md as the console uses them (the SDK's types, once it lands, are the
+// Wire shapes of docs/api.md as the console uses them (the SDK's types, once it lands, are the
 // same documents; fields may grow, so everything the console does not read is left out).
 
 export type Project = {

@@ -124,7 +124,7 @@ export async function driveThreadAndRun(p: {
     expect(types).toContain(type);
   }
   expect(types.at(-1)).toBe("run.completed");
-  // Each frame's data is the whole event (API.md "Run events").
+  // Each frame's data is the whole event (docs/api.md "Run events").
   const data = (f: SseFrame) =>
     (JSON.parse(f.data ?? "{}") as { data: Record<string, unknown> }).data;
   expect(data(recorded.at(-1) as SseFrame)).toMatchObject({ status: "succeeded" });

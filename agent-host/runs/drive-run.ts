@@ -137,9 +137,8 @@ export async function driveRun(
         ...(x.maxTurns === undefined ? {} : { maxTurns: x.maxTurns }),
       },
       signal: x.control.signal,
-      // The terminal event is written by finishRun, in the transaction that sets the
-      // status, so it is held back here (the loop emits it last).
-      emit: (event) => (event.type === "run.completed" ? undefined : x.events.append(event)),
+      // The loop emits no terminal event: finishRun writes `run.completed` with the status.
+      emit: (event) => x.events.append(event),
       logger: x.logger,
     });
     return runEndingOf(result, x.control);

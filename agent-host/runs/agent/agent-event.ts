@@ -7,7 +7,7 @@ type Envelope = "seq" | "run_id" | "created_at";
 /** An event of shared/contracts/run-event.ts without its envelope. */
 type ContractEvent<T extends RunEvent["type"]> = Omit<Extract<RunEvent, { type: T }>, Envelope>;
 
-/** Why a run ended badly: the `error` of `run.completed` (runErrorSchema). */
+/** Why a run ended badly: the `error` of its `run.completed` (runErrorSchema). */
 export interface RunError {
   /** snake_case, e.g. `max_turns_exceeded`, `model_rate_limited`, `stale_generation`. */
   readonly code: string;
@@ -45,7 +45,9 @@ export interface SubagentCompletedEvent {
  *
  * Order of one run: `run.status` (running) first; per model turn some `message.delta`,
  * then `message.completed` when the turn produced text; per tool call `tool.started`, `tool.output` while a command prints …
- * (`subagent.*` in between for `spawn_subagent`) … `tool.completed`; `run.completed` last.
+ * (`subagent.*` in between for `spawn_subagent`) … `tool.completed`. No `run.completed`:
+ * the loop returns its ending and the worker's finishRun writes that event, the only writer
+ * of it, in the transaction that sets the run's status.
  */
 export type AgentEvent =
   | ContractEvent<"run.status">
@@ -54,7 +56,6 @@ export type AgentEvent =
   | ContractEvent<"tool.started">
   | ContractEvent<"tool.output">
   | ContractEvent<"tool.completed">
-  | ContractEvent<"run.completed">
   | SubagentStartedEvent
   | SubagentCompletedEvent;
 

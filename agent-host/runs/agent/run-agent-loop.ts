@@ -68,8 +68,9 @@ type ToolCallOutcome =
  * The agent loop of one run: call the model, run the tool calls it asks for one after
  * the other, feed the results back, until the model answers without tool calls.
  *
- * It ends — always with a `run.completed` event, as its last — `succeeded` on a final
- * answer; `cancelled` when `signal` aborts (between steps, or inside a model call or a
+ * It ends — returning the ending, and emitting no terminal event: the worker's finishRun
+ * writes the one `run.completed`, in the transaction that sets the run's status —
+ * `succeeded` on a final answer; `cancelled` when `signal` aborts (between steps, or inside a model call or a
  * tool, whose I/O gets the same signal); `failed` on maxTurns (`max_turns_exceeded`), on
  * the token budget (`token_budget_exceeded`), on a model failure (`model_<kind>`) or on a
  * fatal tool error (`internal`, `stale_generation` …). A refused or failed tool call is
@@ -123,10 +124,6 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
       ...(error === undefined ? {} : { error_code: error.code }),
     };
     logger.info(log, "agent loop ended");
-    await emit({
-      type: "run.completed",
-      data: { status, ...(error === undefined ? {} : { error }) },
-    });
     return {
       status,
       finalText,

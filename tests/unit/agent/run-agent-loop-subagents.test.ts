@@ -38,7 +38,6 @@ describe("runAgentLoop", () => {
       "message.delta",
       "message.delta",
       "message.completed",
-      "run.completed",
     ]);
     expect(t.events[2]).toEqual({
       type: "subagent.started",

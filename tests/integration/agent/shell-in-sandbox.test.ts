@@ -1,33 +1,26 @@
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentEvent,
   createAgentTools,
   createShellModelClient,
   runAgentLoop,
-  type SandboxExec,
   type ToolEnvironment,
 } from "../../../agent-host/runs/agent/index.ts";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
-import type { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
-import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
+import { createSandboxExec } from "../../../agent-host/runs/sandbox-exec-adapter.ts";
+import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
+import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import {
   createLibcSyscalls,
   createPathResolver,
   createUserWorkspaces,
   type WorkspaceFs,
 } from "../../../agent-host/workspace/index.ts";
-import { domainError } from "../../../shared/errors/index.ts";
-import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { removeContainersLabelled } from "../../support/docker.ts";
 import { testLogger } from "../../support/test-logger.ts";
-import {
-  createTestSandbox,
-  dockerForTest,
-  materializeWorkdir,
-} from "../sandbox/sandbox-fixture.ts";
+import { type ManagerWorld, managerWorld } from "../sandbox/manager-fixture.ts";
+import { materializeWorkdir } from "../sandbox/sandbox-fixture.ts";
 
 const logger = testLogger();
 const UID = "shell-user";
@@ -35,70 +28,49 @@ const WORKDIR = "work";
 
 // The local Workcell without an LLM: the shell model runs the user's message as one bash
 // call in a real sandbox (Docker, the offline busybox image), through the real loop and
-// tools. The SandboxExec here is the thin adapter the run worker puts over the sandbox
-// manager, applied to the driver directly (no Postgres needed for this).
+// tools. The SandboxExec is the run worker's own adapter (createSandboxExec) over a real
+// SandboxManager on a fresh database, fenced by the acquired generation like a run's.
 describe("shell model in a real sandbox", () => {
-  let docker: Docker;
-  let dataRoot: DataRoot;
-  let nodeId: string;
-  let driver: DockerDriver;
-  let sandbox: SandboxContainer;
+  let world: ManagerWorld;
+  let manager: SandboxManager;
+  let handle: SandboxHandle;
   let workspace: WorkspaceFs;
   let workspaceDir: string;
 
   beforeAll(async () => {
-    dataRoot = await freshDataRoot();
-    ({ docker, nodeId, driver } = dockerForTest(dataRoot.path, { killGraceMs: 1_000 }));
-    workspaceDir = await materializeWorkdir(dataRoot.path, UID, WORKDIR);
-    sandbox = await createTestSandbox(
-      driver,
-      { uid: UID, workdirPath: WORKDIR, nodeId },
+    world = await managerWorld({ killGraceMs: 1_000 });
+    manager = world.manager();
+    workspaceDir = await materializeWorkdir(world.dataRoot.path, UID, WORKDIR);
+    const acquired = await manager.acquire(
+      { uid: UID, runtimeScopeId: randomUUID(), workdirPath: WORKDIR },
       AbortSignal.timeout(60_000),
     );
+    if (!acquired.ok) throw new Error(`acquire refused: ${JSON.stringify(acquired)}`);
+    handle = acquired.handle;
     const sys = createLibcSyscalls();
     const users = createUserWorkspaces({
-      dataRoot: dataRoot.path,
+      dataRoot: world.dataRoot.path,
       sys,
       resolver: createPathResolver(sys),
     });
     workspace = await users.openUserWorkspace(UID);
-  });
+  }, 120_000);
 
   afterAll(async () => {
     workspace?.close();
-    if (docker) await removeContainersLabelled(docker, LABEL.nodeId, nodeId);
-    await dataRoot?.remove();
+    await world?.cleanup();
   });
 
   function toolEnv(): ToolEnvironment {
-    const exec: SandboxExec = {
-      async exec(command, options) {
-        const out = await driver.exec(
-          sandbox,
-          {
-            cmd: ["/bin/sh", "-c", command],
-            cwd: options.cwd,
-            timeoutMs: options.timeoutMs,
-            maxOutputBytesPerStream: options.maxOutputBytes,
-            ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
-          },
-          options.signal,
-        );
-        if (!out.ok) throw domainError("stale_generation");
-        const { status, exitCode, stdout, stderr } = out.result;
-        return {
-          status,
-          exitCode,
-          stdout: stdout.bytes.toString("utf8"),
-          stderr: stderr.bytes.toString("utf8"),
-          truncated: stdout.droppedBytes > 0 || stderr.droppedBytes > 0,
-        };
-      },
-    };
-    return { sandbox: exec, workspace, workdirPath: WORKDIR };
+    return { sandbox: createSandboxExec(manager, handle), workspace, workdirPath: WORKDIR };
   }
 
-  async function run(input: string, signal = new AbortController().signal, bashTimeoutMs?: number) {
+  async function run(
+    input: string,
+    signal = new AbortController().signal,
+    bashTimeoutMs?: number,
+    onEvent: (event: AgentEvent) => void = () => {},
+  ) {
     const events: AgentEvent[] = [];
     const result = await runAgentLoop({
       model: createShellModelClient(),
@@ -111,7 +83,10 @@ describe("shell model in a real sandbox", () => {
       messages: [{ role: "user", content: input }],
       signal,
       logger,
-      emit: (event) => void events.push(event),
+      emit: (event) => {
+        events.push(event);
+        onEvent(event);
+      },
     });
     return { result, events };
   }
@@ -125,7 +100,11 @@ describe("shell model in a real sandbox", () => {
       finalText: "hello\n/home/gem/user-data/work\n1000\n",
       turns: 2,
     });
-    expect(events.map((e) => e.type)).toEqual([
+    // The production adapter streams the command's output live (`tool.output`, as many
+    // chunks as the output arrived in) between its start and its completion.
+    const types = events.map((e) => e.type);
+    expect(types).toContain("tool.output");
+    expect(types.filter((type) => type !== "tool.output")).toEqual([
       "run.status",
       "tool.started",
       "tool.completed",
@@ -158,10 +137,11 @@ describe("shell model in a real sandbox", () => {
   it("cancelling kills the command and ends the run cancelled", async () => {
     const controller = new AbortController();
     // Far longer than the test's timeout: the run can only end in time if the abort
-    // kills the command (no wall-clock assertion needed).
-    const running = run("sleep 3000", controller.signal);
-    setTimeout(() => controller.abort(), 500);
-    const { result, events } = await running;
+    // kills the command (no wall-clock assertion needed). The abort comes once the
+    // command's first output arrived, so the sleep is running by then.
+    const { result } = await run("echo sleeping; sleep 3000", controller.signal, undefined, (e) => {
+      if (e.type === "tool.output") controller.abort();
+    });
     expect(result.status).toBe("cancelled");
     expect(result.error).toBeUndefined();
     // The sandbox's own keep-alive is `sleep 2147483647`; ours must be gone.

@@ -1,17 +1,60 @@
+/** How long and how often to re-check, and what to say when the deadline passes. */
+export interface PollOptions<T = unknown> {
+  /** What is awaited, for the timeout's error ("the run to end"). */
+  readonly what?: string;
+  /** Deadline for the whole wait; default 60 s. */
+  readonly timeoutMs?: number;
+  /**
+   * Pause between checks; default none, only a yield to the event loop. A check that
+   * costs a round trip (a query, an HTTP call) sets one so it does not flood the server.
+   */
+  readonly intervalMs?: number;
+  /** More words for the timeout's error: the last value read, a process's output. */
+  readonly detail?: (last: T) => string;
+}
+
 /**
- * Re-checks an observable condition (a /proc entry, a file's content) until it holds,
- * yielding to the event loop between checks. Bounded by a deadline, never by a number of
- * checks: a loaded 2-core machine may need many more of them than a quiet one.
+ * Reads a value until `ok` accepts it and returns that value. Bounded by a deadline,
+ * never by a number of checks: a loaded 2-core machine may need many more of them than a
+ * quiet one. The one poll loop of the suite (pollUntil is this with a boolean).
+ */
+export async function pollFor<T>(
+  read: () => T | Promise<T>,
+  ok: (value: T) => boolean,
+  options: PollOptions<T> = {},
+): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (performance.now() > deadline) {
+      const what = options.what === undefined ? "condition" : options.what;
+      const detail = options.detail === undefined ? "" : `: ${options.detail(value)}`;
+      throw new Error(`${what} not met within ${Math.round(timeoutMs / 1000)} s${detail}`);
+    }
+    await pause(options.intervalMs);
+  }
+}
+
+/**
+ * Re-checks an observable condition (a /proc entry, a file's content, a row) until it
+ * holds. `options` may be just the deadline in milliseconds.
  */
 export async function pollUntil(
-  condition: () => Promise<boolean>,
-  timeoutMs = 60_000,
+  condition: () => boolean | Promise<boolean>,
+  options: number | PollOptions<boolean> = {},
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) {
-      throw new Error(`condition not met within ${Math.round(timeoutMs / 1000)} s`);
-    }
-    await new Promise((r) => setImmediate(r));
-  }
+  await pollFor(
+    condition,
+    (met) => met,
+    typeof options === "number" ? { timeoutMs: options } : options,
+  );
+}
+
+function pause(intervalMs: number | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (intervalMs === undefined) setImmediate(resolve);
+    else setTimeout(resolve, intervalMs);
+  });
 }

@@ -14,6 +14,7 @@ import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.t
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { freePort } from "../../setup/free-port.ts";
 import { awsConfig, freshBucket } from "../../support/aws.ts";
+import { pollFor } from "../../support/poll-until.ts";
 import {
   ALICE,
   type FunctionsHarness,
@@ -145,14 +146,13 @@ async function startImage() {
 
 /** Polls a condition the agent-host reaches on its own (no sleep stands in for it). */
 async function until<T>(what: string, read: () => Promise<T | undefined>): Promise<T> {
-  const deadline = performance.now() + 240_000;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline)
-      throw new Error(`timed out waiting for ${what}:\n${agentHost.output().slice(-4000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const value = await pollFor(read, (v) => v !== undefined, {
+    what,
+    timeoutMs: 240_000,
+    intervalMs: 200,
+    detail: () => `\n${agentHost.output().slice(-4000)}`,
+  });
+  return value as T;
 }
 
 test("the containerised agent-host verifies the Runtime Assets in the container tier and reports them", async () => {

@@ -7,6 +7,7 @@ import { runSweeperLoop } from "../../../functions/runs/sweeper-loop.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { agentRuns, nodes, runEvents, sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import {
   ALICE,
   type FunctionsHarness,
@@ -205,9 +206,11 @@ describe("run sweep", () => {
     const stop = new AbortController();
     const loop = runSweeperLoop({ db: h.db, runQueue: h.deps.runQueue, logger }, stop.signal, 50);
     try {
-      const deadline = performance.now() + 10_000;
-      while ((await row(run.run_id)).status === "running" && performance.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 50));
+      await pollUntil(async () => (await row(run.run_id)).status !== "running", {
+        what: "the sweeper loop to end the run",
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      });
     } finally {
       stop.abort();
       await loop;

@@ -5,6 +5,7 @@ import type { AdminNode } from "../../../shared/contracts/node.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
 import { requireDocker } from "../../support/docker.ts";
+import { pollFor } from "../../support/poll-until.ts";
 import {
   type FunctionsHarness,
   jsonOf,
@@ -34,14 +35,8 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-  const deadline = performance.now() + 60_000;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
+  return pollFor(read, ok, { what, intervalMs: 100 });
 }
 
 const readyz = async () => {

@@ -11,6 +11,7 @@ import { agentRuns, runEvents, sandboxes } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { requireDocker } from "../../support/docker.ts";
 import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import { pollFor } from "../../support/poll-until.ts";
 import {
   type FunctionsHarness,
   jsonOf,
@@ -73,18 +74,13 @@ afterAll(async () => {
 const A = () => a as ContainerNode;
 const B = () => b as ContainerNode;
 
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-  const deadline = performance.now() + 90_000;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (performance.now() > deadline) {
-      throw new Error(
-        `timed out waiting for ${what}; last: ${JSON.stringify(value)?.slice(0, 2000)}`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
+  return pollFor(read, ok, {
+    what,
+    timeoutMs: 90_000,
+    intervalMs: 100,
+    detail: (last) => `last: ${JSON.stringify(last)?.slice(0, 2000)}`,
+  });
 }
 
 type Submitted = { run: Run; thread: Thread; uid: string; tag: string };

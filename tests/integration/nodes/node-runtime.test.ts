@@ -18,6 +18,7 @@ import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
+import { pollFor } from "../../support/poll-until.ts";
 import {
   ALICE,
   type FunctionsHarness,
@@ -82,14 +83,17 @@ async function runtimes(): Promise<AdminNodeRuntime[]> {
 }
 
 async function reportOf(id: string, ok: (r: AdminNodeRuntime) => boolean) {
-  const deadline = performance.now() + 240_000;
-  for (;;) {
-    const report = (await runtimes()).find((r) => r.node_id === id);
-    if (report !== undefined && ok(report)) return report;
-    if (performance.now() > deadline)
-      throw new Error(`timed out; last report ${JSON.stringify(report)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const report = await pollFor(
+    async () => (await runtimes()).find((r) => r.node_id === id),
+    (r) => r !== undefined && ok(r),
+    {
+      what: `node ${id}'s runtime report`,
+      timeoutMs: 240_000,
+      intervalMs: 200,
+      detail: (last) => `last report ${JSON.stringify(last)}`,
+    },
+  );
+  return report as AdminNodeRuntime;
 }
 
 it("serves each node's tiers and verified Runtime Assets to an admin", async () => {
@@ -185,15 +189,17 @@ async function submit(input: string, agent: Record<string, unknown>, threadId?: 
   return { run: (body.run ?? body) as Run, thread: body.thread };
 }
 
-async function finished(runId: string): Promise<Run> {
-  const deadline = performance.now() + 240_000;
-  for (;;) {
-    const res = await h.call("GET", `/v1/runs/${runId}`);
-    const run = await jsonOf<Run>(res);
-    if (["succeeded", "failed", "cancelled"].includes(run.status)) return run;
-    if (performance.now() > deadline) throw new Error(`run ${runId} still ${run.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+function finished(runId: string): Promise<Run> {
+  return pollFor(
+    async () => jsonOf<Run>(await h.call("GET", `/v1/runs/${runId}`)),
+    (run) => ["succeeded", "failed", "cancelled"].includes(run.status),
+    {
+      what: `run ${runId} to end`,
+      timeoutMs: 240_000,
+      intervalMs: 200,
+      detail: (run) => `still ${run.status}`,
+    },
+  );
 }
 
 const workdirOnHost = (thread: Thread) =>
@@ -255,16 +261,17 @@ it("a run asking for the other tier while a run of the tree still uses its sandb
   const busy = await submit("sleep 600", { sandbox: "container" });
   const thread = busy.thread;
   if (thread === undefined) throw new Error("no thread");
-  const deadline = performance.now() + 120_000;
-  for (;;) {
-    const [row] = await h.db
-      .select({ state: sandboxes.state, containerId: sandboxes.containerId })
-      .from(sandboxes)
-      .where(eq(sandboxes.runtimeScopeId, thread.thread_id));
-    if (row?.state === "running" && row.containerId !== null) break;
-    if (performance.now() > deadline) throw new Error("the busy run's sandbox never started");
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  await pollFor(
+    async () =>
+      (
+        await h.db
+          .select({ state: sandboxes.state, containerId: sandboxes.containerId })
+          .from(sandboxes)
+          .where(eq(sandboxes.runtimeScopeId, thread.thread_id))
+      )[0],
+    (row) => row?.state === "running" && row.containerId !== null,
+    { what: "the busy run's sandbox to start", timeoutMs: 120_000, intervalMs: 200 },
+  );
   const before = await readdir(stateDir);
   const other = await submit(
     "echo should-not-run > outputs/other.txt",

@@ -6,6 +6,7 @@ import type { Run } from "../../../shared/contracts/run.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { requireDocker } from "../../support/docker.ts";
+import { pollFor } from "../../support/poll-until.ts";
 import {
   type FunctionsHarness,
   jsonOf,
@@ -39,13 +40,13 @@ async function submit(uid: string, input: string): Promise<string> {
 }
 
 async function ended(runId: string) {
-  const deadline = performance.now() + 90_000;
-  for (;;) {
-    const [row] = await h.db.select().from(agentRuns).where(eq(agentRuns.runId, runId));
-    if (row !== undefined && ["succeeded", "failed", "cancelled"].includes(row.status)) return row;
-    if (performance.now() > deadline) throw new Error(`run ${runId} did not end`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const row = await pollFor(
+    async () => (await h.db.select().from(agentRuns).where(eq(agentRuns.runId, runId)))[0],
+    (r) => r !== undefined && ["succeeded", "failed", "cancelled"].includes(r.status),
+    { what: `run ${runId} to end`, timeoutMs: 90_000, intervalMs: 100 },
+  );
+  if (row === undefined) throw new Error(`run ${runId} has no row`);
+  return row;
 }
 
 /** Every file name anywhere in the uid's UserWorkspace (the marker's Workdir is the run's). */

@@ -11,6 +11,7 @@ import { createDb, type Db } from "../../../shared/db/client.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
 import { awsConfig, freshQueue, sqsClient } from "../../support/aws.ts";
 import { drainRunIds as drainShared } from "../../support/drain-run-ids.ts";
+import { pollFor } from "../../support/poll-until.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
 
 // Micro-batched run dispatch (functions/queue/batching-run-queue.ts, decision 0030):
@@ -102,13 +103,16 @@ it("killed between commit and flush: the sweeper dispatches every committed run 
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   try {
     // Wait until every run is committed (the child then waits forever for its flush).
-    const deadline = performance.now() + 30_000;
-    for (;;) {
-      const rows = await db.select().from(agentRuns).where(eq(agentRuns.uid, "batch-user"));
-      if (rows.length === count) break;
-      if (performance.now() > deadline) throw new Error(`only ${rows.length} runs committed`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await pollFor(
+      async () => (await db.select().from(agentRuns).where(eq(agentRuns.uid, "batch-user"))).length,
+      (committed) => committed === count,
+      {
+        what: `${count} committed runs`,
+        timeoutMs: 30_000,
+        intervalMs: 20,
+        detail: (committed) => `only ${committed} runs committed`,
+      },
+    );
   } finally {
     child.kill("SIGKILL");
     await exited;

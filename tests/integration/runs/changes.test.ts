@@ -10,6 +10,7 @@ import type { RunChange } from "../../../shared/contracts/run.ts";
 import { changeBatches, changeBatchItems } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { type RunApi, runApi } from "./run-api.ts";
 import { type Project, type RunWorld, runWorld, UID } from "./run-harness.ts";
 import { scriptedModels } from "./scripted-models.ts";
@@ -53,12 +54,8 @@ async function changesThroughApi(runId: string, uid = UID): Promise<Response> {
   return api.call("GET", `/v1/runs/${runId}/changes`, uid);
 }
 
-async function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
+  return pollUntil(condition, { timeoutMs, intervalMs: 50 });
 }
 
 type ChangeList = {

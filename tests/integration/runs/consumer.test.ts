@@ -6,6 +6,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { SkillsRefreshMessage } from "../../../shared/contracts/queue-message.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { expectGapFree, type RunWorld, runWorld } from "./run-harness.ts";
 
 let world: RunWorld;
@@ -34,12 +35,8 @@ async function queueDepth(queueUrl: string): Promise<number> {
   );
 }
 
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = performance.now() + 20_000;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  return pollUntil(check, { what, timeoutMs: 20_000, intervalMs: 100 });
 }
 
 it("garbage is dead-lettered; dispatches of unknown or finished runs are dropped without effect", async () => {

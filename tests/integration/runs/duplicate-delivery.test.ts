@@ -5,6 +5,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
+import { pollFor } from "../../support/poll-until.ts";
 import { registerNode } from "../sandbox/manager-fixture.ts";
 import { uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
 import { expectGapFree, type RunWorld, runWorld, TEST_LIMITS, UID } from "./run-harness.ts";
@@ -67,19 +68,25 @@ it("runs delivered several times to two agent-host processes execute exactly onc
 });
 
 async function waitForEmptyQueue(): Promise<void> {
-  const deadline = performance.now() + 30_000;
-  for (;;) {
-    const out = await world.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: world.queueUrl,
-        AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-      }),
-    );
-    const left =
-      Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) +
-      Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
-    if (left === 0) return;
-    if (performance.now() > deadline) throw new Error(`${left} messages left on the queue`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await pollFor(
+    async () => {
+      const out = await world.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: world.queueUrl,
+          AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        }),
+      );
+      return (
+        Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) +
+        Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+      );
+    },
+    (left) => left === 0,
+    {
+      what: "an empty queue",
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      detail: (left) => `${left} messages left on the queue`,
+    },
+  );
 }

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { changeBatches } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { type Project, type RunWorld, runWorld, UID } from "./run-harness.ts";
 
 // Whole runs through the worker (shell model, Docker sandbox): the Execution Lease around
@@ -38,12 +39,8 @@ async function linked(uid: string, path: string): Promise<Project> {
   return world.project({ uid, linkedPath: path });
 }
 
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  return pollUntil(condition, { what, intervalMs: 50 });
 }
 
 const leaseStates = async (runId: string) =>

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { userLimits } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { type Project, type RunWorld, runWorld } from "./run-harness.ts";
 
 const NO_POLL = { waitingPollMs: 600_000 };
@@ -75,10 +76,7 @@ it("a run's end tells the other nodes of its freed slot exactly once, at its com
     const id = await world.submit(await world.thread(project), "echo c");
     expect((await world.waitForRun(id, undefined, 60_000)).status).toBe("succeeded");
     await world.database.sql`select pg_notify(${marker}, '')`;
-    const deadline = Date.now() + 60_000;
-    while (!heard.includes(marker) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await pollUntil(() => heard.includes(marker), { what: "the marker's NOTIFY", intervalMs: 20 });
     // The park's NOTIFY, then the ending's (committed with the status the run shows):
     // none sent later by a separate statement, none lost.
     expect(heard).toEqual([world.nodeId, world.nodeId, marker]);

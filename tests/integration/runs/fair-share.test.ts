@@ -6,6 +6,7 @@ import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import { type AgentRun, agentRuns, userLimits } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { registerNode } from "../sandbox/manager-fixture.ts";
 import { uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
 import { type Project, type RunWorld, runWorld, TEST_LIMITS } from "./run-harness.ts";
@@ -47,12 +48,8 @@ async function runsOf(uid: string): Promise<AgentRun[]> {
   return world.db.select().from(agentRuns).where(eq(agentRuns.uid, uid));
 }
 
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
+  return pollUntil(check, { what, timeoutMs, intervalMs: 50 });
 }
 
 const count = (runs: AgentRun[], status: string) => runs.filter((r) => r.status === status).length;

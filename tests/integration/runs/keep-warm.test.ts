@@ -2,6 +2,7 @@ import { eq } from "drizzle-orm";
 import { afterEach, expect, it } from "vitest";
 import { sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId as sandboxIdOf } from "../../../shared/identity/sandbox-id.ts";
+import { pollFor } from "../../support/poll-until.ts";
 import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
 import { type RunWorld, runWorld, UID } from "./run-harness.ts";
 
@@ -25,13 +26,18 @@ async function sandboxRow(w: RunWorld, threadId: string) {
 
 /** Tree cleanup runs after the run's terminal write: wait for its release mark. */
 async function waitReleased(w: RunWorld, threadId: string) {
-  const deadline = performance.now() + 30_000;
-  for (;;) {
-    const row = await sandboxRow(w, threadId);
-    if (row?.state === "running" && row.releasedAt !== null) return row;
-    if (performance.now() > deadline) throw new Error(`sandbox never released: ${row?.state}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const row = await pollFor(
+    () => sandboxRow(w, threadId),
+    (r) => r?.state === "running" && r.releasedAt !== null,
+    {
+      what: "the sandbox's release",
+      timeoutMs: 30_000,
+      intervalMs: 20,
+      detail: (r) => `${r?.state}`,
+    },
+  );
+  if (row === undefined) throw new Error("sandbox row gone");
+  return row;
 }
 
 it("the next turn within the window reuses the generation, /tmp included", async () => {

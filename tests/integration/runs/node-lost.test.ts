@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type ExpiredScope, failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
+import { pollFor } from "../../support/poll-until.ts";
 import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
 import { expectGapFree, type RunWorld, runWorld, TEST_LIMITS, UID } from "./run-harness.ts";
 import { startWorkerProcesses, type WorkerProcess } from "./worker-process.ts";
@@ -34,12 +35,11 @@ it("kill -9 mid-run: the lease expires, the run ends failed/node_lost, the recon
   expect((await world.run(runId)).status).toBe("running");
 
   // …until the lease runs out; then the control plane's sweeper call ends it.
-  let swept: ExpiredScope[] = [];
-  const deadline = performance.now() + 20_000;
-  while (swept.length === 0 && performance.now() < deadline) {
-    swept = await failExpiredLeases(world.db);
-    if (swept.length === 0) await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const swept: ExpiredScope[] = await pollFor(
+    () => failExpiredLeases(world.db),
+    (scopes) => scopes.length > 0,
+    { what: "the expired lease to be swept", timeoutMs: 20_000, intervalMs: 200 },
+  );
   expect(swept).toEqual([
     {
       uid: UID,

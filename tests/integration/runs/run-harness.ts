@@ -35,6 +35,7 @@ import {
 } from "../../../shared/db/schema.ts";
 import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 import { freshQueue, sqsClient } from "../../support/aws.ts";
+import { pollFor, pollUntil } from "../../support/poll-until.ts";
 import { type ManagerWorld, managerWorld } from "../sandbox/manager-fixture.ts";
 import { containersOfNode, GEM, silentLogger } from "../sandbox/sandbox-fixture.ts";
 
@@ -229,16 +230,13 @@ export async function runWorld(
       if (!row) throw new Error(`no run ${runId}`);
       return row;
     },
-    async waitForRun(runId, until = isTerminal, timeoutMs = 45_000) {
-      const deadline = performance.now() + timeoutMs;
-      for (;;) {
-        const row = await world.run(runId);
-        if (until(row)) return row;
-        if (performance.now() > deadline) {
-          throw new Error(`run ${runId} still ${row.status} after ${timeoutMs} ms`);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+    waitForRun(runId, until = isTerminal, timeoutMs = 45_000) {
+      return pollFor(() => world.run(runId), until, {
+        what: `run ${runId}`,
+        timeoutMs,
+        intervalMs: 50,
+        detail: (row) => `still ${row.status}`,
+      });
     },
     async events(runId) {
       return db
@@ -247,14 +245,12 @@ export async function runWorld(
         .where(eq(runEvents.runId, runId))
         .orderBy(asc(runEvents.seq));
     },
-    async waitForEvent(runId, type, timeoutMs = 30_000) {
-      const deadline = performance.now() + timeoutMs;
-      for (;;) {
-        const found = (await world.events(runId)).some((e) => e.type === type);
-        if (found) return;
-        if (performance.now() > deadline) throw new Error(`no ${type} event for run ${runId}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+    waitForEvent(runId, type, timeoutMs = 30_000) {
+      return pollUntil(async () => (await world.events(runId)).some((e) => e.type === type), {
+        what: `a ${type} event of run ${runId}`,
+        timeoutMs,
+        intervalMs: 50,
+      });
     },
     async requestCancel(runId) {
       // The control plane's cancel (POST /v1/runs/{id}/cancel): flag + NOTIFY for a
@@ -269,15 +265,16 @@ export async function runWorld(
         .orderBy(asc(agentRuns.createdAt));
     },
     async waitForNoContainers(timeoutMs = 30_000) {
-      const deadline = performance.now() + timeoutMs;
-      for (;;) {
-        const left = await containersOfNode(base.docker, base.nodeId);
-        if (left.length === 0) return;
-        if (performance.now() > deadline) {
-          throw new Error(`${left.length} sandbox container(s) left: ${left.map((c) => c.Names)}`);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await pollFor(
+        () => containersOfNode(base.docker, base.nodeId),
+        (left) => left.length === 0,
+        {
+          what: "no sandbox container left",
+          timeoutMs,
+          intervalMs: 50,
+          detail: (left) => `${left.length} left: ${left.map((c) => c.Names)}`,
+        },
+      );
     },
     async assistantMessages(threadId) {
       const rows = await db

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { freshScope, type ManagerWorld, managerWorld } from "./manager-fixture.ts";
 import { containersOfNode } from "./sandbox-fixture.ts";
 
@@ -67,12 +68,8 @@ async function rowOf(request: { uid: string; runtimeScopeId: string }) {
   return row;
 }
 
-async function until(check: () => Promise<boolean>, what: string) {
-  const deadline = performance.now() + 30_000;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function until(check: () => Promise<boolean>, what: string) {
+  return pollUntil(check, { what, timeoutMs: 30_000, intervalMs: 50 });
 }
 
 describe("an acquire that outlives its cancel", () => {

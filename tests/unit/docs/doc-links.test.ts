@@ -48,7 +48,9 @@ const insideRoot = (path: string) => path === ROOT || path.startsWith(ROOT + sep
 function citations(file: string, text: string, decisions: string[]): Array<[string, string]> {
   const cited: Array<[string, string]> = [];
   if (file.endsWith(".md")) {
-    for (const [, target = ""] of text.matchAll(MARKDOWN_LINK)) {
+    // Code spans and fenced blocks show Markdown; they link nowhere.
+    const prose = text.replace(/```[\s\S]*?```/g, "").replace(/`[^`\n]*`/g, "");
+    for (const [, target = ""] of prose.matchAll(MARKDOWN_LINK)) {
       if (/^[a-z][a-z0-9+.-]*:|^#/i.test(target)) continue; // a URL or an anchor here
       const path = target.replace(/[#?].*$/, "");
       cited.push([target, path.startsWith("/") ? join(ROOT, path) : resolve(dirname(file), path)]);
@@ -91,7 +93,7 @@ describe("every document the repository cites is in the repository", () => {
   test("the checker sees a broken link, a stray path and an old name", () => {
     const file = join(ROOT, "docs/example.md");
     const text =
-      "[gone](missing.md) [up](../../outside.md) docs/no-such.md docs/decisions/9999 [web](https://x.test/a.md)";
+      "[gone](missing.md) [up](../../outside.md) docs/no-such.md docs/decisions/9999 [web](https://x.test/a.md) `[shown](in-code.md)`";
     const targets = citations(file, text, ["0001-node.md"]).map(([target, path]) => [
       target,
       insideRoot(path),

@@ -4,6 +4,8 @@ export interface PollOptions<T = unknown> {
   readonly what?: string;
   /** Deadline for the whole wait; default 60 s. */
   readonly timeoutMs?: number;
+  /** An absolute deadline (`performance.now()`), shared by several waits; wins over timeoutMs. */
+  readonly deadlineAt?: number;
   /**
    * Pause between checks; default none, only a yield to the event loop. A check that
    * costs a round trip (a query, an HTTP call) sets one so it does not flood the server.
@@ -24,14 +26,18 @@ export async function pollFor<T>(
   options: PollOptions<T> = {},
 ): Promise<T> {
   const timeoutMs = options.timeoutMs ?? 60_000;
-  const deadline = performance.now() + timeoutMs;
+  const deadline = options.deadlineAt ?? performance.now() + timeoutMs;
   for (;;) {
     const value = await read();
     if (ok(value)) return value;
     if (performance.now() > deadline) {
       const what = options.what === undefined ? "condition" : options.what;
       const detail = options.detail === undefined ? "" : `: ${options.detail(value)}`;
-      throw new Error(`${what} not met within ${Math.round(timeoutMs / 1000)} s${detail}`);
+      const within =
+        options.deadlineAt === undefined
+          ? `within ${Math.round(timeoutMs / 1000)} s`
+          : "by its deadline";
+      throw new Error(`${what} not met ${within}${detail}`);
     }
     await pause(options.intervalMs);
   }

@@ -14,6 +14,7 @@ import {
   textChunk,
   toolChunk,
 } from "../../../integration/agent/chat-server.ts";
+import { pollFor, pollUntil } from "../../../support/poll-until.ts";
 
 /** The file in each thread's Workdir that every run appends its own tag to (the side effect). */
 export const EFFECTS_FILE = "effects.log";
@@ -47,15 +48,22 @@ export async function awaitTerminal(
   runId: string,
   deadline: number,
 ): Promise<RunRow> {
-  for (;;) {
-    const [row] = await sql<RunRow[]>`
-      select status, error, owner_node from agent_runs where run_id = ${runId}`;
-    if (row !== undefined && TERMINAL.has(row.status)) return row;
-    if (performance.now() > deadline) {
-      throw new Error(`run ${runId} is still ${row?.status ?? "missing"} at its deadline`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
+  const row = await pollFor(
+    async () =>
+      (
+        await sql<RunRow[]>`
+        select status, error, owner_node from agent_runs where run_id = ${runId}`
+      )[0],
+    (r) => r !== undefined && TERMINAL.has(r.status),
+    {
+      what: `run ${runId} to end`,
+      deadlineAt: deadline,
+      intervalMs: POLL_MS,
+      detail: (r) => `still ${r?.status ?? "missing"}`,
+    },
+  );
+  if (row === undefined) throw new Error(`run ${runId} is missing`);
+  return row;
 }
 
 async function post<T>(url: string, token: string, body: unknown): Promise<T> {
@@ -153,15 +161,12 @@ export async function midToolRunsOn(sql: postgres.Sql, nodeId: string): Promise<
 }
 
 /** Awaits `condition` (polled), failing with `what` after `deadline` (performance.now()). */
-export async function until(
+export function until(
   what: string,
   deadline: number,
   condition: () => Promise<boolean> | boolean,
 ): Promise<void> {
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
+  return pollUntil(condition, { what, deadlineAt: deadline, intervalMs: POLL_MS });
 }
 
 /**

@@ -1,0 +1,56 @@
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, test } from "vitest";
+import { buildAgentHostRelease } from "../../../../infra/sst/agent-host-release.ts";
+
+// The release tarball a deploy uploads for its nodes: named by its checksum, equal bytes
+// for equal code (so an unchanged deploy does not roll the nodes), without local state.
+
+function checkout(): string {
+  const root = mkdtempSync(join(tmpdir(), "release-src-"));
+  for (const dir of ["infra/agent-host", "agent-host", "node_modules/x", ".git", "tests", ".sst"]) {
+    mkdirSync(join(root, dir), { recursive: true });
+  }
+  writeFileSync(join(root, "infra/agent-host/install.sh"), "#!/bin/bash\n");
+  writeFileSync(join(root, "agent-host/main.ts"), "export {};\n");
+  writeFileSync(join(root, "package-lock.json"), "{}\n");
+  for (const junk of ["node_modules/x/a.js", ".git/HEAD", "tests/t.ts", ".sst/state"]) {
+    writeFileSync(join(root, junk), "local state\n");
+  }
+  return root;
+}
+
+const listing = (file: string) =>
+  execFileSync("tar", ["-tzf", file]).toString().split("\n").filter(Boolean).sort();
+
+describe("agent-host release", () => {
+  test("holds the code install.sh installs and none of the checkout's local state", () => {
+    const release = buildAgentHostRelease(checkout(), mkdtempSync(join(tmpdir(), "rel-")));
+    expect(listing(release.file)).toEqual([
+      "./",
+      "./agent-host/",
+      "./agent-host/main.ts",
+      "./infra/",
+      "./infra/agent-host/",
+      "./infra/agent-host/install.sh",
+      "./package-lock.json",
+    ]);
+    const sha = createHash("sha256").update(readFileSync(release.file)).digest("hex");
+    expect(release.sha256).toBe(sha);
+    expect(release.key).toBe(`agent-host/workcell-agent-host-${sha}.tar.gz`);
+  });
+
+  test("equal code gives equal bytes whatever the timestamps; changed code another key", () => {
+    const root = checkout();
+    const first = buildAgentHostRelease(root, mkdtempSync(join(tmpdir(), "rel-")));
+    utimesSync(join(root, "agent-host/main.ts"), new Date(1e12), new Date(1e12));
+    const again = buildAgentHostRelease(root, mkdtempSync(join(tmpdir(), "rel-")));
+    expect(again.sha256).toBe(first.sha256);
+    writeFileSync(join(root, "agent-host/main.ts"), "export const changed = 1;\n");
+    const changed = buildAgentHostRelease(root, mkdtempSync(join(tmpdir(), "rel-")));
+    expect(changed.sha256).not.toBe(first.sha256);
+  });
+});

@@ -91,6 +91,10 @@ async function quiesceAndWait(
     if (node === undefined) return "unknown_node";
     if (node.state === "lost") return "lost";
     if (node.running_runs === 0 && node.live_sandboxes === 0) return "drained";
+    deps.logger.debug(
+      { node_id: nodeId, running_runs: node.running_runs, live_sandboxes: node.live_sandboxes },
+      "node still draining",
+    );
     try {
       await sleep(deps.pollMs, undefined, { signal: budget });
     } catch {

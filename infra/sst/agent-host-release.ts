@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 
@@ -11,18 +11,56 @@ import { gzipSync } from "node:zlib";
 
 /** What install.sh leaves out of /opt/workcell, plus the console's build output. */
 export const RELEASE_EXCLUDES = [
-  "./node_modules",
-  "./.data",
-  "./.tools",
-  "./.git",
-  "./.sst",
-  "./.wrangler",
-  "./tests",
-  "./coverage",
-  "./web/dist",
+  "node_modules",
+  ".data",
+  ".tools",
+  ".git",
+  ".sst",
+  ".wrangler",
+  "tests",
+  "coverage",
+  "web/dist",
 ] as const;
 
 export type AgentHostRelease = { file: string; sha256: string; key: string };
+
+/**
+ * The files of the release, relative to `root`: what git tracks or would track (so a
+ * git-ignored `.env` or key file in the operator's checkout never reaches the bucket),
+ * minus RELEASE_EXCLUDES. Outside a git checkout (an unpacked source tarball): every file.
+ */
+export function releaseFiles(root: string): string[] {
+  const listed = existsSync(`${root}/.git`)
+    ? execFileSync(
+        "git",
+        ["-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        {
+          maxBuffer: 1 << 28,
+          timeout: 60_000,
+        },
+      )
+        .toString("utf8")
+        .split("\0")
+    : execFileSync("find", [".", "-type", "f,l", "-printf", "%P\\0"], {
+        cwd: root,
+        maxBuffer: 1 << 28,
+        timeout: 60_000,
+      })
+        .toString("utf8")
+        .split("\0");
+  const excluded = (path: string) =>
+    RELEASE_EXCLUDES.some((x) => path === x || path.startsWith(`${x}/`));
+  // A tracked file deleted in the working tree is not part of what is deployed.
+  const present = (path: string) => {
+    try {
+      lstatSync(`${root}/${path}`);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return [...new Set(listed)].filter((p) => p !== "" && !excluded(p) && present(p)).sort();
+}
 
 /** Writes `<outDir>/workcell-agent-host-<sha256>.tar.gz` from the checkout at `root`. */
 export function buildAgentHostRelease(root: string, outDir: string): AgentHostRelease {
@@ -38,11 +76,12 @@ export function buildAgentHostRelease(root: string, outDir: string): AgentHostRe
       "--numeric-owner",
       "--format=posix",
       "--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime",
-      ...RELEASE_EXCLUDES.map((path) => `--exclude=${path}`),
+      "--no-recursion",
+      "--null",
+      "--files-from=-",
       "-c",
-      ".",
     ],
-    { maxBuffer: 1 << 30, timeout: 120_000 },
+    { input: releaseFiles(root).join("\0"), maxBuffer: 1 << 30, timeout: 120_000 },
   );
   // Node's gzip header carries no name and a zero mtime: equal input, equal bytes.
   const gz = gzipSync(tar, { level: 9 });

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 
@@ -62,7 +62,10 @@ export function releaseFiles(root: string): string[] {
   return [...new Set(listed)].filter((p) => p !== "" && !excluded(p) && present(p)).sort();
 }
 
-/** Writes `<outDir>/workcell-agent-host-<sha256>.tar.gz` from the checkout at `root`. */
+/**
+ * Writes `<outDir>/workcell-agent-host-<sha256>.tar.gz` from the checkout at `root`;
+ * `outDir` is emptied first (it is the deploy's own folder).
+ */
 export function buildAgentHostRelease(root: string, outDir: string): AgentHostRelease {
   const tar = execFileSync(
     "tar",
@@ -86,6 +89,8 @@ export function buildAgentHostRelease(root: string, outDir: string): AgentHostRe
   // Node's gzip header carries no name and a zero mtime: equal input, equal bytes.
   const gz = gzipSync(tar, { level: 9 });
   const sha256 = createHash("sha256").update(gz).digest("hex");
+  // The folder holds this deploy's release only (earlier ones would pile up in .sst/).
+  rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const key = `agent-host/workcell-agent-host-${sha256}.tar.gz`;
   const file = join(outDir, `workcell-agent-host-${sha256}.tar.gz`);

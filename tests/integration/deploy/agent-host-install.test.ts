@@ -1,10 +1,12 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
 import { access, cp, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, test } from "vitest";
+import { buildAgentHostRelease } from "../../../infra/sst/agent-host-release.ts";
 import { boundingSet, syscallFilter, unitServiceSettings } from "./unit-service-settings.ts";
 
 // infra/agent-host/: the install script passes shellcheck and runs to completion as root in
@@ -80,6 +82,7 @@ describe("agent-host install", () => {
     await run("shellcheck", [
       join(repo, "infra/agent-host/install.sh"),
       join(repo, "infra/sst/typecheck.sh"),
+      join(repo, "infra/sst/ensure-platform.sh"),
       join(repo, "infra/agent-host/image/build-image.sh"),
       join(repo, "infra/runtime-assets/import-sandbox-image.sh"),
     ]).catch((error: { stdout?: string; message: string }) => {
@@ -181,8 +184,14 @@ describe("agent-host install", () => {
     expect(Number(score?.[1])).toBeLessThanOrEqual(5);
   });
 
-  test("install.sh runs to completion in a throw-away Debian rootfs", async () => {
+  test("install.sh runs to completion from the release tarball in a throw-away Debian rootfs", async () => {
     const image = await debianRootfsImage();
+    // What `sst deploy` uploads for its nodes (infra/sst/agent-host-release.ts), unpacked
+    // and checked as a node's first boot does it, instead of this checkout.
+    const releaseDir = await mkdtemp(join(tmpdir(), "wc-release-"));
+    cleanups.push(() => rm(releaseDir, { recursive: true, force: true }));
+    const release = buildAgentHostRelease(repo, releaseDir);
+    const tarball = `/release/${release.file.slice(releaseDir.length + 1)}`;
     // The Runtime Assets build this checkout's script would make (its key: the package
     // list and the script), as scripts/ensure-system.sh built it on this machine. It is
     // mounted read-only where install.sh looks, so the install takes the cached build
@@ -209,7 +218,10 @@ describe("agent-host install", () => {
     const script = [
       "set -euo pipefail",
       "ln -s /usr/local/lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm",
-      "bash /src/infra/agent-host/install.sh --no-docker-engine",
+      `echo '${release.sha256}  ${tarball}' | sha256sum --check --strict --quiet -`,
+      "mkdir /tmp/release",
+      `tar -xzf ${tarball} -C /tmp/release --no-same-owner`,
+      "bash /tmp/release/infra/agent-host/install.sh --no-docker-engine",
       // What landed: production dependencies only, the unit, a private env file.
       "test -d /opt/workcell/node_modules/hono",
       "test ! -e /opt/workcell/node_modules/fauxqs",
@@ -227,7 +239,7 @@ describe("agent-host install", () => {
       'cd /opt/workcell && .tools/bin/node -e \'import("./infra/ops/ops-cli.ts").then(m => m.runOpsCommand(["keys", "generate"])).then(c => process.exit(c))\' | grep -q CAPABILITY_PUBLIC_KEY',
       // Re-running (an upgrade) keeps the operator's env file.
       "echo '# edited' >> /etc/workcell/agent-host.env",
-      "bash /src/infra/agent-host/install.sh --no-docker-engine --no-runtime-assets --no-sandbox-image",
+      "bash /tmp/release/infra/agent-host/install.sh --no-docker-engine --no-runtime-assets --no-sandbox-image",
       "grep -q '# edited' /etc/workcell/agent-host.env",
       "echo INSTALL-OK",
     ].join("\n");
@@ -242,8 +254,9 @@ describe("agent-host install", () => {
         // npm reaches the registry; nothing else is installed from the network.
         "--network",
         "host",
+        ...extraCaArgs(),
         "-v",
-        `${repo}:/src:ro`,
+        `${releaseDir}:/release:ro`,
         "-v",
         `${nodeBin}:/usr/local/bin/node:ro`,
         "-v",
@@ -269,6 +282,22 @@ describe("agent-host install", () => {
     expect(stdout.trim().split("\n").at(-1)).toBe("INSTALL-OK");
   }, 1_200_000);
 });
+
+/**
+ * A registry reached through a TLS-inspecting proxy is trusted on this machine through
+ * NODE_EXTRA_CA_CERTS; npm inside the rootfs gets the same file, or `npm ci` fails with
+ * SELF_SIGNED_CERT_IN_CHAIN for any package not fresh in the mounted cache.
+ */
+function extraCaArgs(): string[] {
+  const file = process.env.NODE_EXTRA_CA_CERTS;
+  if (file === undefined || file === "" || !existsSync(file)) return [];
+  return [
+    "-v",
+    `${file}:/etc/workcell-test-extra-ca.pem:ro`,
+    "-e",
+    "NODE_EXTRA_CA_CERTS=/etc/workcell-test-extra-ca.pem",
+  ];
+}
 
 // bubblewrap and mmdebstrap are what install.sh would otherwise fetch from Debian for the
 // process tier and the Runtime Assets; in the image, the install finds them.

@@ -67,6 +67,13 @@ const deploySettingsShape = z.object({
     .describe(
       "ACM certificate of the data-plane load balancer (same region as the deploy), valid for the host of WORKCELL_DATA_PLANE_URL.",
     ),
+  WORKCELL_DATA_PLANE_HOSTED_ZONE_ID: z
+    .string()
+    .regex(/^Z[A-Z0-9]{1,32}$/, "must be a Route 53 hosted zone id like Z0123456789ABCDEFGHIJ")
+    .optional()
+    .describe(
+      "Route 53 hosted zone of the data plane's host name: the deploy then points that name at the load balancer (unset: point it yourself at the dataPlaneLoadBalancer output).",
+    ),
   WORKCELL_DATA_PLANE_SCHEME: z
     .enum(["internet-facing", "internal"])
     .default("internet-facing")

@@ -31,6 +31,8 @@ export type AgentHostClusterArgs = {
   envFile: Output<string>;
   settings: Pick<
     DeploySettings,
+    | "WORKCELL_DATA_PLANE_URL"
+    | "WORKCELL_DATA_PLANE_HOSTED_ZONE_ID"
     | "WORKCELL_DATA_PLANE_CERTIFICATE_ARN"
     | "WORKCELL_DATA_PLANE_SCHEME"
     | "WORKCELL_NODE_INSTANCE_TYPE"
@@ -84,6 +86,14 @@ export function agentHostCluster(d: ClusterDeps, args: AgentHostClusterArgs) {
     subnetIds: internal ? args.vpc.privateSubnets : args.vpc.publicSubnets,
     securityGroupId: groups.alb.id,
     certificateArn: s.WORKCELL_DATA_PLANE_CERTIFICATE_ARN,
+    ...(s.WORKCELL_DATA_PLANE_HOSTED_ZONE_ID === undefined
+      ? {}
+      : {
+          dns: {
+            zoneId: s.WORKCELL_DATA_PLANE_HOSTED_ZONE_ID,
+            hostName: new URL(s.WORKCELL_DATA_PLANE_URL).hostname,
+          },
+        }),
   });
   const userData = d.pulumi
     .all([

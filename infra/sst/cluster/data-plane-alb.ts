@@ -7,6 +7,8 @@ export type DataPlaneAlbArgs = {
   subnetIds: Input<string[]>;
   securityGroupId: Input<string>;
   certificateArn: Input<string>;
+  /** Set: an alias record `hostName` → the ALB in this Route 53 zone. */
+  dns?: { zoneId: string; hostName: string };
 };
 
 /** The node's readiness (agent-host/data-plane/routes/health-routes.ts): 503 until it can take work. */
@@ -58,5 +60,17 @@ export function dataPlaneAlb(d: ClusterDeps, args: DataPlaneAlbArgs) {
     sslPolicy: "ELBSecurityPolicy-TLS13-1-2-2021-06",
     defaultActions: [{ type: "forward", targetGroupArn: targetGroup.arn }],
   });
-  return { loadBalancer, targetGroup, listener };
+  // IPv4 alias to the ALB, health-evaluated: the name follows the balancer, no TTL to wait.
+  const record =
+    args.dns === undefined
+      ? undefined
+      : new d.aws.route53.Record("DataPlaneDns", {
+          zoneId: args.dns.zoneId,
+          name: args.dns.hostName,
+          type: "A",
+          aliases: [
+            { name: loadBalancer.dnsName, zoneId: loadBalancer.zoneId, evaluateTargetHealth: true },
+          ],
+        });
+  return { loadBalancer, targetGroup, listener, record };
 }

@@ -70,6 +70,7 @@ describe("deploy settings", () => {
       ...complete,
       WORKCELL_DATA_PLANE_CERTIFICATE_ARN: "arn:aws:iam::123456789012:server-certificate/dp",
       WORKCELL_DATA_PLANE_SCHEME: "public",
+      WORKCELL_DATA_PLANE_HOSTED_ZONE_ID: "example.com",
       WORKCELL_NODE_INSTANCE_TYPE: "m7i large; rm -rf /",
       WORKCELL_NODE_COUNT: "0",
       WORKCELL_NODE_VOLUME_GB: "8",
@@ -77,6 +78,7 @@ describe("deploy settings", () => {
     });
     expect([...problems.keys()].sort()).toEqual([
       "WORKCELL_DATA_PLANE_CERTIFICATE_ARN",
+      "WORKCELL_DATA_PLANE_HOSTED_ZONE_ID",
       "WORKCELL_DATA_PLANE_SCHEME",
       "WORKCELL_NODE_COUNT",
       "WORKCELL_NODE_DRAIN_MINUTES",

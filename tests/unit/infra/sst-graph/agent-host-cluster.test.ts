@@ -182,6 +182,10 @@ describe("data-plane load balancer", () => {
     expect(listeners[0]?.inputs.sslPolicy).toMatch(/^ELBSecurityPolicy-TLS13-/);
   });
 
+  test("without a hosted zone no DNS record is made (the operator points the name)", () => {
+    expect(e.ofType("aws:route53/record:Record")).toEqual([]);
+  });
+
   test("health-checks each node's /readyz on the data-plane port", () => {
     const tg = e.one("aws:lb/targetGroup:TargetGroup", "DataPlaneTargets");
     expect(tg.inputs).toMatchObject({ port: 8081, protocol: "HTTP", targetType: "instance" });

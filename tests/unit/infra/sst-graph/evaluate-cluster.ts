@@ -52,6 +52,8 @@ export const mockArn = (type: string, name: string) =>
   `arn:aws:mock:${TEST_REGION}:${TEST_ACCOUNT}:${type}/${name}`;
 
 export const baseSettings: AgentHostClusterArgs["settings"] = {
+  WORKCELL_DATA_PLANE_URL: "https://dp.workcell.example.com",
+  WORKCELL_DATA_PLANE_HOSTED_ZONE_ID: undefined,
   WORKCELL_DATA_PLANE_CERTIFICATE_ARN: `arn:aws:acm:${TEST_REGION}:${TEST_ACCOUNT}:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b`,
   WORKCELL_DATA_PLANE_SCHEME: "internet-facing",
   WORKCELL_NODE_INSTANCE_TYPE: "m7i.large",
@@ -83,8 +85,10 @@ export async function evaluateCluster(
           arn: mockArn(args.type, args.name),
           name: inputs.name ?? `${args.name}-name`,
         };
-        if (args.type === "aws:lb/loadBalancer:LoadBalancer")
+        if (args.type === "aws:lb/loadBalancer:LoadBalancer") {
           state.dnsName = "dp-alb.elb.amazonaws.com";
+          state.zoneId = "ZALBZONE";
+        }
         if (args.type === "aws:ec2/launchTemplate:LaunchTemplate") state.latestVersion = 1;
         if (args.type === "aws:efs/fileSystem:FileSystem") return { id: "fs-0123abcd", state };
         return { id: `${args.name}-id`, state };

@@ -15,6 +15,8 @@ beforeAll(async () => {
   e = await evaluateCluster({
     ...baseSettings,
     WORKCELL_DATA_PLANE_SCHEME: "internal",
+    WORKCELL_DATA_PLANE_URL: "https://dp.internal.example.com:8443/prefix",
+    WORKCELL_DATA_PLANE_HOSTED_ZONE_ID: "Z0123456789ABCDEFGHIJ",
     WORKCELL_NODE_INSTANCE_TYPE: "m7g.xlarge",
     WORKCELL_NODE_COUNT: 4,
     WORKCELL_NODE_MAX_COUNT: 8,
@@ -57,6 +59,19 @@ test("node settings reach the group: arm64 Debian image, sizes, volume, drain bo
       filters: [
         { name: "name", values: ["debian-12-arm64-*"] },
         { name: "virtualization-type", values: ["hvm"] },
+      ],
+    },
+  ]);
+});
+
+test("with a hosted zone, the data plane's host name is an alias of the load balancer", () => {
+  expect(e.ofType("aws:route53/record:Record").map((r) => r.inputs)).toEqual([
+    {
+      zoneId: "Z0123456789ABCDEFGHIJ",
+      name: "dp.internal.example.com",
+      type: "A",
+      aliases: [
+        { name: "dp-alb.elb.amazonaws.com", zoneId: "ZALBZONE", evaluateTargetHealth: true },
       ],
     },
   ]);

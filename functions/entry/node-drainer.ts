@@ -11,7 +11,16 @@ import { type DrainOutcome, drainNode, lifecycleEventSchema } from "../nodes/dra
 
 const env = parseEnv(nodeDrainerEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
-const db = createDb(postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} }));
+// Every read and the quiesce end within the statement timeout: a hung database fails the
+// invocation (the hook's timeout then lets the group go on) instead of holding it.
+const db = createDb(
+  postgres(env.DATABASE_URL, {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: 10,
+    connection: { statement_timeout: env.DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
+  }),
+);
 const autoscaling = new AutoScalingClient({
   ...(env.AWS_REGION === undefined ? {} : { region: env.AWS_REGION }),
   maxAttempts: 3,

@@ -109,4 +109,16 @@ describe("deploy settings", () => {
     expect(config.indexOf("deploySettings(process.env)")).toBeLessThan(config.indexOf("new sst."));
     expect(config).not.toMatch(/\?\?\s*""/);
   });
+
+  test("the stack's outputs name no secret (the outputs are printed and stored in plain text)", () => {
+    const config = readFileSync(new URL("../../../sst.config.ts", import.meta.url), "utf8");
+    // run()'s return value: the last `return {` of the file, to the end of run().
+    const outputs = config.slice(
+      config.lastIndexOf("\n    return {\n"),
+      config.lastIndexOf("\n    };\n  },\n});"),
+    );
+    const names = [...outputs.matchAll(/^ {6}(\w+):/gm)].map((m) => m[1]);
+    expect(names.length).toBeGreaterThan(8);
+    expect(outputs).not.toMatch(/password|databaseUrl|capability|envFile|Secret|\.value\b/i);
+  });
 });

@@ -236,6 +236,12 @@ export default $config({
     // The agent-host nodes. Their env file holds the database password, so it is a
     // SecureString parameter the nodes read with their role, never part of user data.
     const region = aws.getRegionOutput().region;
+    // The model server's bearer token, when the settings say it has one:
+    // `npx sst secret set ModelApiKey <key>`.
+    const modelApiKey =
+      settings.WORKCELL_MODEL_API_KEY === "secret"
+        ? $output(new sst.Secret("ModelApiKey").value).apply((key): string | undefined => key)
+        : $output<string | undefined>(undefined);
     const envFile = $resolve([
       databaseUrl,
       runs.url,
@@ -245,18 +251,23 @@ export default $config({
       capabilityKey.value,
       corsOrigins,
     ]).apply(([dbUrl, runQueueUrl, dlqUrl, bucket, awsRegion, privateKey, origins]) =>
-      renderAgentHostEnv({
-        DATABASE_URL: dbUrl,
-        DATA_ROOT: NODE_DATA_ROOT,
-        RUN_QUEUE_URL: runQueueUrl,
-        RUN_DLQ_URL: dlqUrl,
-        ATTACHMENTS_BUCKET: bucket,
-        AWS_REGION: awsRegion,
-        CAPABILITY_PUBLIC_KEY: capabilityPublicJwk(privateKey),
-        DATA_PLANE_PORT: String(DATA_PLANE_PORT),
-        DATA_PLANE_PUBLIC_URL: settings.WORKCELL_DATA_PLANE_URL,
-        DATA_PLANE_CORS_ORIGINS: origins,
-      }),
+      modelApiKey.apply((modelKey) =>
+        renderAgentHostEnv({
+          DATABASE_URL: dbUrl,
+          DATA_ROOT: NODE_DATA_ROOT,
+          RUN_QUEUE_URL: runQueueUrl,
+          RUN_DLQ_URL: dlqUrl,
+          ATTACHMENTS_BUCKET: bucket,
+          AWS_REGION: awsRegion,
+          CAPABILITY_PUBLIC_KEY: capabilityPublicJwk(privateKey),
+          DATA_PLANE_PORT: String(DATA_PLANE_PORT),
+          DATA_PLANE_PUBLIC_URL: settings.WORKCELL_DATA_PLANE_URL,
+          DATA_PLANE_CORS_ORIGINS: origins,
+          MODEL_BASE_URL: settings.WORKCELL_MODEL_BASE_URL,
+          MODEL_NAME: settings.WORKCELL_MODEL_NAME,
+          MODEL_API_KEY: modelKey,
+        }),
+      ),
     );
     const releases = new sst.aws.Bucket("Releases");
     const cluster = agentHostCluster(

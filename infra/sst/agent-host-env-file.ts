@@ -17,6 +17,10 @@ export type AgentHostEnvValues = {
   DATA_PLANE_PORT: string;
   DATA_PLANE_PUBLIC_URL: string;
   DATA_PLANE_CORS_ORIGINS: string;
+  /** The model server (all three unset: the `shell` model). */
+  MODEL_BASE_URL?: string | undefined;
+  MODEL_NAME?: string | undefined;
+  MODEL_API_KEY?: string | undefined;
 };
 
 /**
@@ -27,6 +31,7 @@ export type AgentHostEnvValues = {
 export function renderAgentHostEnv(values: AgentHostEnvValues): string {
   const lines = ["# Written by sst deploy (infra/sst/agent-host-env-file.ts); NODE_ID follows."];
   for (const [name, value] of Object.entries(values)) {
+    if (value === undefined) continue;
     if (/['\r\n\0]/.test(value)) {
       throw new Error(`agent-host env: ${name} contains a quote or a line break`);
     }

@@ -58,6 +58,23 @@ const deploySettingsShape = z.object({
     .email()
     .optional()
     .describe("Where the dead-letter-queue alarm is mailed (unset: the SNS topic only)."),
+  WORKCELL_MODEL_BASE_URL: httpUrlVar()
+    .optional()
+    .describe(
+      "The nodes' OpenAI-compatible Chat Completions server up to the API version, e.g. https://api.openai.com/v1 (unset: the `shell` model, no LLM).",
+    ),
+  WORKCELL_MODEL_NAME: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe("Model id sent to WORKCELL_MODEL_BASE_URL, e.g. gpt-4o-mini; required with it."),
+  WORKCELL_MODEL_API_KEY: z
+    .enum(["secret", "none"])
+    .default("none")
+    .describe(
+      "`secret`: the nodes send the bearer token stored with `sst secret set ModelApiKey <key>`; `none` (default): no token.",
+    ),
   WORKCELL_DATA_PLANE_CERTIFICATE_ARN: z
     .string()
     .regex(
@@ -110,6 +127,21 @@ const deploySettingsShape = z.object({
 });
 
 export const deploySettingsSchema = deploySettingsShape.superRefine((s, ctx) => {
+  const model = s.WORKCELL_MODEL_BASE_URL !== undefined;
+  if (model !== (s.WORKCELL_MODEL_NAME !== undefined)) {
+    ctx.addIssue({
+      code: "custom",
+      path: [model ? "WORKCELL_MODEL_NAME" : "WORKCELL_MODEL_BASE_URL"],
+      message: "WORKCELL_MODEL_BASE_URL and WORKCELL_MODEL_NAME go together",
+    });
+  }
+  if (!model && s.WORKCELL_MODEL_API_KEY === "secret") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["WORKCELL_MODEL_API_KEY"],
+      message: "is `secret` but no WORKCELL_MODEL_BASE_URL is set",
+    });
+  }
   if (
     s.WORKCELL_NODE_MAX_COUNT !== undefined &&
     s.WORKCELL_NODE_MAX_COUNT < s.WORKCELL_NODE_COUNT

@@ -103,6 +103,28 @@ describe("deploy settings", () => {
     ).toMatchObject({ WORKCELL_NODE_COUNT: 3, WORKCELL_NODE_MAX_COUNT: 6 });
   });
 
+  test("the nodes' model server: URL and name together, an API key only with them", () => {
+    expect(deploySettings(complete).WORKCELL_MODEL_API_KEY).toBe("none");
+    const model = {
+      WORKCELL_MODEL_BASE_URL: "https://api.openai.com/v1",
+      WORKCELL_MODEL_NAME: "gpt-4o-mini",
+      WORKCELL_MODEL_API_KEY: "secret",
+    };
+    expect(deploySettings({ ...complete, ...model })).toMatchObject(model);
+    expect([
+      ...problemsOf({ ...complete, WORKCELL_MODEL_BASE_URL: model.WORKCELL_MODEL_BASE_URL }).keys(),
+    ]).toEqual(["WORKCELL_MODEL_NAME"]);
+    expect([...problemsOf({ ...complete, WORKCELL_MODEL_NAME: "gpt-4o-mini" }).keys()]).toEqual([
+      "WORKCELL_MODEL_BASE_URL",
+    ]);
+    expect(
+      problemsOf({ ...complete, WORKCELL_MODEL_API_KEY: "secret" }).get("WORKCELL_MODEL_API_KEY"),
+    ).toMatch(/no WORKCELL_MODEL_BASE_URL/);
+    expect([...problemsOf({ ...complete, WORKCELL_MODEL_API_KEY: "sk-live-123" }).keys()]).toEqual([
+      "WORKCELL_MODEL_API_KEY",
+    ]);
+  });
+
   test("sst.config.ts validates before declaring resources and has no empty-string fallbacks", () => {
     const config = readFileSync(new URL("../../../sst.config.ts", import.meta.url), "utf8");
     expect(config.indexOf("deploySettings(process.env)")).toBeGreaterThan(0);

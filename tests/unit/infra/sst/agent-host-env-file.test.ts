@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { modelConfigFromEnv } from "../../../../agent-host/runs/model-client-factory.ts";
 import {
   type AgentHostEnvValues,
   capabilityPublicJwk,
@@ -61,6 +62,31 @@ describe("agent-host env file", () => {
     expect(env.NODE_ID).toBe("i-0123456789abcdef0");
     expect(env.DATA_PLANE_PORT).toBe(8081);
     expect(env.CAPABILITY_PUBLIC_KEY).toMatchObject({ kty: "OKP", crv: "Ed25519" });
+  });
+
+  test("with a model server, the node runs it (with its token); without, the shell model", async () => {
+    const base = await values();
+    const withModel = renderAgentHostEnv({
+      ...base,
+      MODEL_BASE_URL: "https://api.openai.com/v1",
+      MODEL_NAME: "gpt-4o-mini",
+      MODEL_API_KEY: "sk-test-123",
+    });
+    const env = parseEnv(agentHostEnvSchema, sourced(`${withModel}NODE_ID=i-0abc12345\n`));
+    expect(modelConfigFromEnv(env)).toMatchObject({
+      kind: "openai-compatible",
+      baseUrl: "https://api.openai.com/v1",
+      model: "gpt-4o-mini",
+      apiKey: "sk-test-123",
+    });
+    const without = renderAgentHostEnv({
+      ...base,
+      MODEL_BASE_URL: undefined,
+      MODEL_API_KEY: undefined,
+    });
+    expect(without).not.toContain("MODEL_");
+    const plain = parseEnv(agentHostEnvSchema, sourced(`${without}NODE_ID=i-0abc12345\n`));
+    expect(modelConfigFromEnv(plain)).toMatchObject({ kind: "shell" });
   });
 
   test("the nodes get the public half only; a public or malformed key is refused unquoted", async () => {

@@ -7,7 +7,9 @@
 // data stores → the migrator function → its invocation (migrations applied, or the deploy
 // fails on a database newer than the code) → the API, whose configuration depends on the
 // invocation's result, so a new API version never serves before the migrations ran.
-// agent-host nodes are installed by infra/agent-host/ (docs/deploy/nodes.md).
+// The agent-host nodes (shared filesystem, Auto Scaling group, data-plane load balancer,
+// drain on termination) are declared in infra/sst/cluster/ and wired at the end of run():
+// docs/decisions/0107, 0108.
 export default $config({
   app(input) {
     return {
@@ -24,9 +26,22 @@ export default $config({
     const { ed25519PrivateJwkVar } = await import("./shared/env/env-vars.ts");
     const { z } = await import("zod");
     const timeouts = await import("./functions/entry/lambda-timeouts.ts");
+    const { buildAgentHostRelease } = await import("./infra/sst/agent-host-release.ts");
+    const { capabilityPublicJwk, renderAgentHostEnv } = await import(
+      "./infra/sst/agent-host-env-file.ts"
+    );
+    const { NODE_DATA_ROOT } = await import("./infra/sst/node-user-data.ts");
+    const { agentHostCluster } = await import("./infra/sst/cluster/agent-host-cluster.ts");
+    const { drainTrigger } = await import("./infra/sst/cluster/drain-trigger.ts");
+    const { DATA_PLANE_PORT } = await import("./infra/sst/cluster/cluster-deps.ts");
     const settings = deploySettings(process.env);
+    // The nodes' code, built before any resource so a failing build fails the deploy early.
+    const release = buildAgentHostRelease(process.cwd(), ".sst/agent-host-release");
 
-    const vpc = new sst.aws.Vpc("Vpc", { nat: "ec2" });
+    // Two zones (SST's default, written out): the shared filesystem gets a mount target
+    // in each private subnet, and their number must be known before the deploy.
+    const zoneCount = 2;
+    const vpc = new sst.aws.Vpc("Vpc", { nat: "ec2", az: zoneCount });
     const database = new sst.aws.Postgres("Database", { vpc });
     const databaseUrl = $interpolate`postgres://${database.username}:${database.password}@${database.host}:${database.port}/${database.database}`;
 
@@ -218,6 +233,88 @@ export default $config({
       okActions: [alarms.arn],
     });
 
+    // The agent-host nodes. Their env file holds the database password, so it is a
+    // SecureString parameter the nodes read with their role, never part of user data.
+    const region = aws.getRegionOutput().region;
+    // The model server's bearer token, when the settings say it has one:
+    // `npx sst secret set ModelApiKey <key>`.
+    const modelApiKey =
+      settings.WORKCELL_MODEL_API_KEY === "secret"
+        ? $output(new sst.Secret("ModelApiKey").value).apply((key): string | undefined => key)
+        : $output<string | undefined>(undefined);
+    const envFile = $resolve([
+      databaseUrl,
+      runs.url,
+      deadLetters.url,
+      attachments.name,
+      region,
+      capabilityKey.value,
+      corsOrigins,
+    ]).apply(([dbUrl, runQueueUrl, dlqUrl, bucket, awsRegion, privateKey, origins]) =>
+      modelApiKey.apply((modelKey) =>
+        renderAgentHostEnv({
+          DATABASE_URL: dbUrl,
+          DATA_ROOT: NODE_DATA_ROOT,
+          RUN_QUEUE_URL: runQueueUrl,
+          RUN_DLQ_URL: dlqUrl,
+          ATTACHMENTS_BUCKET: bucket,
+          AWS_REGION: awsRegion,
+          CAPABILITY_PUBLIC_KEY: capabilityPublicJwk(privateKey),
+          DATA_PLANE_PORT: String(DATA_PLANE_PORT),
+          DATA_PLANE_PUBLIC_URL: settings.WORKCELL_DATA_PLANE_URL,
+          DATA_PLANE_CORS_ORIGINS: origins,
+          MODEL_BASE_URL: settings.WORKCELL_MODEL_BASE_URL,
+          MODEL_NAME: settings.WORKCELL_MODEL_NAME,
+          MODEL_API_KEY: modelKey,
+        }),
+      ),
+    );
+    const releases = new sst.aws.Bucket("Releases");
+    const cluster = agentHostCluster(
+      { aws, pulumi: $util },
+      {
+        region,
+        parameterPrefix: `/${$app.name}/${$app.stage}`,
+        vpc: {
+          id: vpc.id,
+          cidrBlock: vpc.nodes.vpc.cidrBlock,
+          privateSubnets: $output(vpc.privateSubnets),
+          publicSubnets: $output(vpc.publicSubnets),
+          zoneCount,
+        },
+        runQueueArn: runs.arn,
+        runDlqArn: deadLetters.arn,
+        attachmentsBucketArn: attachments.arn,
+        releaseBucket: { name: releases.name, arn: releases.arn },
+        release,
+        envFile,
+        settings,
+      },
+    );
+    // Quiesce and drain a node before the group ends it (functions/nodes/drain-node.ts).
+    const drainBudgetSeconds = settings.WORKCELL_NODE_DRAIN_MINUTES * 60;
+    const drainer = new sst.aws.Function("NodeDrainer", {
+      handler: "functions/entry/node-drainer.handler",
+      runtime: "nodejs24.x",
+      timeout: `${timeouts.nodeDrainerTimeoutSeconds(drainBudgetSeconds)} seconds`,
+      vpc,
+      link: [database],
+      environment: {
+        DATABASE_URL: databaseUrl,
+        NODE_DRAIN_BUDGET_SECONDS: String(drainBudgetSeconds),
+      },
+      permissions: [
+        {
+          actions: ["autoscaling:CompleteLifecycleAction"],
+          resources: [cluster.nodes.group.arn],
+        },
+      ],
+    });
+    drainTrigger(
+      { aws, pulumi: $util },
+      { groupName: cluster.nodes.group.name, drainerArn: drainer.arn, drainerName: drainer.name },
+    );
+
     return {
       api: api.url,
       console: consoleOrigin,
@@ -226,6 +323,11 @@ export default $config({
       attachmentsBucket: attachments.name,
       databaseHost: database.host,
       alarmsTopic: alarms.arn,
+      // Point the DNS name of WORKCELL_DATA_PLANE_URL at this (CNAME or alias).
+      dataPlaneLoadBalancer: cluster.alb.loadBalancer.dnsName,
+      nodeGroup: cluster.nodes.group.name,
+      sharedFilesystem: cluster.fs.fileSystem.id,
+      agentHostRelease: release.sha256,
     };
   },
 });

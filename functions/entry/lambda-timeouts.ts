@@ -23,3 +23,10 @@ export const SWEEPER_TIMEOUT_SECONDS = SWEEP_BUDGET_MS / 1000 + 10;
 export const MIGRATE_BUDGET_MS = 4 * 60_000;
 /** The one-off migrator run by each deploy: its budget plus a minute to connect and report. */
 export const MIGRATOR_TIMEOUT_SECONDS = MIGRATE_BUDGET_MS / 1000 + 60;
+/**
+ * The node drainer: the drain budget (WORKCELL_NODE_DRAIN_MINUTES, at most 14) plus a
+ * minute to complete the lifecycle action and log; at most Lambda's 15 minutes.
+ */
+export function nodeDrainerTimeoutSeconds(drainBudgetSeconds: number): number {
+  return Math.min(drainBudgetSeconds + 60, 900);
+}

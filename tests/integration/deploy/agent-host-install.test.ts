@@ -1,10 +1,19 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
 import { access, cp, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, test } from "vitest";
+import { PROBE_LABEL } from "../../../agent-host/runtime/container-asset-prober.ts";
+import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { generateCapabilityKeyPair } from "../../../infra/ops/keys-command.ts";
+import { renderAgentHostEnv } from "../../../infra/sst/agent-host-env-file.ts";
+import { buildAgentHostRelease } from "../../../infra/sst/agent-host-release.ts";
+import { freePort } from "../../setup/free-port.ts";
+import { awsConfig, freshBucket, freshQueue } from "../../support/aws.ts";
+import { freshDatabase } from "../../support/postgres.ts";
 import { boundingSet, syscallFilter, unitServiceSettings } from "./unit-service-settings.ts";
 
 // infra/agent-host/: the install script passes shellcheck and runs to completion as root in
@@ -80,6 +89,7 @@ describe("agent-host install", () => {
     await run("shellcheck", [
       join(repo, "infra/agent-host/install.sh"),
       join(repo, "infra/sst/typecheck.sh"),
+      join(repo, "infra/sst/ensure-platform.sh"),
       join(repo, "infra/agent-host/image/build-image.sh"),
       join(repo, "infra/runtime-assets/import-sandbox-image.sh"),
     ]).catch((error: { stdout?: string; message: string }) => {
@@ -181,8 +191,14 @@ describe("agent-host install", () => {
     expect(Number(score?.[1])).toBeLessThanOrEqual(5);
   });
 
-  test("install.sh runs to completion in a throw-away Debian rootfs", async () => {
+  test("install.sh runs to completion from the release tarball in a throw-away Debian rootfs", async () => {
     const image = await debianRootfsImage();
+    // What `sst deploy` uploads for its nodes (infra/sst/agent-host-release.ts), unpacked
+    // and checked as a node's first boot does it, instead of this checkout.
+    const releaseDir = await mkdtemp(join(tmpdir(), "wc-release-"));
+    cleanups.push(() => rm(releaseDir, { recursive: true, force: true }));
+    const release = buildAgentHostRelease(repo, releaseDir);
+    const tarball = `/release/${release.file.slice(releaseDir.length + 1)}`;
     // The Runtime Assets build this checkout's script would make (its key: the package
     // list and the script), as scripts/ensure-system.sh built it on this machine. It is
     // mounted read-only where install.sh looks, so the install takes the cached build
@@ -203,13 +219,68 @@ describe("agent-host install", () => {
     cleanups.push(async () => {
       await run("docker", ["rm", "-f", name]).catch(() => {});
     });
+    // The env file as the deploy renders it for every node (plus NODE_ID, and what points
+    // the node at this machine's Postgres, fauxqs and Runtime Assets build instead of AWS's).
+    const nodeId = `install-test-${process.pid}-${Date.now()}`;
+    // The node verifies the Runtime Assets in containers of this machine's engine; one
+    // stopped mid-probe leaves its probe container behind.
+    cleanups.push(async () => {
+      for (const label of [`${PROBE_LABEL}=${nodeId}`, `${LABEL.nodeId}=${nodeId}`]) {
+        const { stdout } = await run("docker", ["ps", "-aq", "--filter", `label=${label}`]);
+        for (const id of stdout.split("\n").filter(Boolean)) {
+          await run("docker", ["rm", "-f", id]).catch(() => {});
+        }
+      }
+    });
+    const database = await freshDatabase();
+    cleanups.push(() => database.drop());
+    const dataRoot = await mkdtemp(join(tmpdir(), "wc-install-data-"));
+    cleanups.push(() => rm(dataRoot, { recursive: true, force: true }));
+    const envDir = await mkdtemp(join(tmpdir(), "wc-install-env-"));
+    cleanups.push(() => rm(envDir, { recursive: true, force: true }));
+    const aws = awsConfig();
+    const port = await freePort();
+    const envFile = renderAgentHostEnv({
+      DATABASE_URL: database.url,
+      DATA_ROOT: dataRoot,
+      RUN_QUEUE_URL: await freshQueue(),
+      RUN_DLQ_URL: await freshQueue(),
+      ATTACHMENTS_BUCKET: await freshBucket(),
+      AWS_REGION: aws.region,
+      CAPABILITY_PUBLIC_KEY: (await generateCapabilityKeyPair()).publicJwk,
+      DATA_PLANE_PORT: String(port),
+      DATA_PLANE_PUBLIC_URL: "https://dp.workcell.example.test",
+      DATA_PLANE_CORS_ORIGINS: "https://console.workcell.example.test",
+    });
+    const testLines = [
+      `NODE_ID=${nodeId}`,
+      `AWS_ENDPOINT_URL=${aws.endpoint}`,
+      "AWS_ACCESS_KEY_ID=test",
+      "AWS_SECRET_ACCESS_KEY=test",
+      "DATA_PLANE_HOST=127.0.0.1",
+      `RUNTIME_ASSETS_DIR=${assetsBuild}/tree`,
+      "NODE_HEARTBEAT_SECONDS=1",
+    ];
+    await writeFile(join(envDir, "agent-host.env"), `${envFile}${testLines.join("\n")}\n`);
+    // Polls the installed node's /readyz (no curl in the rootfs) until it is 200, bounded.
+    const pollReady = `const deadline = Date.now() + 240000;
+for (;;) {
+  const res = await fetch("http://127.0.0.1:${port}/readyz").catch(() => undefined);
+  if (res?.status === 200) { console.log("READY " + JSON.stringify(await res.json())); break; }
+  if (Date.now() > deadline) { console.log("NOT-READY " + (res ? res.status + " " + (await res.text()) : "no answer")); process.exit(1); }
+  await new Promise((r) => setTimeout(r, 500));
+}`;
+    await writeFile(join(envDir, "poll-ready.mjs"), pollReady);
     const nodeBin = await realpath(process.execPath);
     const npmDir = await realpath(join(dirname(await realpath("/usr/bin/npm")), ".."));
     const docker = await realpath((await run("bash", ["-c", "command -v docker"])).stdout.trim());
     const script = [
       "set -euo pipefail",
       "ln -s /usr/local/lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm",
-      "bash /src/infra/agent-host/install.sh --no-docker-engine",
+      `echo '${release.sha256}  ${tarball}' | sha256sum --check --strict --quiet -`,
+      "mkdir /tmp/release",
+      `tar -xzf ${tarball} -C /tmp/release --no-same-owner`,
+      "bash /tmp/release/infra/agent-host/install.sh --no-docker-engine",
       // What landed: production dependencies only, the unit, a private env file.
       "test -d /opt/workcell/node_modules/hono",
       "test ! -e /opt/workcell/node_modules/fauxqs",
@@ -227,8 +298,16 @@ describe("agent-host install", () => {
       'cd /opt/workcell && .tools/bin/node -e \'import("./infra/ops/ops-cli.ts").then(m => m.runOpsCommand(["keys", "generate"])).then(c => process.exit(c))\' | grep -q CAPABILITY_PUBLIC_KEY',
       // Re-running (an upgrade) keeps the operator's env file.
       "echo '# edited' >> /etc/workcell/agent-host.env",
-      "bash /src/infra/agent-host/install.sh --no-docker-engine --no-runtime-assets --no-sandbox-image",
+      "bash /tmp/release/infra/agent-host/install.sh --no-docker-engine --no-runtime-assets --no-sandbox-image",
       "grep -q '# edited' /etc/workcell/agent-host.env",
+      // The installed node runs: the env file the deploy writes, read as systemd would
+      // (literal single-quoted values), then /readyz until it says ready, then SIGTERM.
+      "install -m 0600 /test-env/agent-host.env /etc/workcell/agent-host.env",
+      "(set -a; . /etc/workcell/agent-host.env; set +a; cd /opt/workcell && exec .tools/bin/node agent-host/main.ts) >/tmp/agent-host.log 2>&1 &",
+      "agent_host=$!",
+      "/opt/workcell/.tools/bin/node /test-env/poll-ready.mjs || { tail -n 40 /tmp/agent-host.log; exit 1; }",
+      'kill -TERM "$agent_host"',
+      'wait "$agent_host" && echo "STOPPED 0" || echo "STOPPED $?"',
       "echo INSTALL-OK",
     ].join("\n");
     const { stdout } = await run(
@@ -242,8 +321,13 @@ describe("agent-host install", () => {
         // npm reaches the registry; nothing else is installed from the network.
         "--network",
         "host",
+        ...extraCaArgs(),
         "-v",
-        `${repo}:/src:ro`,
+        `${releaseDir}:/release:ro`,
+        "-v",
+        `${envDir}:/test-env:ro`,
+        "-v",
+        `${dataRoot}:${dataRoot}`,
         "-v",
         `${nodeBin}:/usr/local/bin/node:ro`,
         "-v",
@@ -266,9 +350,35 @@ describe("agent-host install", () => {
     expect(stdout).toContain("install.sh: copying the code to /opt/workcell");
     expect(stdout).toContain(`runtime assets ${key} already built`);
     expect(stdout).toContain(`container tier image workcell-sandbox:${key}`);
+    const ready = /^READY (.*)$/m.exec(stdout);
+    expect(ready, stdout.slice(-4000)).not.toBeNull();
+    expect(JSON.parse(ready?.[1] ?? "{}")).toMatchObject({
+      ready: true,
+      components: { db: "ok", queue: "ok", quiesced: false },
+    });
+    expect(stdout).toContain("STOPPED 0");
+    const [row] = await database.sql<{ data_plane_url: string }[]>`
+      select data_plane_url from nodes where node_id = ${nodeId}`;
+    expect(row?.data_plane_url).toBe("https://dp.workcell.example.test");
     expect(stdout.trim().split("\n").at(-1)).toBe("INSTALL-OK");
   }, 1_200_000);
 });
+
+/**
+ * A registry reached through a TLS-inspecting proxy is trusted on this machine through
+ * NODE_EXTRA_CA_CERTS; npm inside the rootfs gets the same file, or `npm ci` fails with
+ * SELF_SIGNED_CERT_IN_CHAIN for any package not fresh in the mounted cache.
+ */
+function extraCaArgs(): string[] {
+  const file = process.env.NODE_EXTRA_CA_CERTS;
+  if (file === undefined || file === "" || !existsSync(file)) return [];
+  return [
+    "-v",
+    `${file}:/etc/workcell-test-extra-ca.pem:ro`,
+    "-e",
+    "NODE_EXTRA_CA_CERTS=/etc/workcell-test-extra-ca.pem",
+  ];
+}
 
 // bubblewrap and mmdebstrap are what install.sh would otherwise fetch from Debian for the
 // process tier and the Runtime Assets; in the image, the install finds them.

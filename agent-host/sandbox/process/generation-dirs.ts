@@ -20,7 +20,7 @@ import type { SandboxSources } from "./bwrap-args.ts";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
 import type { HostMounts } from "./host-mounts.ts";
 import type { ExecMounts } from "./prebuilt-sandbox.ts";
-import { createSandboxUserns } from "./sandbox-userns.ts";
+import { createSandboxUserns, type UsernsHolderDeps } from "./sandbox-userns.ts";
 
 const LABELS_FILE = "labels.json";
 /** The generation's user namespace (a bind mount of its nsfs inode) and its owner uid. */
@@ -35,6 +35,11 @@ export type GenerationDirsDeps = {
   /** mount(2) for the generation's binds and tmpfs, umount2(2) off the event loop at removal. */
   mounts: HostMounts;
   limits: { tmpSizeBytes: number; homeSizeBytes: number };
+  /**
+   * posix_spawn and the tools that start each generation's user namespace holder
+   * (sandbox-userns.ts); without them this can open and remove generations, not create one.
+   */
+  holder?: Omit<UsernsHolderDeps, "mounts">;
 };
 
 /** The generation's directories, opened for one exec: what to bind, and what each must be. */
@@ -99,6 +104,8 @@ export class GenerationDirs {
    * Directories are 0711: bwrap (uid 1000) can pass through but not list or write them.
    */
   async create(id: string, labels: LabelSource, dirs: OpenedMountDirs): Promise<void> {
+    const { holder } = this.#deps;
+    if (!holder) throw new Error("GenerationDirs without a user namespace holder cannot create");
     await mkdir(this.#deps.stateDir, { recursive: true, mode: 0o711 });
     // A directory of this id is a create that crashed half-way: generations are never
     // reused, so it is debris.
@@ -143,7 +150,7 @@ export class GenerationDirs {
       (async () => {
         const nsOwner = await createSandboxUserns(
           this.#path(id, USERNS_FILE),
-          mounts,
+          { ...holder, mounts },
           AbortSignal.timeout(USERNS_TIMEOUT_MS),
         );
         await writeFile(this.#path(id, USERNS_OWNER_FILE), String(nsOwner), { mode: 0o600 });

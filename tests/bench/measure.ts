@@ -68,10 +68,40 @@ export async function interleaved(
       if (round >= 0) times[i]?.push(performance.now() - started);
     }
   }
-  return fns.map(([name], i) => {
-    const sorted = (times[i] ?? []).sort((a, b) => a - b);
-    const at = (q: number) =>
-      sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-    return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: rounds };
-  });
+  return fns.map(([name], i) => summarize(name, times[i] ?? []));
+}
+
+/** Median and p99 of timings in milliseconds (sorted in place). */
+export function summarize(name: string, times: number[]): Sample {
+  const sorted = times.sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+  return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: times.length };
+}
+
+export type TargetOp = "<=" | ">=";
+
+/**
+ * One target's summary line, in the one format every bench ends with (issue 41), so a
+ * script can check them all: `target <bench>/<measure>: <value>x <op> <target>x met|MISSED`.
+ * The value is compared as printed (two decimals). Returns whether it was met.
+ */
+export function printTarget(
+  bench: string,
+  measure: string,
+  value: number,
+  op: TargetOp,
+  target: number,
+): boolean {
+  const shown = Number(value.toFixed(2));
+  const met = op === "<=" ? shown <= target : shown >= target;
+  const targetText = Number.isInteger(target) ? target.toFixed(1) : String(target);
+  console.log(
+    `target ${bench}/${measure}: ${shown.toFixed(2)}x ${op} ${targetText}x ${met ? "met" : "MISSED"}`,
+  );
+  return met;
+}
+
+/** The summary line of a target this run could not measure, with why (never no line at all). */
+export function printTargetSkipped(bench: string, measure: string, reason: string): void {
+  console.log(`target ${bench}/${measure}: SKIPPED (${reason})`);
 }

@@ -29,9 +29,8 @@ import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled } from "../support/docker.ts";
 import { busyboxRuntimeDir } from "../support/process-tier.ts";
 import { sandboxTestImage, startBenchStack } from "./bench-stack.ts";
-import { printTarget, printTargetSkipped, report, summarize } from "./measure.ts";
+import { benchTargets, report, summarize } from "./measure.ts";
 
-const BENCH = "cold-acquire-memory";
 const BALLAST_BYTES = 700 * 2 ** 20;
 const ROUNDS = 12;
 const WARMUP_ROUNDS = 1;
@@ -39,6 +38,11 @@ const TARGET = 1.1;
 const UID = "bench";
 const WORKDIR = "work";
 const MB = 2 ** 20;
+const TIERS = ["container", "process"] as const;
+const targets = benchTargets(
+  "cold-acquire-memory",
+  TIERS.map((tier) => ({ measure: `${tier}-cold-acquire`, op: "<=" as const, target: TARGET })),
+);
 
 const image = await sandboxTestImage();
 const docker = new Docker();
@@ -88,11 +92,9 @@ try {
     config,
   });
 
-  const outcomes: Array<() => void> = [];
-  for (const tier of ["container", "process"] as const) {
+  for (const tier of TIERS) {
     if (!drivers.has(tier)) {
-      const why = found.ready ? "no driver" : found.missing;
-      outcomes.push(() => printTargetSkipped(BENCH, `${tier}-cold-acquire`, why));
+      targets.skip(`${tier}-cold-acquire`, found.ready ? "no driver" : found.missing);
       continue;
     }
     const sides = [false, true].map((heavy) => ({
@@ -144,13 +146,10 @@ try {
     report(`${tier} tier: teardown with and without ballast (info)`, plain.destroy, [
       heavy.destroy,
     ]);
-    const ratio = heavy.acquire.medianMs / plain.acquire.medianMs;
-    outcomes.push(() => printTarget(BENCH, `${tier}-cold-acquire`, ratio, "<=", TARGET));
+    targets.record(`${tier}-cold-acquire`, heavy.acquire.medianMs / plain.acquire.medianMs);
   }
-  console.log("");
-  for (const outcome of outcomes) outcome();
 } catch (error) {
-  console.error(`${BENCH} bench failed:`, error);
+  console.error("cold-acquire-memory bench failed:", error);
   process.exitCode = 1;
 } finally {
   ballast.release();

@@ -83,7 +83,7 @@ export type TargetOp = "<=" | ">=";
 /**
  * One target's summary line, in the one format every bench ends with (issue 41), so a
  * script can check them all: `target <bench>/<measure>: <value>x <op> <target>x met|MISSED`.
- * The value is compared as printed (two decimals). Returns whether it was met.
+ * The value is compared as printed. Returns whether it was met.
  */
 export function printTarget(
   bench: string,
@@ -92,11 +92,13 @@ export function printTarget(
   op: TargetOp,
   target: number,
 ): boolean {
-  const shown = Number(value.toFixed(2));
+  // Two decimals, three below 0.1 (a target such as 0.05 needs them).
+  const digits = Math.abs(value) < 0.1 ? 3 : 2;
+  const shown = Number(value.toFixed(digits));
   const met = op === "<=" ? shown <= target : shown >= target;
   const targetText = Number.isInteger(target) ? target.toFixed(1) : String(target);
   console.log(
-    `target ${bench}/${measure}: ${shown.toFixed(2)}x ${op} ${targetText}x ${met ? "met" : "MISSED"}`,
+    `target ${bench}/${measure}: ${shown.toFixed(digits)}x ${op} ${targetText}x ${met ? "met" : "MISSED"}`,
   );
   return met;
 }
@@ -104,4 +106,51 @@ export function printTarget(
 /** The summary line of a target this run could not measure, with why (never no line at all). */
 export function printTargetSkipped(bench: string, measure: string, reason: string): void {
   console.log(`target ${bench}/${measure}: SKIPPED (${reason})`);
+}
+
+export type TargetSpec = { measure: string; op: TargetOp; target: number };
+
+export type BenchTargets = {
+  /** The measured value (a ratio) of a declared target. */
+  record(measure: string, value: number): void;
+  /** Why a declared target cannot be measured in this run. */
+  skip(measure: string, reason: string): void;
+};
+
+/**
+ * The targets a bench declares up front. Each gets exactly one summary line when the
+ * process exits, whatever ends it (the bench's end, a thrown error, process.exit): its
+ * value and met|MISSED, or SKIPPED with why. So a bench that fails half-way still says
+ * which of its lines it could not measure, never nothing.
+ */
+export function benchTargets(bench: string, specs: readonly TargetSpec[]): BenchTargets {
+  const values = new Map<string, number>();
+  const reasons = new Map<string, string>();
+  const declared = (measure: string) => {
+    if (!specs.some((spec) => spec.measure === measure)) {
+      throw new Error(`${bench} declares no target ${measure}`);
+    }
+  };
+  process.once("exit", (code) => {
+    console.log("");
+    for (const { measure, op, target } of specs) {
+      const value = values.get(measure);
+      if (value !== undefined && Number.isFinite(value)) {
+        printTarget(bench, measure, value, op, target);
+        continue;
+      }
+      const stopped = code === 0 ? "not measured" : `the bench stopped (exit ${code}) before it`;
+      printTargetSkipped(bench, measure, reasons.get(measure) ?? stopped);
+    }
+  });
+  return {
+    record(measure, value) {
+      declared(measure);
+      values.set(measure, value);
+    },
+    skip(measure, reason) {
+      declared(measure);
+      reasons.set(measure, reason);
+    },
+  };
 }

@@ -25,12 +25,18 @@ import Docker from "dockerode";
 import { containerCreateOptions, SANDBOX_USER } from "../../agent-host/sandbox/container-spec.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import { countContainers, type RunTimes, startBenchStack } from "./local-stack-bench.ts";
-import { measure, report, type Sample } from "./measure.ts";
+import { benchTargets, measure, report, type Sample } from "./measure.ts";
 
 const COLD_RUNS = 15;
 const SAME_THREAD_RUNS = 20;
 const EXEC_RUNS = 100;
 const RAW_COLD_RUNS = 10;
+// Issue 6's two lines; the container tier's new thread against a raw lifecycle is issue 41's.
+const targets = benchTargets("run-e2e", [
+  { measure: "next-turn-warm", op: "<=", target: 2.5 },
+  { measure: "new-thread-process", op: "<=", target: 3 },
+  { measure: "new-thread-container-vs-raw-lifecycle", op: "<=", target: 1.2 },
+]);
 const UID = "bench";
 const WORKDIR = "work";
 /** Docker events arrive a little after the API call that caused them. */
@@ -197,6 +203,12 @@ try {
   );
   console.log(
     `new thread, process tier / raw container exec: ${(processCold.last.medianMs / exec.medianMs).toFixed(2)}x (target <= 3)`,
+  );
+  targets.record("next-turn-warm", sameThread.last.medianMs / exec.medianMs);
+  targets.record("new-thread-process", processCold.last.medianMs / exec.medianMs);
+  targets.record(
+    "new-thread-container-vs-raw-lifecycle",
+    cold.last.medianMs / rawColdExec.medianMs,
   );
 } finally {
   containers.close();

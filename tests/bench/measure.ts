@@ -78,6 +78,14 @@ export function summarize(name: string, times: number[]): Sample {
   return { name, medianMs: at(0.5), p99Ms: at(0.99), runs: times.length };
 }
 
+/**
+ * This process's resident memory, `RSS <n> MB`, printed beside a cold figure: a fork of
+ * the process costs in proportion to it (decision 0119).
+ */
+export function rssNote(): string {
+  return `RSS ${Math.round(process.memoryUsage().rss / 2 ** 20)} MB`;
+}
+
 export type TargetOp = "<=" | ">=";
 
 /**

@@ -37,7 +37,7 @@ import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled } from "../support/docker.ts";
 import { busyboxRuntimeDir } from "../support/process-tier.ts";
 import { sandboxTestImage, startBenchStack } from "./bench-stack.ts";
-import { benchTargets, measure, report } from "./measure.ts";
+import { benchTargets, measure, report, rssNote } from "./measure.ts";
 
 const run = promisify(execFile);
 const EXEC_RUNS = 60;
@@ -181,6 +181,7 @@ try {
     runs: COLD_RUNS,
     warmupRuns: 1,
   });
+  for (const s of [containerCold, processCold]) s.name = `${s.name}, ${rssNote()}`;
   report("(c) cold acquire: process tier vs container tier (target ≤ 0.2)", containerCold, [
     processCold,
   ]);

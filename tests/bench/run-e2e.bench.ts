@@ -25,7 +25,7 @@ import Docker from "dockerode";
 import { containerCreateOptions, SANDBOX_USER } from "../../agent-host/sandbox/container-spec.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import { countContainers, type RunTimes, startBenchStack } from "./local-stack-bench.ts";
-import { benchTargets, measure, report, type Sample } from "./measure.ts";
+import { benchTargets, measure, report, rssNote, type Sample } from "./measure.ts";
 
 const COLD_RUNS = 15;
 const SAME_THREAD_RUNS = 20;
@@ -125,7 +125,10 @@ try {
     }
     await new Promise((resolve) => setTimeout(resolve, EVENTS_SETTLE_MS));
     const median = [...last].sort((a, b) => a - b)[Math.floor(last.length / 2)] ?? 0;
-    console.log(`  (${label}: ${runs} runs, median ${median.toFixed(0)} ms to terminal)`);
+    // The stack runs in this process: its RSS is the agent-host's (decision 0119).
+    console.log(
+      `  (${label}: ${runs} runs, median ${median.toFixed(0)} ms to terminal, ${rssNote()})`,
+    );
     return {
       first: sample(`${label}: submit → first event`, first),
       last: sample(`${label}: submit → terminal`, last),

@@ -19,7 +19,7 @@ import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
 import { nodes } from "../../shared/db/schema/nodes.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { sandboxTestImage, startBenchStack } from "./bench-stack.ts";
-import { benchTargets, interleaved, measure, report, type Sample } from "./measure.ts";
+import { benchTargets, interleaved, measure, report, rssNote, type Sample } from "./measure.ts";
 
 const run = promisify(execFile);
 const EXEC_RUNS = 200;
@@ -112,6 +112,7 @@ try {
   const warm = await measure("warm acquire (live sandbox)", () => acquire(scope), {
     runs: EXEC_RUNS,
   });
+  coldSample.name = `${coldSample.name}, ${rssNote()}`;
   report("acquire", coldSample, [warm, cliRun]);
   console.log(
     `warm / cold = ${((warm.medianMs / coldSample.medianMs) * 100).toFixed(3)}% (target ≤ 1%)`,
@@ -134,7 +135,7 @@ try {
     runs: COLD_RUNS,
   };
   const concurrent: Sample = {
-    name: `${CONCURRENT} concurrent cold acquires`,
+    name: `${CONCURRENT} concurrent cold acquires, ${rssNote()}`,
     medianMs: totals[Math.floor(totals.length / 2)] ?? 0,
     p99Ms: totals[totals.length - 1] ?? 0,
     runs: CONCURRENT_ROUNDS,

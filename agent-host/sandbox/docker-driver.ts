@@ -28,6 +28,7 @@ import type {
   SandboxSpec,
 } from "./driver.ts";
 import { type OpenedMountDirs, openMountDirs } from "./open-mount-dirs.ts";
+import { createHostMounts, type HostMounts } from "./process/host-mounts.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
 import { nodeBindStagingDir, stageBinds } from "./staged-binds.ts";
 
@@ -47,13 +48,17 @@ export type DockerDriverDeps = {
    * directory (staged-binds.ts), which agent-host sweeps at start.
    */
   nodeId: string;
+  /** mount(2)/umount2(2) for the staged binds (absent: glibc's, bound here). */
+  mounts?: HostMounts;
 };
 
 export class DockerDriver implements SandboxDriver {
   readonly #deps: DockerDriverDeps;
+  readonly #mounts: HostMounts;
 
   constructor(deps: DockerDriverDeps) {
     this.#deps = deps;
+    this.#mounts = deps.mounts ?? createHostMounts();
   }
 
   async create(spec: SandboxSpec, signal: AbortSignal): Promise<CreateResult> {
@@ -71,6 +76,7 @@ export class DockerDriver implements SandboxDriver {
         containerName(spec.sandboxId, spec.generation),
         opened.dirs,
         signal,
+        this.#mounts,
       );
       try {
         return await this.#createContainer(

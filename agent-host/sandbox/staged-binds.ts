@@ -1,8 +1,7 @@
-import { execFile } from "node:child_process";
 import type { FileHandle } from "node:fs/promises";
 import { chmod, lstat, mkdir, readdir, rmdir } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
+import { createHostMounts, type HostMounts } from "./process/host-mounts.ts";
 
 // Docker (runc) resolves a bind source as a path when it mounts it, following symlinks,
 // and the UserWorkspace / Workdir paths pass through directories the sandbox user can
@@ -13,14 +12,12 @@ import { promisify } from "node:util";
 // namespace and the kernel refuses (EINVAL) a bind of another namespace's mount.
 //
 // So the container tier does what the process tier does (generation-dirs.ts): root binds
-// each opened directory from its descriptor (`mount --no-canonicalize` hands
-// /proc/<pid>/fd/<n> to mount(2), which binds the open directory itself) onto a mount
-// point below a root-only staging directory, and Docker binds that path, which no one
-// else can change. Once the container runs, its mount namespace holds its own copy
-// (binds are rprivate) and the staging mounts are removed.
-
-const run = promisify(execFile);
-const MOUNT_TIMEOUT_MS = 10_000;
+// each opened directory from its descriptor (mount(2) gets /proc/self/fd/<n> and binds
+// the open directory itself) onto a mount point below a root-only staging directory, and
+// Docker binds that path, which no one else can change. Once the container runs, its
+// mount namespace holds its own copy (binds are rprivate) and the staging mounts are
+// removed. Both are syscalls of agent-host itself (HostMounts), never a `mount` or
+// `umount` process: a fork of agent-host stalls its event loop (decision 0119).
 /** A node id as NODE_ID allows it: one path component, never `.`, `..` or a separator. */
 const NODE_ID_COMPONENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
@@ -55,24 +52,23 @@ export async function stageBinds<K extends string>(
   name: string,
   handles: Record<K, FileHandle>,
   signal: AbortSignal,
+  mounts: HostMounts = createHostMounts(),
 ): Promise<StagedBinds<K>> {
   await mkdir(stagingRoot, { recursive: true, mode: 0o700 });
   // Only root may pass through it: nobody else can rename or swap a staged mount point.
   await chmod(stagingRoot, 0o700);
   const dir = join(stagingRoot, name);
-  await releaseDir(dir);
+  await releaseDir(dir, mounts);
   await mkdir(dir, { mode: 0o700 });
-  const release = () => releaseDir(dir);
+  const release = () => releaseDir(dir, mounts);
   const paths = {} as Record<K, string>;
   try {
     for (const key of Object.keys(handles) as K[]) {
       const target = join(dir, key);
       await mkdir(target, { mode: 0o700 });
-      await run(
-        "mount",
-        ["--no-canonicalize", "--bind", `/proc/${process.pid}/fd/${handles[key].fd}`, target],
-        { timeout: MOUNT_TIMEOUT_MS, signal },
-      );
+      // A mount takes microseconds and cannot be interrupted: the signal is checked before.
+      signal.throwIfAborted();
+      mounts.bind(`/proc/self/fd/${handles[key].fd}`, target);
       paths[key] = target;
     }
   } catch (error) {
@@ -102,6 +98,7 @@ export type StagingSweep = {
 export async function sweepStagedBinds(
   stagingRoot: string,
   signal: AbortSignal,
+  mounts: HostMounts = createHostMounts(),
 ): Promise<StagingSweep> {
   const sweep: StagingSweep = { removed: [], failed: [] };
   const names = await readdir(stagingRoot).catch((e: NodeJS.ErrnoException) => {
@@ -116,7 +113,7 @@ export async function sweepStagedBinds(
         sweep.failed.push({ name, error: "not a staging directory; left as it is" });
         continue;
       }
-      await releaseDir(dir);
+      await releaseDir(dir, mounts);
       sweep.removed.push(name);
     } catch (error) {
       sweep.failed.push({ name, error: (error as Error).message });
@@ -130,7 +127,10 @@ export async function sweepStagedBinds(
  * delete: a mount point that is still mounted (or anything else in the way) makes it
  * fail loudly instead of deleting the user's files through the bind.
  */
-export async function releaseDir(dir: string): Promise<void> {
+export async function releaseDir(
+  dir: string,
+  mounts: HostMounts = createHostMounts(),
+): Promise<void> {
   const names = await readdir(dir).catch((e: NodeJS.ErrnoException) => {
     if (e.code === "ENOENT") return undefined;
     throw e;
@@ -138,13 +138,14 @@ export async function releaseDir(dir: string): Promise<void> {
   if (names === undefined) return;
   for (const name of names) {
     const target = join(dir, name);
-    // umount follows a symlink: only a directory (a mount point) is unmounted here.
+    // Only a directory (a mount point) is unmounted here (and the unmount itself refuses
+    // to follow a symlink).
     if (!(await lstat(target)).isDirectory()) throw new Error(`${target} is not a directory`);
-    // Not mounted (a create that failed before its mount): umount fails, rmdir decides.
-    await run("umount", [target], { timeout: MOUNT_TIMEOUT_MS }).catch(() =>
+    // Not mounted (a create that failed before its mount): the unmount fails, rmdir decides.
+    await mounts.unmount(target).catch(() =>
       // Busy on the host (something has its cwd there): detach it lazily; the
       // container's own copy is unaffected either way.
-      run("umount", ["--lazy", target], { timeout: MOUNT_TIMEOUT_MS }).catch(() => {}),
+      mounts.unmount(target, { lazy: true }).catch(() => {}),
     );
     await rmdir(target);
   }

@@ -1,5 +1,6 @@
 import { lstat, readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { createHostMounts, type HostMounts } from "./process/host-mounts.ts";
 import { releaseDir, type StagingSweep } from "./staged-binds.ts";
 
 /** What a pre-0060 create staged below each `<container name>/` directory. */
@@ -24,6 +25,7 @@ export async function sweepLegacyStagedBinds(
   bindsRoot: string,
   ownNodeId: string,
   signal: AbortSignal,
+  mounts: HostMounts = createHostMounts(),
 ): Promise<StagingSweep> {
   const sweep: StagingSweep = { removed: [], failed: [] };
   const names = await readdir(bindsRoot).catch((e: NodeJS.ErrnoException) => {
@@ -38,7 +40,7 @@ export async function sweepLegacyStagedBinds(
       if (!(await lstat(dir)).isDirectory()) continue;
       const keys = await readdir(dir);
       if (keys.length === 0 || !keys.every((key) => STAGED_KEYS.has(key))) continue;
-      await releaseDir(dir);
+      await releaseDir(dir, mounts);
       sweep.removed.push(name);
     } catch (error) {
       sweep.failed.push({ name, error: (error as Error).message });

@@ -26,12 +26,17 @@ import { projects } from "../../shared/db/schema/projects.ts";
 import { ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { startBenchStack } from "./bench-stack.ts";
-import { measure, report } from "./measure.ts";
+import { benchTargets, measure, report } from "./measure.ts";
 
 const UID = "bench-revocation";
 const WORKDIR = "code/bench";
 const RUNS = 30;
 const BATCH = 50;
+// No target is set for this bench (decision 0051 states none): it shows the cost.
+benchTargets("capability-revocation", [{ measure: "revocation-check", op: "<=", target: 1 }]).skip(
+  "revocation-check",
+  "informational: no target is set for this bench",
+);
 
 const stack = await startBenchStack({ maxConnections: 4 });
 const { db, dataRoot } = stack;

@@ -16,13 +16,16 @@ import {
 } from "../../agent-host/workspace/index.ts";
 import { mintCapability } from "../../shared/capability/index.ts";
 import { newKeyPair } from "../unit/capability/capability-keys.ts";
-import { measure, report } from "./measure.ts";
+import { benchTargets, measure, report } from "./measure.ts";
 
 const UID = "bench";
 const WORKDIR = "projects/0b9f7a1e-1b2c-4d3e-8f90-123456789abc";
 const WRITES = 200;
 const RUNS = 15;
 const EXISTING_FILES = 2_000;
+const targets = benchTargets("data-plane-quota", [
+  { measure: "quota-write", op: "<=", target: 1.1 },
+]);
 const body = Buffer.alloc(4096, 97);
 
 const root = mkdtempSync(join(tmpdir(), "workcell-bench-quota-"));
@@ -94,6 +97,7 @@ try {
     baseline,
     [enforced, baselineAgain],
   );
+  targets.record("quota-write", enforced.medianMs / baseline.medianMs);
 } finally {
   rmSync(root, { recursive: true, force: true });
 }

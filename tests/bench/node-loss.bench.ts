@@ -18,12 +18,23 @@ import {
 } from "../e2e/split/support/thread-driver.ts";
 import { startPostgresCluster } from "../setup/postgres-cluster.ts";
 import { sandboxTestImage } from "./bench-stack.ts";
+import { benchTargets } from "./measure.ts";
 
 const THREADS = 6;
 const ROUNDS = 4;
 const NODE_TTL_SECONDS = 6;
 const SWEEP_INTERVAL_MS = 1_000;
 const BOUND_MS = 600_000;
+// The bound: the node TTL plus one sweep, as a multiple of the TTL.
+const targets = benchTargets("node-loss", [
+  {
+    measure: "last-run-terminal-vs-ttl",
+    op: "<=",
+    target: Number(
+      ((NODE_TTL_SECONDS * 1000 + SWEEP_INTERVAL_MS) / (NODE_TTL_SECONDS * 1000)).toFixed(2),
+    ),
+  },
+]);
 
 const image = await sandboxTestImage();
 const suffix = randomBytes(4).toString("hex");
@@ -102,6 +113,7 @@ try {
   console.log(
     `kill → last of its runs terminal        ${ms(lastTerminal)}  = ${(lastTerminal / ttl).toFixed(2)}× TTL  (bound TTL + sweep = ${((ttl + SWEEP_INTERVAL_MS) / ttl).toFixed(2)}× TTL)`,
   );
+  targets.record("last-run-terminal-vs-ttl", lastTerminal / ttl);
   console.log(
     `kill → next run of an affected thread ok ${ms(nextSucceeded)}  = ${(nextSucceeded / ttl).toFixed(2)}× TTL  = ${(nextSucceeded / runLatency).toFixed(2)}× run latency  (${nextOk.length} threads)`,
   );

@@ -37,11 +37,17 @@ import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled } from "../support/docker.ts";
 import { busyboxRuntimeDir } from "../support/process-tier.ts";
 import { sandboxTestImage, startBenchStack } from "./bench-stack.ts";
-import { measure, report } from "./measure.ts";
+import { benchTargets, measure, report, rssNote } from "./measure.ts";
 
 const run = promisify(execFile);
 const EXEC_RUNS = 60;
 const COLD_RUNS = 10;
+const targets = benchTargets("process-sandbox", [
+  { measure: "exec-vs-bare-bwrap", op: "<=", target: 1.3 },
+  { measure: "exec-vs-container-exec", op: "<=", target: 0.3 },
+  { measure: "cold-acquire-vs-container", op: "<=", target: 0.2 },
+  { measure: "exec-vs-srt", op: "<=", target: 0.5 },
+]);
 const UID = "bench";
 const WORKDIR = "work";
 
@@ -147,13 +153,18 @@ try {
   report("(b) exec of `true`: process tier vs container tier (target ≤ 0.3)", containerExec, [
     processExec,
   ]);
+  targets.record("exec-vs-bare-bwrap", processExec.medianMs / bareBwrap.medianMs);
+  targets.record("exec-vs-container-exec", processExec.medianMs / containerExec.medianMs);
   // srt is a peer library under test here, not ours: if it fails, the line says why and
   // the cold-acquire line below still runs.
   await measureSrt(join(workspace, WORKDIR)).then(
-    (srtExec) =>
-      report("(d) exec of `true`: process tier vs srt (target ≤ 0.5)", srtExec, [processExec]),
+    (srtExec) => {
+      report("(d) exec of `true`: process tier vs srt (target ≤ 0.5)", srtExec, [processExec]);
+      targets.record("exec-vs-srt", processExec.medianMs / srtExec.medianMs);
+    },
     (error: unknown) => {
       console.error(`\n## (d) srt could not be measured: ${(error as Error).message}`);
+      targets.skip("exec-vs-srt", `srt could not be measured: ${(error as Error).message}`);
       process.exitCode = 1;
     },
   );
@@ -170,9 +181,11 @@ try {
     runs: COLD_RUNS,
     warmupRuns: 1,
   });
+  for (const s of [containerCold, processCold]) s.name = `${s.name}, ${rssNote()}`;
   report("(c) cold acquire: process tier vs container tier (target ≤ 0.2)", containerCold, [
     processCold,
   ]);
+  targets.record("cold-acquire-vs-container", processCold.medianMs / containerCold.medianMs);
   for (const h of [...created, processHandle, containerHandle]) {
     await manager.destroy(h, AbortSignal.timeout(60_000));
   }

@@ -25,12 +25,18 @@ import Docker from "dockerode";
 import { containerCreateOptions, SANDBOX_USER } from "../../agent-host/sandbox/container-spec.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import { countContainers, type RunTimes, startBenchStack } from "./local-stack-bench.ts";
-import { measure, report, type Sample } from "./measure.ts";
+import { benchTargets, measure, report, rssNote, type Sample } from "./measure.ts";
 
 const COLD_RUNS = 15;
 const SAME_THREAD_RUNS = 20;
 const EXEC_RUNS = 100;
 const RAW_COLD_RUNS = 10;
+// Issue 6's two lines; the container tier's new thread against a raw lifecycle is issue 41's.
+const targets = benchTargets("run-e2e", [
+  { measure: "next-turn-warm", op: "<=", target: 2.5 },
+  { measure: "new-thread-process", op: "<=", target: 3 },
+  { measure: "new-thread-container-vs-raw-lifecycle", op: "<=", target: 1.2 },
+]);
 const UID = "bench";
 const WORKDIR = "work";
 /** Docker events arrive a little after the API call that caused them. */
@@ -119,7 +125,10 @@ try {
     }
     await new Promise((resolve) => setTimeout(resolve, EVENTS_SETTLE_MS));
     const median = [...last].sort((a, b) => a - b)[Math.floor(last.length / 2)] ?? 0;
-    console.log(`  (${label}: ${runs} runs, median ${median.toFixed(0)} ms to terminal)`);
+    // The stack runs in this process: its RSS is the agent-host's (decision 0119).
+    console.log(
+      `  (${label}: ${runs} runs, median ${median.toFixed(0)} ms to terminal, ${rssNote()})`,
+    );
     return {
       first: sample(`${label}: submit → first event`, first),
       last: sample(`${label}: submit → terminal`, last),
@@ -197,6 +206,12 @@ try {
   );
   console.log(
     `new thread, process tier / raw container exec: ${(processCold.last.medianMs / exec.medianMs).toFixed(2)}x (target <= 3)`,
+  );
+  targets.record("next-turn-warm", sameThread.last.medianMs / exec.medianMs);
+  targets.record("new-thread-process", processCold.last.medianMs / exec.medianMs);
+  targets.record(
+    "new-thread-container-vs-raw-lifecycle",
+    cold.last.medianMs / rawColdExec.medianMs,
   );
 } finally {
   containers.close();

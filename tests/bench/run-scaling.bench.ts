@@ -11,9 +11,16 @@
 import Docker from "dockerode";
 import { DEFAULT_RUN_WORKER_LIMITS } from "../../agent-host/runs/run-limits.ts";
 import { type Api, startBenchStack } from "./local-stack-bench.ts";
+import { benchTargets } from "./measure.ts";
 
 const USERS = (process.env.BENCH_USERS ?? "1,8,32,128").split(",").map(Number);
 const TURNS = 5;
+// No target is set for this table (issue 19 asked for the figures); issue 41's throughput
+// targets (item 3) are not built yet.
+benchTargets("run-scaling", [{ measure: "scaling-table", op: "<=", target: 1 }]).skip(
+  "scaling-table",
+  "informational: no target is set for this bench",
+);
 
 type Round = { users: number; p50: number; p99: number; runsPerSecond: number; runs: number };
 

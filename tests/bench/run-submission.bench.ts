@@ -40,13 +40,16 @@ import { freePort } from "../setup/free-port.ts";
 import { startPostgresCluster } from "../setup/postgres-cluster.ts";
 import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template-database.ts";
 import { drainRunIds } from "../support/drain-run-ids.ts";
-import { report, type Sample } from "./measure.ts";
+import { benchTargets, report, type Sample } from "./measure.ts";
 
 const CONCURRENCY = 32;
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
 const WARMUP_REQUESTS = 400;
 /** Rounds of the baseline and the batched phase, alternating (REQUESTS / ROUNDS each). */
 const ROUNDS = 8;
+const targets = benchTargets("run-submission", [
+  { measure: "batched-throughput-vs-insert", op: ">=", target: 0.6 },
+]);
 /** Connections per server: one per concurrent client, so neither side queues for a connection. */
 const POOL_SIZE = CONCURRENCY;
 const THREADS = CONCURRENCY;
@@ -245,6 +248,7 @@ try {
       `failed requests: baseline ${base.failures}, unbatched ${ours.failures}, batched ${batched.failures}, ceiling ${ceiling.failures}`,
     ].join("\n"),
   );
+  targets.record("batched-throughput-vs-insert", batched.perSecond / base.perSecond);
   const failed = base.failures + ours.failures + batched.failures + ceiling.failures;
   if (failed > 0 || lost !== 0) process.exitCode = 1;
 } finally {

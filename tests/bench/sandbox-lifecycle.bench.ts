@@ -19,13 +19,17 @@ import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
 import { nodes } from "../../shared/db/schema/nodes.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { sandboxTestImage, startBenchStack } from "./bench-stack.ts";
-import { interleaved, measure, report, type Sample } from "./measure.ts";
+import { benchTargets, interleaved, measure, report, rssNote, type Sample } from "./measure.ts";
 
 const run = promisify(execFile);
 const EXEC_RUNS = 200;
 const COLD_RUNS = 20;
 const CONCURRENT = 20;
 const CONCURRENT_ROUNDS = 3;
+const targets = benchTargets("sandbox-lifecycle", [
+  { measure: "manager-exec-vs-dockerode", op: "<=", target: 1.1 },
+  { measure: "warm-vs-cold-acquire", op: "<=", target: 0.01 },
+]);
 const UID = "bench";
 const WORKDIR = "work";
 
@@ -85,6 +89,7 @@ try {
     EXEC_RUNS,
   )) as [Sample, Sample, Sample];
   report("exec `true` in a live sandbox", raw, [ours, cli]);
+  targets.record("manager-exec-vs-dockerode", ours.medianMs / raw.medianMs);
 
   // (b) acquire: warm vs cold vs docker run -d (cold and CLI interleaved)
   const cold: SandboxHandle[] = [];
@@ -107,10 +112,12 @@ try {
   const warm = await measure("warm acquire (live sandbox)", () => acquire(scope), {
     runs: EXEC_RUNS,
   });
+  coldSample.name = `${coldSample.name}, ${rssNote()}`;
   report("acquire", coldSample, [warm, cliRun]);
   console.log(
     `warm / cold = ${((warm.medianMs / coldSample.medianMs) * 100).toFixed(3)}% (target ≤ 1%)`,
   );
+  targets.record("warm-vs-cold-acquire", warm.medianMs / coldSample.medianMs);
 
   // (c) 20 concurrent cold acquires vs 20 × one
   const totals: number[] = [];
@@ -128,7 +135,7 @@ try {
     runs: COLD_RUNS,
   };
   const concurrent: Sample = {
-    name: `${CONCURRENT} concurrent cold acquires`,
+    name: `${CONCURRENT} concurrent cold acquires, ${rssNote()}`,
     medianMs: totals[Math.floor(totals.length / 2)] ?? 0,
     p99Ms: totals[totals.length - 1] ?? 0,
     runs: CONCURRENT_ROUNDS,

@@ -24,7 +24,7 @@ import { AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_RDONLY } from "../../agent-host/wor
 import { migrate } from "../../infra/db/migrate.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { startPostgresCluster } from "../setup/postgres-cluster.ts";
-import { report, type Sample } from "./measure.ts";
+import { benchTargets, report, type Sample } from "./measure.ts";
 
 const DIRECTORIES = 200;
 const FILES_PER_DIRECTORY = 10;
@@ -33,6 +33,13 @@ const COLD_RUNS = 15;
 const NOOP_RUNS = 50;
 const UID = "bench-user";
 const SLUG = "bench-skill";
+const targets = benchTargets(
+  "skills-projection",
+  ["disk", "tmpfs"].flatMap((label) => [
+    { measure: `${label}-cold-projection`, op: "<=" as const, target: 2 },
+    { measure: `${label}-noop-refresh`, op: "<=" as const, target: 0.05 },
+  ]),
+);
 
 type Contender = { name: string; setup: () => void; run: () => unknown | Promise<unknown> };
 
@@ -88,7 +95,7 @@ try {
   );
 
   /** One data root on `base`: install, grant, then cold vs cp -a and no-op vs cold. */
-  async function scenario(label: string, base: string): Promise<void> {
+  async function scenario(label: string, key: string, base: string): Promise<void> {
     const dataRoot = mkdtempSync(join(base, "workcell-bench-root-"));
     try {
       const treeFd = sys.openat(AT_FDCWD, tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -159,15 +166,22 @@ try {
 
       report(`${label}: cold projection vs cp -a of the same tree (target <= 2.00x)`, cpA, [cold]);
       report(`${label}: no-op refresh vs cold projection (target <= 0.05x)`, cold, [noop]);
+      targets.record(`${key}-cold-projection`, cold.medianMs / cpA.medianMs);
+      targets.record(`${key}-noop-refresh`, noop.medianMs / cold.medianMs);
     } finally {
       forceWritable(dataRoot);
       rmSync(dataRoot, { recursive: true, force: true });
     }
   }
 
-  await scenario(`disk (${tmpdir()})`, scratch);
+  await scenario(`disk (${tmpdir()})`, "disk", scratch);
   // tmpfs takes the disk out: what remains is the CPU cost of our copy against cp's.
-  if (existsSync("/dev/shm")) await scenario("tmpfs (/dev/shm)", "/dev/shm");
+  if (existsSync("/dev/shm")) await scenario("tmpfs (/dev/shm)", "tmpfs", "/dev/shm");
+  else {
+    for (const measure of ["tmpfs-cold-projection", "tmpfs-noop-refresh"]) {
+      targets.skip(measure, "no /dev/shm on this machine");
+    }
+  }
 } finally {
   await sql.end({ timeout: 5 });
   forceWritable(scratch);

@@ -10,10 +10,13 @@ import { BatchSpanProcessor, InMemorySpanExporter, TracerProvider } from "@opent
 import Docker from "dockerode";
 import { noTracing, type Tracing } from "../../shared/telemetry/tracing.ts";
 import { startBenchStack } from "./local-stack-bench.ts";
-import type { Sample } from "./measure.ts";
+import { benchTargets, type Sample } from "./measure.ts";
 
 const BLOCKS = 6;
 const RUNS_PER_BLOCK = 8;
+const targets = benchTargets("tracing", [
+  { measure: "warm-run-tracing-on", op: "<=", target: 1.05 },
+]);
 const UID = "bench-tracing";
 
 const exporter = new InMemorySpanExporter();
@@ -89,6 +92,7 @@ try {
   console.log(
     `\ntracing on / off (median): ${(onSample.medianMs / offSample.medianMs).toFixed(3)}x (target <= 1.05); p99: ${(onSample.p99Ms / offSample.p99Ms).toFixed(3)}x`,
   );
+  targets.record("warm-run-tracing-on", onSample.medianMs / offSample.medianMs);
 } finally {
   await bench.stop();
   await provider.shutdown();

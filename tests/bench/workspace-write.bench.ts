@@ -5,9 +5,13 @@ import { rmSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { benchWorkdirs } from "./bench-workdirs.ts";
-import { measure, report } from "./measure.ts";
+import { benchTargets, measure, report } from "./measure.ts";
 
 const FILES = 1000;
+const targets = benchTargets("workspace-write", [
+  { measure: "no-clobber-write-openat2", op: "<=", target: 1.5 },
+  { measure: "no-clobber-write-walk", op: "<=", target: 1.5 },
+]);
 const RUNS = 15;
 const data = Buffer.alloc(512, 97);
 
@@ -41,6 +45,10 @@ try {
     );
   }
   report(`no-clobber write of ${FILES} files of ${data.length} bytes`, baseline, samples);
+  for (const [i, name] of ["openat2", "walk"].entries()) {
+    const sample = samples[i];
+    if (sample) targets.record(`no-clobber-write-${name}`, sample.medianMs / baseline.medianMs);
+  }
   fsOpenat2.close();
   fsWalk.close();
 } finally {

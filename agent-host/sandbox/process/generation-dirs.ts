@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process";
 import { constants } from "node:fs";
 import {
   chown,
@@ -12,7 +11,6 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import type { FileView } from "../../../shared/paths/file-view.ts";
 import { type LabelSource, parseSandboxLabels, sandboxLabels } from "../container-labels.ts";
 import { openDirBeneath } from "../host-dir.ts";
@@ -22,10 +20,7 @@ import type { SandboxSources } from "./bwrap-args.ts";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
 import type { HostMounts } from "./host-mounts.ts";
 import type { ExecMounts } from "./prebuilt-sandbox.ts";
-import { createSandboxUserns } from "./sandbox-userns.ts";
-
-const run = promisify(execFile);
-const MOUNT_TIMEOUT_MS = 10_000;
+import { createSandboxUserns, type UsernsHolderDeps } from "./sandbox-userns.ts";
 
 const LABELS_FILE = "labels.json";
 /** The generation's user namespace (a bind mount of its nsfs inode) and its owner uid. */
@@ -37,9 +32,14 @@ const HOME_MOUNT_POINTS = ["user-data", "skills"] as const;
 
 export type GenerationDirsDeps = {
   stateDir: string;
-  /** mount(2) for the generation's binds and tmpfs (unmounts stay `umount` processes). */
+  /** mount(2) for the generation's binds and tmpfs, umount2(2) off the event loop at removal. */
   mounts: HostMounts;
   limits: { tmpSizeBytes: number; homeSizeBytes: number };
+  /**
+   * posix_spawn and the tools that start each generation's user namespace holder
+   * (sandbox-userns.ts); without them this can open and remove generations, not create one.
+   */
+  holder?: Omit<UsernsHolderDeps, "mounts">;
 };
 
 /** The generation's directories, opened for one exec: what to bind, and what each must be. */
@@ -104,6 +104,8 @@ export class GenerationDirs {
    * Directories are 0711: bwrap (uid 1000) can pass through but not list or write them.
    */
   async create(id: string, labels: LabelSource, dirs: OpenedMountDirs): Promise<void> {
+    const { holder } = this.#deps;
+    if (!holder) throw new Error("GenerationDirs without a user namespace holder cannot create");
     await mkdir(this.#deps.stateDir, { recursive: true, mode: 0o711 });
     // A directory of this id is a create that crashed half-way: generations are never
     // reused, so it is debris.
@@ -148,7 +150,7 @@ export class GenerationDirs {
       (async () => {
         const nsOwner = await createSandboxUserns(
           this.#path(id, USERNS_FILE),
-          mounts,
+          { ...holder, mounts },
           AbortSignal.timeout(USERNS_TIMEOUT_MS),
         );
         await writeFile(this.#path(id, USERNS_OWNER_FILE), String(nsOwner), { mode: 0o600 });
@@ -260,14 +262,18 @@ export class GenerationDirs {
     }
   }
 
-  /** Unmounts and deletes the generation's directory (absent: nothing to do). */
+  /**
+   * Unmounts and deletes the generation's directory (absent: nothing to do). The unmounts
+   * are umount2(2) calls on a worker thread, one after another as the `umount` processes
+   * were: nothing forks agent-host and nothing waits for RCU on its event loop (decision 0119).
+   */
   async remove(id: string): Promise<void> {
     // Whatever its view (the labels may be what is broken), every mount it could have.
     const all = mountsOf("workdir");
     const points = await mountPoints();
     for (const parts of all) {
       const path = this.#path(id, ...parts);
-      if (points.has(path)) await run("umount", [path], { timeout: MOUNT_TIMEOUT_MS });
+      if (points.has(path)) await this.#deps.mounts.unmount(path);
     }
     const left = await mountPoints();
     if (all.some((parts) => left.has(this.#path(id, ...parts)))) {

@@ -37,7 +37,7 @@ export type ProcessDriverDeps = {
   runtimeDir: string;
   cgroups: SandboxCgroups;
   /** Host tools, resolved by preflight (absolute paths). */
-  tools: { bash: string; bwrap: string; setpriv: string; execShim: string };
+  tools: { bash: string; bwrap: string; setpriv: string; unshare: string; execShim: string };
   seccompFilter: Buffer;
   /** posix_spawn for the trampolines (decision 0083). */
   spawner: HostSpawner;
@@ -65,6 +65,7 @@ export class ProcessDriver implements SandboxDriver {
       stateDir: deps.stateDir,
       mounts: deps.mounts,
       limits: deps.limits,
+      holder: { spawner: deps.spawner, tools: deps.tools },
     });
     this.#standbys = new ExecStandbys({ ...deps, dirs: this.#dirs });
   }

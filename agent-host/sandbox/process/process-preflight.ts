@@ -20,7 +20,7 @@ const MIN_BWRAP = [0, 8, 0] as const;
 
 export type ProcessTierParts = {
   /** execShim: the static binary every exec's command starts from (decision 0088). */
-  tools: { bash: string; bwrap: string; setpriv: string; execShim: string };
+  tools: { bash: string; bwrap: string; setpriv: string; unshare: string; execShim: string };
   bwrapVersion: string;
   cgroups: SandboxCgroups;
   seccompFilter: Buffer;
@@ -64,10 +64,15 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
     };
   }
   const tools: Partial<ProcessTierParts["tools"]> = {};
-  for (const name of ["bwrap", "bash", "setpriv"] as const) {
+  for (const name of ["bwrap", "bash", "setpriv", "unshare"] as const) {
     const found = await which(name, path);
     if (!found) {
-      const pkg = { bwrap: "bubblewrap", bash: "bash", setpriv: "util-linux" }[name];
+      const pkg = {
+        bwrap: "bubblewrap",
+        bash: "bash",
+        setpriv: "util-linux",
+        unshare: "util-linux",
+      }[name];
       return {
         ready: false,
         missing: `${name} is not on PATH: install Debian's ${pkg} (scripts/ensure-system.sh does)`,

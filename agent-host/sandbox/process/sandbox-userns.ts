@@ -1,9 +1,11 @@
-import { spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
+import { closeSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
+import { Socket } from "node:net";
 import { createInterface } from "node:readline";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
 import type { HostMounts } from "./host-mounts.ts";
+import type { HostSpawner, SpawnExit } from "./host-spawner.ts";
 
 /**
  * Host uids that own sandbox user namespaces: a random one per generation, from a range
@@ -14,15 +16,22 @@ import type { HostMounts } from "./host-mounts.ts";
 const OWNER_UID_MIN = 2 ** 30;
 const OWNER_UID_MAX = 2 ** 31 - 2;
 const HOLDER_TIMEOUT_MS = 10_000;
-/** util-linux's unshare, by name (like umount), on a fixed PATH. */
-const HOLDER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** What starts the holder: posix_spawn and the host tools preflight resolved (absolute paths). */
+export type UsernsHolderDeps = {
+  mounts: HostMounts;
+  spawner: HostSpawner;
+  tools: { setpriv: string; unshare: string; bash: string };
+};
 
 /**
- * The holder: `unshare --user --keep-caps`, started as the owner uid (Node's spawn
- * uid/gid: no supplementary group, no host capability), makes the namespace and keeps
- * the capabilities it has there across the exec of `sh` (ambient), which uses them once to
- * forbid nested user namespaces, prints `ready`, then waits for stdin to close while root
- * writes the maps and pins the namespace.
+ * The holder: `unshare --user --keep-caps`, started as the owner uid (`setpriv`: all three
+ * uids and gids, no supplementary group, so no host capability), makes the namespace and
+ * keeps the capabilities it has there across the exec of bash (ambient), which uses them
+ * once to forbid nested user namespaces, prints `ready`, then waits for stdin to close
+ * while root writes the maps and pins the namespace. It is started with posix_spawn
+ * (host-spawner.ts), not Node's spawn: a fork of agent-host on every process-tier create
+ * stalled its event loop in proportion to its memory (decision 0119).
  */
 const HOLDER_SCRIPT =
   "echo 0 > /proc/sys/user/max_user_namespaces && echo ready && { read _ || :; }";
@@ -50,48 +59,122 @@ const HOLDER_SCRIPT =
  */
 export async function createSandboxUserns(
   nsFile: string,
-  mounts: HostMounts,
+  deps: UsernsHolderDeps,
   signal: AbortSignal,
 ): Promise<number> {
+  signal.throwIfAborted();
   const owner = randomInt(OWNER_UID_MIN, OWNER_UID_MAX);
   await writeFile(nsFile, "", { mode: 0o600 });
-  const holder = spawn("unshare", ["--user", "--keep-caps", "--", "sh", "-c", HOLDER_SCRIPT], {
-    uid: owner,
-    gid: owner,
-    stdio: ["pipe", "pipe", "pipe"],
-    env: { PATH: HOLDER_PATH },
-    signal,
-    timeout: HOLDER_TIMEOUT_MS,
-  });
-  const exited = new Promise<number | null>((resolve) => holder.once("close", resolve));
-  const stderr: string[] = [];
-  holder.stderr.on("data", (chunk: Buffer) => stderr.push(chunk.toString()));
-  holder.once("error", () => {});
-  const lines = createInterface({ input: holder.stdout })[Symbol.asyncIterator]();
-  const expectLine = async (want: string): Promise<void> => {
-    const line = await lines.next();
-    if (line.done || line.value !== want) {
+  const holder = startHolder(deps, owner);
+  // Bounded as Node's spawn bounded it (its signal and timeout), by killing the holder:
+  // its output then ends and whatever waits on it fails.
+  const stop = AbortSignal.any([signal, AbortSignal.timeout(HOLDER_TIMEOUT_MS)]);
+  const onStop = () => holder.kill();
+  stop.addEventListener("abort", onStop, { once: true });
+  // stdout and stderr are one socket: the first line is `ready`, or what went wrong.
+  const lines = createInterface({ input: holder.output })[Symbol.asyncIterator]();
+  try {
+    const first = await lines.next();
+    if (first.done || first.value !== "ready") {
+      holder.kill();
+      const said = first.done ? [] : [first.value];
+      for (let line = await lines.next(); !line.done; line = await lines.next()) {
+        said.push(line.value);
+      }
       throw new Error(
-        `the user namespace holder did not say ${want}: ${stderr.join("").trim() || "it exited"}`,
+        `the user namespace holder did not say ready: ${said.join("\n").trim() || "it exited"}`,
       );
     }
-  };
-  try {
-    await expectLine("ready");
-    const pid = holder.pid;
-    if (pid === undefined) throw new Error("the user namespace holder has no pid");
     // Root writes them (CAP_SETUID/CAP_SETGID in the parent namespace): the owner itself
     // could map only its own uid.
-    await writeFile(`/proc/${pid}/uid_map`, `${SANDBOX_UID} ${SANDBOX_UID} 1\n`);
-    await writeFile(`/proc/${pid}/gid_map`, `${SANDBOX_GID} ${SANDBOX_GID} 1\n`);
-    mounts.bind(`/proc/${pid}/ns/user`, nsFile);
-    holder.stdin.end();
-    const code = await exited;
-    if (code !== 0) throw new Error(`the user namespace holder exited with ${code}`);
+    await writeFile(`/proc/${holder.pid}/uid_map`, `${SANDBOX_UID} ${SANDBOX_UID} 1\n`);
+    await writeFile(`/proc/${holder.pid}/gid_map`, `${SANDBOX_GID} ${SANDBOX_GID} 1\n`);
+    deps.mounts.bind(`/proc/${holder.pid}/ns/user`, nsFile);
+    holder.input.end();
+    const exit = await holder.exited;
+    if (exit.code !== 0) {
+      throw new Error(`the user namespace holder exited with ${exit.code ?? exit.signal}`);
+    }
     return owner;
   } catch (error) {
-    holder.kill("SIGKILL");
-    await exited;
+    holder.kill();
+    await holder.exited;
+    throw error;
+  } finally {
+    stop.removeEventListener("abort", onStop);
+    holder.input.destroy();
+    holder.output.destroy();
+  }
+}
+
+type Holder = {
+  pid: number;
+  exited: Promise<SpawnExit>;
+  /** The holder's stdin. */
+  input: Socket;
+  /** Its stdout and stderr. */
+  output: Socket;
+  /** SIGKILL, unless it was reaped already. */
+  kill(): void;
+};
+
+/** posix_spawn of setpriv → unshare → bash, with two socket pairs as its stdio. */
+function startHolder(deps: UsernsHolderDeps, owner: number): Holder {
+  const { spawner, tools } = deps;
+  const input = spawner.socketPair();
+  let output: [number, number];
+  try {
+    output = spawner.socketPair();
+  } catch (error) {
+    for (const fd of input) closeSync(fd);
     throw error;
   }
+  let started: ReturnType<HostSpawner["spawn"]>;
+  try {
+    started = spawner.spawn({
+      file: tools.setpriv,
+      argv: [
+        "setpriv",
+        `--reuid=${owner}`,
+        `--regid=${owner}`,
+        "--clear-groups",
+        "--",
+        tools.unshare,
+        "--user",
+        "--keep-caps",
+        "--",
+        tools.bash,
+        "-c",
+        HOLDER_SCRIPT,
+      ],
+      fds: [input[1], output[1], output[1]],
+    });
+  } catch (error) {
+    closeSync(input[0]);
+    closeSync(output[0]);
+    throw error;
+  } finally {
+    // The child has its copies (or there is no child): agent-host's are closed.
+    closeSync(input[1]);
+    closeSync(output[1]);
+  }
+  let reaped = false;
+  const exited = started.exited.then((exit) => {
+    reaped = true;
+    return exit;
+  });
+  return {
+    pid: started.pid,
+    exited,
+    input: new Socket({ fd: input[0], readable: false, writable: true }),
+    output: new Socket({ fd: output[0], readable: true, writable: false }),
+    kill() {
+      if (reaped) return;
+      try {
+        process.kill(started.pid, "SIGKILL");
+      } catch {
+        // Already gone (ESRCH): its exit is being reaped.
+      }
+    },
+  };
 }

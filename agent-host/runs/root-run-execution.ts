@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import { yieldToIo } from "../../shared/async/yield-to-io.ts";
 import type { AgentRun } from "../../shared/db/schema.ts";
 import { inSpan, ROOT_CONTEXT, type TraceContext } from "../../shared/telemetry/tracing.ts";
 import { withAttachmentContext } from "../attachments/attachment-context.ts";
@@ -100,9 +99,6 @@ async function executeTraced(
   );
   // A handed-back run is pending again and may be claimed anew: its scope is not ours.
   if (recorded.kind !== "handed_back") {
-    // The terminal event is committed and its NOTIFY sent: let the event streams' reads
-    // and writes of it go first (shared/async/yield-to-io.ts), the cleanup is background.
-    await yieldToIo();
     await cleanupTree(deps, { run, logger }, root.handle);
   }
   return recorded;

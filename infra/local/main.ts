@@ -1,5 +1,5 @@
 // The local Workcell in one Node process (ARCHITECTURE.md §8): the functions app on a
-// local port, embedded PostgreSQL (PGlite) and emulated SQS + S3 (fauxqs), all state
+// local port, PostgreSQL (started and stopped by this process) and emulated SQS + S3 (fauxqs), all state
 // under DATA_DIR, migrations applied at start. `npm start`, or scripts/local.sh on a
 // fresh machine. Ctrl-C stops it cleanly; starting again keeps the data.
 import { mkdir } from "node:fs/promises";

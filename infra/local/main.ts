@@ -10,11 +10,15 @@ import { localEnvSchema } from "../../shared/env/local-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createProcessMetrics, serveProcessMetrics } from "../../shared/metrics/process-metrics.ts";
+import { onStopSignals } from "../../shared/process/bounded-shutdown.ts";
 import { startTracing } from "../../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { printBanner } from "./banner.ts";
 import { createLocalServerApp } from "./console/local-server-app.ts";
 import { startLocalStack } from "./local-stack.ts";
+
+/** The whole clean stop (runs handed back, sandboxes destroyed, PostgreSQL stopped). */
+const LOCAL_SHUTDOWN_DEADLINE_MS = 30_000;
 
 const env = parseEnv(localEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
@@ -48,18 +52,15 @@ const metricsServer = await serveProcessMetrics(metrics, {
 });
 printBanner({ url, dataDir, stack });
 
-let stopping = false;
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, "shutting down");
-  await new Promise<void>((done) => server.close(() => done()));
-  await stack.stop();
-  await tracing
-    .shutdown()
-    .catch((error: unknown) => logger.warn({ err: error }, "trace export failed"));
-  await metricsServer?.close();
-  process.exit(0);
-}
-process.on("SIGINT", () => void shutdown("SIGINT"));
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
+// Ctrl-C or SIGTERM ends the process within LOCAL_SHUTDOWN_DEADLINE_MS whatever it waits
+// on; a PostgreSQL left running by an abandoned stop is stopped by the next start.
+onStopSignals({
+  logger,
+  deadlineMs: LOCAL_SHUTDOWN_DEADLINE_MS,
+  steps: [
+    { name: "http server", run: () => new Promise<void>((done) => server.close(() => done())) },
+    { name: "local stack", run: () => stack.stop() },
+    { name: "trace export", run: () => tracing.shutdown() },
+    { name: "metrics server", run: async () => metricsServer?.close() },
+  ],
+});

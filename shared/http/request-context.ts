@@ -60,7 +60,12 @@ export function requestContext<E extends RequestContextEnv = RequestContextEnv>(
     c.set("requestId", requestId);
     c.set("logger", logger.child({ request_id: requestId }));
     c.header(REQUEST_ID_HEADER, requestId);
-    await next();
+    metrics.httpRequestsInFlight.inc({ plane });
+    try {
+      await next();
+    } finally {
+      metrics.httpRequestsInFlight.dec({ plane });
+    }
     const seconds = (performance.now() - started) / 1000;
     const method = c.req.method;
     const route = routeTemplate(c);

@@ -53,7 +53,11 @@ import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER } from "./dev-token.ts";
 import { ensureLocalAwsResources } from "./local-aws.ts";
 import { startLocalPostgres } from "./local-postgres.ts";
 import { type LocalSecrets, loadOrCreateLocalSecrets } from "./local-secrets.ts";
-import { localAwsCredentials, startLoopbackFauxqs } from "./loopback-fauxqs.ts";
+import {
+  localAwsCredentials,
+  localUploadCredentials,
+  startLoopbackFauxqs,
+} from "./loopback-fauxqs.ts";
 
 /**
  * Both planes share one pool: the run worker's 2 × concurrency + 4 (agent-host/runs/
@@ -91,6 +95,8 @@ export function localDataPlaneOrigins(env: LocalEnv): CorsOrigins {
 export type LocalStack = {
   app: OpenAPIHono<AppEnv>;
   awsEndpoint: string;
+  /** The verified browser upload path's S3 clients (console/s3-upload-proxy.ts). */
+  uploadClients: { presigner: S3Client; emulator: S3Client };
   /** The agent-host data plane (files of Workdirs, with capabilities from the API). */
   dataPlaneUrl: string;
   secrets: LocalSecrets;
@@ -154,11 +160,13 @@ export async function startLocalStack(p: {
     const aws = { endpoint: fauxqs.address, region: "us-east-1", credentials };
     const sqs = new SQSClient(aws);
     const s3 = new S3Client({ ...aws, forcePathStyle: true });
-    // Browsers upload through the local server's same-origin proxy (console/s3-upload-
-    // proxy.ts): fauxqs answers CORS preflights with 404. Presigning is pure computation,
-    // so this client only changes the host and path prefix of the upload URLs.
+    // Browsers upload through the local server's same-origin path (console/s3-upload-
+    // proxy.ts): fauxqs answers CORS preflights with 404. Upload URLs are presigned with
+    // credentials of their own, which the emulator refuses: the path verifies each PUT
+    // against them and forwards it signed with the emulator's, which never leave here.
     const browserS3 = new S3Client({
       ...aws,
+      credentials: localUploadCredentials(secrets.devJwtSecret),
       endpoint: `${p.publicUrl}${LOCAL_S3_PROXY_PATH}`,
       forcePathStyle: true,
     });
@@ -301,6 +309,7 @@ export async function startLocalStack(p: {
     return {
       app,
       awsEndpoint: fauxqs.address,
+      uploadClients: { presigner: browserS3, emulator: s3 },
       dataPlaneUrl,
       secrets,
       sandboxDriver: agentHost.sandboxDriver,

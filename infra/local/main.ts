@@ -41,7 +41,7 @@ const app = createLocalServerApp({
   api: stack.app,
   // Relative to the repository (not the cwd), like the rest of `npm start`'s defaults.
   consoleDir: resolve(import.meta.dirname, "../..", env.CONSOLE_DIR),
-  awsEndpoint: stack.awsEndpoint,
+  uploads: { awsEndpoint: stack.awsEndpoint, ...stack.uploadClients },
   devJwtSecret: stack.secrets.devJwtSecret,
 });
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: "127.0.0.1" });

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AgentRun } from "../../shared/db/schema.ts";
+import { traceLogFields } from "../../shared/telemetry/trace-log-fields.ts";
 import { inSpan, ROOT_CONTEXT, type TraceContext } from "../../shared/telemetry/tracing.ts";
 import { withAttachmentContext } from "../attachments/attachment-context.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
@@ -65,7 +66,8 @@ async function executeTraced(
   shutdown: AbortSignal,
   trace: TraceContext,
 ): Promise<RecordedRun> {
-  const logger = deps.logger.child(runLogFields(run));
+  // The run's lines carry its run.execute span's ids when tracing is on.
+  const logger = deps.logger.child({ ...runLogFields(run), ...traceLogFields(trace) });
   const control = new RunControl();
   const claimed =
     claimedAt === undefined

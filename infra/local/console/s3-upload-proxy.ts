@@ -1,5 +1,6 @@
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { Hono } from "hono";
+import { drainRefusedBody } from "../../../shared/http/drain-refused-body.ts";
 import { LOCAL_S3_PROXY_PATH } from "./console-config.ts";
 import { loopbackOrigin } from "./loopback-guard.ts";
 import { presignForEmulator, verifyPresignedPut } from "./verify-presigned-put.ts";
@@ -52,6 +53,8 @@ export function registerS3UploadProxy(app: Hono, p: S3UploadProxyDeps): void {
     if (origin === undefined) return c.body(null, 403);
     return c.body(null, 204, { ...corsHeaders(origin), "access-control-max-age": "600" });
   });
+  // A refused PUT is answered after its body is read (bounded): the client sees the status.
+  app.use(`${LOCAL_S3_PROXY_PATH}/*`, drainRefusedBody());
   app.put(`${LOCAL_S3_PROXY_PATH}/*`, async (c) => {
     const incoming = new URL(c.req.url);
     const grant = await verifyPresignedPut({
@@ -63,12 +66,11 @@ export function registerS3UploadProxy(app: Hono, p: S3UploadProxyDeps): void {
       now: now(),
     });
     if (!grant.ok) {
-      // Answered before the body is read: the connection closes after this response, so
-      // the client sees the status instead of a reset.
-      return c.text(`Upload refused: ${grant.reason}.`, grant.status, {
-        ...corsHeaders(loopbackOrigin(c)),
-        connection: "close",
-      });
+      return c.text(
+        `Upload refused: ${grant.reason}.`,
+        grant.status,
+        corsHeaders(loopbackOrigin(c)),
+      );
     }
     const signed = new URL(await presignForEmulator(p.emulator, grant, now()));
     const url = new URL(signed.pathname + signed.search, target);

@@ -49,9 +49,9 @@ export const SANDBOX_OWNER = { uid: 1000, gid: 1000 } as const;
 
 /** Everything one agent-host needs, parsed and connected by its entry (main.ts or the local stack). */
 export type AgentHostDeps = {
-  /** postgres.js on a node, PGlite in the one-process local mode. */
+  /** postgres.js, on a node and in the one-process local mode alike. */
   db: Db;
-  /** LISTEN for cancels (postgres.js or PGlite); without it the heartbeat notices them. */
+  /** LISTEN for cancels (postgresListen); without it the heartbeat notices them. */
   listen?: ListenFn;
   sqs: SQSClient;
   runQueueUrl: string;

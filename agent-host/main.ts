@@ -16,6 +16,7 @@ import { parseEnv } from "../shared/env/parse-env.ts";
 import { postgresListen } from "../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../shared/logging/safe-error-serializer.ts";
 import { createProcessMetrics, serveProcessMetrics } from "../shared/metrics/process-metrics.ts";
+import { onStopSignals } from "../shared/process/bounded-shutdown.ts";
 import { startTracing } from "../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../shared/telemetry/tracing-env.ts";
 import { startAgentHost } from "./agent-host.ts";
@@ -34,6 +35,12 @@ const NANO_CPUS_PER_CPU = 1_000_000_000;
  * (postgres.js LISTENs on a dedicated connection, outside the pool.)
  */
 const poolSize = (concurrency: number) => 2 * concurrency + 8;
+
+/**
+ * The whole clean stop: runs finish or are handed back, sandboxes destroyed. Beyond it the
+ * process exits anyway; an orchestrator's grace period (Kubernetes, systemd) should be longer.
+ */
+const AGENT_HOST_SHUTDOWN_DEADLINE_MS = 120_000;
 
 const env = parseEnv(agentHostEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
@@ -115,19 +122,16 @@ logger.info(
   "workcell agent-host started",
 );
 
-let stopping = false;
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, "agent-host stopping");
-  await host.stop();
-  await metricsServer?.close();
-  await sql.end({ timeout: 5 });
-  // Spans still buffered are exported before the process goes.
-  await tracing
-    .shutdown()
-    .catch((error: unknown) => logger.warn({ err: error }, "trace export failed"));
-  process.exit(0);
-}
-process.on("SIGINT", () => void shutdown("SIGINT"));
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
+// SIGTERM / SIGINT end the process within AGENT_HOST_SHUTDOWN_DEADLINE_MS whatever it
+// waits on; runs it could not hand back are recovered by the sweeper (lease expiry).
+onStopSignals({
+  logger,
+  deadlineMs: AGENT_HOST_SHUTDOWN_DEADLINE_MS,
+  steps: [
+    { name: "agent-host", run: () => host.stop() },
+    { name: "metrics server", run: async () => metricsServer?.close() },
+    { name: "database pool", run: () => sql.end({ timeout: 5 }) },
+    // Spans still buffered are exported before the process goes.
+    { name: "trace export", run: () => tracing.shutdown() },
+  ],
+});

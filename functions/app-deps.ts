@@ -39,7 +39,7 @@ export type AppDeps = SkillsDeps & {
    */
   flushTraces?: () => Promise<void>;
   health: HealthProbes;
-  /** postgres.js in the cloud, PGlite locally. */
+  /** postgres.js, in the cloud and locally. */
   db: Db;
   /** OIDC (JWKS) in production, HS256 dev tokens locally. */
   auth: TokenVerifier;

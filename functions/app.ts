@@ -84,7 +84,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   // Public. Registered before the authenticate middleware: Hono runs handlers in
   // registration order, and this one answers without calling next().
-  registerHealthRoute(app, deps.health);
+  registerHealthRoute(app, deps.health, metrics);
+  metrics.probeDbOnScrape(deps.health.db);
   const eventTickets = deps.eventTickets ?? createEventTickets();
   const rateLimiter =
     deps.rateLimiter ??

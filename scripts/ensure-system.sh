@@ -50,23 +50,9 @@ else
   echo "ensure-system: the process tier's exec shim needs root: sudo bash scripts/build-exec-shim.sh" >&2
 fi
 
-docker_answers() { timeout 5 docker version >/dev/null 2>&1; }
-if ! docker_answers; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "ensure-system: the Docker daemon does not answer and only root can start it" >&2
-    exit 1
-  fi
-  # No iptables and no bridge: sandboxes run with NetworkMode none, and this machine
-  # has no network to bridge to. The log goes next to the other local state.
-  log="${WORKCELL_DOCKERD_LOG:-/var/log/workcell-dockerd.log}"
-  echo "ensure-system: starting dockerd (log: $log)"
-  nohup dockerd --iptables=false --bridge=none >"$log" 2>&1 &
-  for _ in $(seq 1 60); do
-    docker_answers && break
-    sleep 0.5
-  done
-  docker_answers || { echo "ensure-system: dockerd did not come up; see $log" >&2; exit 1; }
-fi
+# The Docker engine: waits for a slow one, starts one only when none runs (in its own
+# session, log appended).
+bash "$root/scripts/ensure-dockerd.sh"
 
 "$root/infra/sandbox-image/build-test-image.sh"
 # The Runtime Assets at /runtime (both tiers) and the container image from the same

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Workcell on this machine in one process: installs what is missing (Node 24, npm
 # dependencies, dockerd and the sandbox image), then starts the functions app, an
-# agent-host, embedded PostgreSQL (PGlite) and emulated SQS/S3 (fauxqs), with all
+# agent-host, PostgreSQL (the Debian server, run by the process) and emulated SQS/S3 (fauxqs), with all
 # state under ./.data. Ctrl-C stops it; starting again keeps the data.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,6 +3,7 @@ import { except } from "hono/combine";
 import { Registry } from "prom-client";
 import { WorkcellError } from "../../shared/errors/index.ts";
 import { corsForOrigins } from "../../shared/http/cors-for-origins.ts";
+import { drainRefusedBody } from "../../shared/http/drain-refused-body.ts";
 import { traceRequests } from "../../shared/http/trace-requests.ts";
 import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { noTracing } from "../../shared/telemetry/tracing.ts";
@@ -59,6 +60,9 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
     );
   });
   app.use(requestContext(deps.logger, metrics));
+  // A write refused before its body was read is answered once the body is read (bounded),
+  // so the client sees the 507 / 413 rather than a reset connection.
+  app.use(drainRefusedBody());
   // Every quota refusal of the data plane (PUT, batch, mkdir, attachment import) is an
   // error answer with this code, whichever route raised it: counted once, here.
   app.use(async function countQuotaRejections(c, next) {

@@ -190,13 +190,6 @@ export async function prepareRun(
     );
   } catch (error) {
     signal.throwIfAborted();
-    // A bare `unavailable` is the manager saying "busy elsewhere (lock wait), retry";
-    // nothing ran yet. One with a reason (no_isolation_available) will not get better by
-    // retrying here and fails the run below.
-    if (isWorkcellError(error) && error.code === "unavailable" && !domainReasonOf(error)) {
-      log.warn({ err: error }, "sandbox acquire busy; handing the run back");
-      return { kind: "hand_back", reason: "sandbox_busy" };
-    }
     // Docker did not answer or could not be reached while the sandbox was looked up or
     // created (a blip): no command of this run has run, so another node, or this one
     // once the engine is back, can start it from scratch (issue 14 (5)); the hand-back
@@ -209,7 +202,13 @@ export async function prepareRun(
     return failed(error, "sandbox_unavailable", "The sandbox could not be started");
   }
   if (!acquired.ok) {
-    if (acquired.reason === "node_quiesced" || acquired.reason === "sandbox_on_other_node") {
+    // Busy (the sandbox lock stayed held: another acquirer is still deciding), quiesced
+    // or elsewhere: nothing ran, another node or a later claim can start the run.
+    if (
+      acquired.reason === "node_quiesced" ||
+      acquired.reason === "sandbox_on_other_node" ||
+      acquired.reason === "sandbox_busy"
+    ) {
       return { kind: "hand_back", reason: acquired.reason };
     }
     const error = acquireRefusalError(acquired);

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import { yieldToIo } from "../../shared/async/yield-to-io.ts";
 import type { AgentRun } from "../../shared/db/schema.ts";
+import { traceLogFields } from "../../shared/telemetry/trace-log-fields.ts";
 import { inSpan, ROOT_CONTEXT, type TraceContext } from "../../shared/telemetry/tracing.ts";
 import { withAttachmentContext } from "../attachments/attachment-context.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
@@ -66,7 +66,8 @@ async function executeTraced(
   shutdown: AbortSignal,
   trace: TraceContext,
 ): Promise<RecordedRun> {
-  const logger = deps.logger.child(runLogFields(run));
+  // The run's lines carry its run.execute span's ids when tracing is on.
+  const logger = deps.logger.child({ ...runLogFields(run), ...traceLogFields(trace) });
   const control = new RunControl();
   const claimed =
     claimedAt === undefined
@@ -100,9 +101,6 @@ async function executeTraced(
   );
   // A handed-back run is pending again and may be claimed anew: its scope is not ours.
   if (recorded.kind !== "handed_back") {
-    // The terminal event is committed and its NOTIFY sent: let the event streams' reads
-    // and writes of it go first (shared/async/yield-to-io.ts), the cleanup is background.
-    await yieldToIo();
     await cleanupTree(deps, { run, logger }, root.handle);
   }
   return recorded;

@@ -44,8 +44,7 @@ export async function loadRunContext(
   run: AgentRun,
   limits: { readonly maxHistoryMessages: number },
 ): Promise<RunContext> {
-  // Three independent reads, sent together: on PostgreSQL they overlap, on the local
-  // PGlite they run back to back without an event-loop turn between them.
+  // Three independent reads, sent together: they overlap on the pool's connections.
   const [[place], newestFirst, files] = await Promise.all([
     db
       .select({

@@ -68,7 +68,7 @@ export interface RunWorkerDeps {
   readonly metrics?: WorkcellMetrics;
   readonly limits?: Partial<RunWorkerLimits>;
   /**
-   * LISTEN for cancel notifications (postgresListen(sql), or PGlite's). Without it
+   * LISTEN for cancel notifications (postgresListen(sql)). Without it
    * cancels are noticed at the next heartbeat only.
    */
   readonly listen?: ListenFn;

@@ -63,9 +63,9 @@ interface ActiveRun {
  *    touched (the manager fences on it).
  *
  * Why the destroy runs right after the deciding transaction instead of inside it: the
- * manager's destroy uses its own connection, and a transaction that waits on another
- * connection deadlocks the one-connection PGlite of the local Workcell outright (and
- * ties up a pool connection for a whole container drain on PostgreSQL). What keeps a run
+ * manager's destroy uses its own connection, and no transaction may wait on another
+ * pooled connection (a full pool deadlocks; docs/decisions/0091), nor tie one up for a
+ * whole container drain. What keeps a run
  * claimed after the decision off the doomed generation: the manager blocks new uses of a
  * generation synchronously when destroy is called, in the same tick as the decision
  * commits, and a claim + warm acquire needs several round trips; so in this process the

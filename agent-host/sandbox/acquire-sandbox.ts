@@ -2,8 +2,14 @@ import type { DbTransaction } from "../../shared/db/client.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { DEFAULT_FILE_VIEW, type FileView } from "../../shared/paths/file-view.ts";
+import {
+  type AcquireDecision,
+  type DecidedRefusal,
+  decideAcquire,
+  type NodeView,
+} from "./decide-acquire.ts";
 import { destroyGeneration } from "./destroy-generation.ts";
-import type { CreateRefusal, SandboxContainer } from "./driver.ts";
+import type { ContainerRef, CreateRefusal, SandboxContainer } from "./driver.ts";
 import { register } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
 import { handleFromRow, type SandboxHandle, sandboxHandle } from "./sandbox-handle.ts";
@@ -28,21 +34,13 @@ export type AcquireRequest = {
 };
 
 export type AcquireRefusal =
-  /** The scope's live sandbox is bound to another Workdir (§4.2); nothing changed. */
-  | {
-      ok: false;
-      reason: "sandbox_identity_mismatch";
-      liveWorkdirPath: string;
-      /**
-       * What differs when the Workdir is the same: another run of the tree still uses
-       * the live generation, made for another tier or file view (docs/decisions/0041).
-       */
-      inUse?: { tier: SandboxTier; fileView: FileView };
-    }
-  /** This node is quiesced (maintenance) and starts and hands out nothing. */
-  | { ok: false; reason: "node_quiesced" }
-  /** The scope's live sandbox runs on another node; the run belongs there. */
-  | { ok: false; reason: "sandbox_on_other_node"; nodeId: string }
+  /** Another Workdir, node or state of the node (decideAcquire); nothing changed. */
+  | DecidedRefusal
+  /**
+   * The sandbox lock stayed held past the wait (another acquirer is still creating or
+   * deciding): nothing ran or changed here; retry.
+   */
+  | { ok: false; reason: "sandbox_busy" }
   /** The host directories refused the create (symlink, missing Workdir). */
   | { ok: false; reason: CreateRefusal; detail: string };
 
@@ -67,6 +65,12 @@ export function acquireRefusalError(refusal: AcquireRefusal): WorkcellError {
       });
     case "node_quiesced":
       return domainError("node_quiesced");
+    case "sandbox_busy":
+      return new WorkcellError(
+        "unavailable",
+        "Another agent-host is still creating or deciding this sandbox: nothing ran; retry shortly.",
+        { details: { reason: "sandbox_busy" } },
+      );
     case "sandbox_on_other_node":
       return new WorkcellError(
         "unavailable",
@@ -79,11 +83,17 @@ export function acquireRefusalError(refusal: AcquireRefusal): WorkcellError {
   }
 }
 
+/** How often one acquire re-decides after destroying a kept-warm generation it replaces. */
+const MAX_DECISIONS = 3;
+
 /**
- * The slow path of acquire: decide under the sandbox's advisory lock whether to reuse
- * the live generation or create a new one, and create it while still holding the lock,
- * so that every concurrent acquirer (any process) finds the result instead of racing
- * it. `workdirPath` is canonical.
+ * The slow path of acquire: decide under the sandbox's advisory lock (decideAcquire)
+ * whether to reuse the live generation or create a new one, and create it while still
+ * holding the lock, so that every concurrent acquirer (any process) finds the result
+ * instead of racing it. A destroy the decision calls for runs after the lock's
+ * transaction has ended: it claims the row on another pooled connection, which a
+ * transaction must never wait for (issue 32: with a single connection it waited for
+ * ever). `workdirPath` is canonical.
  */
 export async function acquireUnderLock(
   ctx: SandboxContext,
@@ -93,110 +103,168 @@ export async function acquireUnderLock(
   // Not the caller's signal: followers share this work, and one caller giving up must
   // not fail the others. The create is bounded by its own timeout instead.
   const signal = AbortSignal.timeout(ctx.config.createTimeoutMs);
-  const log = ctx.logger.child(lifecycleFields(sandboxId, request));
+  for (let round = 1; ; round++) {
+    const attempt = await decideAndCreate(ctx, sandboxId, request, signal);
+    if (attempt.kind === "busy") return { ok: false, reason: "sandbox_busy" };
+    if (attempt.kind === "done") {
+      if (attempt.leftover) await removeQuietly(ctx, attempt.leftover);
+      if ("error" in attempt.decided) throw attempt.decided.error;
+      if (attempt.decided.result.ok) register(ctx, attempt.decided.result.handle);
+      return attempt.decided.result;
+    }
+    // A kept-warm generation of another tier or file view: destroyed now, outside any
+    // transaction, and only while still released (a run that took it meanwhile keeps
+    // it, and the next round finds it in use).
+    await destroyGeneration(ctx, sandboxId, attempt.generation, signal, { releasedOnly: true });
+    if (round >= MAX_DECISIONS) return { ok: false, reason: "sandbox_busy" };
+  }
+}
+
+type Attempt =
+  /** Decided; `leftover` is the dead container of a replaced generation, removed after. */
+  | { kind: "done"; decided: Decision; leftover?: ContainerRef | undefined }
+  | { kind: "destroy_first"; generation: number }
+  /** The lock wait ran out: another acquirer is still creating or deciding. */
+  | { kind: "busy" };
+
+/** One locked transaction: gather the facts, decide, and create if that is the decision. */
+async function decideAndCreate(
+  ctx: SandboxContext,
+  sandboxId: string,
+  request: AcquireRequest,
+  signal: AbortSignal,
+): Promise<Attempt> {
   const progress: CreateProgress = {};
-  let decided: Decision;
   try {
     // A waiter may queue behind a full create and a few quick decisions.
     const lockWaitMs = 2 * ctx.config.createTimeoutMs;
-    decided = await ctx.store.withSandboxLock(sandboxId, lockWaitMs, async (tx) => {
-      const nodeState = await ctx.store.nodeStateForCreate(tx, ctx.nodeId);
-      if (nodeState === undefined) {
-        throw new WorkcellError(
-          "internal",
-          `Node ${ctx.nodeId} has no row in 'nodes': register the node before starting its sandbox manager.`,
-        );
-      }
-      let row = await ctx.store.read(tx, sandboxId);
-      if (row?.state === "running") {
-        // Another tier or file view needs other mounts: a generation no run uses any more
-        // (kept warm after its tree ended) is replaced; one still in use is a mismatch.
-        const otherMounts = !sameTier(row.containerId, request) || !sameFileView(row, request);
-        if (row.workdirPath !== request.workdirPath || (otherMounts && row.releasedAt === null)) {
-          return decide({
-            ok: false,
-            reason: "sandbox_identity_mismatch",
-            liveWorkdirPath: row.workdirPath,
-            ...(row.workdirPath === request.workdirPath && row.containerId !== null
-              ? { inUse: { tier: tierOfContainerId(row.containerId), fileView: row.fileView } }
-              : {}),
-          });
-        }
-        if (row.nodeId !== ctx.nodeId) {
-          // A lost node serves nothing: its row no longer holds the scope (§10). Its
-          // container goes when that node's reconciler sees the row is not live.
-          if (!(await ctx.store.isNodeLost(tx, row.nodeId, ctx.config.nodeTtlMs))) {
-            return decide({ ok: false, reason: "sandbox_on_other_node", nodeId: row.nodeId });
-          }
-          log.warn(
-            { generation: row.generation, lost_node_id: row.nodeId },
-            "sandbox row of a lost node; replacing it here",
-          );
-          await ctx.store.markFailed(tx, sandboxId, row.generation, "running");
-          if (nodeState !== "active") return decide({ ok: false, reason: "node_quiesced" });
-          return createGeneration(
-            ctx,
-            tx,
-            sandboxId,
-            { ...row, state: "failed" },
-            request,
-            signal,
-            progress,
-          );
-        }
-        if (nodeState !== "active") return decide({ ok: false, reason: "node_quiesced" });
-        if (otherMounts) {
-          log.info(
-            { generation: row.generation, file_view: row.fileView },
-            "replacing a kept-warm sandbox made for another tier or file view",
-          );
-          await destroyGeneration(ctx, sandboxId, row.generation, signal);
-          row = await ctx.store.read(tx, sandboxId);
-          return createGeneration(ctx, tx, sandboxId, row, request, signal, progress);
-        }
-        const handle = await reusable(ctx, row, signal);
-        if (handle) {
-          await ctx.store.takeForUse(tx, sandboxId, row.generation);
-          return decide({ ok: true, handle, created: false });
-        }
-        log.warn(
-          { generation: row.generation },
-          "live row without a running container; replacing it",
-        );
-        if (row.containerId !== null) {
-          // A stopped container of that generation is removed now rather than left
-          // for the reconciler (the driver re-checks its labels first).
-          const ref = { containerId: row.containerId, sandboxId, generation: row.generation };
-          await ctx.driver.destroy(ref, signal);
-        }
-        await ctx.store.markFailed(tx, sandboxId, row.generation, "running");
-      }
-      if (nodeState !== "active") return decide({ ok: false, reason: "node_quiesced" });
-      return createGeneration(ctx, tx, sandboxId, row, request, signal, progress);
+    const locked = await ctx.store.withSandboxLock(sandboxId, lockWaitMs, async (tx) => {
+      const row = await ctx.store.read(tx, sandboxId);
+      const node = await nodeView(ctx, tx, row, signal);
+      const decision = decideAcquire(row, request, node);
+      logDecision(ctx, sandboxId, request, decision, row);
+      return apply(ctx, tx, { sandboxId, row, request, node, decision, signal, progress });
     });
+    return locked.locked ? locked.value : { kind: "busy" };
   } catch (error) {
     // The transaction failed after the container started (lost connection, commit
     // error): its generation was rolled back, so the container must not outlive it.
     if (progress.started) await removeQuietly(ctx, progress.started);
     throw error;
   }
-  if ("error" in decided) throw decided.error;
-  if (decided.result.ok) register(ctx, decided.result.handle);
-  return decided.result;
 }
 
-/** A live sandbox serves only requests of its own tier (or naming none). */
-export function sameTier(containerId: string | null, request: { tier?: SandboxTier }): boolean {
-  return (
-    request.tier === undefined ||
-    containerId === null ||
-    tierOfContainerId(containerId) === request.tier
-  );
+type Applying = {
+  sandboxId: string;
+  row: SandboxRow | undefined;
+  request: AcquireRequest;
+  node: LocalView;
+  decision: AcquireDecision;
+  signal: AbortSignal;
+  progress: CreateProgress;
+};
+
+/** The decision's effects that belong in the locked transaction (no destroy among them). */
+async function apply(ctx: SandboxContext, tx: DbTransaction, a: Applying): Promise<Attempt> {
+  const { sandboxId, row, request, decision } = a;
+  switch (decision.kind) {
+    case "refuse":
+      return done(decide(decision.refusal));
+    case "reuse": {
+      if (a.node.handle === undefined) throw new Error("reuse decided without a live handle");
+      await ctx.store.takeForUse(tx, sandboxId, decision.generation);
+      return done(decide({ ok: true, handle: a.node.handle, created: false }));
+    }
+    case "replace_kept_warm":
+      return { kind: "destroy_first", generation: decision.generation };
+    case "create":
+      return done(await createGeneration(ctx, tx, sandboxId, row, request, a.signal, a.progress));
+    case "replace_lost_node":
+    case "replace_dead": {
+      await ctx.store.markFailed(tx, sandboxId, decision.generation, "running");
+      const failed = row === undefined ? undefined : { ...row, state: "failed" as const };
+      const created = await createGeneration(
+        ctx,
+        tx,
+        sandboxId,
+        failed,
+        request,
+        a.signal,
+        a.progress,
+      );
+      // A stopped container of the dead generation is removed once the lock is released,
+      // rather than left for the reconciler (the driver re-checks its labels first). A
+      // lost node's container is that node's reconciler's to remove.
+      const leftover =
+        decision.kind === "replace_dead" && decision.containerId !== null
+          ? { containerId: decision.containerId, sandboxId, generation: decision.generation }
+          : undefined;
+      return done(created, leftover);
+    }
+  }
 }
 
-/** A live sandbox serves only requests of its own file view (absent = `workspace`). */
-export function sameFileView(live: { fileView: FileView }, request: { fileView?: FileView }) {
-  return live.fileView === (request.fileView ?? DEFAULT_FILE_VIEW);
+function logDecision(
+  ctx: SandboxContext,
+  sandboxId: string,
+  request: AcquireRequest,
+  decision: AcquireDecision,
+  row: SandboxRow | undefined,
+): void {
+  const log = ctx.logger.child(lifecycleFields(sandboxId, request));
+  if (decision.kind === "replace_kept_warm") {
+    log.info(
+      { generation: decision.generation, file_view: row?.fileView },
+      "replacing a kept-warm sandbox made for another tier or file view",
+    );
+  } else if (decision.kind === "replace_lost_node") {
+    log.warn(
+      { generation: decision.generation, lost_node_id: decision.lostNodeId },
+      "sandbox row of a lost node; replacing it here",
+    );
+  } else if (decision.kind === "replace_dead") {
+    log.warn(
+      { generation: decision.generation },
+      "live row without a running container; replacing it",
+    );
+  }
+}
+
+const done = (decided: Decision, leftover?: ContainerRef): Attempt => ({
+  kind: "done",
+  decided,
+  leftover,
+});
+
+/** The node's view plus the live handle when the row's generation runs here. */
+type LocalView = NodeView & { handle?: SandboxHandle | undefined };
+
+/**
+ * The facts decideAcquire needs besides the row, each read only when it can matter: the
+ * node's state (FOR KEY SHARE, so that a quiesce waits for this create), whether another
+ * node holding the row is lost, whether this node's generation still runs.
+ */
+async function nodeView(
+  ctx: SandboxContext,
+  tx: DbTransaction,
+  row: SandboxRow | undefined,
+  signal: AbortSignal,
+): Promise<LocalView> {
+  const state = await ctx.store.nodeStateForCreate(tx, ctx.nodeId);
+  if (state === undefined) {
+    throw new WorkcellError(
+      "internal",
+      `Node ${ctx.nodeId} has no row in 'nodes': register the node before starting its sandbox manager.`,
+    );
+  }
+  const view = { id: ctx.nodeId, state, rowNodeLost: false, rowRunningHere: false };
+  if (row?.state !== "running") return view;
+  if (row.nodeId !== ctx.nodeId) {
+    const lost = await ctx.store.isNodeLost(tx, row.nodeId, ctx.config.nodeTtlMs);
+    return { ...view, rowNodeLost: lost };
+  }
+  const handle = await reusable(ctx, row, signal);
+  return { ...view, rowRunningHere: handle !== undefined, handle };
 }
 
 /**
@@ -281,7 +349,7 @@ async function reusable(
   return handleFromRow(row);
 }
 
-async function removeQuietly(ctx: SandboxContext, c: SandboxContainer): Promise<void> {
+async function removeQuietly(ctx: SandboxContext, c: ContainerRef): Promise<void> {
   try {
     await ctx.driver.destroy(c, AbortSignal.timeout(ctx.config.createTimeoutMs));
   } catch (error) {

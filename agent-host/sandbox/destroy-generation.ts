@@ -7,6 +7,11 @@ import { tierOfContainerId } from "./sandbox-tier.ts";
 export type DestroyOptions = {
   /** Reaper mode: only if still reapable at the claim (idle or released), never while pinned. */
   idle?: ReapWindow;
+  /**
+   * Kept-warm replace (acquire): only if its tree's release still stands at the claim (no
+   * run took it since), never while pinned.
+   */
+  releasedOnly?: boolean;
 };
 
 export type DestroyGenerationOutcome = FencedOutcome | { ok: false; reason: "in_use" };
@@ -38,8 +43,9 @@ export async function destroyGeneration(
     generation,
   });
   if (mine) {
-    // The reaper never waits for a busy sandbox: in use means not idle.
-    if (options.idle !== undefined && mine.pins.pinned > 0) return { ok: false, reason: "in_use" };
+    // The reaper and a replace never wait for a busy sandbox: in use means not idle.
+    const conditional = options.idle !== undefined || options.releasedOnly === true;
+    if (conditional && mine.pins.pinned > 0) return { ok: false, reason: "in_use" };
     if (!mine.pins.beginClose()) {
       // Another closer of this generation is at work; whatever it decides, this
       // caller's generation is not live for it any more.
@@ -50,7 +56,8 @@ export async function destroyGeneration(
 
   let claim: Awaited<ReturnType<typeof ctx.store.claimDestroy>>;
   try {
-    claim = await ctx.store.claimDestroy(sandboxId, generation, options.idle);
+    const condition = options.releasedOnly === true ? "released" : options.idle;
+    claim = await ctx.store.claimDestroy(sandboxId, generation, condition);
   } catch (error) {
     mine?.pins.reopen();
     throw error;

@@ -5,14 +5,10 @@ import { sandboxId as sandboxIdOf } from "../../shared/identity/sandbox-id.ts";
 import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { isCanonicalUuid } from "../../shared/paths/canonical-uuid.ts";
 import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
-import {
-  type AcquireRequest,
-  type AcquireResult,
-  sameFileView,
-  sameTier,
-} from "./acquire-sandbox.ts";
+import type { AcquireRequest, AcquireResult } from "./acquire-sandbox.ts";
 import { BackgroundTasks } from "./background-tasks.ts";
 import { acquireCoalesced } from "./coalesced-acquire.ts";
+import { sameFileView, sameTier } from "./decide-acquire.ts";
 import { destroyGeneration } from "./destroy-generation.ts";
 import type { ExecRequest } from "./driver.ts";
 import { execInGeneration, type ManagedExecOutcome } from "./exec-in-generation.ts";

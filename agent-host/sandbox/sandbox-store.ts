@@ -8,7 +8,6 @@ import {
   type Sandbox,
   sandboxes,
 } from "../../shared/db/schema/sandboxes.ts";
-import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { FileView } from "../../shared/paths/file-view.ts";
 import { nodeIsLost } from "../../shared/runs/node-liveness.ts";
 
@@ -66,6 +65,15 @@ function reapable(idle: ReapWindow) {
   );
 }
 
+/** A locked call's value, or `locked: false` when the lock was not had (nothing ran). */
+export type Locked<T> = { locked: true; value: T } | { locked: false };
+
+/**
+ * Which running generation a destroy may claim: any, one still reapable (the reaper's
+ * re-check), or one still released by its ended tree (a kept-warm replace).
+ */
+export type DestroyCondition = ReapWindow | "released";
+
 export class SandboxStore {
   readonly #db: Db;
 
@@ -79,40 +87,39 @@ export class SandboxStore {
    * creates; the others wait, then find the result. It is a transaction lock, so a
    * crashed holder (kill -9, lost connection) releases it, and everything it wrote is
    * rolled back with it: a container it had started is then orphaned, never adopted,
-   * and the reconciler removes it.
+   * and the reconciler removes it. `{locked: false}` when the lock stayed held for
+   * `lockTimeoutMs` (nothing ran). `fn` must use `tx` alone: a statement on another
+   * pooled connection may wait for this transaction's own connection (issue 32).
    */
-  withSandboxLock<T>(
+  async withSandboxLock<T>(
     sandboxId: string,
     lockTimeoutMs: number,
     fn: (tx: DbTransaction) => Promise<T>,
-  ): Promise<T> {
-    return this.#db.transaction(async (tx) => {
-      await tx.execute(sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`);
-      // The wait may be longer than the connection's statement_timeout (DB_STATEMENT_TIMEOUT_SECONDS).
-      await tx.execute(
-        sql`select set_config('statement_timeout', ${`${lockTimeoutMs + LOCK_STATEMENT_MARGIN_MS}ms`}, true)`,
-      );
-      try {
-        await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(sandboxId)})`);
-      } catch (error) {
-        if (sqlStateOf(error) !== PG_LOCK_NOT_AVAILABLE) throw error;
-        throw new WorkcellError(
-          "unavailable",
-          "Another agent-host is still creating or deciding this sandbox: retry shortly.",
-          { details: { sandbox_id: sandboxId }, cause: error },
+  ): Promise<Locked<T>> {
+    try {
+      return await this.#db.transaction(async (tx) => {
+        await tx.execute(sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`);
+        // The wait may be longer than the connection's statement_timeout (DB_STATEMENT_TIMEOUT_SECONDS).
+        await tx.execute(
+          sql`select set_config('statement_timeout', ${`${lockTimeoutMs + LOCK_STATEMENT_MARGIN_MS}ms`}, true)`,
         );
-      }
-      await tx.execute(sql`select set_config('lock_timeout', '0', true)`);
-      await tx.execute(sql`set local statement_timeout to default`);
-      return fn(tx);
-    });
+        await tx.execute(sql`select pg_advisory_xact_lock(${lockKey(sandboxId)})`);
+        await tx.execute(sql`select set_config('lock_timeout', '0', true)`);
+        await tx.execute(sql`set local statement_timeout to default`);
+        return { locked: true, value: await fn(tx) } as const;
+      });
+    } catch (error) {
+      // Only the lock wait sets lock_timeout: `fn` runs with it reset to 0 (none).
+      if (sqlStateOf(error) !== PG_LOCK_NOT_AVAILABLE) throw error;
+      return { locked: false };
+    }
   }
 
   /** Like withSandboxLock, but gives up at once (undefined) when someone holds the lock. */
   withSandboxLockIfFree<T>(
     sandboxId: string,
     fn: (tx: DbTransaction) => Promise<T>,
-  ): Promise<{ locked: true; value: T } | { locked: false }> {
+  ): Promise<Locked<T>> {
     return this.#db.transaction(async (tx) => {
       const [row] = await executeRows<{ locked: boolean }>(
         tx,
@@ -274,20 +281,26 @@ export class SandboxStore {
   }
 
   /**
-   * running → destroying for exactly this generation; with `idle`, only if it is still
-   * reapable at this instant (the reaper's re-check, atomic with the claim). Returns the
-   * container id to remove, or undefined when the claim lost.
+   * running → destroying for exactly this generation; with a condition, only if it still
+   * holds at this instant (atomic with the claim). Returns the container id to remove,
+   * or undefined when the claim lost.
    */
   async claimDestroy(
     sandboxId: string,
     generation: number,
-    idle?: ReapWindow,
+    condition?: DestroyCondition,
   ): Promise<{ containerId: string | null } | undefined> {
     const fence = this.#current(sandboxId, generation, "running");
+    const still =
+      condition === undefined
+        ? undefined
+        : condition === "released"
+          ? isNotNull(sandboxes.releasedAt)
+          : reapable(condition);
     const [row] = await this.#db
       .update(sandboxes)
       .set({ state: "destroying", updatedAt: sql`now()` })
-      .where(idle === undefined ? fence : and(fence, reapable(idle)))
+      .where(still === undefined ? fence : and(fence, still))
       .returning({ containerId: sandboxes.containerId });
     return row;
   }

@@ -12,6 +12,7 @@ import { parseEnv } from "../../shared/env/parse-env.ts";
 import { postgresListen } from "../../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createProcessMetrics, serveProcessMetrics } from "../../shared/metrics/process-metrics.ts";
+import { onStopSignals } from "../../shared/process/bounded-shutdown.ts";
 import { startTracing } from "../../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { createApp } from "../app.ts";
@@ -31,6 +32,11 @@ const nodeEnvSchema = z.object({
   SWEEP_INTERVAL_MS: intVar(1_000, 3_600_000)
     .optional()
     .describe("Also run the dispatch sweeper in-process every this many ms (when no cron does)."),
+  SHUTDOWN_TIMEOUT_SECONDS: intVar(1, 600)
+    .default(30)
+    .describe(
+      "SIGTERM/SIGINT: the clean stop may take this long, then the process exits anyway, logging what it abandoned (default 30).",
+    ),
   ...metricsEnvShape,
 });
 
@@ -86,22 +92,26 @@ const sweeper =
         nodeEnv.SWEEP_INTERVAL_MS,
       );
 
-async function shutdown(signal: string): Promise<void> {
-  if (stopping.signal.aborted) return;
-  stopping.abort();
-  logger.info({ signal }, "shutting down");
-  await new Promise<void>((done) => server.close(() => done()));
-  await sweeper;
-  // Every request has had its dispatch answered (server.close waited for them).
-  await sqsSender.close();
-  await metricsServer?.close();
-  await runEvents.close();
-  await sql.end({ timeout: 5 });
-  // Spans still buffered are exported before the process goes.
-  await tracing
-    .shutdown()
-    .catch((error: unknown) => logger.warn({ err: error }, "trace export failed"));
-  process.exit(0);
-}
-process.on("SIGINT", () => void shutdown("SIGINT"));
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
+// SIGTERM / SIGINT end the process within SHUTDOWN_TIMEOUT_SECONDS whatever it waits on
+// (a database that stopped answering holds server.close and the sweeper).
+onStopSignals({
+  logger,
+  deadlineMs: nodeEnv.SHUTDOWN_TIMEOUT_SECONDS * 1000,
+  steps: [
+    {
+      name: "http server",
+      run: () => {
+        stopping.abort();
+        return new Promise<void>((done) => server.close(() => done()));
+      },
+    },
+    { name: "sweeper", run: () => sweeper },
+    // Every request has had its dispatch answered (server.close waited for them).
+    { name: "sqs sender", run: () => sqsSender.close() },
+    { name: "metrics server", run: async () => metricsServer?.close() },
+    { name: "run events", run: () => runEvents.close() },
+    { name: "database pool", run: () => sql.end({ timeout: 5 }) },
+    // Spans still buffered are exported before the process goes.
+    { name: "trace export", run: () => tracing.shutdown() },
+  ],
+});

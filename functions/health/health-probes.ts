@@ -1,6 +1,7 @@
 import { HeadBucketCommand, type S3Client } from "@aws-sdk/client-s3";
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { and, eq, not, sql } from "drizzle-orm";
+import { abortable } from "../../shared/async/abortable.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { nodes } from "../../shared/db/schema/nodes.ts";
 import { DEFAULT_NODE_TTL_MS, nodeIsLost } from "../../shared/runs/node-liveness.ts";
@@ -32,8 +33,11 @@ export type HealthProbeTargets = {
  */
 export function createHealthProbes(t: HealthProbeTargets): HealthProbes {
   return {
-    db: async () => {
-      await t.db.execute(sql`select 1`);
+    // A drizzle query takes no signal: the probe stops waiting at the signal (the query
+    // itself ends with its connection's statement_timeout), so a hung database is "down"
+    // in time instead of holding the health check (issue 32 (3)).
+    db: async (signal) => {
+      await abortable(t.db.execute(sql`select 1`), signal, "the database");
     },
     queue: async (signal) => {
       await t.sqs.send(
@@ -41,8 +45,8 @@ export function createHealthProbes(t: HealthProbeTargets): HealthProbes {
         { abortSignal: signal },
       );
     },
-    nodesReady: async () => {
-      const [row] = await t.db
+    nodesReady: async (signal) => {
+      const query = t.db
         .select({ nodeId: nodes.nodeId })
         .from(nodes)
         .where(
@@ -53,6 +57,7 @@ export function createHealthProbes(t: HealthProbeTargets): HealthProbes {
           ),
         )
         .limit(1);
+      const [row] = await abortable(query, signal, "the database");
       return row !== undefined;
     },
     storage: async (signal) => {

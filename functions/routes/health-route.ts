@@ -1,5 +1,7 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { abortable } from "../../shared/async/abortable.ts";
 import { healthzBodySchema } from "../../shared/contracts/health.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { AppEnv } from "../app-env.ts";
 import type { HealthProbes } from "../health/health-probes.ts";
 
@@ -22,7 +24,11 @@ const route = createRoute({
   },
 });
 
-export function registerHealthRoute(app: OpenAPIHono<AppEnv>, probes: HealthProbes): void {
+export function registerHealthRoute(
+  app: OpenAPIHono<AppEnv>,
+  probes: HealthProbes,
+  metrics: WorkcellMetrics,
+): void {
   app.openapi(route, async (c) => {
     const signal = AbortSignal.any([
       c.req.raw.signal,
@@ -30,7 +36,8 @@ export function registerHealthRoute(app: OpenAPIHono<AppEnv>, probes: HealthProb
     ]);
     const state = async (probe: "db" | "queue" | "storage") => {
       try {
-        await probes[probe](signal);
+        // Bounded here too: a probe that ignores its signal cannot hold the answer.
+        await abortable(probes[probe](signal), signal, probe);
         return "ok" as const;
       } catch (error) {
         c.var.logger.warn({ err: error, probe }, "health probe failed");
@@ -39,7 +46,8 @@ export function registerHealthRoute(app: OpenAPIHono<AppEnv>, probes: HealthProb
     };
     const nodesState = async () => {
       try {
-        return (await probes.nodesReady(signal)) ? ("ok" as const) : ("none_ready" as const);
+        const ready = await abortable(probes.nodesReady(signal), signal, "nodes");
+        return ready ? ("ok" as const) : ("none_ready" as const);
       } catch (error) {
         c.var.logger.warn({ err: error, probe: "nodes" }, "health probe failed");
         return "none_ready" as const;
@@ -51,6 +59,7 @@ export function registerHealthRoute(app: OpenAPIHono<AppEnv>, probes: HealthProb
       state("storage"),
       nodesState(),
     ]);
+    metrics.dbUp.set(db === "ok" ? 1 : 0);
     const ok = db === "ok" && queue === "ok" && storage === "ok";
     // No node ready is not the API's failure (it still accepts runs; they wait): 200.
     const status = !ok

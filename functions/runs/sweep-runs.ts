@@ -32,7 +32,7 @@ type Settled<T> =
  * scope re-dispatched in step 2 is not handed back for a sandbox owned by a dead node.
  *
  * The steps run one after the other, never concurrently: the Lambda and Workers entries
- * have one connection and PGlite has one, and each step runs its own transactions. Step 1
+ * have one connection, and each step runs its own transactions. Step 1
  * takes no sweeper lock: each scope is decided under its tree lock with the runs re-read
  * FOR UPDATE, so two sweeps at once end each run once (the second finds it not running).
  *

@@ -49,15 +49,12 @@ export function createS3SkillArchiveUploads(p: {
       signal.throwIfAborted();
       const uploadId = crypto.randomUUID();
       const now = p.now?.() ?? new Date();
-      const url = await getSignedUrl(
-        p.presignS3 ?? p.s3,
-        new PutObjectCommand({
-          Bucket: p.bucket,
-          Key: keyOf(uploadId),
-          ContentType: SKILL_ARCHIVE_CONTENT_TYPE,
-        }),
-        { expiresIn: ttl },
-      );
+      const url = await presignSkillArchivePut(p.presignS3 ?? p.s3, {
+        bucket: p.bucket,
+        key: keyOf(uploadId),
+        expiresInSeconds: ttl,
+        signedAt: now,
+      });
       return {
         uploadId,
         url,
@@ -86,4 +83,24 @@ export function createS3SkillArchiveUploads(p: {
       });
     },
   };
+}
+
+/**
+ * The presigned PUT of one skill archive (its size is checked after the upload, so the
+ * signature covers the key, method, content type and expiry, not the length). Exported for
+ * the local Workcell's upload path, which re-derives it to verify what a URL grants.
+ */
+export function presignSkillArchivePut(
+  s3: S3Client,
+  p: { bucket: string; key: string; expiresInSeconds: number; signedAt: Date },
+): Promise<string> {
+  return getSignedUrl(
+    s3,
+    new PutObjectCommand({
+      Bucket: p.bucket,
+      Key: p.key,
+      ContentType: SKILL_ARCHIVE_CONTENT_TYPE,
+    }),
+    { expiresIn: p.expiresInSeconds, signingDate: p.signedAt },
+  );
 }

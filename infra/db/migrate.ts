@@ -1,5 +1,4 @@
 import { join } from "node:path";
-import type { PGlite } from "@electric-sql/pglite";
 import type { Sql } from "postgres";
 import { type AppliedMigration, assertSchemaNotNewer, knownMigrations } from "./schema-version.ts";
 
@@ -11,7 +10,7 @@ export const migrationsFolder = join(import.meta.dirname, "../../shared/db/migra
 // grants), so it can never collide with the app's own locks.
 export const MIGRATION_LOCK_KEYS = [0x57434c4c, 1] as const;
 
-export type MigrationTarget = Sql | PGlite;
+export type MigrationTarget = Sql;
 
 export type MigrateOptions = {
   /** Where the SQL and meta/_journal.json are; a bundled Lambda passes its copy. */
@@ -39,9 +38,7 @@ export async function migrate(
   target: MigrationTarget,
   options: MigrateOptions = {},
 ): Promise<MigrationResult> {
-  // A postgres.js client is a tagged-template function; a PGlite instance is an object.
-  if (typeof target === "function") return migratePostgres(target, options);
-  return migratePglite(target, options);
+  return migratePostgres(target, options);
 }
 
 // drizzle's migrator alone is not safe against a concurrent migrator: it reads the last
@@ -58,7 +55,7 @@ export async function migratePostgres(
 ): Promise<MigrationResult> {
   const folder = options.migrationsFolder ?? migrationsFolder;
   const known = knownMigrations(folder);
-  // Loaded lazily so a PGlite-only process never loads the postgres.js driver and vice versa.
+  // Loaded lazily: only a migrating process needs drizzle's migrator.
   const [{ drizzle }, { migrate: drizzleMigrate }] = await Promise.all([
     import("drizzle-orm/postgres-js"),
     import("drizzle-orm/postgres-js/migrator"),
@@ -87,27 +84,6 @@ export async function migratePostgres(
     restore(sql.options.parsers, parsers);
     restore(sql.options.serializers, serializers);
   }
-}
-
-// PGlite is one in-process backend owned by one process: there is no second migrator to
-// exclude (and its advisory locks never contend anyway).
-export async function migratePglite(
-  pglite: PGlite,
-  options: MigrateOptions = {},
-): Promise<MigrationResult> {
-  const folder = options.migrationsFolder ?? migrationsFolder;
-  const known = knownMigrations(folder);
-  const [{ drizzle }, { migrate: drizzleMigrate }] = await Promise.all([
-    import("drizzle-orm/pglite"),
-    import("drizzle-orm/pglite/migrator"),
-  ]);
-  const present = await pglite.query<{ present: boolean }>(HAS_TABLE_SQL);
-  const before = present.rows[0]?.present
-    ? toApplied((await pglite.query<AppliedRow>(APPLIED_SQL)).rows)
-    : [];
-  assertSchemaNotNewer(before, known);
-  await drizzleMigrate(drizzle(pglite), { migrationsFolder: folder });
-  return { applied: known.length - before.length, total: known.length };
 }
 
 async function appliedPostgres(sql: Sql): Promise<AppliedMigration[]> {

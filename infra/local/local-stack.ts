@@ -3,10 +3,10 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { PGlite } from "@electric-sql/pglite";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import Docker from "dockerode";
 import type { Logger } from "pino";
+import postgres from "postgres";
 import { Registry } from "prom-client";
 import { startAgentHost } from "../../agent-host/agent-host.ts";
 import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
@@ -36,21 +36,34 @@ import { createNotifyRunEventWaiter } from "../../functions/run-events/notify-ru
 import { runSweeperLoop } from "../../functions/runs/sweeper-loop.ts";
 import { createSkillsDeps } from "../../functions/skills/create-skills-deps.ts";
 import { importCapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
+import { createDb } from "../../shared/db/client.ts";
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
+import { DEFAULT_DB_STATEMENT_TIMEOUT_SECONDS } from "../../shared/env/liveness-env.ts";
 import type { LocalEnv } from "../../shared/env/local-env.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import { postgresListen } from "../../shared/listen/postgres-listen.ts";
 import {
   createWorkcellMetrics,
   type WorkcellMetrics,
 } from "../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
-import { createPgliteDb } from "../db/create-pglite-db.ts";
 import { migrate } from "../db/migrate.ts";
 import { LOCAL_S3_PROXY_PATH } from "./console/console-config.ts";
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER } from "./dev-token.ts";
 import { ensureLocalAwsResources } from "./local-aws.ts";
+import { startLocalPostgres } from "./local-postgres.ts";
 import { type LocalSecrets, loadOrCreateLocalSecrets } from "./local-secrets.ts";
-import { localAwsCredentials, startLoopbackFauxqs } from "./loopback-fauxqs.ts";
+import {
+  localAwsCredentials,
+  localUploadCredentials,
+  startLoopbackFauxqs,
+} from "./loopback-fauxqs.ts";
+
+/**
+ * Both planes share one pool: the run worker's 2 × concurrency + 4 (agent-host/runs/
+ * README.md) at the local concurrency, plus the API's requests and the sweeper.
+ */
+const LOCAL_POOL_SIZE = 24;
 
 /** Dev tokens minted with `--admin` carry this boolean claim. */
 export const LOCAL_ADMIN_CLAIM = "admin";
@@ -82,6 +95,8 @@ export function localDataPlaneOrigins(env: LocalEnv): CorsOrigins {
 export type LocalStack = {
   app: OpenAPIHono<AppEnv>;
   awsEndpoint: string;
+  /** The verified browser upload path's S3 clients (console/s3-upload-proxy.ts). */
+  uploadClients: { presigner: S3Client; emulator: S3Client };
   /** The agent-host data plane (files of Workdirs, with capabilities from the API). */
   dataPlaneUrl: string;
   secrets: LocalSecrets;
@@ -92,9 +107,10 @@ export type LocalStack = {
 /**
  * Boots the embedded infrastructure and wires both planes to it in one process: the
  * functions app and one agent-host (data plane, skills, sandboxes, run worker). Each part
- * is the real engine used the way the cloud uses its managed twin: PGlite speaks
- * PostgreSQL (same migrations), fauxqs speaks the SQS and S3 wire protocols to the real
- * AWS SDK, Docker runs the sandboxes.
+ * is the real engine used the way the cloud uses its managed twin: PostgreSQL itself
+ * (the machine's server binaries, started here with its data under DATA_DIR/postgres),
+ * fauxqs speaks the SQS and S3 wire protocols to the real AWS SDK, Docker runs the
+ * sandboxes.
  */
 export async function startLocalStack(p: {
   env: LocalEnv;
@@ -115,12 +131,20 @@ export async function startLocalStack(p: {
   try {
     const secrets = await loadOrCreateLocalSecrets(p.dataDir);
 
-    const pglite = await PGlite.create(join(p.dataDir, "pg"));
-    stops.push(() => pglite.close());
-    await migrate(pglite);
-    const db = createPgliteDb(pglite);
-    const listen = (channel: string, onPayload: (payload: string) => void) =>
-      pglite.listen(channel, onPayload);
+    const pg = await startLocalPostgres(p.dataDir, p.logger);
+    stops.push(() => pg.stop());
+    const sql = postgres({
+      ...pg.connection(),
+      max: LOCAL_POOL_SIZE,
+      onnotice: () => {},
+      connect_timeout: 10,
+      // No statement may hang for ever; longer waits (the sandbox lock) raise it locally.
+      connection: { statement_timeout: DEFAULT_DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
+    });
+    stops.push(() => sql.end({ timeout: 5 }));
+    await migrate(sql);
+    const db = createDb(sql);
+    const listen = postgresListen(sql);
 
     const credentials = localAwsCredentials(secrets.devJwtSecret);
     const fauxqs = await startLoopbackFauxqs(
@@ -136,11 +160,13 @@ export async function startLocalStack(p: {
     const aws = { endpoint: fauxqs.address, region: "us-east-1", credentials };
     const sqs = new SQSClient(aws);
     const s3 = new S3Client({ ...aws, forcePathStyle: true });
-    // Browsers upload through the local server's same-origin proxy (console/s3-upload-
-    // proxy.ts): fauxqs answers CORS preflights with 404. Presigning is pure computation,
-    // so this client only changes the host and path prefix of the upload URLs.
+    // Browsers upload through the local server's same-origin path (console/s3-upload-
+    // proxy.ts): fauxqs answers CORS preflights with 404. Upload URLs are presigned with
+    // credentials of their own, which the emulator refuses: the path verifies each PUT
+    // against them and forwards it signed with the emulator's, which never leave here.
     const browserS3 = new S3Client({
       ...aws,
+      credentials: localUploadCredentials(secrets.devJwtSecret),
       endpoint: `${p.publicUrl}${LOCAL_S3_PROXY_PATH}`,
       forcePathStyle: true,
     });
@@ -283,6 +309,7 @@ export async function startLocalStack(p: {
     return {
       app,
       awsEndpoint: fauxqs.address,
+      uploadClients: { presigner: browserS3, emulator: s3 },
       dataPlaneUrl,
       secrets,
       sandboxDriver: agentHost.sandboxDriver,

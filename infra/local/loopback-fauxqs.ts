@@ -21,6 +21,20 @@ export function localAwsCredentials(devJwtSecret: string): LocalAwsCredentials {
 }
 
 /**
+ * The credentials upload URLs handed to users are presigned with: derived like the
+ * emulator's but with other labels, so the emulator refuses them; only the local upload
+ * path (console/verify-presigned-put.ts) accepts URLs signed with them, after verifying
+ * the signature for the one object, size and expiry the server granted.
+ */
+export function localUploadCredentials(devJwtSecret: string): LocalAwsCredentials {
+  const derive = (label: string) => createHmac("sha256", devJwtSecret).update(label).digest("hex");
+  return {
+    accessKeyId: `WCU${derive("workcell-local-upload-access-key-id").slice(0, 17).toUpperCase()}`,
+    secretAccessKey: derive("workcell-local-upload-secret-access-key"),
+  };
+}
+
+/**
  * fauxqs as the local Workcell runs it: bound to loopback, and answering only requests
  * signed with this install's access key id (header or presigned-query SigV4); anything
  * else gets 403 before fauxqs sees it.
@@ -31,9 +45,9 @@ export function localAwsCredentials(devJwtSecret: string): LocalAwsCredentials {
  * loopback and remembers the server, whose request listener is then wrapped. Rewriting
  * only ever narrows a bind, so another server starting in that window loses nothing.
  *
- * The signature itself is not verified (fauxqs does not, and re-deriving SigV4 over
- * every body would mean re-implementing the SDK's signer in front of it): the access key
- * id acts as the shared secret, on a socket only this machine can reach. docs/decisions/0016.
+ * The signature itself is not verified (fauxqs does not): the access key id acts as the
+ * shared secret, on a socket only this machine can reach, and it never leaves the server
+ * (upload URLs carry other credentials: localUploadCredentials). docs/decisions/0016, 0094.
  */
 export async function startLoopbackFauxqs(
   options: Parameters<typeof startFauxqs>[0],

@@ -1,5 +1,5 @@
 // The local Workcell in one Node process (docs/architecture.md §8): the functions app on a
-// local port, embedded PostgreSQL (PGlite) and emulated SQS + S3 (fauxqs), all state
+// local port, PostgreSQL (started and stopped by this process) and emulated SQS + S3 (fauxqs), all state
 // under DATA_DIR, migrations applied at start. `npm start`, or scripts/local.sh on a
 // fresh machine. Ctrl-C stops it cleanly; starting again keeps the data.
 import { mkdir } from "node:fs/promises";
@@ -10,11 +10,15 @@ import { localEnvSchema } from "../../shared/env/local-env.ts";
 import { parseEnv } from "../../shared/env/parse-env.ts";
 import { loggerOptions } from "../../shared/logging/safe-error-serializer.ts";
 import { createProcessMetrics, serveProcessMetrics } from "../../shared/metrics/process-metrics.ts";
+import { onStopSignals } from "../../shared/process/bounded-shutdown.ts";
 import { startTracing } from "../../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../../shared/telemetry/tracing-env.ts";
 import { printBanner } from "./banner.ts";
 import { createLocalServerApp } from "./console/local-server-app.ts";
 import { startLocalStack } from "./local-stack.ts";
+
+/** The whole clean stop (runs handed back, sandboxes destroyed, PostgreSQL stopped). */
+const LOCAL_SHUTDOWN_DEADLINE_MS = 30_000;
 
 const env = parseEnv(localEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
@@ -37,7 +41,7 @@ const app = createLocalServerApp({
   api: stack.app,
   // Relative to the repository (not the cwd), like the rest of `npm start`'s defaults.
   consoleDir: resolve(import.meta.dirname, "../..", env.CONSOLE_DIR),
-  awsEndpoint: stack.awsEndpoint,
+  uploads: { awsEndpoint: stack.awsEndpoint, ...stack.uploadClients },
   devJwtSecret: stack.secrets.devJwtSecret,
 });
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: "127.0.0.1" });
@@ -48,18 +52,15 @@ const metricsServer = await serveProcessMetrics(metrics, {
 });
 printBanner({ url, dataDir, stack });
 
-let stopping = false;
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, "shutting down");
-  await new Promise<void>((done) => server.close(() => done()));
-  await stack.stop();
-  await tracing
-    .shutdown()
-    .catch((error: unknown) => logger.warn({ err: error }, "trace export failed"));
-  await metricsServer?.close();
-  process.exit(0);
-}
-process.on("SIGINT", () => void shutdown("SIGINT"));
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
+// Ctrl-C or SIGTERM ends the process within LOCAL_SHUTDOWN_DEADLINE_MS whatever it waits
+// on; a PostgreSQL left running by an abandoned stop is stopped by the next start.
+onStopSignals({
+  logger,
+  deadlineMs: LOCAL_SHUTDOWN_DEADLINE_MS,
+  steps: [
+    { name: "http server", run: () => new Promise<void>((done) => server.close(() => done())) },
+    { name: "local stack", run: () => stack.stop() },
+    { name: "trace export", run: () => tracing.shutdown() },
+    { name: "metrics server", run: async () => metricsServer?.close() },
+  ],
+});

@@ -1,20 +1,17 @@
 import type { ExtractTablesWithRelations } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
-import type { PgliteDatabase } from "drizzle-orm/pglite";
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import type { Sql } from "postgres";
 import * as schema from "./schema.ts";
 
 export type Schema = typeof schema;
 
-// postgres.js in the cloud (Lambda, Workers via nodejs_compat, agent-hosts).
+// postgres.js everywhere: the cloud (Lambda, Workers via nodejs_compat, agent-hosts) and
+// the local Workcell, which runs PostgreSQL itself (docs/decisions/0092).
 export type PostgresDb = PostgresJsDatabase<Schema>;
-// PGlite in the one-process local mode (created by infra/db/create-pglite-db.ts; PGlite
-// itself is not loaded from shared/).
-export type PgliteDb = PgliteDatabase<Schema>;
 
-// What services and repositories should accept: either driver. Only the raw result
-// shape of `db.execute()` differs between them, so prefer the query builder.
+// What services and repositories accept. Prefer the query builder; raw statements go
+// through executeRows (execute-rows.ts) for their typed rows.
 export type Db = PgDatabase<PgQueryResultHKT, Schema, ExtractTablesWithRelations<Schema>>;
 export type DbTransaction = PgTransaction<
   PgQueryResultHKT,

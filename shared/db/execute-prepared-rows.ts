@@ -30,7 +30,7 @@ export function prepareStatement(name: string, query: SQL): PreparedStatement {
  * its socket writes per request (docs/decisions/0087). For hot statements whose text is
  * fixed (only the parameters vary): every distinct text is one more statement held by each
  * connection. A client made with `prepare: false` (a transaction-mode pooler) still runs
- * it unnamed; PGlite ignores the name. Same result shape as executeRows. A placeholder
+ * it unnamed. Same result shape as executeRows. A placeholder
  * without a value in `values` throws before anything is sent.
  */
 export async function executePreparedStatement<T>(

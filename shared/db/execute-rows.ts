@@ -1,16 +1,13 @@
 import type { SQL } from "drizzle-orm";
 import type { DbOrTransaction } from "./client.ts";
 
-/**
- * Rows of a raw statement. `db.execute()` returns the rows themselves on postgres.js and
- * `{rows}` on PGlite (the local one-process mode); both planes must run on both.
- */
+/** Rows of a raw statement, typed (drizzle's `execute()` is typed for any driver). */
 export async function executeRows<T>(db: DbOrTransaction, query: SQL): Promise<T[]> {
   return rowsOf<T>(await db.execute(query));
 }
 
-/** The rows of a driver's result: the array itself (postgres.js) or its `rows` (PGlite). */
+/** The rows of a postgres.js result (the array itself). */
 export function rowsOf<T>(result: unknown): T[] {
-  if (Array.isArray(result)) return result as T[];
-  return ((result as { rows?: T[] }).rows ?? []) as T[];
+  if (!Array.isArray(result)) throw new Error("expected a postgres.js row list");
+  return result as T[];
 }

@@ -14,14 +14,13 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
 
 interface PgErrorFields {
   readonly code: string;
-  /** postgres.js calls it `constraint_name`, PGlite `constraint`. */
+  /** postgres.js's name for the constraint a violation names. */
   readonly constraint_name?: unknown;
-  readonly constraint?: unknown;
 }
 
 /**
- * The Postgres error in an error's cause chain (drizzle wraps the driver's error; both
- * postgres.js and PGlite set `code`), recognised by a five-character SQLSTATE so that a
+ * The Postgres error in an error's cause chain (drizzle wraps the driver's error;
+ * postgres.js sets `code`), recognised by a five-character SQLSTATE so that a
  * Node system error (`ECONNREFUSED`) is never taken for one.
  */
 function pgErrorOf(error: unknown): PgErrorFields | undefined {
@@ -45,7 +44,7 @@ export function sqlStateOf(error: unknown): string | undefined {
  */
 export function constraintOf(error: unknown): string | undefined {
   const pg = pgErrorOf(error);
-  const name = pg?.constraint_name ?? pg?.constraint;
+  const name = pg?.constraint_name;
   return typeof name === "string" ? name : undefined;
 }
 

@@ -1,6 +1,8 @@
+import type { Context } from "@opentelemetry/api";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import type { HttpPlane, WorkcellMetrics } from "../metrics/workcell-metrics.ts";
+import { traceLogFields } from "../telemetry/trace-log-fields.ts";
 import { routeTemplate } from "./route-template.ts";
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
@@ -30,6 +32,8 @@ export type RequestContextEnv = {
     errorCode: string;
     /** Set by errorHandler when its app logs refusal reasons (`details.reason`). */
     errorReason: unknown;
+    /** Set by traceRequests when it runs first: the request span's context. */
+    trace: Context;
   };
 };
 
@@ -58,9 +62,14 @@ export function requestContext<E extends RequestContextEnv = RequestContextEnv>(
     const started = performance.now();
     const requestId = safeRequestId(c.req.header(REQUEST_ID_HEADER)) ?? crypto.randomUUID();
     c.set("requestId", requestId);
-    c.set("logger", logger.child({ request_id: requestId }));
+    c.set("logger", logger.child({ request_id: requestId, ...traceLogFields(c.get("trace")) }));
     c.header(REQUEST_ID_HEADER, requestId);
-    await next();
+    metrics.httpRequestsInFlight.inc({ plane });
+    try {
+      await next();
+    } finally {
+      metrics.httpRequestsInFlight.dec({ plane });
+    }
     const seconds = (performance.now() - started) / 1000;
     const method = c.req.method;
     const route = routeTemplate(c);

@@ -1,6 +1,6 @@
 /**
- * Starts a LISTEN on `channel`; the returned function ends it. postgres.js
- * (postgresListen) and PGlite (`pg.listen`) both fit; each entry picks one.
+ * Starts a LISTEN on `channel`; the returned function ends it (postgresListen; tests
+ * may pass their own).
  */
 export type ListenFn = (
   channel: string,

@@ -1,4 +1,6 @@
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { abortable } from "../async/abortable.ts";
+import { withDeadline } from "../async/with-deadline.ts";
 
 /** Which HTTP app answered: the control plane (functions/) or an agent-host's data plane. */
 export type HttpPlane = "api" | "data_plane";
@@ -24,6 +26,15 @@ export type WorkcellMetrics = {
   readonly registry: Registry;
   readonly httpRequests: Counter<"plane" | "method" | "route" | "status">;
   readonly httpRequestSeconds: Histogram<"plane" | "method" | "route">;
+  /** Requests received and not yet answered, by plane: a hang shows as a number that grows. */
+  readonly httpRequestsInFlight: Gauge<"plane">;
+  /**
+   * 1 when the database answered its last probe, 0 when it did not (in time). Set by each
+   * /v1/healthz and, once probeDbOnScrape gave it a probe, at every scrape.
+   */
+  readonly dbUp: Gauge;
+  /** Makes every scrape probe the database (bounded by DB_UP_SCRAPE_TIMEOUT_MS) for dbUp. */
+  probeDbOnScrape(probe: (signal: AbortSignal) => Promise<void>): void;
   /** Runs committed by POST /v1/runs and POST /v1/threads/{id}/runs (not replays). */
   readonly runsSubmitted: Counter;
   /** Accepted POST /v1/runs/{id}/cancel (202), idempotent repeats included. */
@@ -43,9 +54,29 @@ export type WorkcellMetrics = {
   readonly dataPlaneBytes: Counter<"direction">;
 };
 
+/** A scrape waits this long at most for the database probe behind workcell_db_up. */
+export const DB_UP_SCRAPE_TIMEOUT_MS = 1_000;
+
 /** Registers every Workcell series in `registry` (which must not hold them yet). */
 export function createWorkcellMetrics(registry: Registry): WorkcellMetrics {
   const registers = [registry];
+  let dbProbe: ((signal: AbortSignal) => Promise<void>) | undefined;
+  const dbUp = new Gauge({
+    name: "workcell_db_up",
+    help: "1 when the database answered its last probe (a health check or a scrape), 0 when it did not in time.",
+    registers,
+    async collect() {
+      if (dbProbe === undefined) return;
+      const probe = dbProbe;
+      const up = await withDeadline(DB_UP_SCRAPE_TIMEOUT_MS, (signal) =>
+        abortable(probe(signal), signal),
+      ).then(
+        () => 1,
+        () => 0,
+      );
+      this.set(up);
+    },
+  });
   // Every series is registered in `registry` only; histograms all measure seconds.
   const counter = <T extends string = string>(name: string, help: string, labelNames: T[] = []) =>
     new Counter<T>({ name, help, labelNames, registers });
@@ -63,6 +94,16 @@ export function createWorkcellMetrics(registry: Registry): WorkcellMetrics {
       "Time from request to response headers, by plane, method and route template.",
       ["plane", "method", "route"],
     ),
+    httpRequestsInFlight: new Gauge({
+      name: "workcell_http_requests_in_flight",
+      help: "HTTP requests received and not yet answered, by plane.",
+      labelNames: ["plane"],
+      registers,
+    }),
+    dbUp,
+    probeDbOnScrape(probe) {
+      dbProbe = probe;
+    },
     runsSubmitted: counter(
       "workcell_runs_submitted_total",
       "Runs committed by a submission (idempotent replays not counted).",

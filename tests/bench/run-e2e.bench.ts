@@ -1,5 +1,5 @@
 // A run end to end on the local Workcell (issue 6): the real local stack started in this
-// process (PGlite, fauxqs, the agent-host with its run worker and Docker sandboxes) and
+// process (PostgreSQL, fauxqs, the agent-host with its run worker and Docker sandboxes) and
 // served over HTTP on a loopback port, driven with fetch exactly as a client drives it:
 // `POST /v1/threads/{id}/runs {input:"true"}` (shell model: the input is the command),
 // then `GET /v1/runs/{id}/events` (SSE). Each run is timed from just before the POST to

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { LOCAL_CONSOLE_CONFIG } from "./console-config.ts";
 import { registerConsoleStatic } from "./console-static.ts";
 import { registerDevTokenRoute } from "./dev-token-route.ts";
-import { registerS3UploadProxy } from "./s3-upload-proxy.ts";
+import { registerS3UploadProxy, type S3UploadProxyDeps } from "./s3-upload-proxy.ts";
 
 type FetchApp = { fetch(request: Request, env?: unknown): Response | Promise<Response> };
 
@@ -11,8 +11,8 @@ export type LocalServerAppDeps = {
   api: FetchApp;
   /** The built console (web/dist). */
   consoleDir: string;
-  /** fauxqs, where /local/s3 forwards browser uploads. */
-  awsEndpoint: string;
+  /** fauxqs and the two S3 clients of the verified upload path (s3-upload-proxy.ts). */
+  uploads: S3UploadProxyDeps;
   devJwtSecret: string;
 };
 
@@ -31,7 +31,7 @@ export function createLocalServerApp(deps: LocalServerAppDeps): Hono {
     c.json(LOCAL_CONSOLE_CONFIG, 200, { "cache-control": "no-cache" }),
   );
   registerDevTokenRoute(app, { devJwtSecret: deps.devJwtSecret });
-  registerS3UploadProxy(app, { awsEndpoint: deps.awsEndpoint });
+  registerS3UploadProxy(app, deps.uploads);
   registerConsoleStatic(app, { consoleDir: deps.consoleDir });
   // Anything else (POST /, unknown /local paths) gets the API's JSON 404.
   app.all("*", api);

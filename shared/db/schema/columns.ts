@@ -13,7 +13,7 @@ export function createdAt() {
 
 // Enumerations are text + CHECK rather than pgEnum: adding a value is then a plain
 // constraint swap inside the migration transaction (ALTER TYPE ... ADD VALUE cannot be
-// used in the transaction that adds it), and it behaves the same on PGlite.
+// used in the transaction that adds it).
 export function enumCheck(
   name: string,
   column: AnyPgColumn,

@@ -11,7 +11,7 @@ import type { Thread } from "../../../shared/contracts/thread.ts";
 import { freePort } from "../../setup/free-port.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
-// The one-command local Workcell (`npm start`: PGlite, fauxqs, the data plane and the
+// The one-command local Workcell (`npm start`: PostgreSQL, fauxqs, the data plane and the
 // functions app in one process) driven as a user drives it: a dev token from
 // `npm run token`, a linked project, a thread, a run, its cancellation ending the event
 // stream, and files through the capability the API hands out.

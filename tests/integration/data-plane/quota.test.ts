@@ -58,6 +58,40 @@ describe("quota on data-plane writes", () => {
     expect(readFileSync(env.at("b.txt"), "utf8")).toBe("y".repeat(600));
   });
 
+  it("a PUT refused before its body is read is answered after it: a slow sender sees the 507, not a reset", async () => {
+    // Issue 32 (6): the answer left while the client was still sending; the server then
+    // closed the socket under it and the client saw "other side closed" instead of 507.
+    const small = await env.token({ quota: quota(1000) });
+    const chunk = new Uint8Array(64 * 1024).fill(122);
+    const chunks = 24;
+    let sent = 0;
+    // A client on a slow link: the whole body takes longer than the server's own drain
+    // allowance after an answer (@hono/node-server: 500 ms), and announces its length.
+    const slow = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (sent++ === chunks) {
+          controller.close();
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 60));
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(`${env.server.url}/dp/v1/files/content?${q("/slow.bin")}`, {
+      method: "PUT",
+      headers: {
+        authorization: `Bearer ${small}`,
+        "content-length": String(chunk.length * chunks),
+      },
+      body: slow,
+      duplex: "half",
+    } as RequestInit);
+    const answer = { status: res.status, body: await res.text() };
+    expect(answer.status).toBe(507);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "quota_exceeded" } });
+    expect(namesInWorkdir()).toEqual([]);
+  });
+
   it("a chunked body stops at the quota while streaming: 507 and no partial file or temp left", async () => {
     const small = await env.token({ quota: quota(4096) });
     const res = await put("/big.bin", chunked(64, 1024), small);

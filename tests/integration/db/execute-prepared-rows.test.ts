@@ -1,7 +1,5 @@
-import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createPgliteDb } from "../../../infra/db/create-pglite-db.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import {
   executePreparedStatement,
@@ -74,29 +72,5 @@ describe("executePreparedStatement on postgres.js", () => {
       );
     });
     expect(rows).toEqual([{ n: 7 }]);
-  });
-});
-
-describe("executePreparedStatement on PGlite (the local mode)", () => {
-  let pglite: PGlite;
-  // PGlite's start-up is CPU-bound (WASM): on a loaded machine it takes tens of seconds.
-  beforeAll(async () => {
-    pglite = await PGlite.create();
-  }, 120_000);
-  afterAll(async () => {
-    await pglite?.close();
-  });
-
-  test("returns the same rows as executeRows", async () => {
-    const db = createPgliteDb(pglite);
-    expect(
-      await executePreparedStatement(db, prepareStatement("probe", query(4, "d")), {}),
-    ).toEqual([{ n: 4, s: "d" }]);
-    expect(
-      await executePreparedStatement(db, prepareStatement("probe", query(5, "e")), {}),
-    ).toEqual(await executeRows(db, query(5, "e")));
-    expect(await executePreparedStatement(db, rendered, { n: 6, s: "f" })).toEqual(
-      await executeRows(db, query(6, "f")),
-    );
   });
 });

@@ -12,7 +12,7 @@ import { one } from "../../unit/db/schema-seed.ts";
 
 // The migrations against a real PostgreSQL (Debian's, as deployed): idempotent, safe
 // when several processes migrate one database at once, and enforcing the same
-// constraints as the PGlite unit test.
+// constraints (schema-constraints.ts).
 
 function adminUrl(): string {
   const provided = (inject("pgAdminUrl") as string | undefined) || process.env.WORKCELL_TEST_PG_URL;

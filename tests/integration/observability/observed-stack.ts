@@ -30,7 +30,7 @@ export type ObservedStack = {
 
 /**
  * The local Workcell wired as `npm start` wires it (one process: API, agent-host with
- * Docker sandboxes, PGlite, fauxqs), with one process registry served by a real ops
+ * Docker sandboxes, PostgreSQL, fauxqs), with one process registry served by a real ops
  * listener and a real pino logger writing into memory.
  */
 export async function startObservedStack(): Promise<ObservedStack> {

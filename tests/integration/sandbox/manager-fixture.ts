@@ -7,7 +7,7 @@ import type {
   SandboxConfigInput,
 } from "../../../agent-host/sandbox/sandbox-config.ts";
 import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
-import type { SandboxTier } from "../../../agent-host/sandbox/sandbox-tier.ts";
+import { type SandboxTier, tierOfContainerId } from "../../../agent-host/sandbox/sandbox-tier.ts";
 import { TieredDriver } from "../../../agent-host/sandbox/tiered-driver.ts";
 import { createDb, type PostgresDb } from "../../../shared/db/client.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
@@ -51,26 +51,38 @@ export type ManagerWorld = {
   cleanup(): Promise<void>;
 };
 
+export type WorldOptions = {
+  /** The manager's database pool size (1: no path may wait for a second connection). */
+  poolMax?: number;
+  /** Both tiers ready (the tier argument is then only the world's label). */
+  bothTiers?: boolean;
+};
+
 export async function managerWorld(
   overrides: Partial<SandboxConfigInput> = {},
   tier: SandboxTier = "container",
+  options: WorldOptions = {},
 ): Promise<ManagerWorld> {
   const { docker, image } = requireDocker();
-  const database = await freshDatabase({ max: 40 });
+  const database = await freshDatabase({ max: options.poolMax ?? 40 });
   const db = createDb(database.sql);
   const dataRoot = await freshDataRoot();
   const nodeId = uniqueNodeId();
   await registerNode(db, nodeId);
   const config = testConfig(image, { drainTimeoutMs: 1_000, killGraceMs: 1_000, ...overrides });
   const process =
-    tier === "process"
+    tier === "process" || options.bothTiers
       ? await processTierFixture({ dataRoot: dataRoot.path, config, logger: silentLogger })
       : undefined;
-  const tierDriver = process ? process.driver : testDriver(docker, dataRoot.path, config);
-  // The manager sees what agent-host wires: the tiered driver with this one tier ready.
-  const driver = new TieredDriver(new Map([[tier, tierDriver]]), [
-    { tier, ready: true, detail: "test" },
-  ]);
+  const containers = tier === "container" || options.bothTiers;
+  const drivers = new Map<SandboxTier, SandboxDriver>();
+  if (containers) drivers.set("container", testDriver(docker, dataRoot.path, config));
+  if (process) drivers.set("process", process.driver);
+  // The manager sees what agent-host wires: the tiered driver with its tiers ready.
+  const driver = new TieredDriver(
+    drivers,
+    [...drivers.keys()].map((t) => ({ tier: t, ready: true, detail: "test" })),
+  );
   const managers: SandboxManager[] = [];
   const sig = () => AbortSignal.timeout(30_000);
   return {
@@ -99,7 +111,7 @@ export async function managerWorld(
         }
       : {},
     async kill(containerId) {
-      if (process) {
+      if (process && tierOfContainerId(containerId) === "process") {
         // A new generation starts its standby at create (decisions 0084, 0088): wait until
         // it is built, or the kill could run between the group's mkdir and the join and
         // leave the standby alive in a group it can no longer remove.
@@ -108,7 +120,7 @@ export async function managerWorld(
       } else await docker.getContainer(containerId).kill();
     },
     async remove(containerId) {
-      if (process) {
+      if (process && tierOfContainerId(containerId) === "process") {
         const c = await process.driver.inspect(containerId, sig());
         if (c) await process.driver.destroy(c, sig());
       } else {

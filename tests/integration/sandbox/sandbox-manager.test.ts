@@ -8,7 +8,6 @@ import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.t
 import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { SANDBOX_LOCK_NAMESPACE } from "../../../agent-host/sandbox/sandbox-store.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
-import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { runtimeWorkdirPath } from "../../../shared/paths/runtime-paths.ts";
 import { freshScope, type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
@@ -234,7 +233,7 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     expect(left.map((c) => c.containerId)).toEqual([out.ok && out.handle.containerId]);
   });
 
-  it("answers unavailable when another process holds the sandbox lock for too long", async () => {
+  it("answers sandbox_busy when another process holds the sandbox lock for too long", async () => {
     const slow = await managerWorld({ createTimeoutMs: 200 }, tier);
     try {
       const workdirPath = `projects/${randomUUID()}`;
@@ -245,12 +244,14 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
       try {
         await holder`begin`;
         await holder`select pg_advisory_xact_lock(${SANDBOX_LOCK_NAMESPACE}::int4, hashtext(${id}))`;
-        const err = await slow
-          .manager()
-          .acquire(request, signal())
-          .catch((e: unknown) => e);
-        expect(err).toBeInstanceOf(WorkcellError);
-        expect((err as WorkcellError).code).toBe("unavailable");
+        // A value, not a throw (issue 33 (6)): the run is handed back, nothing ran.
+        const out = await slow.manager().acquire(request, signal());
+        expect(out).toEqual({ ok: false, reason: "sandbox_busy" });
+        if (out.ok) throw new Error("unreachable");
+        expect(acquireRefusalError(out)).toMatchObject({
+          code: "unavailable",
+          details: { reason: "sandbox_busy" },
+        });
         await holder`rollback`;
       } finally {
         holder.release();

@@ -9,17 +9,17 @@ import {
 // The one reading of driver errors both planes and the schema tests rely on.
 describe("pg-error", () => {
   const postgresJs = { code: PG_UNIQUE_VIOLATION, constraint_name: "projects_pkey" };
-  const pglite = { code: "23514", constraint: "skills_slug_check" };
+  const check = { code: "23514", constraint_name: "skills_slug_check" };
   const wrapped = (cause: unknown) => Object.assign(new Error("Failed query"), { cause });
 
-  test("reads the SQLSTATE and constraint of either driver, drizzle-wrapped or not", () => {
+  test("reads the SQLSTATE and constraint of a postgres.js error, drizzle-wrapped or not", () => {
     expect([sqlStateOf(postgresJs), constraintOf(postgresJs)]).toEqual(["23505", "projects_pkey"]);
-    expect([sqlStateOf(wrapped(pglite)), constraintOf(wrapped(pglite))]).toEqual([
+    expect([sqlStateOf(wrapped(check)), constraintOf(wrapped(check))]).toEqual([
       "23514",
       "skills_slug_check",
     ]);
     expect(uniqueViolationConstraint(wrapped(postgresJs))).toBe("projects_pkey");
-    expect(uniqueViolationConstraint(wrapped(pglite))).toBeUndefined();
+    expect(uniqueViolationConstraint(wrapped(check))).toBeUndefined();
     expect(uniqueViolationConstraint({ code: PG_UNIQUE_VIOLATION })).toBe("");
   });
 

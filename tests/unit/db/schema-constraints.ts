@@ -3,8 +3,8 @@ import { defineResourceConstraintTests } from "./resource-schema-constraints.ts"
 import { defineRunConstraintTests } from "./run-schema-constraints.ts";
 import { defineThreadConstraintTests } from "./thread-schema-constraints.ts";
 
-// The schema's invariants, run against PGlite (unit) and a real PostgreSQL
-// (integration) through the same drizzle code, so both engines are held to one contract.
+// The schema's invariants, run against a real PostgreSQL (integration,
+// postgres-migrations.test.ts) through the drizzle code the planes use.
 
 // Registers the shared tests; `getDb` is called inside each test (after beforeAll).
 export function defineSchemaConstraintTests(getDb: () => Db): void {

@@ -1,6 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { S3Client } from "@aws-sdk/client-s3";
 import { jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createLocalServerApp } from "../../../infra/local/console/local-server-app.ts";
@@ -24,7 +25,17 @@ beforeAll(async () => {
       },
     },
     consoleDir,
-    awsEndpoint: "http://127.0.0.1:9",
+    uploads: {
+      awsEndpoint: "http://127.0.0.1:9",
+      presigner: new S3Client({
+        region: "us-east-1",
+        credentials: { accessKeyId: "a", secretAccessKey: "b" },
+      }),
+      emulator: new S3Client({
+        region: "us-east-1",
+        credentials: { accessKeyId: "c", secretAccessKey: "d" },
+      }),
+    },
     devJwtSecret: SECRET,
   });
 });

@@ -8,8 +8,12 @@ export type CliIo = {
   env: NodeJS.ProcessEnv;
 };
 
-/** Exit codes: 0 ok, 1 the run or request failed, 2 usage, 3 the run was cancelled. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 3 } as const;
+/**
+ * Exit codes: 0 ok, 1 the run or request failed, 2 usage, 130 the run was cancelled or the
+ * command interrupted (128 + SIGINT, as a shell reports Ctrl-C). `workcell run` with the
+ * shell model exits with the command's own code instead of 0 (run-outcome.ts).
+ */
+export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 130 } as const;
 
 export class UsageError extends Error {
   override name = "UsageError";

@@ -13,7 +13,9 @@ export const HELP = `workcell: the Workcell API from a terminal
 
   workcell login --url <api> --token <token>   store the API and your token
   workcell run "<input>" [--thread <id>] [--max-steps n] [--model m]
-                                                start a run and stream it; exit 0 only if it succeeded
+                                                start a run and stream it; exits with the
+                                                command's exit code (shell model), 1 if the
+                                                run failed or timed out, 130 if cancelled
   workcell threads [ls | show <id> | rm <id>]
   workcell files ls [dir] | cat <path> | put <local> [path] | rm <path>   [--thread <id>]
   workcell attach <file>... [--thread <id>]     attachments into uploads/
@@ -26,7 +28,8 @@ export const HELP = `workcell: the Workcell API from a terminal
 
   --json         machine-readable output      --url, --token   override the login
   Without --thread, files/attach use the thread of your last 'workcell run'.
-  Exit codes: 0 ok, 1 failed (the run, or the request), 2 usage, 3 the run was cancelled.
+  Exit codes: 0 ok, 1 failed (the run, or the request), 2 usage, 130 cancelled or
+  interrupted; 'workcell run' of a command that exits N (shell model): N.
 `;
 
 const COMMANDS: Record<string, (ctx: CliContext) => Promise<number>> = {
@@ -80,6 +83,15 @@ export async function runCli(
     if (error instanceof UsageError) {
       io.stderr(`${error.message}\n`);
       return EXIT.usage;
+    }
+    if (signal.aborted) {
+      // Ctrl-C: what was asked of the server stays asked (a run keeps going).
+      io.stderr(
+        command === "run"
+          ? "interrupted: the run goes on on the server; 'workcell cancel' stops it\n"
+          : "interrupted\n",
+      );
+      return EXIT.cancelled;
     }
     if (parsed.values.json) {
       io.stderr(`${JSON.stringify({ error: describe(error) })}\n`);

@@ -1,10 +1,11 @@
 import type { AgentOptions, RunEvent } from "../../src/index.ts";
-import { type CliContext, EXIT, UsageError } from "../cli-context.ts";
+import { type CliContext, UsageError } from "../cli-context.ts";
+import { runOutcome } from "../run-outcome.ts";
 
 /**
  * `workcell run "<input>" [--thread <id>]`: starts a run and streams it. Human output:
  * the assistant's text on stdout, tool calls and the outcome on stderr (so stdout can be
- * piped). `--json`: one event per line, then the finished run. Exit code from the status.
+ * piped). `--json`: one event per line, then the finished run. Exit code: run-outcome.ts.
  */
 export async function runCommand(ctx: CliContext): Promise<number> {
   const input = ctx.args.join(" ");
@@ -20,18 +21,17 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   await ctx.remember({ last_thread_id: run.threadId, last_run_id: run.id });
   if (!ctx.json) ctx.io.stderr(`run ${run.id} (thread ${run.threadId})\n`);
   const printer = humanPrinter(ctx);
+  let completed: RunEvent | undefined;
   for await (const event of run.events({ signal: ctx.signal })) {
+    if (event.type === "run.completed") completed = event;
     if (ctx.json) ctx.io.stdout(`${JSON.stringify(event)}\n`);
     else printer.event(event);
   }
   const finished = await run.refresh({ signal: ctx.signal });
+  const outcome = runOutcome(finished, completed);
   if (ctx.json) ctx.io.stdout(`${JSON.stringify({ run: finished })}\n`);
-  else {
-    const error = finished.error ? `: ${finished.error.code} ${finished.error.message}` : "";
-    printer.status(`${finished.status}${error}\n`);
-  }
-  if (finished.status === "succeeded") return EXIT.ok;
-  return finished.status === "cancelled" ? EXIT.cancelled : EXIT.failed;
+  else printer.status(`${outcome.line}\n`);
+  return outcome.exitCode;
 }
 
 function agentOptions(ctx: CliContext): { agent?: AgentOptions } {
@@ -83,7 +83,8 @@ function humanPrinter(ctx: CliContext) {
         return;
       case "tool.completed":
         if (e.data.is_error) {
-          status(`! ${toolNames.get(e.data.tool_call_id) ?? e.data.tool_call_id} failed\n`);
+          const code = typeof e.data.exit_code === "number" ? ` (exit ${e.data.exit_code})` : "";
+          status(`! ${toolNames.get(e.data.tool_call_id) ?? e.data.tool_call_id} failed${code}\n`);
         }
         return;
       case "subagent.started":

@@ -330,6 +330,8 @@ export interface components {
         is_error: boolean;
         /** @description Tool result, possibly truncated. */
         output?: unknown;
+        /** @description `bash` only: the command's exit code; null when it did not exit by itself (timed out or killed). */
+        exit_code?: number | null;
       };
     };
     SubagentStartedEvent: {
@@ -439,6 +441,8 @@ export interface components {
           /** @description What went wrong, for the user. */
           message: string;
         };
+        /** @description Runs of the `shell` model only: the exit code of the one command the run executed (a run whose command exits 3 still `succeeded`; clients that run one command report this code). */
+        exit_code?: number;
       };
     };
     /** @description Health of the API and its dependencies. */

@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +6,7 @@ import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type UsageData, Workcell } from "../../../sdk/src/index.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 
 // The `workcell` CLI as a user runs it (`node bin/workcell.ts`, the package's bin) against
 // the local Workcell, with its own config file.
@@ -94,12 +95,15 @@ describe("the workcell CLI", () => {
     expect(failing.code).toBe(1);
     expect(failing.stderr).toMatch(/\nfailed: /);
 
-    // A failing command is the model's to handle (the run still succeeds); the terminal
-    // shows which tool failed, and the status starts a line of its own.
+    // The shell model runs one command: its exit code is the CLI's, and the outcome says
+    // the command failed (never "succeeded" next to a failure).
     const toolFailed = await workcell("run", "echo partial; exit 3");
-    expect(toolFailed.code).toBe(0);
-    expect(toolFailed.stderr).toMatch(/\n! bash failed\n/);
+    expect(toolFailed.code).toBe(3);
+    expect(toolFailed.stderr).toMatch(/\n! bash failed \(exit 3\)\n/);
+    expect(toolFailed.stderr).toMatch(/\ncommand failed \(exit 3\)\n$/);
+    expect(toolFailed.stderr).not.toMatch(/succeeded/);
     expect(toolFailed.stdout.endsWith("\n")).toBe(true);
+    expect(await workcell("run", "true")).toMatchObject({ code: 0 });
 
     const json = await workcell("run", "echo json", "--json");
     expect(json.code).toBe(0);
@@ -119,6 +123,30 @@ describe("the workcell CLI", () => {
     );
     expect(await readFile(join(home, "config.json"), "utf8")).toContain(local.url);
   }, 300_000); // Twenty CLI processes and five runs: minutes on a loaded machine.
+
+  test("a run cancelled from another terminal exits 130 and says so", async () => {
+    const child = spawn(
+      process.execPath,
+      ["bin/workcell.ts", "run", "echo go-$((1+1)); sleep 600"],
+      {
+        cwd: REPO,
+        env: { ...process.env, WORKCELL_CONFIG: join(home, "config.json"), WORKCELL_TOKEN: "" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stderr = "";
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
+    // The command is running once its first line came back (go-2: not the command's text).
+    await pollUntil(async () => stderr.includes("go-2") || child.exitCode !== null, 120_000);
+    const runId = /^run ([0-9a-f-]{36})/.exec(stderr)?.[1];
+    expect(runId).toBeDefined();
+    expect((await workcell("cancel", String(runId))).code).toBe(0);
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/\ncancelled\n$/);
+  }, 180_000);
 
   test("threads and skills; admin commands need an admin token", async () => {
     const threads = await workcell("threads", "--json");

@@ -1,5 +1,5 @@
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type UsageData, Workcell } from "../../../sdk/src/index.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
 import { pollUntil } from "../../support/poll-until.ts";
+import { projectWithPackedSdk, readmeBlock, runIn, TSC } from "./packed-sdk.ts";
 
 // The `workcell` CLI as a user runs it (`node bin/workcell.ts`, the package's bin) against
 // the local Workcell, with its own config file.
@@ -147,6 +148,55 @@ describe("the workcell CLI", () => {
     expect(await exited).toBe(130);
     expect(stderr).toMatch(/\ncancelled\n$/);
   }, 180_000);
+
+  test("the packed SDK in an empty project: the README quick start with plain node, tsc of it as .ts, npx workcell", async () => {
+    const project = await projectWithPackedSdk();
+    try {
+      const { dir } = project;
+      const env = {
+        ...process.env,
+        WORKCELL_BASE_URL: local.url,
+        WORKCELL_TOKEN: await local.token("quinn"),
+        WORKCELL_CONFIG: join(dir, "workcell-config.json"),
+      };
+      const quickStart = await readmeBlock("js");
+      await writeFile(join(dir, "quickstart.mjs"), quickStart);
+      const node = await runIn(dir, process.execPath, ["quickstart.mjs"], env);
+      expect(node.stderr).toBe("");
+      expect(node).toMatchObject({ code: 0 });
+      expect(node.stdout).toMatch(/^run\.status\n[\s\S]*\nrun\.completed\nsucceeded hi\n\n/);
+      expect(node.stdout).toMatch(/path: 'outputs\/a\.txt'/);
+
+      await writeFile(join(dir, "quickstart.ts"), quickStart);
+      const tsc = await runIn(dir, process.execPath, [
+        TSC,
+        "--noEmit",
+        "--strict",
+        "--module",
+        "nodenext",
+        "--target",
+        "es2023",
+        "quickstart.ts",
+      ]);
+      expect(tsc.stdout + tsc.stderr).toBe("");
+      expect(tsc.code).toBe(0);
+
+      const help = await runIn(dir, "npx", ["--no-install", "workcell", "--help"], env);
+      expect(help).toMatchObject({ code: 0, stderr: "" });
+      expect(help.stdout).toMatch(/workcell run "<input>"/);
+      const failed = await runIn(dir, "npx", ["--no-install", "workcell", "run", "exit 3"], env);
+      expect(failed.code).toBe(3);
+      expect(failed.stderr).toMatch(/command failed \(exit 3\)\n$/);
+      const ok = await runIn(dir, "npx", ["--no-install", "workcell", "run", "echo from-npx"], env);
+      expect(ok).toMatchObject({ code: 0, stdout: "from-npx\n" });
+      // Nothing of the repository was used: the CLI is the tarball's compiled bin.
+      expect(await realpath(join(dir, "node_modules/.bin/workcell"))).toBe(
+        await realpath(join(dir, "node_modules/@workcell/sdk/dist/cli/workcell.js")),
+      );
+    } finally {
+      await project.remove();
+    }
+  }, 600_000);
 
   test("threads and skills; admin commands need an admin token", async () => {
     const threads = await workcell("threads", "--json");

@@ -1,9 +1,4 @@
-import type {
-  NodeRuntimeData,
-  UsageData,
-  UserLimitsData,
-  UserLimitsOverride,
-} from "../../../sdk/src/index.ts";
+import type { NodeRuntimeData, UsageData, UserLimitsData, UserLimitsOverride } from "@workcell/sdk";
 import type {
   Attachment,
   CatalogueSkill,

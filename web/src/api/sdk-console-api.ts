@@ -1,4 +1,4 @@
-import { Workcell, WorkcellError } from "../../../sdk/src/index.ts";
+import { Workcell, WorkcellError } from "@workcell/sdk";
 import { type ConsoleApi, ConsoleApiError, type WorkdirFiles } from "./console-api.ts";
 import type {
   Attachment,

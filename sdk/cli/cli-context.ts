@@ -6,6 +6,8 @@ export type CliIo = {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   env: NodeJS.ProcessEnv;
+  /** Where `workcell login` reads a pasted token; absent in tests that paste nothing. */
+  stdin?: { readonly isTTY: boolean; readLine(): Promise<string> };
 };
 
 /**
@@ -24,7 +26,7 @@ export type CliContext = {
   io: CliIo;
   json: boolean;
   args: string[];
-  flags: Record<string, string | boolean | undefined>;
+  flags: Record<string, string | boolean | string[] | undefined>;
   config: CliConfig;
   configFile: string;
   /** The client from --url/--token, WORKCELL_BASE_URL/WORKCELL_TOKEN, then the login. */
@@ -38,7 +40,7 @@ export type CliContext = {
 export function createContext(p: {
   io: CliIo;
   args: string[];
-  flags: Record<string, string | boolean | undefined>;
+  flags: Record<string, string | boolean | string[] | undefined>;
   config: CliConfig;
   configFile: string;
   signal: AbortSignal;

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { formatBytes, formatCount } from "../../../sdk/cli/human-units.ts";
 import { type UsageData, Workcell } from "../../../sdk/src/index.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
 import { pollUntil } from "../../support/poll-until.ts";
@@ -33,6 +34,22 @@ function workcell(...args: string[]): Promise<Result> {
         done({ code, stdout, stderr });
       },
     );
+  });
+}
+
+/** The CLI with its own config file, with `input` on its standard input. */
+function workcellAt(config: string, args: readonly string[], input = ""): Promise<Result> {
+  return new Promise((done) => {
+    const child = execFile(
+      process.execPath,
+      ["bin/workcell.ts", ...args],
+      { cwd: REPO, env: { ...process.env, WORKCELL_CONFIG: config, WORKCELL_TOKEN: "" } },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
+        done({ code, stdout, stderr });
+      },
+    );
+    child.stdin?.end(input);
   });
 }
 
@@ -198,6 +215,90 @@ describe("the workcell CLI", () => {
     }
   }, 600_000);
 
+  test("tokens: a PAT created from the CLI logs in pasted on stdin, works, and is refused once revoked", async () => {
+    const signIn = await local.token("tess");
+    const config = join(home, "tess.json");
+    const as = (...args: string[]) => workcellAt(config, args);
+    const created = await as(
+      "tokens",
+      "create",
+      "ci",
+      "--scope",
+      "runs",
+      "--expires-days",
+      "7",
+      "--token",
+      signIn,
+      "--url",
+      local.url,
+    );
+    expect(created).toMatchObject({ code: 0, stderr: expect.not.stringMatching(/error/) });
+    const pat = created.stdout.trim();
+    expect(pat).toMatch(/^wct_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/);
+    expect(created.stderr).toMatch(/shown this once/);
+
+    const login = await workcellAt(config, ["login", "--url", local.url], `${pat}\n`);
+    expect(login).toMatchObject({ code: 0 });
+    expect((await stat(config)).mode & 0o777).toBe(0o600);
+    expect(await readFile(config, "utf8")).toContain(pat);
+    expect((await as("run", "echo with-a-pat")).stdout).toBe("with-a-pat\n");
+    // Outside its scope (files), and token management (a sign-in token's), it is refused.
+    const files = await as("files", "ls");
+    expect(files.code).toBe(1);
+    expect(files.stderr).toMatch(/lacks the 'files' scope[^\n]*\(forbidden, HTTP 403\)/);
+    expect((await as("tokens", "list")).stderr).toMatch(/sign-in token/);
+
+    const listed = JSON.parse((await as("tokens", "list", "--json", "--token", signIn)).stdout);
+    const id = listed.items.find((t: { name: string }) => t.name === "ci").token_id;
+    expect((await as("tokens", "revoke", id, "--token", signIn)).code).toBe(0);
+    const after = await as("threads");
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(/unauthenticated/);
+    expect(after.stderr + created.stderr + login.stdout + login.stderr).not.toContain(
+      pat.slice(-43),
+    );
+    expect(local.output()).not.toContain(pat.slice(-43));
+  }, 120_000);
+
+  test("login --local mints a dev token; every command has its own --help; wrong input prints no stack", async () => {
+    const config = join(home, "local.json");
+    const login = await workcellAt(config, ["login", "--url", local.url, "--local", "lou"]);
+    expect(login.code).toBe(0);
+    expect((await workcellAt(config, ["threads", "--json"])).code).toBe(0);
+    for (const command of [
+      "login",
+      "run",
+      "threads",
+      "files",
+      "attach",
+      "changes",
+      "cancel",
+      "skills",
+      "usage",
+      "tokens",
+      "admin",
+      "migrate",
+      "keys",
+      "doctor",
+    ]) {
+      const help = await workcell(command, "--help");
+      expect(help.code, command).toBe(0);
+      expect(help.stdout, command).toMatch(new RegExp(`^usage: workcell ${command}\\b`));
+      expect(help.stderr, command).toBe("");
+    }
+    for (const wrong of [
+      ["run", "--nonsense"],
+      ["migrate", "--nonsense"],
+      ["tokens", "create", "x", "--scope", "root"],
+      ["tokens", "create", "x", "--expires-days", "many"],
+      ["login", "--url", "not a url", "--token", "t"],
+    ]) {
+      const answer = await workcellAt(config, wrong, "");
+      expect(answer.code, wrong.join(" ")).toBeGreaterThan(0);
+      expect(answer.stderr, wrong.join(" ")).not.toMatch(/\n\s+at /);
+    }
+  }, 120_000);
+
   test("threads and skills; admin commands need an admin token", async () => {
     const threads = await workcell("threads", "--json");
     expect(threads.code).toBe(0);
@@ -274,15 +375,18 @@ describe("the workcell CLI", () => {
     const human = await workcell("usage");
     expect(human.code).toBe(0);
     const u = await cliMatchesApi(alice);
-    expect(human.stdout).toMatch(/^\s+USED\s+LIMIT\n/);
+    // Human units: "12 KiB of 10 GiB", never raw byte counts.
     expect(human.stdout).toMatch(
-      new RegExp(`\nworkspace bytes\\s+${u.workspace_bytes}\\s+${u.limits.workspace_bytes}\n`),
+      new RegExp(
+        `^workspace\\s+${formatBytes(u.workspace_bytes)} of ${formatBytes(u.limits.workspace_bytes)}\n`,
+      ),
+    );
+    expect(human.stdout).toMatch(/ of \d+(\.\d)? GiB\n/);
+    expect(human.stdout).toMatch(
+      new RegExp(`\nfiles\\s+${u.workspace_inodes} of ${formatCount(u.limits.workspace_inodes)}\n`),
     );
     expect(human.stdout).toMatch(
-      new RegExp(`\nworkspace inodes\\s+${u.workspace_inodes}\\s+${u.limits.workspace_inodes}\n`),
-    );
-    expect(human.stdout).toMatch(
-      new RegExp(`\nrunning runs\\s+0\\s+${u.limits.max_concurrent_runs}\n`),
+      new RegExp(`\nrunning runs\\s+0 of ${u.limits.max_concurrent_runs}\n`),
     );
     expect(human.stdout).toMatch(/\nqueued runs\s+0\s*$/);
 
@@ -298,7 +402,7 @@ describe("the workcell CLI", () => {
     expect(set.code).toBe(0);
     const limited = await cliMatchesApi(alice);
     expect(limited.limits.max_concurrent_runs).toBe(3);
-    expect((await workcell("usage")).stdout).toMatch(/\nrunning runs\s+0\s+3\n/);
+    expect((await workcell("usage")).stdout).toMatch(/\nrunning runs\s+0 of 3\n/);
     await workcell("admin", "limits", "alice", "max_concurrent_runs=default", "--token", admin);
 
     // Another user's token answers that user's figures, not alice's.

@@ -166,6 +166,11 @@ export function createSdkConsoleApi(p: {
       delete: (threadId, fileId) => sdk(() => workcell.attachments.delete(threadId, fileId)),
     },
     usage: (signal) => sdk(() => workcell.usage(opts(signal))),
+    tokens: {
+      list: (signal) => sdk(() => workcell.tokens.list(opts(signal))),
+      create: (name, options) => sdk(() => workcell.tokens.create(name, options)),
+      revoke: (tokenId) => sdk(() => workcell.tokens.revoke(tokenId)),
+    },
     admin: {
       catalogue: (signal) =>
         sdk(async () => (await workcell.admin.skills.list(opts(signal))) as CatalogueSkill[]),

@@ -137,7 +137,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     type: "http",
     scheme: "bearer",
     bearerFormat: "JWT",
-    description: "An OIDC token of the deployment's issuer (local mode: `npm run token -- <uid>`).",
+    description:
+      "An OIDC token of the deployment's issuer (local mode: `npm run token -- <uid>`), or a personal access token (`wct_…`, POST /v1/tokens) limited to its scopes.",
   });
   // Public, like health: the contract a client generator or a browser fetches first.
   app.get("/openapi.json", (c) =>

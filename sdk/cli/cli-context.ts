@@ -6,6 +6,8 @@ export type CliIo = {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   env: NodeJS.ProcessEnv;
+  /** True when stdout is a terminal (then a reply is not printed twice: reply-echo-filter.ts). */
+  stdoutIsTerminal?: boolean;
   /** Where `workcell login` reads a pasted token; absent in tests that paste nothing. */
   stdin?: { readonly isTTY: boolean; readLine(): Promise<string> };
 };

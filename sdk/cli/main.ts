@@ -15,6 +15,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         stdout: (text) => process.stdout.write(text),
         stderr: (text) => process.stderr.write(text),
         env: process.env,
+        stdoutIsTerminal: process.stdout.isTTY === true,
         stdin: {
           isTTY: process.stdin.isTTY === true,
           readLine: () => firstLine(stop.signal),

@@ -1,5 +1,6 @@
 import type { AgentOptions, RunEvent } from "../../src/index.ts";
 import { type CliContext, UsageError } from "../cli-context.ts";
+import { replyEchoFilter } from "../reply-echo-filter.ts";
 import { runOutcome } from "../run-outcome.ts";
 
 /**
@@ -64,6 +65,16 @@ function humanPrinter(ctx: CliContext) {
     midLine[stream] = !text.endsWith("\n");
   };
   const toolNames = new Map<string, string>();
+  const shownLive = new Set<string>();
+  // A pipe gets the reply as it is (stdout is the data); a terminal gets it once.
+  const reply = ctx.io.stdoutIsTerminal
+    ? replyEchoFilter((text) => write("stdout", text))
+    : {
+        toolCompleted() {},
+        toolStarted() {},
+        delta: (text: string) => write("stdout", text),
+        end() {},
+      };
   const status = (line: string) => {
     if (midLine.stderr) ctx.io.stderr("\n");
     midLine.stderr = false;
@@ -72,16 +83,23 @@ function humanPrinter(ctx: CliContext) {
   const event = (e: RunEvent): void => {
     switch (e.type) {
       case "message.delta":
-        write("stdout", e.data.text);
+        reply.delta(e.data.text);
+        return;
+      case "message.completed":
+      case "run.completed":
+        reply.end();
         return;
       case "tool.output":
+        shownLive.add(e.data.tool_call_id);
         write("stderr", e.data.text);
         return;
       case "tool.started":
+        reply.toolStarted();
         toolNames.set(e.data.tool_call_id, e.data.name);
         status(`> ${e.data.name} ${summary(e.data.input)}\n`);
         return;
       case "tool.completed":
+        reply.toolCompleted(resultText(e.data.output), shownLive.has(e.data.tool_call_id));
         if (e.data.is_error) {
           const code = typeof e.data.exit_code === "number" ? ` (exit ${e.data.exit_code})` : "";
           status(`! ${toolNames.get(e.data.tool_call_id) ?? e.data.tool_call_id} failed${code}\n`);
@@ -98,6 +116,12 @@ function humanPrinter(ctx: CliContext) {
     }
   };
   return { event, status };
+}
+
+function resultText(output: unknown): string {
+  if (typeof output === "string") return output;
+  const text = (output as { text?: unknown } | null | undefined)?.text;
+  return typeof text === "string" ? text : "";
 }
 
 function summary(input: unknown): string {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { formatBytes, formatCount } from "../../../sdk/cli/human-units.ts";
+import { runCli } from "../../../sdk/cli/run-cli.ts";
 import { type UsageData, Workcell } from "../../../sdk/src/index.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
 import { pollUntil } from "../../support/poll-until.ts";
@@ -297,6 +298,25 @@ describe("the workcell CLI", () => {
       expect(answer.code, wrong.join(" ")).toBeGreaterThan(0);
       expect(answer.stderr, wrong.join(" ")).not.toMatch(/\n\s+at /);
     }
+  }, 120_000);
+
+  test("on a terminal the shell reply is not printed under its own output a second time", async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli(
+      ["run", "echo once-$((1+1))", "--url", local.url, "--token", await local.token("tom")],
+      {
+        stdout: (t) => out.push(t),
+        stderr: (t) => err.push(t),
+        env: { WORKCELL_CONFIG: join(home, "tty.json") },
+        stdoutIsTerminal: true,
+      },
+      AbortSignal.timeout(120_000),
+    );
+    expect(code).toBe(0);
+    const screen = err.join("") + out.join("");
+    expect(screen.match(/once-2/g)).toHaveLength(1);
+    expect(err.join("")).toMatch(/\nsucceeded\n$/);
   }, 120_000);
 
   test("threads and skills; admin commands need an admin token", async () => {

@@ -162,16 +162,16 @@ export interface paths {
   };
   "/v1/tokens": {
     /** The caller's personal access tokens (never their secrets) */
-    get: operations["getTokens"];
+    get: operations["listTokens"];
     /**
      * Create a personal access token (shown once)
      * @description The token is returned this once and stored only as a keyed hash. It carries the caller's uid and at most the scopes asked (`admin` only for an admin). Needs a sign-in token, never a PAT.
      */
-    post: operations["postTokens"];
+    post: operations["createToken"];
   };
   "/v1/tokens/{token_id}": {
     /** Revoke a personal access token; it stops working on the next request */
-    delete: operations["deleteTokensByTokenId"];
+    delete: operations["revokeToken"];
   };
 }
 
@@ -3168,7 +3168,7 @@ export interface operations {
     };
   };
   /** The caller's personal access tokens (never their secrets) */
-  getTokens: {
+  listTokens: {
     responses: {
       /** @description Tokens */
       200: {
@@ -3212,9 +3212,19 @@ export interface operations {
    * Create a personal access token (shown once)
    * @description The token is returned this once and stored only as a keyed hash. It carries the caller's uid and at most the scopes asked (`admin` only for an admin). Needs a sign-in token, never a PAT.
    */
-  postTokens: {
+  createToken: {
     requestBody: {
       content: {
+        /**
+         * @example {
+         *   "name": "ci",
+         *   "scopes": [
+         *     "runs",
+         *     "files"
+         *   ],
+         *   "expires_in_days": 90
+         * }
+         */
         "application/json": components["schemas"]["TokenCreateRequest"];
       };
     };
@@ -3264,7 +3274,7 @@ export interface operations {
     };
   };
   /** Revoke a personal access token; it stops working on the next request */
-  deleteTokensByTokenId: {
+  revokeToken: {
     parameters: {
       path: {
         /** @description Token id; a malformed id answers 404 like an unknown one. */

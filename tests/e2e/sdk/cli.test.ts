@@ -298,6 +298,16 @@ describe("the workcell CLI", () => {
       expect(answer.code, wrong.join(" ")).toBeGreaterThan(0);
       expect(answer.stderr, wrong.join(" ")).not.toMatch(/\n\s+at /);
     }
+    // `npm run token`: its help, and a data directory that is not there, without a stack.
+    const token = (...args: string[]) =>
+      runIn(REPO, process.execPath, ["infra/local/mint-token.ts", ...args]);
+    const tokenHelp = await token("--help");
+    expect(tokenHelp).toMatchObject({ code: 0, stderr: "" });
+    expect(tokenHelp.stdout).toMatch(/^usage: npm run token -- <uid>/);
+    const missing = await token("alice", "--data-dir", join(home, "no/such/dir"));
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/Start the local Workcell once/);
+    expect(missing.stderr).not.toMatch(/\n\s+at /);
   }, 120_000);
 
   test("on a terminal the shell reply is not printed under its own output a second time", async () => {

@@ -6,6 +6,9 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
   --token   a personal access token (wct_…) or a sign-in token; without it and without
             --local, the token is read from standard input (paste it, then Enter)
   --local   local Workcell only: mint a dev token for <uid> (--admin: with the admin claim)
+  --issuer <url> --client-id <id>
+            sign in with the OIDC device flow (where the issuer offers it: a code to enter
+            in a browser); a personal access token for this machine is then created and stored
 `,
   run: `usage: workcell run "<input>" [--thread <id>] [--max-steps n] [--model m] [--json]
   Starts a run (a new thread unless --thread) and streams it: the reply on stdout, tool

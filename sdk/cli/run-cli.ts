@@ -130,6 +130,8 @@ function parse(argv: readonly string[]) {
       "max-steps": { type: "string" },
       model: { type: "string" },
       local: { type: "string" },
+      issuer: { type: "string" },
+      "client-id": { type: "string" },
       admin: { type: "boolean" },
       scope: { type: "string", multiple: true },
       "expires-days": { type: "string" },

@@ -1,7 +1,12 @@
+import { hostname } from "node:os";
 import { Workcell } from "../../src/index.ts";
 import { type CliContext, EXIT, output, UsageError } from "../cli-context.ts";
+import { deviceCodeToken } from "../device-login.ts";
 
-const USAGE = "usage: workcell login --url <api base url> [--token <token> | --local <uid>]";
+const USAGE =
+  "usage: workcell login --url <api base url> [--token <token> | --local <uid> | --issuer <oidc issuer> --client-id <id>]";
+/** What the device flow's login mints: a PAT outlives the issuer's hour-long access token. */
+const DEVICE_LOGIN_TOKEN_DAYS = 90;
 
 /**
  * `workcell login --url <api>` with `--token` (or WORKCELL_TOKEN), `--local <uid>` (the
@@ -19,7 +24,9 @@ export async function loginCommand(ctx: CliContext): Promise<number> {
     ctx.io.env.WORKCELL_TOKEN ||
     (typeof ctx.flags.local === "string"
       ? await localDevToken(url, ctx.flags.local, ctx.flags.admin === true, ctx.signal)
-      : await pastedToken(ctx));
+      : typeof ctx.flags.issuer === "string"
+        ? await deviceLoginToken(ctx, url, ctx.flags.issuer)
+        : await pastedToken(ctx));
   const client = new Workcell({ baseUrl: url, token });
   await client.threads.list({ limit: 1, signal: ctx.signal });
   await ctx.remember({ base_url: client.baseUrl, token });
@@ -78,4 +85,28 @@ async function localDevToken(
     throw new Error(`The local Workcell refused a dev token: ${body.error?.message ?? res.status}`);
   }
   return body.token;
+}
+
+/**
+ * `--issuer <url> --client-id <id>`: the OIDC device flow signs the person in; its access
+ * token (valid for the issuer's lifetime, often an hour) then creates a personal access
+ * token for this machine, which is what is stored (decision 0098).
+ */
+async function deviceLoginToken(ctx: CliContext, url: string, issuer: string): Promise<string> {
+  const clientId = ctx.flags["client-id"];
+  if (typeof clientId !== "string") throw new UsageError(`--issuer needs --client-id\n${USAGE}`);
+  const signIn = await deviceCodeToken({
+    issuer,
+    clientId,
+    tell: (text) => ctx.io.stderr(text),
+    signal: ctx.signal,
+  });
+  const created = await new Workcell({ baseUrl: url, token: signIn }).tokens.create(
+    `workcell CLI on ${hostname()}`,
+    { scopes: ["runs", "files"], expiresInDays: DEVICE_LOGIN_TOKEN_DAYS, signal: ctx.signal },
+  );
+  ctx.io.stderr(
+    `signed in; personal access token ${created.token_id} (runs, files; expires ${created.expires_at}) created for this machine\n`,
+  );
+  return created.token;
 }

@@ -1,3 +1,4 @@
+import type { CryptoKey } from "jose";
 import type { Logger } from "pino";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
@@ -43,6 +44,12 @@ export type AppDeps = SkillsDeps & {
   db: Db;
   /** OIDC (JWKS) in production, HS256 dev tokens locally. */
   auth: TokenVerifier;
+  /**
+   * The HMAC key of stored personal access tokens; entries pass
+   * `personalTokenKeyFrom(CAPABILITY_PRIVATE_KEY)` so every instance checks every
+   * instance's tokens. Default: a key of this app only (tests, one process).
+   */
+  personalTokenKey?: Promise<CryptoKey>;
   runQueue: RunQueue;
   dataPlane: DataPlaneClient;
   /** Signs the data-plane capabilities of POST /v1/threads/{id}/files/access. */

@@ -17,6 +17,7 @@ import { errorHandler } from "./middleware/error-handler.ts";
 import { rateLimit } from "./middleware/rate-limit.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { requireAdmin } from "./middleware/require-admin.ts";
+import { requireScope } from "./middleware/require-scope.ts";
 import { validationHook } from "./middleware/validation-hook.ts";
 import { documentApi } from "./openapi/document-api.ts";
 import { registerAttachmentRoutes } from "./routes/attachment-routes.ts";
@@ -32,9 +33,12 @@ import { registerRunRoutes } from "./routes/run-routes.ts";
 import { registerSkillRoutes } from "./routes/skills-routes.ts";
 import { registerThreadRoutes } from "./routes/thread-routes.ts";
 import { registerThreadRunsRoute } from "./routes/thread-runs-route.ts";
+import { registerTokenRoutes } from "./routes/token-routes.ts";
 import { registerUsageRoute } from "./routes/usage-route.ts";
 import { createEventTickets } from "./run-events/event-tickets.ts";
 import { recordedRunChanges } from "./runs/recorded-run-changes.ts";
+import { ephemeralPersonalTokenKey } from "./tokens/personal-token-secret.ts";
+import { createPersonalTokens } from "./tokens/personal-token-store.ts";
 
 /**
  * The control plane as a web-standard app: only Request/Response inside, so the same
@@ -87,6 +91,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerHealthRoute(app, deps.health, metrics);
   metrics.probeDbOnScrape(deps.health.db);
   const eventTickets = deps.eventTickets ?? createEventTickets();
+  const personalTokens = createPersonalTokens({
+    db: deps.db,
+    key: deps.personalTokenKey ?? ephemeralPersonalTokenKey(),
+  });
   const rateLimiter =
     deps.rateLimiter ??
     createRequestRateLimiter({
@@ -95,11 +103,13 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     });
   app.use(
     "/v1/*",
-    authenticate(deps.auth, eventTickets),
+    authenticate(deps.auth, eventTickets, personalTokens),
     rateLimit(rateLimiter),
     limitBody(limits.maxBodyBytes),
   );
-  // Before any route's validator: a non-admin is refused whatever body it sends.
+  // Before any route's validator: a non-admin, or a personal access token without the
+  // route's scope, is refused whatever body it sends.
+  app.use("/v1/*", requireScope());
   app.use("/v1/admin/*", requireAdmin());
 
   registerProjectRoutes(app, deps);
@@ -119,6 +129,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerNodeRoutes(app, deps);
   registerLimitsRoutes(app, deps);
   registerUsageRoute(app, deps);
+  registerTokenRoutes(app, personalTokens);
 
   // The frames of GET /v1/runs/{id}/events carry this as JSON; no JSON route returns it,
   // so it is registered by itself (clients generate their event types from it).
@@ -127,7 +138,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     type: "http",
     scheme: "bearer",
     bearerFormat: "JWT",
-    description: "An OIDC token of the deployment's issuer (local mode: `npm run token -- <uid>`).",
+    description:
+      "An OIDC token of the deployment's issuer (local mode: `npm run token -- <uid>`), or a personal access token (`wct_…`, POST /v1/tokens) limited to its scopes.",
   });
   // Public, like health: the contract a client generator or a browser fetches first.
   app.get("/openapi.json", (c) =>

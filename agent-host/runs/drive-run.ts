@@ -141,7 +141,7 @@ export async function driveRun(
       emit: (event) => x.events.append(event),
       logger: x.logger,
     });
-    return runEndingOf(result, x.control);
+    return runEndingOf(result, x.control, model.name === SHELL_MODEL_NAME);
   } catch (error) {
     if (domainReasonOf(error) === "lease_lost" || x.control.leaseLost) {
       x.control.stop("lease_lost");

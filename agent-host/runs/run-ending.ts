@@ -16,8 +16,10 @@ export const NODE_SHUTDOWN_ERROR = Object.freeze({
  * - otherwise what the loop decided (a user cancel is `cancelled`).
  */
 export function runEndingOf(
-  result: Pick<AgentLoopResult, "status" | "finalText" | "error">,
+  result: Pick<AgentLoopResult, "status" | "finalText" | "error" | "lastExitCode">,
   stop: { readonly reason: StopReason | undefined; readonly leaseLost: boolean },
+  /** The shell model ran the input as one command: its exit code is the run's (API.md). */
+  reportsExitCode = false,
 ): RunEnding | undefined {
   if (stop.leaseLost) return undefined;
   if (stop.reason === "shutdown" && result.status === "cancelled") {
@@ -25,7 +27,13 @@ export function runEndingOf(
   }
   switch (result.status) {
     case "succeeded":
-      return { status: "succeeded", finalText: result.finalText };
+      return {
+        status: "succeeded",
+        finalText: result.finalText,
+        ...(reportsExitCode && result.lastExitCode !== undefined
+          ? { exitCode: result.lastExitCode }
+          : {}),
+      };
     case "cancelled":
       return { status: "cancelled" };
     case "failed":

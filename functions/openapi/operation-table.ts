@@ -19,6 +19,7 @@ export const TAGS = {
   Attachments: "Presigned uploads confirmed into a thread's Workdir.",
   Skills: "Skills visible to the caller.",
   Usage: "The caller's workspace usage and runs against their limits.",
+  Tokens: "Personal access tokens (wct_…) for scripts and CI; managed with a sign-in token.",
   Admin: "Operator calls (admin tokens only).",
 } as const;
 export type Tag = keyof typeof TAGS;
@@ -104,6 +105,13 @@ export const OPERATIONS: Readonly<Record<string, OperationInfo>> = {
   "POST /v1/admin/nodes/{node_id}/quiesce": { operationId: "quiesceNode", tag: "Admin" },
   "POST /v1/admin/nodes/{node_id}/resume": { operationId: "resumeNode", tag: "Admin" },
   "GET /v1/usage": { operationId: "getUsage", tag: "Usage" },
+  "POST /v1/tokens": {
+    operationId: "createToken",
+    tag: "Tokens",
+    example: { name: "ci", scopes: ["runs", "files"], expires_in_days: 90 },
+  },
+  "GET /v1/tokens": { operationId: "listTokens", tag: "Tokens" },
+  "DELETE /v1/tokens/{token_id}": { operationId: "revokeToken", tag: "Tokens" },
   "GET /v1/admin/users/{uid}/limits": { operationId: "getUserLimits", tag: "Admin" },
   "PUT /v1/admin/users/{uid}/limits": {
     operationId: "putUserLimits",

@@ -21,6 +21,7 @@ import { createEventTickets } from "../run-events/event-tickets.ts";
 import type { RunEventWaiter } from "../run-events/run-event-waiter.ts";
 import { createSkillsDeps } from "../skills/create-skills-deps.ts";
 import { createHttpSkillsDataPlane } from "../skills/http-skills-data-plane.ts";
+import { personalTokenKeyFrom } from "../tokens/personal-token-secret.ts";
 
 export type RuntimeDepsOptions = {
   /**
@@ -76,6 +77,7 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     dataPlaneUrl: o.env.DATA_PLANE_URL,
     runEvents: o.runEvents,
     eventTickets: createEventTickets({ privateJwk: o.env.CAPABILITY_PRIVATE_KEY }),
+    personalTokenKey: personalTokenKeyFrom(o.env.CAPABILITY_PRIVATE_KEY),
     ...(o.env.WORKCELL_CORS_ORIGINS === undefined
       ? {}
       : { corsOrigins: o.env.WORKCELL_CORS_ORIGINS }),

@@ -35,6 +35,7 @@ import { createEventTickets } from "../../functions/run-events/event-tickets.ts"
 import { createNotifyRunEventWaiter } from "../../functions/run-events/notify-run-event-waiter.ts";
 import { runSweeperLoop } from "../../functions/runs/sweeper-loop.ts";
 import { createSkillsDeps } from "../../functions/skills/create-skills-deps.ts";
+import { personalTokenKeyFrom } from "../../functions/tokens/personal-token-secret.ts";
 import { importCapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
 import { createDb } from "../../shared/db/client.ts";
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
@@ -274,6 +275,7 @@ export async function startLocalStack(p: {
       dataPlaneUrl,
       runEvents,
       eventTickets: createEventTickets({ privateJwk: capabilityPrivateJwk }),
+      personalTokenKey: personalTokenKeyFrom(capabilityPrivateJwk),
       ...(p.env.WORKCELL_CORS_ORIGINS === undefined
         ? {}
         : { corsOrigins: p.env.WORKCELL_CORS_ORIGINS }),

@@ -6,10 +6,18 @@ export type CliIo = {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   env: NodeJS.ProcessEnv;
+  /** True when stdout is a terminal (then a reply is not printed twice: reply-echo-filter.ts). */
+  stdoutIsTerminal?: boolean;
+  /** Where `workcell login` reads a pasted token; absent in tests that paste nothing. */
+  stdin?: { readonly isTTY: boolean; readLine(): Promise<string> };
 };
 
-/** Exit codes: 0 ok, 1 the run or request failed, 2 usage, 3 the run was cancelled. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 3 } as const;
+/**
+ * Exit codes: 0 ok, 1 the run or request failed, 2 usage, 130 the run was cancelled or the
+ * command interrupted (128 + SIGINT, as a shell reports Ctrl-C). `workcell run` with the
+ * shell model exits with the command's own code instead of 0 (run-outcome.ts).
+ */
+export const EXIT = { ok: 0, failed: 1, usage: 2, cancelled: 130 } as const;
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -20,7 +28,7 @@ export type CliContext = {
   io: CliIo;
   json: boolean;
   args: string[];
-  flags: Record<string, string | boolean | undefined>;
+  flags: Record<string, string | boolean | string[] | undefined>;
   config: CliConfig;
   configFile: string;
   /** The client from --url/--token, WORKCELL_BASE_URL/WORKCELL_TOKEN, then the login. */
@@ -34,7 +42,7 @@ export type CliContext = {
 export function createContext(p: {
   io: CliIo;
   args: string[];
-  flags: Record<string, string | boolean | undefined>;
+  flags: Record<string, string | boolean | string[] | undefined>;
   config: CliConfig;
   configFile: string;
   signal: AbortSignal;

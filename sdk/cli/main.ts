@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `workcell` CLI on the SDK. Ctrl-C aborts the command in flight (a run keeps going
 // on the server: `workcell cancel` stops it).
+import { createInterface } from "node:readline";
 import { runCli } from "./run-cli.ts";
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -14,11 +15,30 @@ export async function main(argv: readonly string[]): Promise<number> {
         stdout: (text) => process.stdout.write(text),
         stderr: (text) => process.stderr.write(text),
         env: process.env,
+        stdoutIsTerminal: process.stdout.isTTY === true,
+        stdin: {
+          isTTY: process.stdin.isTTY === true,
+          readLine: () => firstLine(stop.signal),
+        },
       },
       stop.signal,
     );
   } finally {
     process.off("SIGINT", onSigint);
+  }
+}
+
+/** One line of standard input ("" at its end), without echoing anything of it back. */
+async function firstLine(signal: AbortSignal): Promise<string> {
+  const lines = createInterface({ input: process.stdin, terminal: false, crlfDelay: Infinity });
+  try {
+    for await (const line of lines) {
+      if (signal.aborted) break;
+      return line;
+    }
+    return "";
+  } finally {
+    lines.close();
   }
 }
 

@@ -2,31 +2,40 @@ import { parseArgs } from "node:util";
 import { WorkcellError } from "../src/index.ts";
 import { configPath, loadConfig } from "./cli-config.ts";
 import { type CliContext, type CliIo, createContext, EXIT, UsageError } from "./cli-context.ts";
+import { COMMAND_HELP } from "./command-help.ts";
 import { adminCommand, skillsCommand } from "./commands/admin-commands.ts";
 import { attachCommand, filesCommand } from "./commands/file-commands.ts";
 import { loginCommand } from "./commands/login-command.ts";
 import { runCommand } from "./commands/run-command.ts";
 import { cancelCommand, changesCommand, threadsCommand } from "./commands/thread-commands.ts";
+import { tokensCommand } from "./commands/tokens-command.ts";
 import { usageCommand } from "./commands/usage-command.ts";
 
 export const HELP = `workcell: the Workcell API from a terminal
 
-  workcell login --url <api> --token <token>   store the API and your token
+  workcell login --url <api> [--token <t> | --local <uid>]   store the API and your token
+                                                (pasted on stdin without --token)
   workcell run "<input>" [--thread <id>] [--max-steps n] [--model m]
-                                                start a run and stream it; exit 0 only if it succeeded
+                                                start a run and stream it; exits with the
+                                                command's exit code (shell model), 1 if the
+                                                run failed or timed out, 130 if cancelled
   workcell threads [ls | show <id> | rm <id>]
   workcell files ls [dir] | cat <path> | put <local> [path] | rm <path>   [--thread <id>]
   workcell attach <file>... [--thread <id>]     attachments into uploads/
   workcell changes [<run_id>]                   files a run changed
   workcell cancel [<run_id>]
   workcell skills
-  workcell usage                                your workspace bytes/inodes and runs against your limits
+  workcell usage                                your workspace and runs against your limits
+  workcell tokens create <name> [--scope s]... [--expires-days n] | list | revoke <id>
+                                                personal access tokens (wct_…) for scripts and CI
   workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime
                  | limits <uid> [name=value | name=default ...]
 
   --json         machine-readable output      --url, --token   override the login
+  workcell <command> --help                    that command's options
   Without --thread, files/attach use the thread of your last 'workcell run'.
-  Exit codes: 0 ok, 1 failed (the run, or the request), 2 usage, 3 the run was cancelled.
+  Exit codes: 0 ok, 1 failed (the run, or the request), 2 usage, 130 cancelled or
+  interrupted; 'workcell run' of a command that exits N (shell model): N.
 `;
 
 const COMMANDS: Record<string, (ctx: CliContext) => Promise<number>> = {
@@ -39,6 +48,7 @@ const COMMANDS: Record<string, (ctx: CliContext) => Promise<number>> = {
   cancel: cancelCommand,
   skills: skillsCommand,
   usage: usageCommand,
+  tokens: tokensCommand,
   admin: adminCommand,
 };
 
@@ -56,14 +66,22 @@ export async function runCli(
     return EXIT.usage;
   }
   const [command, ...args] = parsed.positionals;
-  if (command === undefined || command === "help" || parsed.values.help) {
+  if (
+    command === undefined ||
+    command === "help" ||
+    (parsed.values.help && !Object.hasOwn(COMMANDS, command))
+  ) {
     io.stdout(HELP);
     return command === undefined && !parsed.values.help ? EXIT.usage : EXIT.ok;
   }
-  const handler = COMMANDS[command];
+  const handler = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (handler === undefined) {
     io.stderr(`unknown command '${command}'\n\n${HELP}`);
     return EXIT.usage;
+  }
+  if (parsed.values.help) {
+    io.stdout(COMMAND_HELP[command] ?? HELP);
+    return EXIT.ok;
   }
   const configFile = configPath(io.env);
   try {
@@ -80,6 +98,15 @@ export async function runCli(
     if (error instanceof UsageError) {
       io.stderr(`${error.message}\n`);
       return EXIT.usage;
+    }
+    if (signal.aborted) {
+      // Ctrl-C: what was asked of the server stays asked (a run keeps going).
+      io.stderr(
+        command === "run"
+          ? "interrupted: the run goes on on the server; 'workcell cancel' stops it\n"
+          : "interrupted\n",
+      );
+      return EXIT.cancelled;
     }
     if (parsed.values.json) {
       io.stderr(`${JSON.stringify({ error: describe(error) })}\n`);
@@ -102,6 +129,12 @@ function parse(argv: readonly string[]) {
       thread: { type: "string" },
       "max-steps": { type: "string" },
       model: { type: "string" },
+      local: { type: "string" },
+      issuer: { type: "string" },
+      "client-id": { type: "string" },
+      admin: { type: "boolean" },
+      scope: { type: "string", multiple: true },
+      "expires-days": { type: "string" },
     },
   });
 }

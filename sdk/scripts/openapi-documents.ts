@@ -16,6 +16,7 @@ const OPTIONAL_SETTINGS = [
   "exportMetrics",
   "rateLimiter",
   "flushTraces",
+  "personalTokenKey",
 ];
 
 /**

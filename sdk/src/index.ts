@@ -44,6 +44,13 @@ export {
   Threads,
 } from "./threads.ts";
 export {
+  type CreatedPersonalToken,
+  type CreateTokenOptions,
+  type PersonalTokenData,
+  type TokenScope,
+  Tokens,
+} from "./tokens.ts";
+export {
   type CallOptions,
   DEFAULT_BASE_URL,
   type TokenSource,

@@ -4,6 +4,7 @@ import type { components } from "./generated/api.ts";
 import { Runs } from "./runs.ts";
 import { Skills } from "./skills.ts";
 import { Threads } from "./threads.ts";
+import { Tokens } from "./tokens.ts";
 import { type CallOptions, Transport, type WorkcellOptions } from "./transport.ts";
 
 /** `GET /v1/usage`: the caller's workspace bytes and inodes and runs, against their limits. */
@@ -26,6 +27,8 @@ export class Workcell {
   readonly attachments: Attachments;
   readonly skills: Skills;
   readonly admin: Admin;
+  /** Personal access tokens of the caller (needs a sign-in token). */
+  readonly tokens: Tokens;
   /** The typed openapi-fetch client, for anything the resources above do not cover. */
   readonly api: Transport["api"];
   readonly #transport: Transport;
@@ -38,6 +41,7 @@ export class Workcell {
     this.attachments = new Attachments(this.#transport);
     this.skills = new Skills(this.#transport);
     this.admin = new Admin(this.#transport);
+    this.tokens = new Tokens(this.#transport);
   }
 
   get baseUrl(): string {

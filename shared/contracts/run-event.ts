@@ -70,6 +70,14 @@ const toolCompletedEvent = z
         tool_call_id: z.string().describe("The `tool.started` this ends."),
         is_error: z.boolean().describe("True when the tool failed."),
         output: z.unknown().optional().describe("Tool result, possibly truncated."),
+        exit_code: z
+          .number()
+          .int()
+          .nullable()
+          .optional()
+          .describe(
+            "`bash` only: the command's exit code; null when it did not exit by itself (timed out or killed).",
+          ),
       })
       .describe("A tool call finished."),
   })
@@ -138,6 +146,13 @@ const runCompletedEvent = z
       .object({
         status: z.enum(TERMINAL_RUN_STATUSES).describe("How the run ended."),
         error: runErrorSchema.optional().describe("Present when the run failed."),
+        exit_code: z
+          .number()
+          .int()
+          .optional()
+          .describe(
+            "Runs of the `shell` model only: the exit code of the one command the run executed (a run whose command exits 3 still `succeeded`; clients that run one command report this code).",
+          ),
       })
       .describe("The run ended; nothing follows."),
   })

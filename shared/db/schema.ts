@@ -8,6 +8,7 @@ export * from "./schema/execution-leases.ts";
 export * from "./schema/idempotency-keys.ts";
 export * from "./schema/messages.ts";
 export * from "./schema/nodes.ts";
+export * from "./schema/personal-access-tokens.ts";
 export * from "./schema/projects.ts";
 export * from "./schema/rate-limits.ts";
 export * from "./schema/requests.ts";

@@ -9,6 +9,8 @@ export interface TerminalEnding {
   readonly status: TerminalRunStatus;
   /** Required when `failed`. */
   readonly error?: RunError;
+  /** A shell-model run: the exit code of its one command (API.md, run.completed). */
+  readonly exitCode?: number;
 }
 
 /**
@@ -32,7 +34,11 @@ export async function insertTerminalEvent(
       seq ??
       sql`(select coalesce(max(${runEvents.seq}), 0) + 1 from ${runEvents} where ${runEvents.runId} = ${runId})`,
     type: "run.completed",
-    data: { status: ending.status, ...(ending.error ? { error: ending.error } : {}) },
+    data: {
+      status: ending.status,
+      ...(ending.error ? { error: ending.error } : {}),
+      ...(ending.exitCode === undefined ? {} : { exit_code: ending.exitCode }),
+    },
   });
   await tx.execute(sql`select pg_notify(${RUN_EVENTS_CHANNEL}::text, ${runId}::text)`);
 }

@@ -17,6 +17,7 @@ import { Layout } from "./layout.tsx";
 import { SkillsPage } from "./skills/skills-page.tsx";
 import { HomePage } from "./threads/home-page.tsx";
 import { ThreadPage } from "./threads/thread-page.tsx";
+import { TokensPage } from "./tokens/tokens-page.tsx";
 import { ErrorMessage } from "./ui/error-message.tsx";
 import { UsagePage } from "./usage/usage-page.tsx";
 
@@ -71,6 +72,7 @@ function SignedInGate({ config }: { config: ConsoleConfig }) {
           <Route path="threads/:threadId/*" element={<ThreadPage />} />
           <Route path="skills" element={<SkillsPage />} />
           <Route path="usage" element={<UsagePage />} />
+          <Route path="tokens" element={<TokensPage />} />
           <Route path="admin/skills" element={<AdminSkillsPage />} />
           <Route path="admin/nodes" element={<AdminNodesPage />} />
           <Route path="admin/runtime" element={<AdminRuntimePage />} />

@@ -19,6 +19,7 @@ export function Layout() {
           </NavLink>
           <NavLink to="/skills">Skills</NavLink>
           <NavLink to="/usage">Usage</NavLink>
+          <NavLink to="/tokens">Tokens</NavLink>
           {session.admin && (
             <NavLink to="/admin/skills" className={adminActive}>
               Admin

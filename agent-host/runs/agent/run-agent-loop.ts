@@ -49,6 +49,11 @@ export interface AgentLoopResult {
   /** Model calls made. */
   readonly turns: number;
   readonly usage: TokenUsage;
+  /**
+   * The exit code of the last command a tool call ran to its end (bash), if any: with the
+   * shell model, the exit code of the run's one command (drive-run puts it in run.completed).
+   */
+  readonly lastExitCode?: number;
 }
 
 /** Marks an error of `emit` on its way out: it ends the loop, never becomes a result. */
@@ -60,7 +65,13 @@ class EmitFailed extends Error {
 }
 
 type ToolCallOutcome =
-  | { readonly kind: "done"; readonly message: ToolMessage; readonly timedOut: boolean }
+  | {
+      readonly kind: "done";
+      readonly message: ToolMessage;
+      readonly timedOut: boolean;
+      /** The command's exit code, for a call that ran one (bash) and it exited. */
+      readonly exitCode?: number;
+    }
   | { readonly kind: "cancelled" }
   | { readonly kind: "fatal"; readonly error: RunError };
 
@@ -103,6 +114,7 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
   // after it without trying anything else (the shell model always does), nothing handled
   // the timeout: the run fails with command_timeout instead of reading as succeeded.
   let unhandledTimeout: RunError | undefined;
+  let lastExitCode: number | undefined;
   const liveOutput = createToolOutputBudget(toolOutputLimits(limits));
 
   const emit = async (event: AgentEvent): Promise<void> => {
@@ -131,6 +143,7 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
       newMessages,
       turns,
       usage,
+      ...(lastExitCode === undefined ? {} : { lastExitCode }),
     };
   };
 
@@ -208,6 +221,7 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
         : await runToolCall(call, toolsByName, input, { limits, liveOutput }, emit);
       if (outcome.kind === "done") {
         newMessages.push(outcome.message);
+        if (outcome.exitCode !== undefined) lastExitCode = outcome.exitCode;
         if (outcome.timedOut) {
           unhandledTimeout = {
             code: "command_timeout",
@@ -327,18 +341,21 @@ async function runToolCall(
 
   const content = capToolOutput(result.content, limits.maxToolOutputBytes);
   if (result.isError) logger.debug({ details: result.details }, "tool call refused or failed");
+  const exitCode = exitCodeOf(result);
   await emit({
     type: "tool.completed",
     data: {
       tool_call_id: call.id,
       is_error: result.isError,
       output: { text: content, ...result.details },
+      ...(exitCode === undefined ? {} : { exit_code: exitCode }),
     },
   });
   return {
     kind: "done",
     message: { role: "tool", toolCallId: call.id, content },
     timedOut: result.details?.status === "timed_out",
+    ...(typeof exitCode === "number" ? { exitCode } : {}),
   };
 }
 
@@ -368,4 +385,14 @@ function indexTools(tools: readonly Tool[]): ReadonlyMap<string, Tool> {
     byName.set(tool.name, tool);
   }
   return byName;
+}
+
+/**
+ * A command tool's exit code (its details carry `exit_code`): a number when it exited, null
+ * when it was killed (timeout); undefined for tools that run no command.
+ */
+function exitCodeOf(result: ToolResult): number | null | undefined {
+  const code = result.details?.exit_code;
+  if (code === null) return null;
+  return typeof code === "number" && Number.isInteger(code) ? code : undefined;
 }

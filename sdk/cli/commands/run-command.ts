@@ -1,10 +1,12 @@
 import type { AgentOptions, RunEvent } from "../../src/index.ts";
-import { type CliContext, EXIT, UsageError } from "../cli-context.ts";
+import { type CliContext, UsageError } from "../cli-context.ts";
+import { replyEchoFilter } from "../reply-echo-filter.ts";
+import { runOutcome } from "../run-outcome.ts";
 
 /**
  * `workcell run "<input>" [--thread <id>]`: starts a run and streams it. Human output:
  * the assistant's text on stdout, tool calls and the outcome on stderr (so stdout can be
- * piped). `--json`: one event per line, then the finished run. Exit code from the status.
+ * piped). `--json`: one event per line, then the finished run. Exit code: run-outcome.ts.
  */
 export async function runCommand(ctx: CliContext): Promise<number> {
   const input = ctx.args.join(" ");
@@ -20,18 +22,17 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   await ctx.remember({ last_thread_id: run.threadId, last_run_id: run.id });
   if (!ctx.json) ctx.io.stderr(`run ${run.id} (thread ${run.threadId})\n`);
   const printer = humanPrinter(ctx);
+  let completed: RunEvent | undefined;
   for await (const event of run.events({ signal: ctx.signal })) {
+    if (event.type === "run.completed") completed = event;
     if (ctx.json) ctx.io.stdout(`${JSON.stringify(event)}\n`);
     else printer.event(event);
   }
   const finished = await run.refresh({ signal: ctx.signal });
+  const outcome = runOutcome(finished, completed);
   if (ctx.json) ctx.io.stdout(`${JSON.stringify({ run: finished })}\n`);
-  else {
-    const error = finished.error ? `: ${finished.error.code} ${finished.error.message}` : "";
-    printer.status(`${finished.status}${error}\n`);
-  }
-  if (finished.status === "succeeded") return EXIT.ok;
-  return finished.status === "cancelled" ? EXIT.cancelled : EXIT.failed;
+  else printer.status(`${outcome.line}\n`);
+  return outcome.exitCode;
 }
 
 function agentOptions(ctx: CliContext): { agent?: AgentOptions } {
@@ -64,6 +65,16 @@ function humanPrinter(ctx: CliContext) {
     midLine[stream] = !text.endsWith("\n");
   };
   const toolNames = new Map<string, string>();
+  const shownLive = new Set<string>();
+  // A pipe gets the reply as it is (stdout is the data); a terminal gets it once.
+  const reply = ctx.io.stdoutIsTerminal
+    ? replyEchoFilter((text) => write("stdout", text))
+    : {
+        toolCompleted() {},
+        toolStarted() {},
+        delta: (text: string) => write("stdout", text),
+        end() {},
+      };
   const status = (line: string) => {
     if (midLine.stderr) ctx.io.stderr("\n");
     midLine.stderr = false;
@@ -72,18 +83,26 @@ function humanPrinter(ctx: CliContext) {
   const event = (e: RunEvent): void => {
     switch (e.type) {
       case "message.delta":
-        write("stdout", e.data.text);
+        reply.delta(e.data.text);
+        return;
+      case "message.completed":
+      case "run.completed":
+        reply.end();
         return;
       case "tool.output":
+        shownLive.add(e.data.tool_call_id);
         write("stderr", e.data.text);
         return;
       case "tool.started":
+        reply.toolStarted();
         toolNames.set(e.data.tool_call_id, e.data.name);
         status(`> ${e.data.name} ${summary(e.data.input)}\n`);
         return;
       case "tool.completed":
+        reply.toolCompleted(resultText(e.data.output), shownLive.has(e.data.tool_call_id));
         if (e.data.is_error) {
-          status(`! ${toolNames.get(e.data.tool_call_id) ?? e.data.tool_call_id} failed\n`);
+          const code = typeof e.data.exit_code === "number" ? ` (exit ${e.data.exit_code})` : "";
+          status(`! ${toolNames.get(e.data.tool_call_id) ?? e.data.tool_call_id} failed${code}\n`);
         }
         return;
       case "subagent.started":
@@ -97,6 +116,12 @@ function humanPrinter(ctx: CliContext) {
     }
   };
   return { event, status };
+}
+
+function resultText(output: unknown): string {
+  if (typeof output === "string") return output;
+  const text = (output as { text?: unknown } | null | undefined)?.text;
+  return typeof text === "string" ? text : "";
 }
 
 function summary(input: unknown): string {

@@ -1,7 +1,8 @@
 import type { UsageData } from "../../src/index.ts";
 import { type CliContext, EXIT, output, table } from "../cli-context.ts";
+import { formatBytes, formatCount } from "../human-units.ts";
 
-/** `workcell usage`: the caller's workspace and runs against their limits. */
+/** `workcell usage`: the caller's workspace and runs against their limits (--json: raw). */
 export async function usageCommand(ctx: CliContext): Promise<number> {
   const usage = await ctx.client().usage({ signal: ctx.signal });
   output(ctx, usage, () => usageTable(usage));
@@ -9,11 +10,11 @@ export async function usageCommand(ctx: CliContext): Promise<number> {
 }
 
 function usageTable(u: UsageData): string {
+  const of = (used: string, limit: string) => `${used} of ${limit}`;
   return table([
-    ["", "USED", "LIMIT"],
-    ["workspace bytes", String(u.workspace_bytes), String(u.limits.workspace_bytes)],
-    ["workspace inodes", String(u.workspace_inodes), String(u.limits.workspace_inodes)],
-    ["running runs", String(u.running_runs), String(u.limits.max_concurrent_runs)],
-    ["queued runs", String(u.queued_runs), ""],
+    ["workspace", of(formatBytes(u.workspace_bytes), formatBytes(u.limits.workspace_bytes))],
+    ["files", of(formatCount(u.workspace_inodes), formatCount(u.limits.workspace_inodes))],
+    ["running runs", of(String(u.running_runs), String(u.limits.max_concurrent_runs))],
+    ["queued runs", String(u.queued_runs)],
   ]);
 }

@@ -160,6 +160,19 @@ export interface paths {
      */
     get: operations["getUsage"];
   };
+  "/v1/tokens": {
+    /** The caller's personal access tokens (never their secrets) */
+    get: operations["listTokens"];
+    /**
+     * Create a personal access token (shown once)
+     * @description The token is returned this once and stored only as a keyed hash. It carries the caller's uid and at most the scopes asked (`admin` only for an admin). Needs a sign-in token, never a PAT.
+     */
+    post: operations["createToken"];
+  };
+  "/v1/tokens/{token_id}": {
+    /** Revoke a personal access token; it stops working on the next request */
+    delete: operations["revokeToken"];
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -330,6 +343,8 @@ export interface components {
         is_error: boolean;
         /** @description Tool result, possibly truncated. */
         output?: unknown;
+        /** @description `bash` only: the command's exit code; null when it did not exit by itself (timed out or killed). */
+        exit_code?: number | null;
       };
     };
     SubagentStartedEvent: {
@@ -439,6 +454,8 @@ export interface components {
           /** @description What went wrong, for the user. */
           message: string;
         };
+        /** @description Runs of the `shell` model only: the exit code of the one command the run executed (a run whose command exits 3 still `succeeded`; clients that run one command report this code). */
+        exit_code?: number;
       };
     };
     /** @description Health of the API and its dependencies. */
@@ -1155,6 +1172,82 @@ export interface components {
       /** @description The caller's runs waiting to start (root runs). */
       queued_runs: number;
       limits: components["schemas"]["UserLimits"];
+    };
+    CreatedPersonalToken: {
+      /**
+       * Format: uuid
+       * @description Token id (also in the token itself, after `wct_`).
+       */
+      token_id: string;
+      /** @description What the token is for. */
+      name: string;
+      /** @description What it may do. */
+      scopes: ("runs" | "files" | "admin")[];
+      /**
+       * Format: date-time
+       * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @description When it stops working; null: never.
+       */
+      expires_at: string | null;
+      /**
+       * Format: date-time
+       * @description The last request it authenticated (to the minute); null: never used.
+       */
+      last_used_at: string | null;
+      /**
+       * Format: date-time
+       * @description When it was revoked; null: it was not.
+       */
+      revoked_at: string | null;
+      /** @description The token (`wct_…`), shown this once: it is stored only as a keyed hash. Send it as `Authorization: Bearer`. */
+      token: string;
+    };
+    TokenCreateRequest: {
+      /** @description What the token is for. */
+      name: string;
+      /** @description Days until it stops working (1 to 366); omit it for no expiry. */
+      expires_in_days?: number;
+      /** @description Default: ["runs", "files"]. */
+      scopes?: ("runs" | "files" | "admin")[];
+    };
+    PersonalTokenList: {
+      items: components["schemas"]["PersonalToken"][];
+    };
+    /** @description A personal access token, without its secret. */
+    PersonalToken: {
+      /**
+       * Format: uuid
+       * @description Token id (also in the token itself, after `wct_`).
+       */
+      token_id: string;
+      /** @description What the token is for. */
+      name: string;
+      /** @description What it may do. */
+      scopes: ("runs" | "files" | "admin")[];
+      /**
+       * Format: date-time
+       * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @description When it stops working; null: never.
+       */
+      expires_at: string | null;
+      /**
+       * Format: date-time
+       * @description The last request it authenticated (to the minute); null: never used.
+       */
+      last_used_at: string | null;
+      /**
+       * Format: date-time
+       * @description When it was revoked; null: it was not.
+       */
+      revoked_at: string | null;
     };
   };
   responses: never;
@@ -3050,6 +3143,163 @@ export interface operations {
       };
       /** @description Missing or invalid token. */
       401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The caller's personal access tokens (never their secrets) */
+  listTokens: {
+    responses: {
+      /** @description Tokens */
+      200: {
+        content: {
+          "application/json": components["schemas"]["PersonalTokenList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Called with a personal access token (tokens are managed with a sign-in token), or an `admin` scope asked by a non-admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Create a personal access token (shown once)
+   * @description The token is returned this once and stored only as a keyed hash. It carries the caller's uid and at most the scopes asked (`admin` only for an admin). Needs a sign-in token, never a PAT.
+   */
+  createToken: {
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "name": "ci",
+         *   "scopes": [
+         *     "runs",
+         *     "files"
+         *   ],
+         *   "expires_in_days": 90
+         * }
+         */
+        "application/json": components["schemas"]["TokenCreateRequest"];
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        content: {
+          "application/json": components["schemas"]["CreatedPersonalToken"];
+        };
+      };
+      /** @description Bad body. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Called with a personal access token (tokens are managed with a sign-in token), or an `admin` scope asked by a non-admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Revoke a personal access token; it stops working on the next request */
+  revokeToken: {
+    parameters: {
+      path: {
+        /** @description Token id; a malformed id answers 404 like an unknown one. */
+        token_id: string;
+      };
+    };
+    responses: {
+      /** @description Revoked (also when it already was) */
+      204: {
+        content: never;
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Called with a personal access token (tokens are managed with a sign-in token), or an `admin` scope asked by a non-admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such token of the caller's. */
+      404: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { Page } from "playwright-core";
 import { describe, expect, test } from "vitest";
-import { type UsageData, Workcell } from "../../../sdk/src/index.ts";
+import { UnauthenticatedError, type UsageData, Workcell } from "../../../sdk/src/index.ts";
 import { formatBytes } from "../../../web/src/ui/format.ts";
 import { screenshot } from "../../support/chromium.ts";
 import { newThread, send, signIn, text, visible, WAIT } from "./console-page.ts";
@@ -164,4 +164,56 @@ describe("web console: usage", () => {
     expect(theirs.limits.max_concurrent_runs).not.toBe(1);
     await screenshot(other, "15-usage-narrow");
   }, 300_000);
+});
+
+// The Tokens page shares this file's Workcell and browser (one suite start, not two).
+describe("tokens page", () => {
+  test("create with scopes and expiry, shown once, works for the API, revoked: refused at once", async () => {
+    const page = await suite.freshPage();
+    await signIn(page, url(), "tina");
+    await page.getByRole("link", { name: "Tokens" }).click();
+    const form = page.getByRole("form", { name: "New token" });
+    await form.getByLabel("Name").fill("ci job");
+    // A non-admin is not offered the admin scope.
+    expect(await form.getByRole("checkbox", { name: /admin:/ }).count()).toBe(0);
+    await form.getByRole("checkbox", { name: /files:/ }).uncheck();
+    await form.getByRole("combobox").selectOption("7");
+    await form.getByRole("button", { name: "Create token" }).click();
+    const shown = page.getByTestId("new-token-value");
+    await visible(shown);
+    const token = (await text(shown)) ?? "";
+    expect(token).toMatch(/^wct_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/);
+    const row = page.locator("[data-testid=token-list] tr", { hasText: "ci job" });
+    await expect.poll(() => text(row.getByTestId("token-state")), WAIT).toBe("active");
+    expect(await text(row)).toContain("runs");
+    expect(await text(row)).not.toContain("files");
+    await screenshot(page, "15-token-created");
+
+    const asToken = new Workcell({ baseUrl: url(), token });
+    expect(Array.isArray((await asToken.threads.list()).items)).toBe(true);
+    // Shown once: gone when dismissed, and after a reload.
+    await page.getByRole("button", { name: "Done" }).click();
+    expect(await page.getByTestId("new-token").count()).toBe(0);
+    await page.reload();
+    await visible(page.getByTestId("token-list"));
+    expect(await page.content()).not.toContain(token.slice(-43));
+
+    await page
+      .locator("[data-testid=token-list] tr", { hasText: "ci job" })
+      .getByRole("button", { name: "Revoke" })
+      .click();
+    await expect
+      .poll(
+        () =>
+          text(
+            page
+              .locator("[data-testid=token-list] tr", { hasText: "ci job" })
+              .getByTestId("token-state"),
+          ),
+        WAIT,
+      )
+      .toBe("revoked");
+    await expect(asToken.threads.list()).rejects.toBeInstanceOf(UnauthenticatedError);
+    await screenshot(page, "16-token-revoked");
+  });
 });

@@ -119,8 +119,46 @@ describe("web console", () => {
     expect(await text(run.getByTestId("run-status"))).toBe("running");
     await run.getByRole("button", { name: "Cancel" }).click();
     await expect.poll(() => text(run.getByTestId("run-status")), WAIT).toBe("cancelled");
-    expect(await text(run.getByTestId("tool-output"))).not.toContain("never");
+    // The lines it printed stay, and the call says how it ended.
+    await expect.poll(() => text(tool.getByTestId("tool-state")), WAIT).toBe("cancelled");
+    expect(await text(run.getByTestId("tool-output"))).toBe("first-line");
+    await screenshot(page, "12-cancelled-keeps-lines");
   }, 120_000);
+
+  test("a command exiting 3 reads 'command failed (exit 3)', never a green succeeded", async () => {
+    const page = await freshPage();
+    await signIn(page, url(), "fiona");
+    await newThread(page, "Exit three");
+    const run = await send(page, "echo partial; exit 3");
+    await expect
+      .poll(() => text(run.getByTestId("run-status")), WAIT)
+      .toBe("command failed (exit 3)");
+    expect(await run.getByTestId("run-status").getAttribute("class")).toContain("badge-failed");
+    expect(await text(run.getByTestId("tool-state"))).toBe("failed (exit 3)");
+    expect(await count(run.getByTestId("reply"))).toBe(0);
+    await screenshot(page, "13-command-failed");
+  });
+
+  test("a 20,000-line output stays a bounded block with a download of the whole", async () => {
+    const page = await freshPage();
+    await signIn(page, url(), "gus");
+    await newThread(page, "Long output");
+    const run = await send(page, "seq 1 20000");
+    await expect.poll(() => text(run.getByTestId("run-status")), WAIT).toBe("succeeded");
+    await expect.poll(() => count(run.getByTestId("output-truncated")), WAIT).toBe(1);
+    const block = await run.getByTestId("tool-output").boundingBox();
+    expect(block?.height ?? Infinity).toBeLessThanOrEqual(400);
+    // The run stays short: no copy of the output (the reply) outside the bounded block.
+    const runBox = await run.boundingBox();
+    expect(runBox?.height ?? Infinity).toBeLessThan(600);
+    expect(await text(run.getByTestId("tool-output"))).toMatch(/\n20000$/);
+    const download = page.waitForEvent("download");
+    await run.getByRole("link", { name: "Download the full output" }).click();
+    const saved = await (await download).path();
+    const whole = await readFile(saved, "utf8");
+    expect(whole.split("\n").filter(Boolean)).toHaveLength(20_000);
+    await screenshot(page, "14-long-output");
+  });
 
   test("sign in, run a command, see its streamed output and succeeded state, read the file it wrote", async () => {
     const page = await freshPage();
@@ -129,7 +167,8 @@ describe("web console", () => {
     const run = await send(page, "echo hello > outputs/hello.txt && cat outputs/hello.txt");
     await expect.poll(() => text(run.getByTestId("run-status")), WAIT).toBe("succeeded");
     await expect.poll(() => text(run.getByTestId("tool-output")), WAIT).toBe("hello");
-    await expect.poll(() => text(run.getByTestId("reply")), WAIT).toContain("hello");
+    // The shell model's reply is the command's result: shown once, in the tool's block.
+    expect(await count(run.getByTestId("reply"))).toBe(0);
     await run.getByRole("button", { name: "Changes" }).click();
     await expect
       .poll(() => text(run.getByTestId("run-changes")), WAIT)

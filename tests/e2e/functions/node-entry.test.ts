@@ -7,6 +7,7 @@ import { sqsClient } from "../../support/aws.ts";
 import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import type { TestDatabase } from "../../support/postgres.ts";
 import { checkCors } from "./support/check-cors.ts";
+import { checkPersonalTokens } from "./support/check-personal-tokens.ts";
 import { driveWithRealWorker, receiveRunIds } from "./support/drive.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
@@ -112,4 +113,13 @@ test("a bad environment stops the process with every problem named, no value quo
     expect(result.stderr).toContain(variable);
   }
   expect(result.stderr).not.toContain("secret-password");
+});
+
+test("personal access tokens: scoped, and refused on the next request once revoked or expired", async () => {
+  await checkPersonalTokens({
+    url: server.url,
+    signInToken: await mintDevToken(SECRET, "pat-user"),
+    sql: database.sql,
+    output: () => server.output(),
+  });
 });

@@ -10,6 +10,7 @@ import { sqsClient } from "../../support/aws.ts";
 import { functionsEntryEnv } from "../../support/functions-entry-env.ts";
 import type { TestDatabase } from "../../support/postgres.ts";
 import { checkCors } from "./support/check-cors.ts";
+import { checkPersonalTokens } from "./support/check-personal-tokens.ts";
 import { driveWithRealWorker, receiveRunIds } from "./support/drive.ts";
 import type { ServerProcess } from "./support/server-process.ts";
 import {
@@ -84,6 +85,15 @@ describe("Cloudflare Workers", () => {
       url: worker.url,
       token: await mintDevToken(SECRET, "cora"),
       allowedOrigin: CONSOLE_ORIGIN,
+    });
+  });
+
+  test("personal access tokens under wrangler dev: scoped, revoked and expired at the next request", async () => {
+    await checkPersonalTokens({
+      url: worker.url,
+      signInToken: await mintDevToken(SECRET, "pat-user"),
+      sql: database.sql,
+      output: () => worker.output(),
     });
   });
 

@@ -1,11 +1,15 @@
-import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { formatBytes, formatCount } from "../../../sdk/cli/human-units.ts";
+import { runCli } from "../../../sdk/cli/run-cli.ts";
 import { type UsageData, Workcell } from "../../../sdk/src/index.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";
+import { pollUntil } from "../../support/poll-until.ts";
+import { projectWithPackedSdk, readmeBlock, runIn, TSC } from "./packed-sdk.ts";
 
 // The `workcell` CLI as a user runs it (`node bin/workcell.ts`, the package's bin) against
 // the local Workcell, with its own config file.
@@ -31,6 +35,22 @@ function workcell(...args: string[]): Promise<Result> {
         done({ code, stdout, stderr });
       },
     );
+  });
+}
+
+/** The CLI with its own config file, with `input` on its standard input. */
+function workcellAt(config: string, args: readonly string[], input = ""): Promise<Result> {
+  return new Promise((done) => {
+    const child = execFile(
+      process.execPath,
+      ["bin/workcell.ts", ...args],
+      { cwd: REPO, env: { ...process.env, WORKCELL_CONFIG: config, WORKCELL_TOKEN: "" } },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : -1;
+        done({ code, stdout, stderr });
+      },
+    );
+    child.stdin?.end(input);
   });
 }
 
@@ -94,12 +114,15 @@ describe("the workcell CLI", () => {
     expect(failing.code).toBe(1);
     expect(failing.stderr).toMatch(/\nfailed: /);
 
-    // A failing command is the model's to handle (the run still succeeds); the terminal
-    // shows which tool failed, and the status starts a line of its own.
+    // The shell model runs one command: its exit code is the CLI's, and the outcome says
+    // the command failed (never "succeeded" next to a failure).
     const toolFailed = await workcell("run", "echo partial; exit 3");
-    expect(toolFailed.code).toBe(0);
-    expect(toolFailed.stderr).toMatch(/\n! bash failed\n/);
+    expect(toolFailed.code).toBe(3);
+    expect(toolFailed.stderr).toMatch(/\n! bash failed \(exit 3\)\n/);
+    expect(toolFailed.stderr).toMatch(/\ncommand failed \(exit 3\)\n$/);
+    expect(toolFailed.stderr).not.toMatch(/succeeded/);
     expect(toolFailed.stdout.endsWith("\n")).toBe(true);
+    expect(await workcell("run", "true")).toMatchObject({ code: 0 });
 
     const json = await workcell("run", "echo json", "--json");
     expect(json.code).toBe(0);
@@ -119,6 +142,192 @@ describe("the workcell CLI", () => {
     );
     expect(await readFile(join(home, "config.json"), "utf8")).toContain(local.url);
   }, 300_000); // Twenty CLI processes and five runs: minutes on a loaded machine.
+
+  test("a run cancelled from another terminal exits 130 and says so", async () => {
+    const child = spawn(
+      process.execPath,
+      ["bin/workcell.ts", "run", "echo go-$((1+1)); sleep 600"],
+      {
+        cwd: REPO,
+        env: { ...process.env, WORKCELL_CONFIG: join(home, "config.json"), WORKCELL_TOKEN: "" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stderr = "";
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
+    // The command is running once its first line came back (go-2: not the command's text).
+    await pollUntil(async () => stderr.includes("go-2") || child.exitCode !== null, 120_000);
+    const runId = /^run ([0-9a-f-]{36})/.exec(stderr)?.[1];
+    expect(runId).toBeDefined();
+    expect((await workcell("cancel", String(runId))).code).toBe(0);
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/\ncancelled\n$/);
+  }, 180_000);
+
+  test("the packed SDK in an empty project: the README quick start with plain node, tsc of it as .ts, npx workcell", async () => {
+    const project = await projectWithPackedSdk();
+    try {
+      const { dir } = project;
+      const env = {
+        ...process.env,
+        WORKCELL_BASE_URL: local.url,
+        WORKCELL_TOKEN: await local.token("quinn"),
+        WORKCELL_CONFIG: join(dir, "workcell-config.json"),
+      };
+      const quickStart = await readmeBlock("js");
+      await writeFile(join(dir, "quickstart.mjs"), quickStart);
+      const node = await runIn(dir, process.execPath, ["quickstart.mjs"], env);
+      expect(node.stderr).toBe("");
+      expect(node).toMatchObject({ code: 0 });
+      expect(node.stdout).toMatch(/^run\.status\n[\s\S]*\nrun\.completed\nsucceeded hi\n\n/);
+      expect(node.stdout).toMatch(/path: 'outputs\/a\.txt'/);
+
+      await writeFile(join(dir, "quickstart.ts"), quickStart);
+      const tsc = await runIn(dir, process.execPath, [
+        TSC,
+        "--noEmit",
+        "--strict",
+        "--module",
+        "nodenext",
+        "--target",
+        "es2023",
+        "quickstart.ts",
+      ]);
+      expect(tsc.stdout + tsc.stderr).toBe("");
+      expect(tsc.code).toBe(0);
+
+      const help = await runIn(dir, "npx", ["--no-install", "workcell", "--help"], env);
+      expect(help).toMatchObject({ code: 0, stderr: "" });
+      expect(help.stdout).toMatch(/workcell run "<input>"/);
+      const failed = await runIn(dir, "npx", ["--no-install", "workcell", "run", "exit 3"], env);
+      expect(failed.code).toBe(3);
+      expect(failed.stderr).toMatch(/command failed \(exit 3\)\n$/);
+      const ok = await runIn(dir, "npx", ["--no-install", "workcell", "run", "echo from-npx"], env);
+      expect(ok).toMatchObject({ code: 0, stdout: "from-npx\n" });
+      // Nothing of the repository was used: the CLI is the tarball's compiled bin.
+      expect(await realpath(join(dir, "node_modules/.bin/workcell"))).toBe(
+        await realpath(join(dir, "node_modules/@workcell/sdk/dist/cli/workcell.js")),
+      );
+    } finally {
+      await project.remove();
+    }
+  }, 600_000);
+
+  test("tokens: a PAT created from the CLI logs in pasted on stdin, works, and is refused once revoked", async () => {
+    const signIn = await local.token("tess");
+    const config = join(home, "tess.json");
+    const as = (...args: string[]) => workcellAt(config, args);
+    const created = await as(
+      "tokens",
+      "create",
+      "ci",
+      "--scope",
+      "runs",
+      "--expires-days",
+      "7",
+      "--token",
+      signIn,
+      "--url",
+      local.url,
+    );
+    expect(created).toMatchObject({ code: 0, stderr: expect.not.stringMatching(/error/) });
+    const pat = created.stdout.trim();
+    expect(pat).toMatch(/^wct_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/);
+    expect(created.stderr).toMatch(/shown this once/);
+
+    const login = await workcellAt(config, ["login", "--url", local.url], `${pat}\n`);
+    expect(login).toMatchObject({ code: 0 });
+    expect((await stat(config)).mode & 0o777).toBe(0o600);
+    expect(await readFile(config, "utf8")).toContain(pat);
+    expect((await as("run", "echo with-a-pat")).stdout).toBe("with-a-pat\n");
+    // Outside its scope (files), and token management (a sign-in token's), it is refused.
+    const files = await as("files", "ls");
+    expect(files.code).toBe(1);
+    expect(files.stderr).toMatch(/lacks the 'files' scope[^\n]*\(forbidden, HTTP 403\)/);
+    expect((await as("tokens", "list")).stderr).toMatch(/sign-in token/);
+
+    const listed = JSON.parse((await as("tokens", "list", "--json", "--token", signIn)).stdout);
+    const id = listed.items.find((t: { name: string }) => t.name === "ci").token_id;
+    expect((await as("tokens", "revoke", id, "--token", signIn)).code).toBe(0);
+    const after = await as("threads");
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(/unauthenticated/);
+    expect(after.stderr + created.stderr + login.stdout + login.stderr).not.toContain(
+      pat.slice(-43),
+    );
+    expect(local.output()).not.toContain(pat.slice(-43));
+  }, 120_000);
+
+  test("login --local mints a dev token; every command has its own --help; wrong input prints no stack", async () => {
+    const config = join(home, "local.json");
+    const login = await workcellAt(config, ["login", "--url", local.url, "--local", "lou"]);
+    expect(login.code).toBe(0);
+    expect((await workcellAt(config, ["threads", "--json"])).code).toBe(0);
+    for (const command of [
+      "login",
+      "run",
+      "threads",
+      "files",
+      "attach",
+      "changes",
+      "cancel",
+      "skills",
+      "usage",
+      "tokens",
+      "admin",
+      "migrate",
+      "keys",
+      "doctor",
+    ]) {
+      const help = await workcell(command, "--help");
+      expect(help.code, command).toBe(0);
+      expect(help.stdout, command).toMatch(new RegExp(`^usage: workcell ${command}\\b`));
+      expect(help.stderr, command).toBe("");
+    }
+    for (const wrong of [
+      ["run", "--nonsense"],
+      ["migrate", "--nonsense"],
+      ["tokens", "create", "x", "--scope", "root"],
+      ["tokens", "create", "x", "--expires-days", "many"],
+      ["login", "--url", "not a url", "--token", "t"],
+    ]) {
+      const answer = await workcellAt(config, wrong, "");
+      expect(answer.code, wrong.join(" ")).toBeGreaterThan(0);
+      expect(answer.stderr, wrong.join(" ")).not.toMatch(/\n\s+at /);
+    }
+    // `npm run token`: its help, and a data directory that is not there, without a stack.
+    const token = (...args: string[]) =>
+      runIn(REPO, process.execPath, ["infra/local/mint-token.ts", ...args]);
+    const tokenHelp = await token("--help");
+    expect(tokenHelp).toMatchObject({ code: 0, stderr: "" });
+    expect(tokenHelp.stdout).toMatch(/^usage: npm run token -- <uid>/);
+    const missing = await token("alice", "--data-dir", join(home, "no/such/dir"));
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/No local Workcell data at .*start it first/);
+    expect(missing.stderr).not.toMatch(/\n\s+at /);
+  }, 120_000);
+
+  test("on a terminal the shell reply is not printed under its own output a second time", async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli(
+      ["run", "echo once-$((1+1))", "--url", local.url, "--token", await local.token("tom")],
+      {
+        stdout: (t) => out.push(t),
+        stderr: (t) => err.push(t),
+        env: { WORKCELL_CONFIG: join(home, "tty.json") },
+        stdoutIsTerminal: true,
+      },
+      AbortSignal.timeout(120_000),
+    );
+    expect(code).toBe(0);
+    const screen = err.join("") + out.join("");
+    expect(screen.match(/once-2/g)).toHaveLength(1);
+    expect(err.join("")).toMatch(/\nsucceeded\n$/);
+  }, 120_000);
 
   test("threads and skills; admin commands need an admin token", async () => {
     const threads = await workcell("threads", "--json");
@@ -196,15 +405,18 @@ describe("the workcell CLI", () => {
     const human = await workcell("usage");
     expect(human.code).toBe(0);
     const u = await cliMatchesApi(alice);
-    expect(human.stdout).toMatch(/^\s+USED\s+LIMIT\n/);
+    // Human units: "12 KiB of 10 GiB", never raw byte counts.
     expect(human.stdout).toMatch(
-      new RegExp(`\nworkspace bytes\\s+${u.workspace_bytes}\\s+${u.limits.workspace_bytes}\n`),
+      new RegExp(
+        `^workspace\\s+${formatBytes(u.workspace_bytes)} of ${formatBytes(u.limits.workspace_bytes)}\n`,
+      ),
+    );
+    expect(human.stdout).toMatch(/ of \d+(\.\d)? GiB\n/);
+    expect(human.stdout).toMatch(
+      new RegExp(`\nfiles\\s+${u.workspace_inodes} of ${formatCount(u.limits.workspace_inodes)}\n`),
     );
     expect(human.stdout).toMatch(
-      new RegExp(`\nworkspace inodes\\s+${u.workspace_inodes}\\s+${u.limits.workspace_inodes}\n`),
-    );
-    expect(human.stdout).toMatch(
-      new RegExp(`\nrunning runs\\s+0\\s+${u.limits.max_concurrent_runs}\n`),
+      new RegExp(`\nrunning runs\\s+0 of ${u.limits.max_concurrent_runs}\n`),
     );
     expect(human.stdout).toMatch(/\nqueued runs\s+0\s*$/);
 
@@ -220,7 +432,7 @@ describe("the workcell CLI", () => {
     expect(set.code).toBe(0);
     const limited = await cliMatchesApi(alice);
     expect(limited.limits.max_concurrent_runs).toBe(3);
-    expect((await workcell("usage")).stdout).toMatch(/\nrunning runs\s+0\s+3\n/);
+    expect((await workcell("usage")).stdout).toMatch(/\nrunning runs\s+0 of 3\n/);
     await workcell("admin", "limits", "alice", "max_concurrent_runs=default", "--token", admin);
 
     // Another user's token answers that user's figures, not alice's.

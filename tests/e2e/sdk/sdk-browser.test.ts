@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { build } from "vite";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { buildSdk, SDK_DIR } from "../../../sdk/scripts/build-package.ts";
 import { NotFoundError, Workcell } from "../../../sdk/src/index.ts";
 import { RUN_EVENT_TYPES } from "../../../shared/contracts/run-event.ts";
 import { launchChromium, screenshot, screenshotIfFailed } from "../../support/chromium.ts";
@@ -18,6 +19,7 @@ import type { PageGlobals } from "./browser-page/page.ts";
 // browser never sends the requests).
 
 let pageDir: string;
+let sdkDist: string | undefined;
 let allowed: StaticSite;
 let refused: StaticSite;
 let local: LocalWorkcell;
@@ -56,10 +58,13 @@ async function openPage(site: StaticSite): Promise<Page> {
 
 beforeAll(async () => {
   pageDir = await mkdtemp(join(tmpdir(), "workcell-sdk-page-"));
+  // The built package, in a directory of this file's own (inside sdk/: its imports resolve).
+  sdkDist = await buildSdk(await mkdtemp(join(SDK_DIR, ".build-")));
   await build({
     root: join(import.meta.dirname, "browser-page"),
     configFile: false,
     logLevel: "warn",
+    resolve: { alias: { "@workcell/sdk": join(sdkDist, "src/index.js") } },
     build: { outDir: pageDir, emptyOutDir: true, sourcemap: false },
   });
   allowed = await serveStaticSite(pageDir);
@@ -77,6 +82,7 @@ afterAll(async () => {
   await allowed?.close();
   await refused?.close();
   if (pageDir) await rm(pageDir, { recursive: true, force: true });
+  if (sdkDist) await rm(sdkDist, { recursive: true, force: true });
 });
 
 describe("the SDK in Chromium, from another origin", () => {

@@ -125,7 +125,7 @@ describe("shell model in a real sandbox", () => {
     expect(result.status).toBe("succeeded");
     expect(result.finalText).toBe("out\n[stderr]\noops\n[exit code 3]");
     expect(events.find((e) => e.type === "tool.completed")).toMatchObject({
-      data: { is_error: true, output: { exit_code: 3, status: "exited" } },
+      data: { is_error: true, exit_code: 3, output: { exit_code: 3, status: "exited" } },
     });
   });
 
@@ -154,7 +154,7 @@ describe("shell model in a real sandbox", () => {
     expect(result.status).toBe("failed");
     expect(result.error?.code).toBe("command_timeout");
     expect(events.find((e) => e.type === "tool.completed")).toMatchObject({
-      data: { is_error: true, output: { status: "timed_out" } },
+      data: { is_error: true, exit_code: null, output: { status: "timed_out" } },
     });
     // The output still reached the user, and the ending says why it failed (finishRun
     // writes it as the run's `run.completed`).

@@ -121,6 +121,35 @@ describe.each([
   });
 });
 
+test("personal access tokens through the Lambda entry: accepted, then refused on the next invocation once revoked", async () => {
+  const created = await handler(
+    apiGatewayV2Event({
+      method: "POST",
+      path: "/v1/tokens",
+      headers: { ...auth(), "content-type": "application/json" },
+      body: JSON.stringify({ name: "lambda", scopes: ["runs"] }),
+    }),
+  );
+  expect(created.statusCode).toBe(201);
+  const pat = JSON.parse(created.body) as { token_id: string; token: string };
+  const asPat = () =>
+    handler(
+      apiGatewayV2Event({
+        method: "GET",
+        path: "/v1/threads",
+        headers: { authorization: `Bearer ${pat.token}` },
+      }),
+    );
+  expect((await asPat()).statusCode).toBe(200);
+  const revoked = await handler(
+    apiGatewayV2Event({ method: "DELETE", path: `/v1/tokens/${pat.token_id}`, headers: auth() }),
+  );
+  expect(revoked.statusCode).toBe(204);
+  const refused = await asPat();
+  expect(refused.statusCode).toBe(401);
+  expect(refused.body).not.toContain(pat.token.slice(-43));
+});
+
 test("the scheduled sweeper entry ends an expired lease and re-dispatches a pending run whose dispatch was lost", async () => {
   await sweep(); // whatever is already due
   const created = await handler(

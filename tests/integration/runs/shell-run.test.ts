@@ -54,10 +54,28 @@ it("runs a shell command end to end: file in the Workdir, reply, gap-free events
     "message.completed",
     "run.completed",
   ]);
-  expect(events.at(-1)?.data).toEqual({ status: "succeeded" });
+  // The shell model's run reports its command's exit code (API.md, run.completed).
+  expect(events.at(-1)?.data).toEqual({ status: "succeeded", exit_code: 0 });
+  expect(events.find((e) => e.type === "tool.completed")?.data).toMatchObject({ exit_code: 0 });
 
   // The root run ended: its execution tree's sandbox goes.
   await world.waitForNoContainers();
+});
+
+it("a command exiting 3: the run succeeded, its events say exit 3 where clients read it", async () => {
+  await world.worker();
+  const thread = await world.thread(await world.project());
+  const runId = await world.submit(thread, "echo partial; exit 3");
+  expect((await world.waitForRun(runId)).status).toBe("succeeded");
+  const events = await world.events(runId);
+  expect(events.find((e) => e.type === "tool.completed")?.data).toMatchObject({
+    is_error: true,
+    exit_code: 3,
+  });
+  expect(events.at(-1)).toMatchObject({
+    type: "run.completed",
+    data: { status: "succeeded", exit_code: 3 },
+  });
 });
 
 it("a follow-up run in the same thread gets a fresh sandbox", async () => {

@@ -110,8 +110,9 @@ describe.each(TIERS)("%s tier", (tier) => {
     }
     // The final result keeps its own summary of the whole command.
     expect(seen[completed]?.data.output).toMatchObject({ exit_code: 0 });
+    expect(seen[completed]?.data.exit_code).toBe(0);
     expect(resultText(seen[completed])).toContain("three");
-    expect(seen.at(-1)?.data).toEqual({ status: "succeeded" });
+    expect(seen.at(-1)?.data).toEqual({ status: "succeeded", exit_code: 0 });
     // What SSE delivered is what was stored, fenced and gap-free.
     const stored = await w.events(runId);
     expectGapFree(stored);

@@ -40,6 +40,9 @@ const API_MD_ROUTES = [
   "GET /v1/usage",
   "GET /v1/admin/users/{uid}/limits",
   "PUT /v1/admin/users/{uid}/limits",
+  "POST /v1/tokens",
+  "GET /v1/tokens",
+  "DELETE /v1/tokens/{token_id}",
 ];
 // docs/decisions/0007-skills.md: the presigned upload of a skill archive.
 // docs/decisions/0023-thread-history.md: the conversation history of the web console.

@@ -59,6 +59,18 @@ describe("runEndingOf", () => {
     ).toEqual({ status: "failed", error });
   });
 
+  test("a shell-model run carries its command's exit code; a model run does not", () => {
+    const exited3 = { ...ok, lastExitCode: 3 };
+    const stop = { reason: undefined, leaseLost: false };
+    expect(runEndingOf(exited3, stop, true)).toEqual({
+      status: "succeeded",
+      finalText: "hi",
+      exitCode: 3,
+    });
+    expect(runEndingOf(exited3, stop, false)).toEqual({ status: "succeeded", finalText: "hi" });
+    expect(runEndingOf(ok, stop, true)).toEqual({ status: "succeeded", finalText: "hi" });
+  });
+
   test("a user cancel is cancelled; a shutdown is failed/node_shutdown", () => {
     expect(runEndingOf(cancelled, { reason: "cancel", leaseLost: false })).toEqual({
       status: "cancelled",

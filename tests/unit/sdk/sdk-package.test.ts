@@ -40,6 +40,22 @@ describe("the SDK package", () => {
     ).toEqual([]);
   });
 
+  test("its manifest: compiled entry with types first, a prepack build, only dist/ shipped", () => {
+    const manifest = JSON.parse(readFileSync(join(SDK, "package.json"), "utf8"));
+    expect(Object.keys(manifest.exports["."])).toEqual(["types", "default"]);
+    expect(manifest.exports["."]).toEqual({
+      types: "./dist/src/index.d.ts",
+      default: "./dist/src/index.js",
+    });
+    expect(manifest.bin).toEqual({ workcell: "dist/cli/workcell.js" });
+    expect(manifest.files).toEqual(["dist", "openapi", "README.md", "CHANGELOG.md"]);
+    expect(manifest.engines).toEqual({ node: ">=24" });
+    expect(manifest.scripts.prepack).toBe("node scripts/build.ts");
+    // The CHANGELOG has an entry for the version in the manifest.
+    const changelog = readFileSync(join(SDK, "CHANGELOG.md"), "utf8");
+    expect(changelog).toContain(`\n## ${manifest.version}\n`);
+  });
+
   test("an error class for every catalogue code, chosen by the wire code", () => {
     for (const code of ERROR_CODES) expect(Object.keys(ERROR_CLASSES)).toContain(code);
     const error = errorFromResponse(

@@ -1,8 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import type { UserLimitsData, UserLimitsOverride } from "@workcell/sdk";
 import { Label } from "radix-ui";
 import { type FormEvent, useEffect, useState } from "react";
 import { useNavigate, useParams } from "react-router";
-import type { UserLimitsData, UserLimitsOverride } from "../../../sdk/src/index.ts";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { AdminPage } from "./admin-page.tsx";

@@ -1,5 +1,5 @@
 import { useQuery } from "@tanstack/react-query";
-import type { NodeRuntimeData } from "../../../sdk/src/index.ts";
+import type { NodeRuntimeData } from "@workcell/sdk";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { formatTime } from "../ui/format.ts";

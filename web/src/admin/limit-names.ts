@@ -1,4 +1,4 @@
-import type { UserLimits } from "../../../sdk/src/index.ts";
+import type { UserLimits } from "@workcell/sdk";
 import { formatBytes } from "../ui/format.ts";
 
 export type LimitName = keyof UserLimits;

@@ -1,9 +1,12 @@
 import type {
+  CreatedPersonalToken,
   NodeRuntimeData,
+  PersonalTokenData,
+  TokenScope,
   UsageData,
   UserLimitsData,
   UserLimitsOverride,
-} from "../../../sdk/src/index.ts";
+} from "@workcell/sdk";
 import type {
   Attachment,
   CatalogueSkill,
@@ -69,6 +72,15 @@ export interface ConsoleApi {
   };
   /** The signed-in user's workspace and runs against their limits (`GET /v1/usage`). */
   usage(signal?: AbortSignal): Promise<UsageData>;
+  /** The signed-in user's personal access tokens (`/v1/tokens`). */
+  tokens: {
+    list(signal?: AbortSignal): Promise<PersonalTokenData[]>;
+    create(
+      name: string,
+      options: { scopes: TokenScope[]; expiresInDays?: number },
+    ): Promise<CreatedPersonalToken>;
+    revoke(tokenId: string): Promise<void>;
+  };
   /** Admin only; the server answers 403 otherwise. */
   admin: {
     catalogue(signal?: AbortSignal): Promise<CatalogueSkill[]>;

@@ -1,4 +1,4 @@
-import { Workcell, WorkcellError } from "../../../sdk/src/index.ts";
+import { Workcell, WorkcellError } from "@workcell/sdk";
 import { type ConsoleApi, ConsoleApiError, type WorkdirFiles } from "./console-api.ts";
 import type {
   Attachment,
@@ -166,6 +166,11 @@ export function createSdkConsoleApi(p: {
       delete: (threadId, fileId) => sdk(() => workcell.attachments.delete(threadId, fileId)),
     },
     usage: (signal) => sdk(() => workcell.usage(opts(signal))),
+    tokens: {
+      list: (signal) => sdk(() => workcell.tokens.list(opts(signal))),
+      create: (name, options) => sdk(() => workcell.tokens.create(name, options)),
+      revoke: (tokenId) => sdk(() => workcell.tokens.revoke(tokenId)),
+    },
     admin: {
       catalogue: (signal) =>
         sdk(async () => (await workcell.admin.skills.list(opts(signal))) as CatalogueSkill[]),

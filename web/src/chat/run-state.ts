@@ -5,12 +5,19 @@ export type ToolCall = {
   id: string;
   name: string;
   input: unknown;
-  /** Live stdout/stderr (tool.output), then the result once completed. */
+  /**
+   * What the command printed (tool.output, live); the result text when nothing was
+   * streamed. The printed lines stay once the call ends, also when it was cancelled.
+   */
   output: string;
+  /** The result as the model saw it (tool.completed), once done. */
+  result?: string;
   done: boolean;
   isError: boolean;
   /** The command's exit code, when the tool reports one (bash). */
   exitCode?: number;
+  /** How a command ended when it did not exit: "timed_out", "cancelled". */
+  ending?: string;
 };
 export type TextPart = { kind: "text"; text: string };
 export type SubagentPart = {
@@ -23,8 +30,18 @@ export type SubagentPart = {
 };
 export type RunPart = TextPart | ToolCall | SubagentPart;
 
-/** What a run looks like after the events seen so far: parts in the order they happened. */
-export type RunState = { status: RunStatus; parts: RunPart[]; error?: RunError; lastSeq: number };
+/**
+ * What a run looks like after the events seen so far: parts in the order they happened.
+ * `exitCode`: a shell-model run's command exit code (run.completed), which decides
+ * whether a succeeded run reads "succeeded" or "command failed (exit N)".
+ */
+export type RunState = {
+  status: RunStatus;
+  parts: RunPart[];
+  error?: RunError;
+  exitCode?: number;
+  lastSeq: number;
+};
 
 export function initialRunState(status: RunStatus, error?: RunError): RunState {
   return { status, parts: [], lastSeq: 0, ...(error === undefined ? {} : { error }) };
@@ -36,16 +53,29 @@ function asText(value: unknown): string {
   return JSON.stringify(value, null, 2);
 }
 
-/** Tool results are a string or an object whose `text` is what the tool printed. */
-function toolResult(output: unknown): { text: string; exitCode?: number } {
-  if (output !== null && typeof output === "object" && "text" in output) {
-    const o = output as { text: unknown; exit_code?: unknown };
-    return {
-      text: asText(o.text),
-      ...(typeof o.exit_code === "number" ? { exitCode: o.exit_code } : {}),
-    };
-  }
-  return { text: asText(output) };
+/**
+ * Tool results are a string or an object whose `text` is what the tool printed (and, for
+ * bash, `exit_code` and `status`). The event's own `exit_code` wins (API.md); the one in
+ * `output` is what servers before it sent.
+ */
+function toolResult(data: Record<string, unknown>): {
+  text: string;
+  exitCode?: number;
+  ending?: string;
+} {
+  const output = data.output;
+  const o =
+    output !== null && typeof output === "object" && "text" in output
+      ? (output as { text: unknown; exit_code?: unknown; status?: unknown })
+      : { text: output };
+  const exitCode = typeof data.exit_code === "number" ? data.exit_code : o.exit_code;
+  const cancelled = data.is_error === true && o.text === "cancelled" && exitCode === undefined;
+  const ending = cancelled ? "cancelled" : o.status === "timed_out" ? "timed_out" : undefined;
+  return {
+    text: asText(o.text),
+    ...(typeof exitCode === "number" ? { exitCode } : {}),
+    ...(ending === undefined ? {} : { ending }),
+  };
 }
 
 function str(data: Record<string, unknown>, key: string): string {
@@ -104,13 +134,16 @@ export function applyRunEvent(state: RunState, event: RunEvent): RunState {
       const i = tool(str(d, "tool_call_id"));
       const found = parts[i];
       if (found?.kind === "tool") {
-        const result = toolResult(d.output);
+        const result = toolResult(d);
         parts[i] = {
           ...found,
-          output: result.text,
+          // Lines printed live stay (a cancel's result is just "cancelled").
+          output: found.output === "" ? result.text : found.output,
+          result: result.text,
           done: true,
           isError: d.is_error === true,
           ...(result.exitCode === undefined ? {} : { exitCode: result.exitCode }),
+          ...(result.ending === undefined ? {} : { ending: result.ending }),
         };
       }
       break;
@@ -139,9 +172,34 @@ export function applyRunEvent(state: RunState, event: RunEvent): RunState {
     case "run.completed":
       next.status = str(d, "status") as RunStatus;
       if (d.error !== undefined) next.error = d.error as RunError;
+      if (typeof d.exit_code === "number") next.exitCode = d.exit_code;
       break;
     default:
       break;
   }
   return next;
+}
+
+/**
+ * The run's status as a person should read it: a shell-model run whose command exited
+ * non-zero `succeeded` as a run, but reads "command failed (exit 3)", in the failed colour.
+ */
+export function displayStatus(state: RunState): { label: string; tone: RunStatus } {
+  if (state.status === "succeeded" && state.exitCode !== undefined && state.exitCode !== 0) {
+    return { label: `command failed (exit ${state.exitCode})`, tone: "failed" };
+  }
+  return { label: state.status, tone: state.status };
+}
+
+/**
+ * Whether a text part only repeats the tool result before it: the shell model's reply is
+ * its command's result, already shown in the tool's output block. A prefix counts too, so
+ * a reply still streaming in does not flash on screen.
+ */
+export function repeatsToolResult(parts: readonly RunPart[], index: number): boolean {
+  const part = parts[index];
+  const before = parts[index - 1];
+  if (part?.kind !== "text" || before?.kind !== "tool" || before.result === undefined) return false;
+  const text = part.text.trimEnd();
+  return text !== "" && before.result.trimEnd().startsWith(text);
 }

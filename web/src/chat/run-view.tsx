@@ -1,18 +1,62 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
-import { useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { type RunError, type RunStatus, TERMINAL_STATUSES } from "../api/types.ts";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { formatBytes } from "../ui/format.ts";
-import type { ToolCall } from "./run-state.ts";
+import { displayStatus, type RunState, repeatsToolResult, type ToolCall } from "./run-state.ts";
 import { useRunStream } from "./use-run-stream.ts";
 
-export function StatusBadge({ status }: { status: RunStatus }) {
+/** The run's status; a shell run whose command failed reads "command failed (exit N)". */
+export function StatusBadge({ state }: { state: Pick<RunState, "status" | "exitCode"> }) {
+  const { label, tone } = displayStatus({ ...state, parts: [], lastSeq: 0 });
   return (
-    <span className={`badge badge-${status}`} data-testid="run-status">
-      {status}
+    <span className={`badge badge-${tone}`} data-testid="run-status">
+      {label}
     </span>
   );
+}
+
+/**
+ * The most of a command's output rendered: the rest stays in memory for the download
+ * (a 20,000-line output would otherwise be a DOM of megabytes the browser lays out).
+ */
+const SHOWN_OUTPUT_CHARS = 64 * 1024;
+
+function ToolOutput({ call }: { call: ToolCall }) {
+  const full = call.output || (call.done ? "(no output)" : "");
+  const cut = full.length > SHOWN_OUTPUT_CHARS;
+  // The newest output matters most while it runs: the tail is shown.
+  const shown = cut ? full.slice(full.length - SHOWN_OUTPUT_CHARS) : full;
+  const download = useMemo(
+    () => (cut ? URL.createObjectURL(new Blob([full], { type: "text/plain" })) : undefined),
+    [cut, full],
+  );
+  useEffect(() => () => (download ? URL.revokeObjectURL(download) : undefined), [download]);
+  return (
+    <>
+      {cut && (
+        <p className="muted output-truncated" data-testid="output-truncated">
+          Output truncated: the last {SHOWN_OUTPUT_CHARS.toLocaleString("en")} of{" "}
+          {full.length.toLocaleString("en")} characters shown.{" "}
+          <a href={download} download={`${call.name}-${call.id}.txt`}>
+            Download the full output
+          </a>
+        </p>
+      )}
+      <pre className="tool-output" data-testid="tool-output">
+        {shown}
+      </pre>
+    </>
+  );
+}
+
+function toolState(call: ToolCall): string {
+  if (!call.done) return " running…";
+  if (call.ending === "cancelled") return " cancelled";
+  if (call.ending === "timed_out") return " timed out";
+  if (call.exitCode !== undefined && call.exitCode !== 0) return ` failed (exit ${call.exitCode})`;
+  return call.isError ? " failed" : "";
 }
 
 function RunErrorView({ error }: { error: RunError }) {
@@ -32,14 +76,11 @@ function ToolCallView({ call }: { call: ToolCall }) {
     <details className={`tool${call.isError ? " tool-error" : ""}`} open>
       <summary>
         <span className="tool-name">{call.name}</span> <code className="tool-input">{command}</code>
-        <span className="muted">
-          {!call.done ? " running…" : call.isError ? " failed" : ""}
-          {call.exitCode !== undefined && call.exitCode !== 0 ? ` (exit ${call.exitCode})` : ""}
+        <span className="muted" data-testid="tool-state">
+          {toolState(call)}
         </span>
       </summary>
-      <pre className="tool-output" data-testid="tool-output">
-        {call.output || (call.done ? "(no output)" : "")}
-      </pre>
+      <ToolOutput call={call} />
     </details>
   );
 }
@@ -85,7 +126,7 @@ export function RunView(p: {
       data-testid="run"
     >
       <div className="run-meta">
-        <StatusBadge status={state.status} />
+        <StatusBadge state={state} />
         {active && (
           <button
             type="button"
@@ -110,6 +151,7 @@ export function RunView(p: {
       {state.parts.map((part, i) => {
         const key = `${part.kind}-${i}`;
         if (part.kind === "text") {
+          if (repeatsToolResult(state.parts, i)) return null;
           return (
             <div key={key} className="reply" data-testid="reply">
               {part.text}

@@ -1,5 +1,5 @@
 import { useQuery } from "@tanstack/react-query";
-import type { UsageData } from "../../../sdk/src/index.ts";
+import type { UsageData } from "@workcell/sdk";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { type UsageRow, type UsageState, usageRows, usedShare } from "./usage-rows.ts";

@@ -1,4 +1,4 @@
-import type { UsageData } from "../../../sdk/src/index.ts";
+import type { UsageData } from "@workcell/sdk";
 import { formatBytes } from "../ui/format.ts";
 
 /** How a measured figure stands against its limit (decision 0050: only "over" stops runs). */

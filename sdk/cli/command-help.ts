@@ -1,0 +1,50 @@
+/** `workcell <command> --help`: each client command's own usage. */
+export const COMMAND_HELP: Readonly<Record<string, string>> = {
+  login: `usage: workcell login --url <api> [--token <token> | --local <uid> [--admin]]
+  Checks the token with one API call, then stores the URL and token (mode 0600) in
+  $WORKCELL_CONFIG, else $XDG_CONFIG_HOME/workcell/config.json, else ~/.config/workcell/.
+  --token   a personal access token (wct_…) or a sign-in token; without it and without
+            --local, the token is read from standard input (paste it, then Enter)
+  --local   local Workcell only: mint a dev token for <uid> (--admin: with the admin claim)
+  --issuer <url> --client-id <id>
+            sign in with the OIDC device flow (where the issuer offers it: a code to enter
+            in a browser); a personal access token for this machine is then created and stored
+`,
+  run: `usage: workcell run "<input>" [--thread <id>] [--max-steps n] [--model m] [--json]
+  Starts a run (a new thread unless --thread) and streams it: the reply on stdout, tool
+  calls, live output and the outcome on stderr.
+  Exit status: the command's own exit code for a shell-model run ("command failed (exit N)"),
+  0 for a succeeded model run, 1 for a failed or timed-out run, 130 when cancelled or
+  interrupted (Ctrl-C leaves the run going on the server: 'workcell cancel' stops it).
+`,
+  threads: `usage: workcell threads [ls | show <id> | rm <id>] [--json]
+`,
+  files: `usage: workcell files ls [dir] | cat <path> | put <local> [path] | rm <path> [--thread <id>]
+  The Workdir of --thread, else of your last 'workcell run'. put never overwrites.
+`,
+  attach: `usage: workcell attach <file>... [--thread <id>]
+  Uploads the files as attachments into uploads/ of the thread.
+`,
+  changes: `usage: workcell changes [<run_id>] [--json]
+  The files a run (default: your last) added, modified or deleted.
+`,
+  cancel: `usage: workcell cancel [<run_id>]
+  Asks the run (default: your last) to stop; its 'workcell run' then exits 130.
+`,
+  skills: `usage: workcell skills [--json]
+  The skills your sandboxes see under /home/gem/skills.
+`,
+  usage: `usage: workcell usage [--json]
+  Your workspace bytes and inodes and your runs against your limits (--json: raw numbers).
+`,
+  tokens: `usage: workcell tokens create <name> [--scope runs|files|admin ...] [--expires-days N]
+       workcell tokens list
+       workcell tokens revoke <token_id>
+  Personal access tokens for scripts and CI (needs a sign-in token, not a PAT). The new
+  token is printed once on stdout; the server keeps only a hash. Default scopes: runs, files.
+`,
+  admin: `usage: workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime
+                      | limits <uid> [name=value | name=default ...]
+  Administrator commands (a token with the admin claim, or a PAT with the admin scope).
+`,
+};

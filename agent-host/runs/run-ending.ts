@@ -18,7 +18,7 @@ export const NODE_SHUTDOWN_ERROR = Object.freeze({
 export function runEndingOf(
   result: Pick<AgentLoopResult, "status" | "finalText" | "error" | "lastExitCode">,
   stop: { readonly reason: StopReason | undefined; readonly leaseLost: boolean },
-  /** The shell model ran the input as one command: its exit code is the run's (API.md). */
+  /** The shell model ran the input as one command: its exit code is the run's (docs/api.md). */
   reportsExitCode = false,
 ): RunEnding | undefined {
   if (stop.leaseLost) return undefined;

@@ -7,7 +7,7 @@ import type { AppEnv } from "../app-env.ts";
 export type RouteNeed = TokenScope | "sign_in";
 
 /**
- * The scope map of API.md: `/v1/admin/*` admin; `/v1/tokens*` a sign-in token; the
+ * The scope map of docs/api.md: `/v1/admin/*` admin; `/v1/tokens*` a sign-in token; the
  * data-plane capabilities (`…/files/access`) files; every other `/v1` route runs. By path,
  * so a route added later is covered (as `runs`) without anyone remembering to tag it.
  */

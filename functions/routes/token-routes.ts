@@ -62,7 +62,7 @@ const revokeTokenRoute = createRoute({
   },
 });
 
-/** `/v1/tokens` (API.md "Personal access tokens"). require-scope.ts keeps PATs out. */
+/** `/v1/tokens` (docs/api.md "Personal access tokens"). require-scope.ts keeps PATs out. */
 export function registerTokenRoutes(app: OpenAPIHono<AppEnv>, tokens: PersonalTokens): void {
   app.openapi(createTokenRoute, async (c) => {
     const body = c.req.valid("json");

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { timestampSchema, uuidSchema } from "./common.ts";
 
-/** What a personal access token may do (API.md "Personal access tokens"). */
+/** What a personal access token may do (docs/api.md "Personal access tokens"). */
 export const TOKEN_SCOPES = ["runs", "files", "admin"] as const;
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
 export const MAX_TOKEN_NAME_CHARS = 100;

@@ -9,7 +9,7 @@ export interface TerminalEnding {
   readonly status: TerminalRunStatus;
   /** Required when `failed`. */
   readonly error?: RunError;
-  /** A shell-model run: the exit code of its one command (API.md, run.completed). */
+  /** A shell-model run: the exit code of its one command (docs/api.md, run.completed). */
   readonly exitCode?: number;
 }
 

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { check, index, pgTable, text, uuid } from "drizzle-orm/pg-core";
 import { createdAt, timestamptz } from "./columns.ts";
 
-// Personal access tokens (API.md "Personal access tokens", decision 0097). The token is
+// Personal access tokens (docs/api.md "Personal access tokens", decision 0097). The token is
 // `wct_<token_id hex>_<secret>`: only the HMAC of the secret under the deployment's key is
 // stored, so neither a database dump nor a backup holds a usable token. A revoked row
 // stays (list shows it revoked) until its owner's tokens are cleaned up.

@@ -5,7 +5,7 @@ import { captureLogs } from "../../support/log-capture.ts";
 import { BOB, type ErrorJson, jsonOf } from "./support/functions-harness.ts";
 import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
 
-// Personal access tokens (API.md "Personal access tokens", decision 0097) through the whole
+// Personal access tokens (docs/api.md "Personal access tokens", decision 0097) through the whole
 // app on real PostgreSQL: scopes on every route, revocation and expiry on the very next
 // request, no admin scope from a non-admin, and the token nowhere but in its one answer.
 

@@ -54,7 +54,7 @@ it("runs a shell command end to end: file in the Workdir, reply, gap-free events
     "message.completed",
     "run.completed",
   ]);
-  // The shell model's run reports its command's exit code (API.md, run.completed).
+  // The shell model's run reports its command's exit code (docs/api.md, run.completed).
   expect(events.at(-1)?.data).toEqual({ status: "succeeded", exit_code: 0 });
   expect(events.find((e) => e.type === "tool.completed")?.data).toMatchObject({ exit_code: 0 });
 

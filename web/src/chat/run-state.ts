@@ -55,7 +55,7 @@ function asText(value: unknown): string {
 
 /**
  * Tool results are a string or an object whose `text` is what the tool printed (and, for
- * bash, `exit_code` and `status`). The event's own `exit_code` wins (API.md); the one in
+ * bash, `exit_code` and `status`). The event's own `exit_code` wins (docs/api.md); the one in
  * `output` is what servers before it sent.
  */
 function toolResult(data: Record<string, unknown>): {

@@ -1,14 +1,34 @@
 import react from "@vitejs/plugin-react";
-import { defineConfig } from "vite";
+import { defineConfig, type Plugin } from "vite";
+import { CONSOLE_CSP_META } from "../shared/contracts/console-csp.ts";
 
 // `npm run dev`: the Vite dev server with hot reload, proxying the API and the local-only
 // endpoints to a running local Workcell (`npm start`; WORKCELL_URL to point elsewhere).
 const workcell = process.env.WORKCELL_URL ?? "http://127.0.0.1:8080";
 const proxied = ["/v1", "/openapi.json", "/config.json", "/local"];
 
+/**
+ * The built index.html carries the console's CSP as a <meta>, so a static host that sets
+ * no headers still enforces it (docs/decisions/0103). Build only: the dev server's hot
+ * reload needs an inline script.
+ */
+function cspMeta(): Plugin {
+  return {
+    name: "workcell-csp-meta",
+    apply: "build",
+    transformIndexHtml: () => [
+      {
+        tag: "meta",
+        attrs: { "http-equiv": "Content-Security-Policy", content: CONSOLE_CSP_META },
+        injectTo: "head-prepend",
+      },
+    ],
+  };
+}
+
 export default defineConfig({
   root: import.meta.dirname,
-  plugins: [react()],
+  plugins: [react(), cspMeta()],
   // One bundle of ~650 kB (React, Radix, Markdown): fine for a console loaded once.
   build: { outDir: "dist", emptyOutDir: true, sourcemap: true, chunkSizeWarningLimit: 1024 },
   server: {

@@ -133,6 +133,40 @@ describe("process tier preflight", () => {
     await rm(stateDir, { recursive: true, force: true });
   });
 
+  // Issue 37 item 6: the state directory is root's 0711 (tightened when found looser), and
+  // a parent others cannot search (a 0700 state root) is named here instead of every exec
+  // failing later: bwrap resolves its binds as paths, as an unprivileged uid (decision 0106).
+  it("makes the state directory root's 0711, and refuses one below a directory others cannot search, naming it", async () => {
+    const parent = await mkdtemp(join(tmpdir(), "workcell-state-parent-"));
+    try {
+      const loose = join(parent, "loose");
+      await mkdir(loose, { mode: 0o755 });
+      await chmod(loose, 0o777);
+      await chmod(parent, 0o755);
+      const ok = await processPreflight({
+        stateDir: loose,
+        cgroupParent: "workcell-test/preflight-state",
+      });
+      expect(ok.ready).toBe(true);
+      if (ok.ready) await ok.parts.cgroups.removeParent();
+      const made = await stat(loose);
+      expect([made.uid, made.mode & 0o777]).toEqual([0, 0o711]);
+
+      await chmod(parent, 0o700);
+      const hidden = join(parent, "state");
+      const found = await processPreflight({
+        stateDir: hidden,
+        cgroupParent: "workcell-test/preflight-state",
+      });
+      expect(found.ready).toBe(false);
+      expect(!found.ready && found.missing).toContain(
+        `${parent} (a parent of the sandbox state directory ${hidden}) is mode 700`,
+      );
+    } finally {
+      await rm(parent, { recursive: true, force: true });
+    }
+  });
+
   it("with a part missing, a run asking for the tier fails sandbox_tier_unavailable and nothing runs", async () => {
     const database = await freshDatabase();
     const dataRoot = await freshDataRoot();

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
+import type { RequestRateLimiter } from "../shared/limits/request-rate-limiter.ts";
 import type { UserLimits } from "../shared/limits/user-limits.ts";
 import type { WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
@@ -10,7 +11,6 @@ import type { TokenVerifier } from "./auth/token-verifier.ts";
 import type { CapabilityMinter } from "./capability/capability-minter.ts";
 import type { DataPlaneClient } from "./data-plane/data-plane-client.ts";
 import type { HealthProbes } from "./health/health-probes.ts";
-import type { RequestRateLimiter } from "./limits/request-rate-limiter.ts";
 import type { RunQueue } from "./queue/run-queue.ts";
 import type { EventTickets } from "./run-events/event-tickets.ts";
 import type { RunEventWaiter } from "./run-events/run-event-waiter.ts";

@@ -223,9 +223,10 @@ describe("DockerDriver exec", () => {
     await run({ cmd: ["mkfifo", "bg.fifo", "daemon.fifo", "other.fifo"] });
     const other = run({ cmd: ["cat", "other.fifo"] });
     let otherWriter: Awaited<ReturnType<typeof writerIfRead>>;
-    await pollUntil(
-      async () => (otherWriter = await writerIfRead(join(workdir, "other.fifo"))) !== undefined,
-    );
+    await pollUntil(async () => {
+      otherWriter = await writerIfRead(join(workdir, "other.fifo"));
+      return otherWriter !== undefined;
+    });
 
     const r = await run({
       cmd: [

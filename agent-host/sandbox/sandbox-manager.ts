@@ -179,20 +179,29 @@ export class SandboxManager {
   }
 
   /**
-   * Keeps at most MAX_WARM_PER_UID of the uid's warm generations on this node, destroying
-   * the oldest others now (fenced like a reap: only while still released and unused), so
-   * one user finishing many runs cannot pin a node's memory with their tmpfs for the
+   * Keeps at most MAX_WARM_PER_UID of the uid's warm generations on this node, then at most
+   * what the node's warm memory budget holds (each counted at its /tmp plus home tmpfs
+   * sizes) of anyone's, destroying the oldest others now (fenced like a reap: only while
+   * still released and unused), so finished runs cannot pin a node's memory for the
    * keep-warm window (issue 37 item 1, decision 0106). Returns the sandbox ids destroyed.
    */
   async evictWarm(uid: string, signal: AbortSignal): Promise<string[]> {
+    const { config, nodeId, store } = this.#ctx;
+    const perSandbox = config.tmpSizeBytes + config.homeSizeBytes;
+    const nodeKeeps = Math.floor(config.warmMemoryBudgetBytes / perSandbox);
     const evicted: string[] = [];
     // Released at any time ago qualifies; a generation taken back meanwhile does not.
     const warm: ReapWindow = { idleMs: NEVER_IDLE_MS, keepWarmMs: 0 };
-    for (const row of await this.#ctx.store.warmBeyond(this.#ctx.nodeId, uid, MAX_WARM_PER_UID)) {
-      const out = await destroyGeneration(this.#ctx, row.sandboxId, row.generation, signal, {
-        idle: warm,
-      });
-      if (out.ok) evicted.push(row.sandboxId);
+    for (const rows of [
+      () => store.warmBeyond(nodeId, uid, MAX_WARM_PER_UID),
+      () => store.warmBeyond(nodeId, undefined, nodeKeeps),
+    ]) {
+      for (const row of await rows()) {
+        const out = await destroyGeneration(this.#ctx, row.sandboxId, row.generation, signal, {
+          idle: warm,
+        });
+        if (out.ok) evicted.push(row.sandboxId);
+      }
     }
     return evicted;
   }

@@ -315,17 +315,17 @@ export class SandboxStore {
   }
 
   /**
-   * The uid's warm (released) generations on this node beyond its newest `keep`, oldest
-   * first: what keep-warm eviction destroys (decision 0106).
+   * Warm (released) generations on this node (of one uid, or of all) beyond the newest
+   * `keep`, oldest first: what keep-warm eviction destroys (decision 0106).
    */
-  async warmBeyond(nodeId: string, uid: string, keep: number): Promise<SandboxRow[]> {
+  async warmBeyond(nodeId: string, uid: string | undefined, keep: number): Promise<SandboxRow[]> {
     const warm = await this.#db
       .select()
       .from(sandboxes)
       .where(
         and(
           eq(sandboxes.nodeId, nodeId),
-          eq(sandboxes.uid, uid),
+          uid === undefined ? undefined : eq(sandboxes.uid, uid),
           eq(sandboxes.state, "running"),
           isNotNull(sandboxes.releasedAt),
         ),

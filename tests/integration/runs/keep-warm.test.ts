@@ -179,3 +179,48 @@ it("one user's finished runs keep at most MAX_WARM_PER_UID sandboxes warm, oldes
   const again = await w.submit(evicted[0] as string, "echo again");
   expect((await w.waitForRun(again)).status).toBe("succeeded");
 });
+
+it("over the node's warm memory budget the oldest warm sandbox of any user is evicted, and its conversation's next turn still runs", async () => {
+  // Each warm sandbox counts at its tmpfs sizes (16 + 16 MiB in tests): room for two.
+  const perSandbox = 32 * 1024 * 1024;
+  const w = await runWorld({ keepWarmMs: 60_000, warmMemoryBudgetBytes: 2.5 * perSandbox });
+  world = w;
+  await w.worker();
+  const state = async (uid: string, thread: string) => {
+    const [row] = await w.db
+      .select()
+      .from(sandboxes)
+      .where(eq(sandboxes.sandboxId, sandboxIdOf(uid, thread)));
+    return row?.state === "running" && row.releasedAt !== null ? "warm" : row?.state;
+  };
+  const until = async (what: string, check: () => Promise<boolean>) => {
+    const deadline = performance.now() + 60_000;
+    while (!(await check())) {
+      if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+
+  const other = "warm-neighbour";
+  const otherThread = await w.thread(await w.project({ uid: other }));
+  expect((await w.waitForRun(await w.submit(otherThread, "echo n"))).status).toBe("succeeded");
+  await until(
+    "the neighbour's sandbox is warm",
+    async () => (await state(other, otherThread)) === "warm",
+  );
+
+  const project = await w.project();
+  const mine: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const thread = await w.thread(project);
+    mine.push(thread);
+    expect((await w.waitForRun(await w.submit(thread, `echo ${i}`))).status).toBe("succeeded");
+  }
+  await until("the neighbour's (oldest) warm sandbox is evicted", async () => {
+    return (await state(other, otherThread)) === "destroyed";
+  });
+  for (const t of mine) expect(await state(UID, t)).toBe("warm");
+  expect(await containersOfNode(w.docker, w.nodeId)).toHaveLength(2);
+  const again = await w.submit(otherThread, "echo back");
+  expect((await w.waitForRun(again)).status).toBe("succeeded");
+});

@@ -6,6 +6,8 @@ import { Registry } from "prom-client";
 import type { CapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
+import { createRequestRateLimiter } from "../shared/limits/request-rate-limiter.ts";
+import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
 import { createWorkcellMetrics, type WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import { failRunsOfNode } from "../shared/runs/fail-node-runs.ts";
 import { DEFAULT_NODE_HEARTBEAT_INTERVAL_MS } from "../shared/runs/node-liveness.ts";
@@ -144,6 +146,11 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         quota,
         publicKeys: deps.capabilityPublicKeys,
         revocations: createThreadRevocations({ db: deps.db }),
+        // The API's limit and bucket: a user's file requests count as API requests do.
+        rateLimiter: createRequestRateLimiter({
+          db: deps.db,
+          defaultRequestsPerMinute: DEFAULT_USER_LIMITS.requests_per_minute,
+        }),
         logger,
         metrics,
         attachments: {

@@ -13,5 +13,5 @@ export function noIsolationSandboxes(reason: string): RunSandboxes {
       message: `No sandbox driver is available (${reason}); start the Docker engine (scripts/ensure-system.sh) and restart the agent-host.`,
     });
   };
-  return { acquire: refuse, exec: refuse, destroy: refuse, keepWarm: refuse };
+  return { acquire: refuse, exec: refuse, destroy: refuse, keepWarm: refuse, evictWarm: refuse };
 }

@@ -1,7 +1,7 @@
 import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import type { SandboxTier, SandboxTierStatus } from "./sandbox/sandbox-tier.ts";
 
-/** The tier runs get by default (container when ready, else process), or none: runs are refused. */
+/** The tier runs get by default (process when ready, else container), or none: runs are refused. */
 export type SandboxDriverStatus = {
   kind: SandboxTier | "none";
   detail: string;

@@ -14,6 +14,7 @@ import { DEFAULT_DATA_PLANE_LIMITS } from "./data-plane-limits.ts";
 import { dataPlaneOpenApiDocument } from "./data-plane-openapi.ts";
 import { errorHandler } from "./error-handler.ts";
 import { REQUEST_ID_HEADER, requestContext } from "./request-context.ts";
+import { limitRequestRate } from "./request-rate-limit.ts";
 import { registerBatchRoute } from "./routes/batch-route.ts";
 import { registerContentRoutes } from "./routes/content-routes.ts";
 import { registerDeleteRoute } from "./routes/delete-route.ts";
@@ -95,7 +96,12 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   // Workdir check. The service routes authenticate service capabilities themselves (and
   // refuse Workdir ones): docs/decisions/0011-skills-over-the-data-plane.md, 0049.
   const refuseService = refuseServiceCapability(deps, limits.clockToleranceSec);
-  app.use("/dp/v1/*", refuseService, authenticate);
+  app.use(
+    "/dp/v1/*",
+    refuseService,
+    authenticate,
+    ...(deps.rateLimiter === undefined ? [] : [limitRequestRate(deps.rateLimiter)]),
+  );
   app.use(
     "/internal/v1/*",
     except([SKILLS_INTERNAL_ROUTES, WORKSPACE_USAGE_PATH], refuseService, authenticate),

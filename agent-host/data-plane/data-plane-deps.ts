@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { CapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import type { RequestRateLimiter } from "../../shared/limits/request-rate-limiter.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
@@ -64,6 +65,13 @@ export interface DataPlaneDeps {
    * each request (the data plane starts before the sandbox manager and worker exist).
    */
   readonly readiness?: () => ReadinessCheck | undefined;
+  /**
+   * The API's per-uid requests_per_minute bucket (createRequestRateLimiter over the same
+   * database), taken once per `/dp/v1` request after the capability. The agent-host always
+   * passes it; without it (tests of the file routes alone) the data plane is unlimited.
+   * The internal routes are functions/'s own calls, already counted at the API.
+   */
+  readonly rateLimiter?: RequestRateLimiter;
   /** A SERVER span per request, continuing the caller's `traceparent`; default off. */
   readonly tracing?: Tracing;
 }

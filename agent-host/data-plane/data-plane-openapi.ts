@@ -14,6 +14,17 @@ const common = {
   403: error(
     "Out of the capability's scope or operations, a path with `..`/`\\`/`://`, or a symlink or special file on the way.",
   ),
+  429: {
+    ...error(
+      "Over the uid's requests_per_minute (the same bucket as the API's): `rate_limited`, reason `requests_per_minute`; nothing was read or written.",
+    ),
+    headers: {
+      "Retry-After": {
+        description: "Whole seconds until a request may succeed (at least 1).",
+        schema: { type: "integer" as const, minimum: 1 },
+      },
+    },
+  },
   500: error("Internal error (no internals in the message)."),
 };
 const pathQuery = (what: string) =>

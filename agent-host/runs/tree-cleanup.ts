@@ -138,6 +138,17 @@ export async function cleanupExecutionTree(
   if (handle === undefined) return { kind: "no_sandbox", stragglers: stragglers.length };
   if (decision.warm === "kept") {
     log.info("execution tree ended; sandbox kept warm for the next turn");
+    // After the commit: the uid's older warm generations beyond its bound go now.
+    const evicted = await deps.sandboxes
+      .evictWarm(
+        root.uid,
+        AbortSignal.any([signal, AbortSignal.timeout(deps.limits.sandboxDestroyTimeoutMs)]),
+      )
+      .catch((error: unknown) => {
+        log.warn({ err: error }, "could not evict older warm sandboxes; the reaper will");
+        return [];
+      });
+    if (evicted.length > 0) log.info({ sandbox_ids: evicted }, "older warm sandboxes evicted");
     return { kind: "kept_warm", stragglers: stragglers.length };
   }
   // Called in the same tick as the commit above returns: the manager blocks new uses of

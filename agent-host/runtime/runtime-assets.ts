@@ -3,6 +3,7 @@ import { createReadStream } from "node:fs";
 import { readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import { unsafeTreeEntries } from "./unsafe-tree-entries.ts";
 
 // Runtime Assets (docs/architecture.md §3): the read-only tree built by
 // infra/runtime-assets/build-runtime-assets.sh and mounted at /runtime in both tiers.
@@ -136,6 +137,15 @@ export async function verifyRuntimeAssets(
   if (!manifest.success)
     return notReady("unknown", "manifest.json of the Runtime Assets is malformed: rebuild them");
   const { packages, version } = manifest.data;
+  const unsafe = await unsafeTreeEntries(input.treeDir).catch((e: Error) => [
+    `cannot be walked: ${e.message}`,
+  ]);
+  if (unsafe.length > 0) {
+    return notReady(
+      version,
+      `the Runtime Assets tree must be root's with no setuid or setgid file; found ${unsafe.join(", ")}: rebuild it with infra/runtime-assets/build-runtime-assets.sh`,
+    );
+  }
 
   const mismatched = await mismatchedFiles(
     input.treeDir,

@@ -11,7 +11,11 @@ import type { SandboxDriver } from "./driver.ts";
 import { ProcessDriver } from "./process/process-driver.ts";
 import { processPreflight } from "./process/process-preflight.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
-import type { SandboxTier, SandboxTierStatus } from "./sandbox-tier.ts";
+import {
+  CONTAINER_SHARED_BUDGET,
+  type SandboxTier,
+  type SandboxTierStatus,
+} from "./sandbox-tier.ts";
 import { nodeBindStagingDir } from "./staged-binds.ts";
 import { TieredDriver } from "./tiered-driver.ts";
 
@@ -220,5 +224,5 @@ async function dockerProblem(
         : `the sandbox image ${image} (SANDBOX_IMAGE) is not in the Docker engine: load it, or unset SANDBOX_IMAGE for the Runtime Assets' image`,
     };
   }
-  return { ok: true, detail: `engine ${version}, image ${image}` };
+  return { ok: true, detail: `engine ${version}, image ${image}; ${CONTAINER_SHARED_BUDGET}` };
 }

@@ -15,7 +15,7 @@ import { containerName, nodeLabelFilters, parseSandboxLabels } from "./container
 import { containerCreateOptions } from "./container-spec.ts";
 import { boundedDockerCall } from "./docker-call.ts";
 import { isNotFoundError } from "./docker-errors.ts";
-import { runDockerExec } from "./docker-exec.ts";
+import { type ContainerPids, runDockerExec } from "./docker-exec.ts";
 import type {
   ContainerRef,
   CreateResult,
@@ -55,6 +55,8 @@ export type DockerDriverDeps = {
 export class DockerDriver implements SandboxDriver {
   readonly #deps: DockerDriverDeps;
   readonly #mounts: HostMounts;
+  /** Each live container's init pid and pid namespace (docker-exec.ts endLeftovers). */
+  readonly #containerPids = new Map<string, ContainerPids>();
 
   constructor(deps: DockerDriverDeps) {
     this.#deps = deps;
@@ -202,7 +204,12 @@ export class DockerDriver implements SandboxDriver {
   ): Promise<ExecOutcome> {
     // Nothing to overlap it with here: Docker's own round trips dominate.
     if (fence && !(await fence)) return { ok: false, reason: "fenced" };
-    return runDockerExec(this.#deps, ref, request, signal);
+    return runDockerExec(
+      { ...this.#deps, containerPids: this.#containerPids },
+      ref,
+      request,
+      signal,
+    );
   }
 
   async destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome> {
@@ -212,6 +219,7 @@ export class DockerDriver implements SandboxDriver {
       return { ok: false, reason: "stale_generation" };
     }
     const container = this.#deps.docker.getContainer(ref.containerId);
+    this.#containerPids.delete(ref.containerId);
     for (;;) {
       try {
         await this.#call("to remove a sandbox container", signal, (bounded) =>

@@ -16,9 +16,13 @@ import { isGoneError } from "./docker-errors.ts";
 import type { ContainerRef, ExecOutcome, ExecRequest } from "./driver.ts";
 import { startExecCapture } from "./exec-capture.ts";
 import { execEnvEntries } from "./exec-env.ts";
+import { killExecLeftovers } from "./exec-leftovers.ts";
 import { killExecProcesses } from "./kill-exec-processes.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
 import { createDemuxer, STDERR_STREAM, STDOUT_STREAM } from "./stream-demuxer.ts";
+
+/** A container's init as a host pid, and the pid namespace it and its execs live in. */
+export type ContainerPids = { initPid: number; pidNamespace: string };
 
 /** How long to wait for Docker to report an exit code once the stream has closed. */
 const EXIT_CODE_WAIT_MS = 2_000;
@@ -27,6 +31,12 @@ const EXIT_CODE_POLL_MS = 5;
 export type DockerExecDeps = {
   docker: Docker;
   logger: Logger;
+  /**
+   * The driver's memo of each container's init (host pid) and pid namespace, for the
+   * sweep after every exec (exec-leftovers.ts): one container inspect per sandbox, not
+   * per exec. Absent: inspected each time.
+   */
+  containerPids?: Map<string, ContainerPids>;
   config: Pick<
     SandboxConfig,
     | "execTimeoutMs"
@@ -123,7 +133,13 @@ export async function runDockerExec(
   }
 
   try {
-    if (stopReason === undefined) return finish("exited", await exitCodeOf(deps, exec));
+    if (stopReason === undefined) {
+      const exitCode = await exitCodeOf(deps, exec);
+      // Nothing the command started outlives it (decision 0106): before its result, so
+      // no later write of a leftover can land in another run's changes or in none.
+      await endLeftovers(deps, ref);
+      return finish("exited", exitCode);
+    }
     if (stopReason === "cancelled")
       return await cancelExec(deps, ref, exec, stream, closed, () => finish("cancelled", null));
     try {
@@ -280,6 +296,50 @@ async function killExec(
   const report = await killExecProcesses(pid, pidNamespace);
   if (report.survivors > 0) log.error({ ...report, pid }, "exec processes survived SIGKILL");
   else log.debug({ ...report, pid }, "killed exec processes");
+  await sweepLeftovers(log, { initPid, pidNamespace });
+}
+
+/**
+ * After an exec exited by itself: kills what it (or an earlier exec) left running in the
+ * container, unless a running exec still owns it (exec-leftovers.ts). The container gone
+ * means nothing is left.
+ */
+async function endLeftovers(deps: DockerExecDeps, ref: ContainerRef): Promise<void> {
+  const log = deps.logger.child({ container_id: ref.containerId });
+  let pids = deps.containerPids?.get(ref.containerId);
+  if (pids === undefined) {
+    const info = await boundedDockerCall(
+      {
+        timeoutMs: deps.config.dockerCallTimeoutMs,
+        purpose: "to find what the command left running",
+        commandRan: "yes",
+      },
+      new AbortController().signal,
+      (bounded) => deps.docker.getContainer(ref.containerId).inspect({ abortSignal: bounded }),
+    ).catch((error: unknown) => {
+      if (isGoneError(error)) return undefined;
+      throw error;
+    });
+    const initPid = info?.State.Pid ?? 0;
+    if (initPid <= 0) return;
+    // No such process: the container stopped since the inspect, with everything in it.
+    // (Unseen host pids, agent-host outside the host pid namespace, fail the first
+    // timeout's kill loudly: decision 0005.)
+    const pidNamespace = await readlink(`/proc/${initPid}/ns/pid`).catch(() => "");
+    if (pidNamespace === "") return;
+    pids = { initPid, pidNamespace };
+    deps.containerPids?.set(ref.containerId, pids);
+  }
+  await sweepLeftovers(log, pids);
+}
+
+async function sweepLeftovers(log: Logger, pids: ContainerPids): Promise<void> {
+  // The init is gone (container stopped): so is everything that was in it.
+  const current = await readlink(`/proc/${pids.initPid}/ns/pid`).catch(() => "");
+  if (current !== pids.pidNamespace) return;
+  const report = await killExecLeftovers(pids.initPid, pids.pidNamespace);
+  if (report.survivors > 0) log.error(report, "processes left by ended execs survived SIGKILL");
+  else if (report.killed > 0) log.debug(report, "killed processes left by ended execs");
 }
 
 /** One exec inspect, bounded: Docker may stop answering mid-exec like any other call. */

@@ -18,7 +18,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 const KILL_ROUNDS_MAX = 100;
 const KILL_ROUND_DELAY_MS = 10;
 
-type ProcStat = { pid: number; state: string; ppid: number; session: number };
+export type ProcStat = { pid: number; state: string; ppid: number; session: number };
 
 export type KillReport = {
   /** Processes sent SIGKILL. */
@@ -84,7 +84,8 @@ export async function findExecProcesses(execPid: number, pidNamespace: string): 
   return live;
 }
 
-async function readAllStats(): Promise<Map<number, ProcStat>> {
+/** Every process's stat on the host, by host pid. */
+export async function readAllStats(): Promise<Map<number, ProcStat>> {
   const names = await readdir("/proc");
   const stats = new Map<number, ProcStat>();
   await Promise.all(
@@ -100,7 +101,7 @@ async function readAllStats(): Promise<Map<number, ProcStat>> {
 }
 
 /** /proc/<pid>/stat: the command name may contain spaces and ')', so parse after the last ')'. */
-function parseStat(pid: number, text: string): ProcStat | undefined {
+export function parseStat(pid: number, text: string): ProcStat | undefined {
   const rest = text.slice(text.lastIndexOf(")") + 2).split(" ");
   const [state, ppid, , session] = rest;
   if (state === undefined || ppid === undefined || session === undefined) return undefined;

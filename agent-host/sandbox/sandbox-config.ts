@@ -1,4 +1,4 @@
-import { availableParallelism } from "node:os";
+import { availableParallelism, totalmem } from "node:os";
 import { z } from "zod";
 import { DEFAULT_WORKER_CONCURRENCY } from "../../shared/env/agent-host-env.ts";
 
@@ -7,6 +7,8 @@ const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
 
 const positiveInt = () => z.number().int().positive();
+/** Warm sandboxes may pin at most 1/this of the host's memory by default (decision 0106). */
+const WARM_MEMORY_SHARE = 4;
 const NANO_CPUS_PER_CPU = 1_000_000_000;
 /** The smallest CPU limit a sandbox gets, whatever the share (a tenth of a CPU). */
 const MIN_SANDBOX_NANO_CPUS = NANO_CPUS_PER_CPU / 10;
@@ -92,6 +94,14 @@ export const sandboxConfigSchema = z
       .describe(
         "After an execution tree ends, its sandbox stays live this long for the conversation's next turn (0: destroy at once).",
       ),
+    warmMemoryBudgetBytes: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(() => Math.floor(totalmem() / WARM_MEMORY_SHARE))
+      .describe(
+        "Memory the node's warm sandboxes may pin, each counted at its /tmp plus home tmpfs sizes (default a quarter of the host's memory); keeping one more warm first evicts the oldest warm sandboxes of any user.",
+      ),
     reaperIntervalMs: positiveInt()
       .default(15 * SECOND_MS)
       .describe("How often the idle reaper looks for idle sandboxes."),
@@ -136,6 +146,10 @@ export type SandboxTimings = Pick<
   | "destroyingStaleMs"
   | "killGraceMs"
   | "nodeTtlMs"
+  // Keep-warm eviction counts each warm sandbox at its tmpfs sizes (decision 0106).
+  | "tmpSizeBytes"
+  | "homeSizeBytes"
+  | "warmMemoryBudgetBytes"
 >;
 
 /** The limits both tiers enforce on one sandbox. */

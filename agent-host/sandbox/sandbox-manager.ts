@@ -18,6 +18,17 @@ import type { SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
 import { type FencedOutcome, type SandboxHandle, STALE_GENERATION } from "./sandbox-handle.ts";
 import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
 
+/**
+ * Warm (kept after their tree ended) generations one uid may hold on a node: each pins up
+ * to its /tmp and home tmpfs (512 MiB each by default) for the keep-warm window, so this
+ * bounds one user's warm memory at 2 × 1 GiB where four finished runs held 1.6 GB and
+ * nothing stopped more (issue 37 item 1). The newest stay (the conversations most likely
+ * to continue); older ones are destroyed when another is kept.
+ */
+export const MAX_WARM_PER_UID = 2;
+/** A reap window no running generation is idle for: eviction selects by release alone. */
+const NEVER_IDLE_MS = 100 * 365 * 24 * 3600 * 1000;
+
 /** A sandbox generation the idle reaper may destroy, as observed when it looked. */
 export type IdleCandidate = { sandboxId: string; generation: number };
 
@@ -161,6 +172,34 @@ export class SandboxManager {
     if (this.#ctx.config.keepWarmMs === 0) return "disabled";
     const kept = await this.#ctx.store.release(db, handle.sandboxId, handle.generation);
     return kept ? "kept" : "stale";
+  }
+
+  /**
+   * Keeps at most MAX_WARM_PER_UID of the uid's warm generations on this node, then at most
+   * what the node's warm memory budget holds (each counted at its /tmp plus home tmpfs
+   * sizes) of anyone's, destroying the oldest others now (fenced like a reap: only while
+   * still released and unused), so finished runs cannot pin a node's memory for the
+   * keep-warm window (issue 37 item 1, decision 0106). Returns the sandbox ids destroyed.
+   */
+  async evictWarm(uid: string, signal: AbortSignal): Promise<string[]> {
+    const { config, nodeId, store } = this.#ctx;
+    const perSandbox = config.tmpSizeBytes + config.homeSizeBytes;
+    const nodeKeeps = Math.floor(config.warmMemoryBudgetBytes / perSandbox);
+    const evicted: string[] = [];
+    // Released at any time ago qualifies; a generation taken back meanwhile does not.
+    const warm: ReapWindow = { idleMs: NEVER_IDLE_MS, keepWarmMs: 0 };
+    for (const rows of [
+      () => store.warmBeyond(nodeId, uid, MAX_WARM_PER_UID),
+      () => store.warmBeyond(nodeId, undefined, nodeKeeps),
+    ]) {
+      for (const row of await rows()) {
+        const out = await destroyGeneration(this.#ctx, row.sandboxId, row.generation, signal, {
+          idle: warm,
+        });
+        if (out.ok) evicted.push(row.sandboxId);
+      }
+    }
+    return evicted;
   }
 
   /** One pass of the idle reaper; returns the sandbox ids it destroyed. */

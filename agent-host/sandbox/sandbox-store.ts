@@ -1,4 +1,4 @@
-import { and, eq, getTableColumns, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
 import type { Db, DbOrTransaction, DbTransaction } from "../../shared/db/client.ts";
 import { executeRows } from "../../shared/db/execute-rows.ts";
 import { PG_LOCK_NOT_AVAILABLE, sqlStateOf } from "../../shared/db/pg-error.ts";
@@ -325,6 +325,26 @@ export class SandboxStore {
       .from(sandboxes)
       .where(and(eq(sandboxes.nodeId, nodeId), eq(sandboxes.state, "running"), reapable(idle)))
       .orderBy(sandboxes.lastUsedAt);
+  }
+
+  /**
+   * Warm (released) generations on this node (of one uid, or of all) beyond the newest
+   * `keep`, oldest first: what keep-warm eviction destroys (decision 0106).
+   */
+  async warmBeyond(nodeId: string, uid: string | undefined, keep: number): Promise<SandboxRow[]> {
+    const warm = await this.#db
+      .select()
+      .from(sandboxes)
+      .where(
+        and(
+          eq(sandboxes.nodeId, nodeId),
+          uid === undefined ? undefined : eq(sandboxes.uid, uid),
+          eq(sandboxes.state, "running"),
+          isNotNull(sandboxes.releasedAt),
+        ),
+      )
+      .orderBy(desc(sandboxes.releasedAt));
+    return warm.slice(keep).reverse();
   }
 
   async runningRows(nodeId: string): Promise<SandboxRow[]> {

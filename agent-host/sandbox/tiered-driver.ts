@@ -11,7 +11,7 @@ import type {
   SandboxSpec,
 } from "./driver.ts";
 import {
-  SANDBOX_TIERS,
+  DEFAULT_TIER_ORDER,
   type SandboxTier,
   type SandboxTierStatus,
   tierOfContainerId,
@@ -36,9 +36,9 @@ export class TieredDriver implements SandboxDriver {
     this.#statuses = statuses;
   }
 
-  /** The tier a run gets when it names none: the container tier when ready, else the process tier. */
+  /** The tier a run gets when it names none: the process tier when ready, else the container tier. */
   defaultTier(): SandboxTier | undefined {
-    return SANDBOX_TIERS.find((t) => this.#drivers.has(t));
+    return DEFAULT_TIER_ORDER.find((t) => this.#drivers.has(t));
   }
 
   isReady(tier: SandboxTier): boolean {

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { domainError } from "../../shared/errors/domain-errors.ts";
+import type { RequestRateLimiter } from "../../shared/limits/request-rate-limiter.ts";
 import type { AppEnv } from "../app-env.ts";
-import type { RequestRateLimiter } from "../limits/request-rate-limiter.ts";
 
 /**
  * After authentication: one request of the caller's requests_per_minute, or 429

@@ -2,7 +2,10 @@
 # Builds the Runtime Assets (docs/architecture.md §3) offline of anything but Debian's own
 # package mirror: the pinned packages of packages.txt installed by mmdebstrap into a
 # tree, reduced to /usr, /etc and the dpkg database, with a gem user (1000:1000), then
-# checksummed file by file. The result is cached by its key (a hash of packages.txt and
+# checksummed file by file. Root owns every entry and no file keeps a setuid or setgid bit
+# (su, newgrp, …): nothing in the tree or the image can raise privileges even where
+# nosuid or no-new-privs were missing (issue 37, decision 0105; verification refuses a
+# tree that breaks this). The result is cached by its key (a hash of packages.txt and
 # this script), so a second run is instant:
 #
 #   <out>/<key>/tree/            mounted read-only at /runtime in every sandbox
@@ -48,7 +51,10 @@ grep -q '^gem:' "$work/tree/etc/passwd" || echo 'gem:x:1000:1000:gem:/home/gem:/
 grep -q '^gem:' "$work/tree/etc/group" || echo 'gem:x:1000:' >>"$work/tree/etc/group"
 mkdir -p "$work/tree/home/gem" "$work/tree/tmp" "$work/tree/runtime" "$work/tree/proc" "$work/tree/dev" "$work/tree/sys"
 chmod 1777 "$work/tree/tmp"
-chown 1000:1000 "$work/tree/home/gem"
+# /home/gem stays root's: both tiers mount gem's own home over it (a tmpfs or a host dir).
+chmod 0755 "$work/tree/home/gem"
+chown -hR 0:0 "$work/tree"
+find "$work/tree" -xdev -type f -perm /6000 -exec chmod ug-s {} +
 (cd "$work/tree" && find usr etc var -type f -print0 | sort -z | xargs -0 sha256sum) >"$work/files.sha256"
 {
   printf '{"version":"%s-%s","key":"%s","suite":"%s","packages":{' "$suite" "$key" "$key" "$suite"

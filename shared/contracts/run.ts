@@ -28,7 +28,7 @@ export const agentOptionsSchema = z
       .enum(SANDBOX_TIER_VALUES)
       .optional()
       .describe(
-        "Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (container when ready). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.",
+        "Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (process when ready, else container: the container tier does not isolate the kernel's per-uid budget). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.",
       ),
     file_view: z
       .enum(FILE_VIEW_VALUES)

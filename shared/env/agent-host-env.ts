@@ -158,7 +158,9 @@ export const agentHostEnvSchema = z.object({
     ),
   WORKER_CONCURRENCY: intVar(1, MAX_WORKER_CONCURRENCY)
     .default(DEFAULT_WORKER_CONCURRENCY)
-    .describe(`Runs this node executes at once (default ${DEFAULT_WORKER_CONCURRENCY}).`),
+    .describe(
+      `Runs this node executes at once (default ${DEFAULT_WORKER_CONCURRENCY}), plus one only for a user with no run running anywhere.`,
+    ),
   MODEL_BASE_URL: httpUrlVar()
     .optional()
     .describe(

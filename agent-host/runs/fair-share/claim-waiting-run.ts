@@ -11,6 +11,8 @@ export interface WaitingClaimRequest {
   readonly leaseTtlMs: number;
   /** max_concurrent_runs of a uid without an admin override (the deployment's default). */
   readonly defaultMaxConcurrentRuns: number;
+  /** Only a uid with no root run running anywhere (the node's IDLE_UID_SLOTS). */
+  readonly idleUidsOnly?: boolean;
 }
 
 export type WaitingClaim =
@@ -64,6 +66,7 @@ export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Pro
         select c.run_id, c.uid, (select count(*)::int from heads) as heads from counted c
         left join user_limits l on l.uid = c.uid
         where c.n < coalesce(l.max_concurrent_runs, ${request.defaultMaxConcurrentRuns}::int)
+          and (c.n = 0 or not ${request.idleUidsOnly === true}::boolean)
           and exists (select 1 from nodes where node_id = ${request.nodeId} and state = 'active')
         order by c.n, c.created_at, c.run_id
         limit ${CANDIDATES}`,
@@ -102,8 +105,9 @@ async function claimIfUnderLimit(db: Db, runId: string, uid: string, request: Wa
       tx,
       sql`select (select count(*) from agent_runs
                    where uid = ${uid} and status = 'running' and parent_run_id is null)
-               < coalesce((select max_concurrent_runs from user_limits where uid = ${uid}),
-                          ${request.defaultMaxConcurrentRuns}::int) as ok,
+               < (case when ${request.idleUidsOnly === true}::boolean then 1
+                  else coalesce((select max_concurrent_runs from user_limits where uid = ${uid}),
+                                ${request.defaultMaxConcurrentRuns}::int) end) as ok,
             runtime_scope_id as scope,
             exists (select 1 from agent_runs
                     where uid = ${uid} and status = 'pending' and waiting_since is not null

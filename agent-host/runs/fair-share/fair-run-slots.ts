@@ -33,6 +33,16 @@ export interface FairRunSlotsDeps {
 const MAX_CONTENDED_ROUNDS = 4;
 
 /**
+ * Slots beyond `concurrency` that only a uid with no root run running (on any node) may
+ * take (issue 37 item 8, decision 0104): with the default
+ * max_concurrent_runs equal to WORKER_CONCURRENCY, one user fills every slot of a node and
+ * a newcomer waited for one of their runs to end (23–40 s). With this slot a newcomer's run
+ * starts at the next fill (a NOTIFY, at worst `waitingPollMs`), while one user alone still
+ * gets all `concurrency` slots. A second newcomer at the same moment waits for a turnover.
+ */
+export const IDLE_UID_SLOTS = 1;
+
+/**
  * This node's `concurrency` slots for root runs, filled from the runs waiting in Postgres
  * in fair order (claim-waiting-run.ts). A fill runs when a run was parked here, when one
  * of this node's runs ended, when another node NOTIFYs the slots channel (it parked a run
@@ -73,7 +83,7 @@ export class FairRunSlots {
     const { limits } = this.#deps;
     await this.#subscription.start();
     this.#timer = setInterval(() => {
-      if (this.#inflight.size < limits.concurrency) this.wake();
+      if (this.#inflight.size < limits.concurrency + IDLE_UID_SLOTS) this.wake();
     }, limits.waitingPollMs);
     this.#timer.unref?.();
     this.wake();
@@ -113,7 +123,7 @@ export class FairRunSlots {
     // Set before the first await: a wake during a fill runs another one, which looks again.
     this.#nothingWaits = false;
     let contended = 0;
-    while (!this.#stopped && this.#inflight.size < limits.concurrency) {
+    while (!this.#stopped && this.#inflight.size < limits.concurrency + IDLE_UID_SLOTS) {
       if (this.#deps.canClaim?.() === false) return;
       let claim: Awaited<ReturnType<typeof claimWaitingRun>>;
       try {
@@ -121,6 +131,7 @@ export class FairRunSlots {
           nodeId,
           leaseTtlMs: limits.leaseTtlMs,
           defaultMaxConcurrentRuns: limits.defaultMaxConcurrentRuns,
+          idleUidsOnly: this.#inflight.size >= limits.concurrency,
         });
       } catch (error) {
         // The poll tries again; the runs keep waiting in Postgres meanwhile.

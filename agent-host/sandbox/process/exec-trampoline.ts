@@ -113,7 +113,9 @@ const READ_FDS = new Set<number>([1, 2, CHILD_FD.status]);
 const FD_COUNT = CHILD_FD.spec + 1;
 
 /**
- * `bash` as the namespace's owner with no supplementary group (TRAMPOLINE_SCRIPT says why),
+ * `bash` as the namespace's owner with its own gid as the one supplementary group (bwrap,
+ * uid 1000 by the time it binds, passes through the generation's directories by it alone:
+ * decision 0106; no group of agent-host's),
  * an empty environment, and descriptors in CHILD_FD's order: 0 stdin (always a socket: the
  * request's bytes, or closed empty), 1 stdout, 2 stderr, 3 seccomp, 4 status, 5 block,
  * 6 the user namespace, 7 go, 8 bwrap's arguments, 9 the exec's spec (for the shim,
@@ -152,7 +154,9 @@ function spawnChild(
         "setpriv",
         `--reuid=${owner}`,
         `--regid=${owner}`,
-        "--clear-groups",
+        // One supplementary group, the owner's own gid: the only group that may pass
+        // through the generation's directories, which bwrap resolves (decision 0106).
+        `--groups=${owner}`,
         "--",
         deps.tools.bash,
         "-c",

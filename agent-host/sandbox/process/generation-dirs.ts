@@ -1,5 +1,6 @@
 import { constants } from "node:fs";
 import {
+  chmod,
   chown,
   type FileHandle,
   lstat,
@@ -101,7 +102,12 @@ export class GenerationDirs {
    * the UserWorkspace and skill projection made by root from the descriptors the driver
    * opened no-follow (mount(2) gets /proc/self/fd/<n> as is, and the kernel binds the
    * open directory itself: no path is resolved again), and the user namespace.
-   * Directories are 0711: bwrap (uid 1000) can pass through but not list or write them.
+   * bwrap resolves its bind sources as paths (bubblewrap 0.8), by then as uid 1000 (the
+   * sandbox user, host 1000 too) with one supplementary group: the namespace owner's own
+   * gid, a random one no host account has (exec-trampoline.ts). Once the namespace exists
+   * `<id>` and `mnt` become root's with that group, mode 0010 (search by the group only):
+   * no other host account, not host uid 1000 nor another generation's bwrap, reaches the
+   * generation's tmpfs or binds (decision 0106).
    */
   async create(id: string, labels: LabelSource, dirs: OpenedMountDirs): Promise<void> {
     const { holder } = this.#deps;
@@ -110,7 +116,7 @@ export class GenerationDirs {
     // A directory of this id is a create that crashed half-way: generations are never
     // reused, so it is debris.
     await this.remove(id);
-    await mkdir(this.#path(id), { mode: 0o711 });
+    await mkdir(this.#path(id), { mode: 0o700 });
     const binds = bindsOf(labels.fileView);
     // The labels before any mount: a generation with labels and not every mount is
     // recognisable (not mounted(), so not running) and removed; one with mounts and no
@@ -119,10 +125,11 @@ export class GenerationDirs {
       writeFile(this.#path(id, LABELS_FILE), JSON.stringify(sandboxLabels(labels)), {
         mode: 0o600,
       }),
-      mkdir(this.#path(id, "mnt"), { mode: 0o711 }),
+      mkdir(this.#path(id, "mnt"), { mode: 0o700 }),
     ]);
     const owner = `uid=${SANDBOX_UID},gid=${SANDBOX_GID}`;
     const { mounts } = this.#deps;
+    let nsOwner: number | undefined;
     // The mounts and the user namespace do not depend on each other: made at once, each
     // waiting only for its own mount point (decision 0061). Every one settles before a
     // failure is reported, so the caller's remove() never races a mount still in flight.
@@ -148,7 +155,7 @@ export class GenerationDirs {
       // Every exec of the generation joins this namespace (sandbox-userns.ts says why);
       // its owner file last, so open() sees an owner only for a pinned namespace.
       (async () => {
-        const nsOwner = await createSandboxUserns(
+        nsOwner = await createSandboxUserns(
           this.#path(id, USERNS_FILE),
           { ...holder, mounts },
           AbortSignal.timeout(USERNS_TIMEOUT_MS),
@@ -156,6 +163,8 @@ export class GenerationDirs {
         await writeFile(this.#path(id, USERNS_OWNER_FILE), String(nsOwner), { mode: 0o600 });
       })(),
     ]);
+    if (nsOwner === undefined) throw new Error(`process sandbox ${id}: no namespace owner`);
+    await passableOnlyBy(nsOwner, [this.#path(id), this.#path(id, "mnt")]);
   }
 
   async labels(id: string): Promise<LabelSource | undefined> {
@@ -285,6 +294,17 @@ export class GenerationDirs {
   async list(): Promise<string[]> {
     const names = await readdir(this.#deps.stateDir).catch(() => []);
     return names.filter((n) => n.startsWith(PROCESS_ID_PREFIX));
+  }
+}
+
+/**
+ * The generation's own directories, searchable by its owner's group alone (its bwrap):
+ * root's, so no one but root can list, change or chmod them.
+ */
+async function passableOnlyBy(gid: number, dirs: readonly string[]): Promise<void> {
+  for (const dir of dirs) {
+    await chown(dir, 0, gid);
+    await chmod(dir, 0o010);
   }
 }
 

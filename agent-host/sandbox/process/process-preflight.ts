@@ -1,8 +1,9 @@
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
-import { access, readFile, realpath, stat } from "node:fs/promises";
-import { delimiter, join } from "node:path";
+import { access, chmod, lstat, mkdir, readFile, realpath, stat } from "node:fs/promises";
+import { delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
+import { DEFAULT_SANDBOX_STATE_DIR } from "../../../shared/env/agent-host-env.ts";
 import { checkExecShim, DEFAULT_EXEC_SHIM } from "./exec-shim-check.ts";
 import { createHostMounts, type HostMounts } from "./host-mounts.ts";
 import { createHostSpawner, type HostSpawner } from "./host-spawner.ts";
@@ -144,8 +145,8 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
   const seccompFilter = buildSeccompFilter();
   const smoke = await smokeSandbox(complete, seccompFilter);
   if (smoke) return { ready: false, missing: smoke };
-  const { mkdir } = await import("node:fs/promises");
-  await mkdir(input.stateDir, { recursive: true, mode: 0o711 });
+  const stateProblem = await stateDirProblem(input.stateDir);
+  if (stateProblem) return { ready: false, missing: stateProblem };
   return {
     ready: true,
     parts: {
@@ -159,6 +160,33 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
     },
     detail: `${version}, cgroup ${cgroups.cgroups.version}`,
   };
+}
+
+/**
+ * The state directory holds every live sandbox's tmpfs and binds (decision 0106): root's,
+ * 0711 (made so, or set so when found otherwise), each generation's own directory below
+ * it searchable by that generation's owner uid alone. bwrap runs as that uid and resolves
+ * its bind sources as paths (bubblewrap 0.8), so every parent must let others search it:
+ * a parent of mode 0700 would fail every exec; it is refused here, naming it, instead.
+ */
+async function stateDirProblem(dir: string): Promise<string | undefined> {
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o711 });
+    const found = await lstat(dir);
+    if (!found.isDirectory() || found.uid !== 0) {
+      return `the sandbox state directory ${dir} must be a directory of root's (found uid ${found.uid}); remove it or set SANDBOX_STATE_DIR elsewhere`;
+    }
+    if ((found.mode & 0o777) !== 0o711) await chmod(dir, 0o711);
+    for (let parent = dirname(await realpath(dir)); ; parent = dirname(parent)) {
+      const mode = (await stat(parent)).mode;
+      if ((mode & 0o001) === 0) {
+        return `${parent} (a parent of the sandbox state directory ${dir}) is mode ${(mode & 0o777).toString(8)}: bubblewrap runs as each sandbox's own uid and must pass through it; chmod o+x ${parent} or set SANDBOX_STATE_DIR below a directory others may search (the default is ${DEFAULT_SANDBOX_STATE_DIR})`;
+      }
+      if (parent === "/") return undefined;
+    }
+  } catch (error) {
+    return `the sandbox state directory ${dir} cannot be prepared: ${(error as Error).message}`;
+  }
 }
 
 /**

@@ -704,7 +704,7 @@ export interface components {
       /** @description Agent options; more fields may be added. */
       agent?: {
         /**
-         * @description Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (container when ready). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.
+         * @description Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (process when ready, else container: the container tier does not isolate the kernel's per-uid budget). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.
          * @enum {string}
          */
         sandbox?: "container" | "process";
@@ -738,7 +738,7 @@ export interface components {
       /** @description Agent options; more fields may be added. */
       agent?: {
         /**
-         * @description Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (container when ready). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.
+         * @description Isolation tier of the execution tree: 'container' (Docker) or 'process' (bubblewrap). Default: the node's (process when ready, else container: the container tier does not isolate the kernel's per-uid budget). A tier that is not ready fails the run with sandbox_tier_unavailable, never a silent fallback.
          * @enum {string}
          */
         sandbox?: "container" | "process";

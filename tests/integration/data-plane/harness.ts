@@ -20,6 +20,7 @@ import {
   type MintCapabilityOptions,
   mintCapability,
 } from "../../../shared/capability/index.ts";
+import type { RequestRateLimiter } from "../../../shared/limits/request-rate-limiter.ts";
 import { checkThenCleanup } from "../../support/check-then-cleanup.ts";
 import { freshDataRoot } from "../../support/data-root.ts";
 import { testLogger } from "../../support/test-logger.ts";
@@ -78,6 +79,8 @@ export interface SetupOptions {
   readonly quotaMaxUsageAgeMs?: number;
   /** DATA_PLANE_CORS_ORIGINS; default [ALLOWED_ORIGIN]. */
   readonly allowedOrigins?: readonly string[] | "*";
+  /** requests_per_minute (the agent-host passes one over its database); default none. */
+  readonly rateLimiter?: RequestRateLimiter;
 }
 
 /** The browser origin the harness's data plane allows (CORS). */
@@ -133,6 +136,7 @@ export async function setupDataPlane(options: SetupOptions = {}): Promise<DataPl
     logger: testLogger(),
     allowedOrigins: options.allowedOrigins ?? [ALLOWED_ORIGIN],
     ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(options.rateLimiter === undefined ? {} : { rateLimiter: options.rateLimiter }),
   });
   const server = await startDataPlaneServer({ app, port: 0 });
   const before = { outside: snapshot(outside), bob: snapshot(bobUserDir) };

@@ -170,8 +170,10 @@ describe("metrics and request logs of the local Workcell", () => {
       expect(moved("workcell_runs_total", { status: "succeeded" })).toBe(1);
       expect(moved("workcell_runs_total")).toBe(1);
       expect(moved("workcell_run_queue_wait_seconds")).toBe(1);
-      expect(moved("workcell_sandbox_creates_total", { tier: "container" })).toBe(1);
-      expect(moved("workcell_sandbox_exec_seconds", { tier: "container" })).toBe(execs);
+      // The node's default tier (process where both are ready: decision 0106).
+      const tier = stack.defaultTier;
+      expect(moved("workcell_sandbox_creates_total", { tier })).toBe(1);
+      expect(moved("workcell_sandbox_exec_seconds", { tier })).toBe(execs);
       expect(moved("workcell_data_plane_bytes_total", { direction: "in" })).toBe(UPLOAD_BYTES);
       expect(moved("workcell_data_plane_bytes_total", { direction: "out" })).toBe(UPLOAD_BYTES);
       expect(moved("workcell_workspace_quota_rejections_total")).toBe(0);

@@ -25,6 +25,8 @@ export type ObservedStack = {
   lines: LogLine[];
   raw: string[];
   token(uid: string, options?: { admin?: boolean }): Promise<string>;
+  /** The tier runs that name none get here (process where both are ready). */
+  defaultTier: "container" | "process";
   stop(): Promise<void>;
 };
 
@@ -68,8 +70,9 @@ export async function startObservedStack(): Promise<ObservedStack> {
       logger,
       metrics,
     });
-    if (stack.sandboxDriver.kind !== "container") {
-      throw new Error(`no container sandbox tier: ${stack.sandboxDriver.detail}`);
+    const defaultTier = stack.sandboxDriver.kind;
+    if (defaultTier === "none") {
+      throw new Error(`no sandbox tier: ${stack.sandboxDriver.detail}`);
     }
     metricsServer = await startMetricsServer({
       registry: metrics.registry,
@@ -92,6 +95,7 @@ export async function startObservedStack(): Promise<ObservedStack> {
       lines,
       raw,
       token: (uid, options) => mintDevToken(secret, uid, options),
+      defaultTier,
       stop,
     };
   } catch (error) {

@@ -30,6 +30,7 @@ function psBeforeDestroy(world: RunWorld): { sandboxes: RunSandboxes; seen: stri
       acquire: (request, signal) => manager.acquire(request, signal),
       exec: (handle, request, signal) => manager.exec(handle, request, signal),
       keepWarm: (handle, db) => manager.keepWarm(handle, db),
+      evictWarm: (uid, signal) => manager.evictWarm(uid, signal),
       async destroy(handle, signal) {
         const out = await manager.exec(handle, { cmd: ["/bin/sh", "-c", PS_SLEEPS] }, signal);
         seen.push(out.ok ? out.result.stdout.bytes.toString("utf8").trim() : "stale");

@@ -116,6 +116,7 @@ it("without sandbox isolation the run fails no_isolation_available, never unsand
         exec: () => Promise.reject(new Error("never called")),
         destroy: () => Promise.reject(new Error("never called")),
         keepWarm: () => Promise.reject(new Error("never called")),
+        evictWarm: () => Promise.reject(new Error("never called")),
       },
     },
   });

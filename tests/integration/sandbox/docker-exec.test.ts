@@ -1,4 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { constants } from "node:fs";
+import { open, readdir, readFile, readlink } from "node:fs/promises";
+import { join } from "node:path";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
@@ -10,6 +13,7 @@ import type {
 } from "../../../agent-host/sandbox/driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { createTestSandbox, dockerForTest, materializeWorkdir } from "./sandbox-fixture.ts";
 
 const signal = () => AbortSignal.timeout(60_000);
@@ -22,6 +26,7 @@ describe("DockerDriver exec", () => {
   let nodeId: string;
   let driver: DockerDriver;
   let sandbox: SandboxContainer;
+  let workdir: string;
 
   beforeAll(async () => {
     dataRoot = await freshDataRoot();
@@ -31,7 +36,7 @@ describe("DockerDriver exec", () => {
     }));
     const uid = "exec-user";
     const workdirPath = "work";
-    await materializeWorkdir(dataRoot.path, uid, workdirPath);
+    workdir = join(await materializeWorkdir(dataRoot.path, uid, workdirPath), workdirPath);
     sandbox = await createTestSandbox(driver, { uid, workdirPath, nodeId }, signal());
   });
 
@@ -181,6 +186,73 @@ describe("DockerDriver exec", () => {
   it("kills a process that left its session but is still a descendant", async () => {
     const r = await run({ cmd: ["sh", "-c", "setsid sleep 1005 & sleep 1006"], timeoutMs: 500 });
     expect(r.status).toBe("timed_out");
+    expect(await strayProcesses()).toEqual([]);
+  });
+
+  /** The container's processes as the host sees them (its pid namespace), by command line. */
+  async function containerCommands(): Promise<string[]> {
+    const initPid = (await docker.getContainer(sandbox.containerId).inspect()).State.Pid;
+    const ns = await readlink(`/proc/${initPid}/ns/pid`);
+    const found: string[] = [];
+    for (const name of await readdir("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      if ((await readlink(`/proc/${name}/ns/pid`).catch(() => "")) !== ns) continue;
+      const stat = await readFile(`/proc/${name}/stat`, "utf8").catch(() => "");
+      if (/\) [ZX] /.test(stat)) continue;
+      const cmdline = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "");
+      if (cmdline !== "") found.push(cmdline.split("\0").join(" ").trim());
+    }
+    return found.sort();
+  }
+
+  /** A writer on the fifo if a process has it open for reading, else undefined (ENXIO). */
+  async function writerIfRead(fifo: string) {
+    return open(fifo, constants.O_WRONLY | constants.O_NONBLOCK).catch(
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === "ENXIO") return undefined;
+        throw error;
+      },
+    );
+  }
+
+  // Issue 37 item 3: a background process outlived its command and wrote later, into
+  // another run's change batch or none. Each reader below would write what arrives on its
+  // fifo into the Workdir; after its command returns none may be left, while a process
+  // of an exec still running (another run sharing the sandbox) is left alone.
+  it("ends what a command left running (a background job, a setsid daemon) when it exits, and leaves another running exec alone", async () => {
+    await run({ cmd: ["mkfifo", "bg.fifo", "daemon.fifo", "other.fifo"] });
+    const other = run({ cmd: ["cat", "other.fifo"] });
+    let otherWriter: Awaited<ReturnType<typeof writerIfRead>>;
+    await pollUntil(async () => {
+      otherWriter = await writerIfRead(join(workdir, "other.fifo"));
+      return otherWriter !== undefined;
+    });
+
+    const r = await run({
+      cmd: [
+        "sh",
+        "-c",
+        "(cat bg.fifo > bg.out) </dev/null >/dev/null 2>&1 & " +
+          "setsid sh -c 'cat daemon.fifo > daemon.out' </dev/null >/dev/null 2>&1 & echo started",
+      ],
+    });
+    expect(r).toMatchObject({ status: "exited", exitCode: 0 });
+    expect(text(r).out).toBe("started\n");
+    // Nobody reads either fifo any more: nothing sent there could reach the Workdir.
+    expect(await writerIfRead(join(workdir, "bg.fifo"))).toBeUndefined();
+    expect(await writerIfRead(join(workdir, "daemon.fifo"))).toBeUndefined();
+    expect(await containerCommands()).toEqual([
+      "/sbin/docker-init -- sleep 2147483647",
+      "cat other.fifo",
+      "sleep 2147483647",
+    ]);
+
+    // The other exec was untouched: it reads what is written now, and ends by itself.
+    await otherWriter?.write("still here\n");
+    await otherWriter?.close();
+    const o = await other;
+    expect(o).toMatchObject({ status: "exited", exitCode: 0 });
+    expect(text(o).out).toBe("still here\n");
     expect(await strayProcesses()).toEqual([]);
   });
 

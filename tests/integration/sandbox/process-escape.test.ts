@@ -68,7 +68,7 @@ describe("process tier: from inside a sandbox", () => {
 
   async function sh(
     script: string,
-    extra: { timeoutMs?: number; env?: Record<string, string> } = {},
+    extra: { timeoutMs?: number; env?: Record<string, string>; stdin?: string } = {},
   ) {
     const out = await driver.exec(ref, { cmd: ["sh", "-c", script], ...extra }, signal());
     if (!out.ok) throw new Error("sandbox gone");
@@ -152,6 +152,17 @@ describe("process tier: from inside a sandbox", () => {
     } finally {
       delete process.env.WORKCELL_ESCAPE_CANARY;
     }
+  });
+
+  // Issue 37 item 7: fd 6 (the generation's user namespace, bwrap's --userns) and any
+  // descriptor agent-host inherited without close-on-exec from its launcher reached the
+  // command. `ls`, a child, lists the shell's descriptors (its own would include the one
+  // it reads the directory with; `echo` keeps the shell from exec'ing ls in its place).
+  it("starts a command with only stdin, stdout and stderr open, stdin still the exec's", async () => {
+    const r = await sh("cat; ls /proc/$$/fd; echo end", { stdin: "from-stdin\n" });
+    expect(r.exitCode).toBe(0);
+    expect(r.out).toBe("from-stdin\n0\n1\n2\nend\n");
+    expect(r.err).toBe("");
   });
 
   it("keeps /runtime, /home/gem/skills, / and /dev read-only", async () => {

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, chown, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -76,6 +76,64 @@ describe("Runtime Assets", () => {
       expect((await stat(join(treeDir, "usr/bin/jq"))).size).toBe(bytes.length);
       const original = await readFile(join(treeDir, "usr/bin/jq"));
       expect(original.equals(bytes)).toBe(false);
+    } finally {
+      await rm(copy, { recursive: true, force: true });
+    }
+  });
+
+  // Issue 37 item 9: tree/home/gem was host uid 1000's and su/newgrp kept their setuid
+  // bits (inert only because of nosuid and no-new-privs). `find` checks the build, not
+  // the verifier under test.
+  it("is root's entirely, with no setuid or setgid file, in the tree and in its image", async () => {
+    const { key } = await requireAssets();
+    const unsafe = ["(", "!", "-uid", "0", "-o", "!", "-gid", "0", "-o"];
+    const setid = ["-type", "f", "-perm", "/6000", ")", "-print"];
+    expect(
+      execFileSync("find", [treeDir, "-xdev", ...unsafe, ...setid], { encoding: "utf8" }),
+    ).toBe("");
+    const docker = new Docker();
+    const container = await docker.createContainer({
+      Image: `workcell-sandbox:${key}`,
+      Cmd: ["find", "/", "-xdev", ...unsafe, ...setid],
+      User: "0:0",
+      NetworkDisabled: true,
+      Labels: { [PROBE_LABEL]: uniqueNodeId() },
+    });
+    try {
+      await container.start();
+      expect((await container.wait()).StatusCode).toBe(0);
+      const logs = await container.logs({ stdout: true, stderr: true });
+      // Multiplexed frames: an empty log is an empty buffer.
+      expect(logs.length).toBe(0);
+    } finally {
+      await container.remove({ force: true });
+    }
+  });
+
+  it("reports every asset not ready for a tree with an entry not root's or a setuid file, naming them; the build is untouched", async () => {
+    await requireAssets();
+    const build = await realpath(join(treeDir, ".."));
+    const copy = join(build, `../.unsafe-${randomUUID()}`);
+    try {
+      // Directories of a `cp -al` copy are its own; files are replaced, never changed
+      // through the shared inode.
+      execFileSync("cp", ["-al", build, copy]);
+      await chown(join(copy, "tree/home/gem"), 1000, 1000);
+      const su = join(copy, "tree/usr/bin/su");
+      const bytes = await readFile(su);
+      await rm(su);
+      await writeFile(su, bytes);
+      await chmod(su, 0o4755);
+      const report = await verifyWithBwrap(join(copy, "tree"));
+      expect(report.assets.length).toBeGreaterThan(0);
+      for (const asset of report.assets) {
+        expect(asset.ready).toBe(false);
+        expect(asset.reason).toContain("home/gem (owned by 1000:1000)");
+        expect(asset.reason).toContain("usr/bin/su (mode 4755)");
+      }
+      const original = await stat(join(treeDir, "usr/bin/su"));
+      expect(original.mode & 0o6000).toBe(0);
+      expect((await stat(join(treeDir, "home/gem"))).uid).toBe(0);
     } finally {
       await rm(copy, { recursive: true, force: true });
     }

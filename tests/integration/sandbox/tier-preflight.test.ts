@@ -12,15 +12,18 @@ import {
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Docker from "dockerode";
 import { describe, expect, it } from "vitest";
 import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import { DEFAULT_EXEC_SHIM } from "../../../agent-host/sandbox/process/exec-shim-check.ts";
 import { processPreflight } from "../../../agent-host/sandbox/process/process-preflight.ts";
 import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import { sandboxDriverStatus } from "../../../agent-host/sandbox-driver-status.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { freshDataRoot } from "../../support/data-root.ts";
+import { requireDocker } from "../../support/docker.ts";
 import { freshDatabase } from "../../support/postgres.ts";
 import { busyboxRuntimeDir } from "../../support/process-tier.ts";
 import { registerNode } from "./manager-fixture.ts";
@@ -133,6 +136,40 @@ describe("process tier preflight", () => {
     await rm(stateDir, { recursive: true, force: true });
   });
 
+  // Issue 37 item 6: the state directory is root's 0711 (tightened when found looser), and
+  // a parent others cannot search (a 0700 state root) is named here instead of every exec
+  // failing later: bwrap resolves its binds as paths, as an unprivileged uid (decision 0106).
+  it("makes the state directory root's 0711, and refuses one below a directory others cannot search, naming it", async () => {
+    const parent = await mkdtemp(join(tmpdir(), "workcell-state-parent-"));
+    try {
+      const loose = join(parent, "loose");
+      await mkdir(loose, { mode: 0o755 });
+      await chmod(loose, 0o777);
+      await chmod(parent, 0o755);
+      const ok = await processPreflight({
+        stateDir: loose,
+        cgroupParent: "workcell-test/preflight-state",
+      });
+      expect(ok.ready).toBe(true);
+      if (ok.ready) await ok.parts.cgroups.removeParent();
+      const made = await stat(loose);
+      expect([made.uid, made.mode & 0o777]).toEqual([0, 0o711]);
+
+      await chmod(parent, 0o700);
+      const hidden = join(parent, "state");
+      const found = await processPreflight({
+        stateDir: hidden,
+        cgroupParent: "workcell-test/preflight-state",
+      });
+      expect(found.ready).toBe(false);
+      expect(!found.ready && found.missing).toContain(
+        `${parent} (a parent of the sandbox state directory ${hidden}) is mode 700`,
+      );
+    } finally {
+      await rm(parent, { recursive: true, force: true });
+    }
+  });
+
   it("with a part missing, a run asking for the tier fails sandbox_tier_unavailable and nothing runs", async () => {
     const database = await freshDatabase();
     const dataRoot = await freshDataRoot();
@@ -180,6 +217,41 @@ describe("process tier preflight", () => {
       expect(rows.filter((r) => r.state === "running")).toEqual([]);
     } finally {
       await database.drop();
+      await dataRoot.remove();
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
+  // Issue 37 item 5: containers share host uid 1000's kernel budget (one tenant holding
+  // 128 inotify instances left another's container with EMFILE); the process tier gives
+  // each sandbox its own (process-kernel-budget.test.ts). So where both are ready a run
+  // naming no tier gets the process tier, and the container tier's readiness says why.
+  it("with both tiers ready, the default is the process tier and the container tier says it does not isolate the kernel budget", async () => {
+    const { image } = requireDocker();
+    const dataRoot = await freshDataRoot();
+    const stateDir = join(tmpdir(), `workcell-preflight-${randomUUID()}`);
+    const nodeId = uniqueNodeId();
+    try {
+      const tiers = await detectSandboxTiers({
+        logger: silentLogger,
+        dataRoot: dataRoot.path,
+        nodeId,
+        config: testConfig(image),
+        runtimeDir: await busyboxRuntimeDir(),
+        docker: new Docker(),
+        process: { stateDir, cgroupParent: `workcell-test/${nodeId}` },
+      });
+      expect(tiers.statuses).toEqual([
+        {
+          tier: "container",
+          ready: true,
+          detail: expect.stringContaining("kernel budget not isolated"),
+        },
+        { tier: "process", ready: true, detail: expect.any(String) },
+      ]);
+      expect(tiers.driver.defaultTier()).toBe("process");
+      expect(sandboxDriverStatus(tiers).kind).toBe("process");
+    } finally {
       await dataRoot.remove();
       await rm(stateDir, { recursive: true, force: true });
     }

@@ -1,9 +1,9 @@
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useMemo } from "react";
-import Markdown from "react-markdown";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { formatBytes } from "../ui/format.ts";
+import { MarkdownPreview } from "./markdown-preview.tsx";
 import { baseName, previewKind } from "./workdir-path.ts";
 
 /** Text previews stop here; the rest is a download. */
@@ -66,7 +66,7 @@ export function FilePreview({ threadId, path }: { threadId: string; path: string
       <ErrorMessage error={file.error} />
       {file.data?.kind === "markdown" && file.data.text !== undefined && (
         <div className="markdown" data-testid="file-content">
-          <Markdown>{file.data.text}</Markdown>
+          <MarkdownPreview text={file.data.text} />
         </div>
       )}
       {file.data?.kind === "text" && file.data.text !== undefined && (

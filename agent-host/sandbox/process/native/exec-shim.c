@@ -5,7 +5,10 @@
  * Until agent-host releases bwrap's --block-fd, this program has not even started; once
  * released it reads the exec's spec from fd 9 (written by agent-host before the release,
  * ended by EOF), closes that fd, changes to the exec's cwd and execs the command with
- * exactly the exec's environment, searching PATH as bwrap's own execvp did.
+ * exactly the exec's environment, searching PATH as bwrap's own execvp did. The command
+ * starts with only stdin, stdout and stderr: every other descriptor (bwrap's --userns fd,
+ * whatever agent-host inherited from its launcher without close-on-exec) is closed first
+ * (issue 37, decision 0104).
  *
  * Spec: NUL-terminated strings: argc, envc (decimal), cwd, argv[0..argc), env[0..envc)
  * as NAME=value. Nothing else may follow. An empty or malformed spec runs nothing (125).
@@ -17,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define SPEC_FD 9
@@ -51,6 +56,21 @@ static char *read_spec(size_t *length) {
   close(SPEC_FD);
   *length = len;
   return buf;
+}
+
+/*
+ * Closes every descriptor above stderr. close_range(2) when the kernel has it (5.9+; the
+ * seccomp filter allows it); otherwise each one up to the hard limit. Which of them were
+ * open does not matter: closing a closed fd is a harmless EBADF.
+ */
+static void close_all_but_stdio(void) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0) return;
+#endif
+  struct rlimit limit;
+  rlim_t max = getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_max : 1024;
+  if (max == RLIM_INFINITY || max > (1U << 20)) max = 1U << 20;
+  for (rlim_t fd = 3; fd < max; fd++) close((int)fd);
 }
 
 /* The next NUL-terminated string at *at, or NULL when none is left. */
@@ -106,6 +126,7 @@ int main(void) {
 
   /* execvp searches the PATH of environ, as bwrap's did after --clearenv and --setenv. */
   environ = envp;
+  close_all_but_stdio();
   execvp(argv[0], argv);
   int e = errno;
   fprintf(stderr, "bwrap: execvp %s: %s\n", argv[0], strerror(e));

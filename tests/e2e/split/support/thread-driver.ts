@@ -99,9 +99,9 @@ export async function driveThread(p: {
       const out = await post<{ run: Run; thread: Thread }>(
         `${p.split.functionsUrl}/v1/runs`,
         token,
-        {
-          input,
-        },
+        // The container tier, named: these tests cut nodes off their Docker engine (the
+        // default is the process tier where both are ready, decision 0106).
+        { input, agent: { sandbox: "container" } },
       );
       p.driven.thread = out.thread;
       run = out.run;
@@ -109,7 +109,7 @@ export async function driveThread(p: {
       run = await post<Run>(
         `${p.split.functionsUrl}/v1/threads/${p.driven.thread.thread_id}/runs`,
         token,
-        { input },
+        { input, agent: { sandbox: "container" } },
       );
     }
     const record: RunRecord = {

@@ -1,6 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
-import type { Db } from "../../shared/db/client.ts";
-import { executeRows } from "../../shared/db/execute-rows.ts";
+import type { Db } from "../db/client.ts";
+import { executeRows } from "../db/execute-rows.ts";
 
 export type RateDecision =
   | { readonly ok: true }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { defaultPolicyFromEnv } from "../network/network-policy.ts";
 import {
   bucketNameVar,
   corsOriginsVar,
@@ -8,6 +9,15 @@ import {
   postgresUrlVar,
 } from "./env-vars.ts";
 import { nodeTtlEnv } from "./liveness-env.ts";
+
+function isPolicyText(value: string): boolean {
+  try {
+    defaultPolicyFromEnv(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** HS256 keys shorter than this are guessable; RFC 7518 asks for at least the hash size. */
 export const MIN_DEV_JWT_SECRET_CHARS = 32;
@@ -75,6 +85,16 @@ const functionsEnvObject = z.object({
     .optional()
     .describe(
       "Browser origins allowed to call the API (CORS), comma-separated, e.g. https://console.example.com,http://localhost:5173; `*` for any; unset: none.",
+    ),
+  WORKCELL_NETWORK_DEFAULT_ALLOW: z
+    .string()
+    .refine(
+      (value) => isPolicyText(value),
+      "must be comma-separated host patterns, e.g. pypi.org,*.github.com",
+    )
+    .optional()
+    .describe(
+      "Host patterns every user may reach unless an admin sets their policy, comma-separated, e.g. pypi.org,files.pythonhosted.org; unset: no network (mode none).",
     ),
   ...nodeTtlEnv,
   LOG_LEVEL: logLevelVar().describe(

@@ -160,6 +160,20 @@ export interface paths {
      */
     get: operations["getUsage"];
   };
+  "/v1/admin/users/{uid}/network": {
+    /** A user's network ceiling (admin only) */
+    get: operations["getUserNetwork"];
+    /** Set a user's network ceiling (admin only); applies to the user's next connection */
+    put: operations["putUserNetwork"];
+  };
+  "/v1/network": {
+    /** The caller's network policy in force */
+    get: operations["getNetwork"];
+  };
+  "/v1/runs/{run_id}/network": {
+    /** The connections a run's sandbox asked for, allowed and refused */
+    get: operations["listRunNetwork"];
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -700,6 +714,11 @@ export interface components {
         model?: string;
         /** @description Stop the agent loop after this many steps (1 to 500). */
         max_steps?: number;
+        /** @description Narrows the user's network policy for this run. */
+        network?: {
+          /** @description Hosts this run may reach: each must be covered by the user's policy, else 422. */
+          allow: string[];
+        };
       };
     };
     /** @description The new run and the thread created for it. */
@@ -734,6 +753,11 @@ export interface components {
         model?: string;
         /** @description Stop the agent loop after this many steps (1 to 500). */
         max_steps?: number;
+        /** @description Narrows the user's network policy for this run. */
+        network?: {
+          /** @description Hosts this run may reach: each must be covered by the user's policy, else 422. */
+          allow: string[];
+        };
       };
     };
     /** @description Files the run changed: the union of its change batches. */
@@ -1155,6 +1179,78 @@ export interface components {
       /** @description The caller's runs waiting to start (root runs). */
       queued_runs: number;
       limits: components["schemas"]["UserLimits"];
+    };
+    /** @description A user's network ceiling. */
+    AdminNetworkPolicy: {
+      /** @description A user id: the OIDC subject (`sub`) of the caller. */
+      uid: string;
+      policy: components["schemas"]["NetworkPolicy"];
+      /**
+       * @description `user`: an admin set it; `default`: the deployment's default applies.
+       * @enum {string}
+       */
+      source: "user" | "default";
+    };
+    /** @description A network policy: `none`, or an allow-list of host patterns. */
+    NetworkPolicy: {
+      /**
+       * @description `none`: no network at all (the default); `allowlist`: only the `allow` hosts.
+       * @enum {string}
+       */
+      mode: "none" | "allowlist";
+      /**
+       * @description Host patterns; ignored (and stored empty) for `none`.
+       * @default []
+       */
+      allow?: string[];
+    };
+    /** @description The caller's network policy in force (runs may narrow it, never widen it). */
+    EffectiveNetworkPolicy: {
+      policy: components["schemas"]["NetworkPolicy"];
+      /**
+       * @description Who can change it: an admin (PUT /v1/admin/users/{uid}/network).
+       * @enum {string}
+       */
+      changed_by: "admin";
+    };
+    /** @description The connections of a run. */
+    RunNetworkList: {
+      /** @description Oldest first. */
+      items: components["schemas"]["NetworkRequest"][];
+      /** @description True when the run made more connections than are kept; the rest were counted. */
+      truncated: boolean;
+    };
+    /** @description One connection a run's sandbox asked the egress proxy for. */
+    NetworkRequest: {
+      /** @description The host the sandbox asked for, as it named it. */
+      host: string;
+      /** @description The port it asked for. */
+      port: number;
+      /** @description The address it resolved to (connected to when allowed); null if unresolved. */
+      address: string | null;
+      /**
+       * @description How the sandbox asked.
+       * @enum {string}
+       */
+      protocol: "http" | "connect" | "socks5";
+      /**
+       * @description Whether the proxy let it through.
+       * @enum {string}
+       */
+      decision: "allowed" | "denied";
+      /** @description Why it was refused (or why an allowed connection was cut), else null. */
+      reason: string | null;
+      /** @description Bytes from the sandbox to the host. */
+      bytes_up: number;
+      /** @description Bytes from the host to the sandbox. */
+      bytes_down: number;
+      /** @description How long the connection lasted. */
+      duration_ms: number;
+      /**
+       * Format: date-time
+       * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
+       */
+      started_at: string;
     };
   };
   responses: never;
@@ -1695,6 +1791,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description agent.network.allow outside the user's network policy (network_not_allowed). */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
       429: {
         content: {
@@ -1774,7 +1876,7 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
-      /** @description workdir_path given: a thread takes its Workdir from its project. */
+      /** @description workdir_path given (a thread takes its Workdir from its project), or agent.network.allow outside the user's network policy (network_not_allowed). */
       422: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
@@ -3050,6 +3152,203 @@ export interface operations {
       };
       /** @description Missing or invalid token. */
       401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** A user's network ceiling (admin only) */
+  getUserNetwork: {
+    parameters: {
+      path: {
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    responses: {
+      /** @description The user's network ceiling */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminNetworkPolicy"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Set a user's network ceiling (admin only); applies to the user's next connection */
+  putUserNetwork: {
+    parameters: {
+      path: {
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "mode": "allowlist",
+         *   "allow": [
+         *     "pypi.org",
+         *     "files.pythonhosted.org",
+         *     "*.github.com"
+         *   ]
+         * }
+         */
+        "application/json": components["schemas"]["NetworkPolicy"];
+      };
+    };
+    responses: {
+      /** @description The user's network ceiling */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminNetworkPolicy"];
+        };
+      };
+      /** @description Bad body (a pattern that is not a host). */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The caller's network policy in force */
+  getNetwork: {
+    responses: {
+      /** @description The policy */
+      200: {
+        content: {
+          "application/json": components["schemas"]["EffectiveNetworkPolicy"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The connections a run's sandbox asked for, allowed and refused */
+  listRunNetwork: {
+    parameters: {
+      path: {
+        /** @description Run id; a malformed id answers 404 like an unknown one. */
+        run_id: string;
+      };
+    };
+    responses: {
+      /** @description The run's connections */
+      200: {
+        content: {
+          "application/json": components["schemas"]["RunNetworkList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such run for this user. */
+      404: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

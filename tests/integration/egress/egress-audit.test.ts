@@ -47,8 +47,7 @@ test("each connection is one row of its run (allowed with bytes, refused with re
   const run = await seedRunningRun(db, { uid: "alice" });
   await putNetworkOverride(db, "alice", { mode: "allowlist", allow: [net.name("allowed")] });
   const metrics = createWorkcellMetrics(new Registry());
-  const proxy = await createEgressProxy({
-    socketDir: `${root.path}/egress`,
+  const proxy = createEgressProxy({
     ceiling: (uid) => findNetworkCeiling(db, uid, NO_NETWORK),
     guard: createAddressGuard(),
     audit: createPostgresEgressAudit({ db, logger: testLogger(), metrics, timeoutMs: 10_000 }),
@@ -56,9 +55,10 @@ test("each connection is one row of its run (allowed with bytes, refused with re
   const egress = await proxy.open(
     { uid: "alice", runId: run.runId, sandboxId: "sbx-audit", generation: 1 },
     10_000_000,
+    root.path,
   );
-  expect((await proxyGet(egress.socketPath, `http://${net.name("allowed")}/a`)).status).toBe(200);
-  expect((await proxyConnect(egress.socketPath, `${net.name("denied")}:443`)).status).toBe(403);
+  expect((await proxyGet(egress.listenPath, `http://${net.name("allowed")}/a`)).status).toBe(200);
+  expect((await proxyConnect(egress.listenPath, `${net.name("denied")}:443`)).status).toBe(403);
   const rows = async () =>
     database.sql<
       { uid: string; host: string; decision: string; reason: string | null; bytes_down: string }[]

@@ -1,5 +1,6 @@
 import { readFile, stat } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts";
 import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
@@ -80,8 +81,7 @@ beforeAll(async () => {
     ],
   });
   await putNetworkOverride(db, "bob", { mode: "allowlist", allow: [n("denied")] });
-  proxy = await createEgressProxy({
-    socketDir: `${root.path}/egress`,
+  proxy = createEgressProxy({
     ceiling: (uid) => findNetworkCeiling(db, uid, NO_NETWORK),
     guard: createAddressGuard(),
     audit: (record) => records.push(record),
@@ -102,11 +102,11 @@ const seenHosts = async () => (await net.seen()).map((s) => s.host?.replace(/:\d
 describe("egress proxy", () => {
   test("allowed: plain HTTP and HTTPS through CONNECT reach the host; each connection is one record", async () => {
     const alice = sandbox("alice", "1");
-    const egress = await proxy.open(alice, 10_000_000);
+    const egress = await proxy.open(alice, 10_000_000, root.path);
     await net.resetSeen();
-    const plain = await proxyGet(egress.socketPath, `http://${n("allowed")}/hello`);
+    const plain = await proxyGet(egress.listenPath, `http://${n("allowed")}/hello`);
     expect(plain).toEqual({ status: 200, body: `hello from ${n("allowed")} on 80\n` });
-    const tunnel = await proxyConnect(egress.socketPath, `${n("allowed")}:443`);
+    const tunnel = await proxyConnect(egress.listenPath, `${n("allowed")}:443`);
     expect(tunnel.status).toBe(200);
     if (tunnel.socket === undefined) throw new Error("no tunnel");
     const ca = await readFile(net.certPath, "utf8");
@@ -123,15 +123,21 @@ describe("egress proxy", () => {
       [false, true],
       [true, true],
     ]);
-    expect((await stat(egress.socketPath)).isSocket()).toBe(true);
+    // The socket sits in a fresh directory of agent-host's inside the given one, named
+    // there as `relativePath`, connectable by others, and gone with its listener.
+    const onDisk = join(root.path, egress.relativePath);
+    expect((await stat(onDisk)).isSocket()).toBe(true);
+    expect((await stat(onDisk)).mode & 0o777).toBe(0o666);
+    expect((await stat(dirname(onDisk))).mode & 0o777).toBe(0o755);
     await egress.close();
+    await expect(stat(dirname(onDisk))).rejects.toThrow(/ENOENT/);
   });
 
   test("a name outside the policy (same address) gets 403 naming host, reason and who can change it; the server sees nothing", async () => {
     const alice = sandbox("alice", "2");
-    const egress = await proxy.open(alice, 10_000_000);
+    const egress = await proxy.open(alice, 10_000_000, root.path);
     await net.resetSeen();
-    const plain = await proxyGet(egress.socketPath, `http://${n("denied")}/`);
+    const plain = await proxyGet(egress.listenPath, `http://${n("denied")}/`);
     expect(plain.status).toBe(403);
     expect(JSON.parse(plain.body)).toMatchObject({
       error: {
@@ -139,11 +145,11 @@ describe("egress proxy", () => {
         details: { reason: "not_in_policy", host: n("denied"), port: 80, changed_by: "admin" },
       },
     });
-    const tunnel = await proxyConnect(egress.socketPath, `${n("denied")}:443`);
+    const tunnel = await proxyConnect(egress.listenPath, `${n("denied")}:443`);
     expect(tunnel.status).toBe(403);
     expect(tunnel.body).toContain("not_in_policy");
     // A port the pattern does not name is outside it too.
-    expect((await proxyConnect(egress.socketPath, `${n("allowed")}:8443`)).status).toBe(403);
+    expect((await proxyConnect(egress.listenPath, `${n("allowed")}:8443`)).status).toBe(403);
     expect(await net.seen()).toEqual([]);
     await expect.poll(() => recordsOf(alice).length).toBe(3);
     expect(recordsOf(alice).every((r) => r.decision === "denied")).toBe(true);
@@ -152,7 +158,7 @@ describe("egress proxy", () => {
 
   test("always denied, whatever the allow-list: loopback, RFC 1918, metadata, the node's own address, a name with one private answer, IP literals", async () => {
     const alice = sandbox("alice", "3");
-    const egress = await proxy.open(alice, 10_000_000);
+    const egress = await proxy.open(alice, 10_000_000, root.path);
     await net.resetSeen();
     const loopbackPort = (loopback.address() as { port: number }).port;
     const cases: [string, string][] = [
@@ -168,18 +174,18 @@ describe("egress proxy", () => {
       ["169.254.169.254:80", "ip_literal"],
     ];
     for (const [authority, reason] of cases) {
-      const answer = await proxyConnect(egress.socketPath, authority);
+      const answer = await proxyConnect(egress.listenPath, authority);
       expect(answer.status, authority).toBe(403);
       expect(JSON.parse(answer.body).error.details.reason, authority).toBe(reason);
     }
-    const metadata = await proxyGet(egress.socketPath, "http://169.254.169.254/latest/meta-data/");
+    const metadata = await proxyGet(egress.listenPath, "http://169.254.169.254/latest/meta-data/");
     expect(metadata.status).toBe(403);
-    const plainLiteral = await proxyGet(egress.socketPath, `http://${net.address}/`);
+    const plainLiteral = await proxyGet(egress.listenPath, `http://${net.address}/`);
     expect(JSON.parse(plainLiteral.body).error.details.reason).toBe("ip_literal");
     // SOCKS: an address (ATYP 1) and a name resolving inside are refused (reply 2).
-    expect((await socksConnect(egress.socketPath, "10.0.0.1", 443)).code).toBe(2);
-    expect((await socksConnect(egress.socketPath, n("private"), 443)).code).toBe(2);
-    expect((await socksConnect(egress.socketPath, "127.0.0.1", loopbackPort)).code).toBe(2);
+    expect((await socksConnect(egress.listenPath, "10.0.0.1", 443)).code).toBe(2);
+    expect((await socksConnect(egress.listenPath, n("private"), 443)).code).toBe(2);
+    expect((await socksConnect(egress.listenPath, "127.0.0.1", loopbackPort)).code).toBe(2);
     expect(loopbackConnections).toBe(0);
     expect(await net.seen()).toEqual([]);
     await egress.close();
@@ -187,8 +193,8 @@ describe("egress proxy", () => {
 
   test("SOCKS5 to an allowed name:port reaches the TCP service; HTTP and SOCKS share the one socket", async () => {
     const alice = sandbox("alice", "4");
-    const egress = await proxy.open(alice, 10_000_000);
-    const granted = await socksConnect(egress.socketPath, n("allowed"), 22);
+    const egress = await proxy.open(alice, 10_000_000, root.path);
+    const granted = await socksConnect(egress.listenPath, n("allowed"), 22);
     expect(granted.code).toBe(0);
     expect(await echo(granted.socket, "ssh-2.0-probe\n")).toBe("ssh-2.0-probe\n");
     await expect.poll(() => recordsOf(alice).length).toBe(1);
@@ -202,42 +208,46 @@ describe("egress proxy", () => {
 
   test("the Host header cannot redirect a request: the upstream's Host is the checked URL's", async () => {
     const alice = sandbox("alice", "5");
-    const egress = await proxy.open(alice, 10_000_000);
+    const egress = await proxy.open(alice, 10_000_000, root.path);
     await net.resetSeen();
-    const smuggled = await proxyGet(egress.socketPath, `http://${n("allowed")}/x`, {
+    const smuggled = await proxyGet(egress.listenPath, `http://${n("allowed")}/x`, {
       host: n("denied"),
     });
     expect(smuggled.body).toBe(`hello from ${n("allowed")} on 80\n`);
-    const reverse = await proxyGet(egress.socketPath, `http://${n("denied")}/x`, {
+    const reverse = await proxyGet(egress.listenPath, `http://${n("denied")}/x`, {
       host: n("allowed"),
     });
     expect(reverse.status).toBe(403);
     // Origin-form (not a proxy request) is refused, whatever its Host says.
-    const origin = await proxyGet(egress.socketPath, "/x", { host: n("allowed") });
+    const origin = await proxyGet(egress.listenPath, "/x", { host: n("allowed") });
     expect(origin.status).toBe(400);
     expect(await seenHosts()).toEqual([n("allowed")]);
     await egress.close();
   });
 
   test("tenants: bob's sandbox never gets alice's hosts, and alice's run narrowing holds", async () => {
-    const bob = await proxy.open(sandbox("bob", "6"), 10_000_000);
-    const narrowed = await proxy.open(sandbox("alice", "7", [`${n("allowed")}:22`]), 10_000_000);
+    const bob = await proxy.open(sandbox("bob", "6"), 10_000_000, root.path);
+    const narrowed = await proxy.open(
+      sandbox("alice", "7", [`${n("allowed")}:22`]),
+      10_000_000,
+      root.path,
+    );
     await net.resetSeen();
-    expect((await proxyConnect(bob.socketPath, `${n("allowed")}:443`)).status).toBe(403);
-    expect((await proxyGet(narrowed.socketPath, `http://${n("allowed")}/`)).status).toBe(403);
+    expect((await proxyConnect(bob.listenPath, `${n("allowed")}:443`)).status).toBe(403);
+    expect((await proxyGet(narrowed.listenPath, `http://${n("allowed")}/`)).status).toBe(403);
     expect(await net.seen()).toEqual([]);
-    expect(bob.socketPath).not.toBe(narrowed.socketPath);
+    expect(bob.listenPath).not.toBe(narrowed.listenPath);
     await bob.close();
     await narrowed.close();
   });
 
   test("an admin's revocation applies to the next connection of a sandbox already open", async () => {
     await putNetworkOverride(db, "carol", { mode: "allowlist", allow: [n("allowed")] });
-    const egress = await proxy.open(sandbox("carol", "8"), 10_000_000);
-    expect((await proxyGet(egress.socketPath, `http://${n("allowed")}/`)).status).toBe(200);
+    const egress = await proxy.open(sandbox("carol", "8"), 10_000_000, root.path);
+    expect((await proxyGet(egress.listenPath, `http://${n("allowed")}/`)).status).toBe(200);
     await putNetworkOverride(db, "carol", { mode: "none", allow: [] });
     await net.resetSeen();
-    const after = await proxyGet(egress.socketPath, `http://${n("allowed")}/`);
+    const after = await proxyGet(egress.listenPath, `http://${n("allowed")}/`);
     expect(after.status).toBe(403);
     expect(await net.seen()).toEqual([]);
     await egress.close();
@@ -245,8 +255,8 @@ describe("egress proxy", () => {
 
   test("bytes past egress_bytes_per_run cut the connection and the record says why", async () => {
     const alice = sandbox("alice", "9");
-    const egress = await proxy.open(alice, 200_000);
-    const received = await proxyDownload(egress.socketPath, `http://${n("allowed")}/bytes/5000000`);
+    const egress = await proxy.open(alice, 200_000, root.path);
+    const received = await proxyDownload(egress.listenPath, `http://${n("allowed")}/bytes/5000000`);
     expect(received).toBeLessThanOrEqual(200_000);
     await expect.poll(() => recordsOf(alice).length).toBe(1);
     expect(recordsOf(alice)[0]).toMatchObject({
@@ -254,7 +264,7 @@ describe("egress proxy", () => {
       reason: "egress_bytes_per_run",
     });
     // The budget is the run's: the next connection of the run is cut at once too.
-    const tunnel = await proxyConnect(egress.socketPath, `${n("allowed")}:443`);
+    const tunnel = await proxyConnect(egress.listenPath, `${n("allowed")}:443`);
     if (tunnel.socket !== undefined) {
       const ca = await readFile(net.certPath, "utf8");
       const answer = await httpsOverTunnel(tunnel.socket, n("allowed"), ca).catch(() => "");
@@ -265,23 +275,22 @@ describe("egress proxy", () => {
   });
 
   test("connections per sandbox are bounded at accept; another tenant is still served", async () => {
-    const bounded = await createEgressProxy({
-      socketDir: `${root.path}/egress-bounded`,
+    const bounded = createEgressProxy({
       ceiling: (uid) => findNetworkCeiling(db, uid, NO_NETWORK),
       guard: createAddressGuard(),
       audit: () => {},
       limits: { maxConnectionsPerSandbox: 3 },
     });
-    const greedy = await bounded.open(sandbox("alice", "10"), 10_000_000);
-    const other = await bounded.open(sandbox("alice", "11"), 10_000_000);
+    const greedy = await bounded.open(sandbox("alice", "10"), 10_000_000, root.path);
+    const other = await bounded.open(sandbox("alice", "11"), 10_000_000, root.path);
     const held = [];
     for (let i = 0; i < 3; i++) {
-      const tunnel = await proxyConnect(greedy.socketPath, `${n("allowed")}:443`);
+      const tunnel = await proxyConnect(greedy.listenPath, `${n("allowed")}:443`);
       expect(tunnel.status).toBe(200);
       held.push(tunnel.socket);
     }
-    await expect(proxyConnect(greedy.socketPath, `${n("allowed")}:443`)).rejects.toThrow();
-    expect((await proxyGet(other.socketPath, `http://${n("allowed")}/`)).status).toBe(200);
+    await expect(proxyConnect(greedy.listenPath, `${n("allowed")}:443`)).rejects.toThrow();
+    expect((await proxyGet(other.listenPath, `http://${n("allowed")}/`)).status).toBe(200);
     for (const socket of held) socket?.destroy();
     await bounded.close();
   });

@@ -14,6 +14,7 @@ import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-objec
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { createThreadRevocations } from "./data-plane/thread-revocations.ts";
+import { type NodeEgressConfig, startNodeEgress } from "./egress/start-node-egress.ts";
 import { followNodeState } from "./follow-node-state.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
 import { NodeHeartbeat } from "./node-heartbeat.ts";
@@ -85,6 +86,8 @@ export type AgentHostDeps = {
    * default: a registry of this agent-host alone.
    */
   metrics?: WorkcellMetrics;
+  /** Network egress of runs (decision 0117); absent: no run gets network. */
+  egress?: NodeEgressConfig;
 };
 
 export type AgentHost = {
@@ -288,7 +291,13 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       });
     }
 
+    const egress =
+      deps.egress === undefined
+        ? undefined
+        : startNodeEgress({ db: deps.db, logger, metrics }, deps.egress);
+    if (egress !== undefined) stops.push(() => egress.stop());
     worker = new RunWorker({
+      ...(egress === undefined ? {} : { egress: egress.open }),
       db: deps.db,
       dataRoot: deps.dataRoot,
       queue: createSqsWorkQueue({

@@ -16,6 +16,7 @@ import { parseEnv } from "../shared/env/parse-env.ts";
 import { postgresListen } from "../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../shared/logging/safe-error-serializer.ts";
 import { createProcessMetrics, serveProcessMetrics } from "../shared/metrics/process-metrics.ts";
+import { defaultPolicyFromEnv } from "../shared/network/network-policy.ts";
 import { startTracing } from "../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../shared/telemetry/tracing-env.ts";
 import { startAgentHost } from "./agent-host.ts";
@@ -104,6 +105,15 @@ const host = await startAgentHost({
   logger,
   tracing: tracing.tracing,
   metrics,
+  egress: {
+    networkDefault: defaultPolicyFromEnv(env.WORKCELL_NETWORK_DEFAULT_ALLOW),
+    bytesPerRun: env.EGRESS_MB_PER_RUN * MIB,
+    openCidrs: (env.EGRESS_OPEN_CIDRS ?? "")
+      .split(",")
+      .map((cidr) => cidr.trim())
+      .filter((cidr) => cidr.length > 0),
+    processStateDir: join(env.SANDBOX_STATE_DIR, env.NODE_ID),
+  },
 });
 const metricsServer = await serveProcessMetrics(metrics, {
   port: env.METRICS_PORT,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { defaultPolicyFromEnv } from "../network/network-policy.ts";
+import { isDefaultPolicyText, NETWORK_DEFAULT_ALLOW_HELP } from "../network/network-policy.ts";
 import {
   bucketNameVar,
   corsOriginsVar,
@@ -9,15 +9,6 @@ import {
   postgresUrlVar,
 } from "./env-vars.ts";
 import { nodeTtlEnv } from "./liveness-env.ts";
-
-function isPolicyText(value: string): boolean {
-  try {
-    defaultPolicyFromEnv(value);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** HS256 keys shorter than this are guessable; RFC 7518 asks for at least the hash size. */
 export const MIN_DEV_JWT_SECRET_CHARS = 32;
@@ -89,13 +80,11 @@ const functionsEnvObject = z.object({
   WORKCELL_NETWORK_DEFAULT_ALLOW: z
     .string()
     .refine(
-      (value) => isPolicyText(value),
+      isDefaultPolicyText,
       "must be comma-separated host patterns, e.g. pypi.org,*.github.com",
     )
     .optional()
-    .describe(
-      "Host patterns every user may reach unless an admin sets their policy, comma-separated, e.g. pypi.org,files.pythonhosted.org; unset: no network (mode none).",
-    ),
+    .describe(NETWORK_DEFAULT_ALLOW_HELP),
   ...nodeTtlEnv,
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",

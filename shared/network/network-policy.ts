@@ -97,3 +97,16 @@ export function defaultPolicyFromEnv(value: string | undefined): NetworkPolicy {
   }
   return { mode: "allowlist", allow };
 }
+
+/** True when `value` is a valid WORKCELL_NETWORK_DEFAULT_ALLOW (for the env schemas). */
+export function isDefaultPolicyText(value: string): boolean {
+  try {
+    defaultPolicyFromEnv(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const NETWORK_DEFAULT_ALLOW_HELP =
+  "Host patterns every user may reach unless an admin sets their policy, comma-separated, e.g. pypi.org,files.pythonhosted.org; unset: no network (mode none). Set it to the same value on the API and on every agent-host.";

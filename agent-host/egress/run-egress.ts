@@ -1,0 +1,96 @@
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { abortable } from "../../shared/async/abortable.ts";
+import type { AgentOptions } from "../../shared/contracts/run.ts";
+import type { Db } from "../../shared/db/client.ts";
+import { domainError } from "../../shared/errors/domain-errors.ts";
+import type { NetworkPolicy } from "../../shared/network/network-policy.ts";
+import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts";
+import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
+import { PROCESS_ID_PREFIX } from "../sandbox/sandbox-tier.ts";
+import type { EgressProxy } from "./egress-proxy.ts";
+import { EGRESS_PRELUDE, egressEnv } from "./sandbox-egress-env.ts";
+
+/** What a run's execs get when the run has network: variables, and the relay's prelude. */
+export type RunEgress = {
+  readonly env: Readonly<Record<string, string>>;
+  readonly prelude: string;
+  /** The patterns it may reach (its narrowing, else its user's ceiling), for its prompt. */
+  readonly hosts: readonly string[];
+  close(): Promise<void>;
+};
+
+export type RunEgressRequest = {
+  readonly uid: string;
+  readonly runId: string;
+  readonly agent: AgentOptions;
+  readonly handle: SandboxHandle;
+};
+
+/** Opens a run's egress, or answers undefined: the run has no network (no socket, no variable). */
+export type OpenRunEgress = (
+  request: RunEgressRequest,
+  signal: AbortSignal,
+) => Promise<RunEgress | undefined>;
+
+export type RunEgressDeps = {
+  readonly db: Db;
+  readonly logger: Logger;
+  readonly networkDefault: NetworkPolicy;
+  /** The node's proxy; undefined when it could not start (runs that ask for network fail). */
+  readonly proxy: EgressProxy | undefined;
+  /** The process tier's state directory (`<state>/<containerId>/tmp` is a generation's /tmp). */
+  readonly processStateDir: string | undefined;
+  readonly bytesPerRun: number;
+  readonly policyTimeoutMs: number;
+};
+
+/**
+ * A run's network (ARCHITECTURE.md §13, decision 0117): none unless its user's ceiling
+ * opens something. Then the proxy gets a listener for exactly this run in this generation,
+ * placed in the generation's /tmp. A run that *asked* for network (`agent.network`) on a
+ * node or tier that cannot give it fails with `network_unavailable`; a run that did not ask
+ * runs without, never with an open network.
+ */
+export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
+  return async ({ uid, runId, agent, handle }, signal) => {
+    const ceiling = await abortable(
+      findNetworkCeiling(deps.db, uid, deps.networkDefault),
+      AbortSignal.any([signal, AbortSignal.timeout(deps.policyTimeoutMs)]),
+      "network policy read",
+    );
+    if (ceiling.mode === "none") return undefined;
+    const asked = agent.network !== undefined;
+    const tmp =
+      handle.containerId.startsWith(PROCESS_ID_PREFIX) && deps.processStateDir !== undefined
+        ? join(deps.processStateDir, handle.containerId, "tmp")
+        : undefined;
+    if (deps.proxy === undefined || tmp === undefined) {
+      const why =
+        deps.proxy === undefined
+          ? "the node's egress proxy is not running"
+          : "network is given to the process tier only for now (agent.sandbox: 'process')";
+      if (asked)
+        throw domainError("network_unavailable", { message: `No network for this run: ${why}.` });
+      deps.logger.info({ run_id: runId, reason: why }, "run has no network");
+      return undefined;
+    }
+    const egress = await deps.proxy.open(
+      {
+        uid,
+        runId,
+        sandboxId: handle.sandboxId,
+        generation: handle.generation,
+        ...(agent.network === undefined ? {} : { runAllow: agent.network.allow }),
+      },
+      deps.bytesPerRun,
+      tmp,
+    );
+    return {
+      env: egressEnv(`/tmp/${egress.relativePath}`),
+      prelude: EGRESS_PRELUDE,
+      hosts: agent.network?.allow ?? ceiling.allow,
+      close: egress.close,
+    };
+  };
+}

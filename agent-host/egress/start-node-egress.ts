@@ -1,0 +1,64 @@
+import type { Logger } from "pino";
+import { abortable } from "../../shared/async/abortable.ts";
+import type { Db } from "../../shared/db/client.ts";
+import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
+import type { NetworkPolicy } from "../../shared/network/network-policy.ts";
+import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts";
+import { createAddressGuard } from "./address-guard.ts";
+import { DEFAULT_EGRESS_LIMITS } from "./egress-limits.ts";
+import { createEgressProxy, type EgressProxy } from "./egress-proxy.ts";
+import { createPostgresEgressAudit } from "./postgres-egress-audit.ts";
+import { createRunEgressOpener, type OpenRunEgress } from "./run-egress.ts";
+
+/** The node's egress settings (agent-host env: WORKCELL_NETWORK_DEFAULT_ALLOW, EGRESS_*). */
+export type NodeEgressConfig = {
+  readonly networkDefault: NetworkPolicy;
+  readonly bytesPerRun: number;
+  readonly openCidrs: readonly string[];
+  /** The process tier's state directory; undefined on a node without it. */
+  readonly processStateDir: string | undefined;
+};
+
+export type NodeEgress = { readonly open: OpenRunEgress; stop(): Promise<void> };
+
+/**
+ * The node's proxy and the opener runs use. A proxy that cannot be made (a bad
+ * EGRESS_OPEN_CIDRS) is logged and left out: runs that ask for network then fail with
+ * `network_unavailable`, the others run without, and nothing is ever opened instead.
+ */
+export function startNodeEgress(
+  deps: { db: Db; logger: Logger; metrics: WorkcellMetrics },
+  config: NodeEgressConfig,
+): NodeEgress {
+  let proxy: EgressProxy | undefined;
+  try {
+    proxy = createEgressProxy({
+      ceiling: (uid, signal) =>
+        abortable(
+          findNetworkCeiling(deps.db, uid, config.networkDefault),
+          signal,
+          "network policy read",
+        ),
+      guard: createAddressGuard({ openCidrs: config.openCidrs }),
+      audit: createPostgresEgressAudit({
+        db: deps.db,
+        logger: deps.logger,
+        metrics: deps.metrics,
+        timeoutMs: 10_000,
+      }),
+      onDropped: () => deps.metrics.egressConnections.inc({ decision: "dropped" }),
+    });
+  } catch (error) {
+    deps.logger.error({ err: error }, "the egress proxy could not start: no run gets network");
+  }
+  const open = createRunEgressOpener({
+    db: deps.db,
+    logger: deps.logger,
+    networkDefault: config.networkDefault,
+    proxy,
+    processStateDir: config.processStateDir,
+    bytesPerRun: config.bytesPerRun,
+    policyTimeoutMs: DEFAULT_EGRESS_LIMITS.policyTimeoutMs,
+  });
+  return { open, stop: async () => proxy?.close() };
+}

@@ -29,7 +29,12 @@ export type EgressProxy = {
    * inside `dir` (socket-placement.ts). Called only for a run whose policy is not `none`:
    * a sandbox without network gets no socket at all.
    */
-  open(sandbox: EgressSandbox, bytesPerRun: number, dir: string): Promise<SandboxEgress>;
+  open(
+    sandbox: EgressSandbox,
+    bytesPerRun: number,
+    dir: string,
+    notify?: EgressAudit,
+  ): Promise<SandboxEgress>;
   close(): Promise<void>;
 };
 
@@ -39,7 +44,7 @@ export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
   const budgets = createRunByteBudgets();
   const open = new Set<() => Promise<void>>();
   return {
-    async open(sandbox, bytesPerRun, dir) {
+    async open(sandbox, bytesPerRun, dir, notify) {
       const placement = await placeSocket(dir);
       const abort = new AbortController();
       let listener: SandboxListener;
@@ -48,7 +53,14 @@ export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
           placement.listenPath,
           {
             sandbox,
-            audit: deps.audit,
+            // The node's audit, then the run's own (its network.request events).
+            audit:
+              notify === undefined
+                ? deps.audit
+                : (record) => {
+                    deps.audit(record);
+                    notify(record);
+                  },
             budgets,
             bytesPerRun,
             limits,

@@ -9,6 +9,7 @@ import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox/sandbox-tier.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
+import type { EgressAudit, EgressRecord } from "./egress-record.ts";
 import { EGRESS_PRELUDE, egressEnv } from "./sandbox-egress-env.ts";
 
 /** What a run's execs get when the run has network: variables, and the relay's prelude. */
@@ -25,6 +26,8 @@ export type RunEgressRequest = {
   readonly runId: string;
   readonly agent: AgentOptions;
   readonly handle: SandboxHandle;
+  /** Each connection as it ends (the run's `network.request` events); must not throw. */
+  readonly notify?: EgressAudit;
 };
 
 /** Opens a run's egress, or answers undefined: the run has no network (no socket, no variable). */
@@ -53,7 +56,7 @@ export type RunEgressDeps = {
  * runs without, never with an open network.
  */
 export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
-  return async ({ uid, runId, agent, handle }, signal) => {
+  return async ({ uid, runId, agent, handle, notify }, signal) => {
     const ceiling = await abortable(
       findNetworkCeiling(deps.db, uid, deps.networkDefault),
       AbortSignal.any([signal, AbortSignal.timeout(deps.policyTimeoutMs)]),
@@ -85,6 +88,7 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
       },
       deps.bytesPerRun,
       tmp,
+      notify,
     );
     return {
       env: egressEnv(`/tmp/${egress.relativePath}`),
@@ -92,5 +96,21 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
       hosts: agent.network?.allow ?? ceiling.allow,
       close: egress.close,
     };
+  };
+}
+
+/** A connection as its run's `network.request` event data (API.md, NetworkRequest). */
+export function networkRequestEventData(record: EgressRecord) {
+  return {
+    host: record.host,
+    port: record.port,
+    address: record.address,
+    protocol: record.protocol,
+    decision: record.decision,
+    reason: record.reason,
+    bytes_up: record.bytesUp,
+    bytes_down: record.bytesDown,
+    duration_ms: record.durationMs,
+    started_at: record.startedAt.toISOString(),
   };
 }

@@ -2,8 +2,10 @@ import type { Logger } from "pino";
 import { agentOptionsSchema } from "../../shared/contracts/run.ts";
 import type { AgentRun } from "../../shared/db/schema.ts";
 import { domainReasonOf } from "../../shared/errors/domain-errors.ts";
+import { MAX_NETWORK_REQUESTS_PER_RUN } from "../../shared/network/network-request-bounds.ts";
 import type { TraceContext } from "../../shared/telemetry/tracing.ts";
-import type { RunEgress } from "../egress/run-egress.ts";
+import type { EgressRecord } from "../egress/egress-record.ts";
+import { networkRequestEventData, type RunEgress } from "../egress/run-egress.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import {
   buildSystemPrompt,
@@ -172,9 +174,26 @@ async function openEgress(deps: RunExecutorDeps, x: Execution): Promise<RunEgres
       runId: x.run.runId,
       agent: agent.success ? agent.data : {},
       handle: x.handle,
+      notify: networkEvents(x),
     },
     x.control.signal,
   );
+}
+
+/**
+ * The run's `network.request` events, the first MAX_NETWORK_REQUESTS_PER_RUN of them (as
+ * many as its audit rows; the rest are counted in metrics only). An append that fails (the
+ * lease is gone) is dropped: the connection was decided and audited already.
+ */
+function networkEvents(x: Execution): (record: EgressRecord) => void {
+  let sent = 0;
+  return (record) => {
+    if (sent >= MAX_NETWORK_REQUESTS_PER_RUN) return;
+    sent += 1;
+    x.events
+      .append({ type: "network.request", data: networkRequestEventData(record) })
+      .catch(() => {});
+  };
 }
 
 /** The deployment's text, then what the run may reach (only when it has network). */

@@ -1,5 +1,4 @@
 import { z } from "@hono/zod-openapi";
-import { NETWORK_DECISIONS } from "../db/schema/network.ts";
 import { networkPolicySchema } from "../network/network-policy.ts";
 import { timestampSchema, uidSchema } from "./common.ts";
 
@@ -35,7 +34,7 @@ export const networkRequestSchema = z
       .nullable()
       .describe("The address it resolved to (connected to when allowed); null if unresolved."),
     protocol: z.enum(["http", "connect", "socks5"]).describe("How the sandbox asked."),
-    decision: z.enum(NETWORK_DECISIONS).describe("Whether the proxy let it through."),
+    decision: z.enum(["allowed", "denied"]).describe("Whether the proxy let it through."),
     reason: z
       .string()
       .nullable()

@@ -181,7 +181,7 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     /** @description One event of a run's event stream. */
-    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["RunCompletedEvent"];
+    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["NetworkRequestEvent"] | components["schemas"]["RunCompletedEvent"];
     RunStatusEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
@@ -420,6 +420,58 @@ export interface components {
           message: string;
         };
       };
+    };
+    NetworkRequestEvent: {
+      /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
+      seq: number;
+      /**
+       * Format: uuid
+       * @description The run.
+       */
+      run_id: string;
+      /**
+       * Format: date-time
+       * @description When the event was recorded.
+       */
+      created_at: string;
+      /**
+       * @description Event type.
+       * @enum {string}
+       */
+      type: "network.request";
+      data: components["schemas"]["NetworkRequest"];
+    };
+    /** @description One connection the run's sandbox asked the egress proxy for, when it ended (allowed or refused). */
+    NetworkRequest: {
+      /** @description The host the sandbox asked for, as it named it. */
+      host: string;
+      /** @description The port it asked for. */
+      port: number;
+      /** @description The address it resolved to (connected to when allowed); null if unresolved. */
+      address: string | null;
+      /**
+       * @description How the sandbox asked.
+       * @enum {string}
+       */
+      protocol: "http" | "connect" | "socks5";
+      /**
+       * @description Whether the proxy let it through.
+       * @enum {string}
+       */
+      decision: "allowed" | "denied";
+      /** @description Why it was refused (or why an allowed connection was cut), else null. */
+      reason: string | null;
+      /** @description Bytes from the sandbox to the host. */
+      bytes_up: number;
+      /** @description Bytes from the host to the sandbox. */
+      bytes_down: number;
+      /** @description How long the connection lasted. */
+      duration_ms: number;
+      /**
+       * Format: date-time
+       * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
+       */
+      started_at: string;
     };
     RunCompletedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
@@ -1219,38 +1271,6 @@ export interface components {
       items: components["schemas"]["NetworkRequest"][];
       /** @description True when the run made more connections than are kept; the rest were counted. */
       truncated: boolean;
-    };
-    /** @description One connection a run's sandbox asked the egress proxy for. */
-    NetworkRequest: {
-      /** @description The host the sandbox asked for, as it named it. */
-      host: string;
-      /** @description The port it asked for. */
-      port: number;
-      /** @description The address it resolved to (connected to when allowed); null if unresolved. */
-      address: string | null;
-      /**
-       * @description How the sandbox asked.
-       * @enum {string}
-       */
-      protocol: "http" | "connect" | "socks5";
-      /**
-       * @description Whether the proxy let it through.
-       * @enum {string}
-       */
-      decision: "allowed" | "denied";
-      /** @description Why it was refused (or why an allowed connection was cut), else null. */
-      reason: string | null;
-      /** @description Bytes from the sandbox to the host. */
-      bytes_up: number;
-      /** @description Bytes from the host to the sandbox. */
-      bytes_down: number;
-      /** @description How long the connection lasted. */
-      duration_ms: number;
-      /**
-       * Format: date-time
-       * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
-       */
-      started_at: string;
     };
   };
   responses: never;

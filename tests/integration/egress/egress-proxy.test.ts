@@ -6,6 +6,8 @@ import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts"
 import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
 import type { EgressRecord } from "../../../agent-host/egress/egress-record.ts";
 import type { EgressSandbox } from "../../../agent-host/egress/egress-sandbox.ts";
+import { networkRequestEventData } from "../../../agent-host/egress/run-egress.ts";
+import { runEventSchema } from "../../../shared/contracts/run-event.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
 import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
 import {
@@ -102,7 +104,8 @@ const seenHosts = async () => (await net.seen()).map((s) => s.host?.replace(/:\d
 describe("egress proxy", () => {
   test("allowed: plain HTTP and HTTPS through CONNECT reach the host; each connection is one record", async () => {
     const alice = sandbox("alice", "1");
-    const egress = await proxy.open(alice, 10_000_000, root.path);
+    const notified: EgressRecord[] = [];
+    const egress = await proxy.open(alice, 10_000_000, root.path, (r) => notified.push(r));
     await net.resetSeen();
     const plain = await proxyGet(egress.listenPath, `http://${n("allowed")}/hello`);
     expect(plain).toEqual({ status: 200, body: `hello from ${n("allowed")} on 80\n` });
@@ -118,6 +121,18 @@ describe("egress proxy", () => {
       ["http", "allowed", net.address, 80],
       ["connect", "allowed", net.address, 443],
     ]);
+    // The run's own hook gets the same records, as valid `network.request` events.
+    expect(notified).toEqual(recordsOf(alice));
+    for (const record of notified) {
+      const event = {
+        seq: 1,
+        run_id: alice.runId,
+        created_at: "2026-01-01T00:00:00.000Z",
+        type: "network.request",
+        data: networkRequestEventData(record),
+      };
+      expect(runEventSchema.parse(event)).toEqual(event);
+    }
     // Plain HTTP counts bodies (a GET sends none); a tunnel counts every byte either way.
     expect(recordsOf(alice).map((r) => [r.bytesUp > 0, r.bytesDown > 0])).toEqual([
       [false, true],

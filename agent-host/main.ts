@@ -85,6 +85,7 @@ const host = await startAgentHost({
     config: sandboxConfig,
     runtimeDir: env.RUNTIME_ASSETS_DIR,
     docker: new Docker(),
+    containerEgressRoot: join(env.SANDBOX_STATE_DIR, "container-egress", env.NODE_ID),
     process: {
       stateDir: join(env.SANDBOX_STATE_DIR, env.NODE_ID),
       cgroupParent: `workcell/${env.NODE_ID}`,
@@ -113,6 +114,7 @@ const host = await startAgentHost({
       .map((cidr) => cidr.trim())
       .filter((cidr) => cidr.length > 0),
     processStateDir: join(env.SANDBOX_STATE_DIR, env.NODE_ID),
+    containerEgressRoot: join(env.SANDBOX_STATE_DIR, "container-egress", env.NODE_ID),
   },
 });
 const metricsServer = await serveProcessMetrics(metrics, {

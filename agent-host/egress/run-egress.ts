@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { abortable } from "../../shared/async/abortable.ts";
@@ -6,8 +7,10 @@ import type { Db } from "../../shared/db/client.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import type { NetworkPolicy } from "../../shared/network/network-policy.ts";
 import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts";
+import { containerName } from "../sandbox/container-labels.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox/sandbox-tier.ts";
+import { CONTAINER_EGRESS_MOUNT, containerEgressDir } from "./container-egress-dir.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
 import type { EgressAudit, EgressRecord } from "./egress-record.ts";
 import { EGRESS_PRELUDE, egressEnv } from "./sandbox-egress-env.ts";
@@ -44,6 +47,8 @@ export type RunEgressDeps = {
   readonly proxy: EgressProxy | undefined;
   /** The process tier's state directory (`<state>/<containerId>/tmp` is a generation's /tmp). */
   readonly processStateDir: string | undefined;
+  /** The container tier's egress root (DockerDriverDeps.egressRoot). */
+  readonly containerEgressRoot: string | undefined;
   readonly bytesPerRun: number;
   readonly policyTimeoutMs: number;
 };
@@ -51,9 +56,9 @@ export type RunEgressDeps = {
 /**
  * A run's network (ARCHITECTURE.md §13, decision 0117): none unless its user's ceiling
  * opens something. Then the proxy gets a listener for exactly this run in this generation,
- * placed in the generation's /tmp. A run that *asked* for network (`agent.network`) on a
- * node or tier that cannot give it fails with `network_unavailable`; a run that did not ask
- * runs without, never with an open network.
+ * placed where the sandbox sees it (placementOf). A run that *asked* for network
+ * (`agent.network`) where it cannot be given fails with `network_unavailable`; a run that
+ * did not ask runs without, never with an open network.
  */
 export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
   return async ({ uid, runId, agent, handle, notify }, signal) => {
@@ -64,15 +69,12 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
     );
     if (ceiling.mode === "none") return undefined;
     const asked = agent.network !== undefined;
-    const tmp =
-      handle.containerId.startsWith(PROCESS_ID_PREFIX) && deps.processStateDir !== undefined
-        ? join(deps.processStateDir, handle.containerId, "tmp")
-        : undefined;
-    if (deps.proxy === undefined || tmp === undefined) {
+    const place = await placementOf(deps, handle);
+    if (deps.proxy === undefined || place === undefined) {
       const why =
         deps.proxy === undefined
           ? "the node's egress proxy is not running"
-          : "network is given to the process tier only for now (agent.sandbox: 'process')";
+          : "its sandbox was created without the egress directory (start a new conversation)";
       if (asked)
         throw domainError("network_unavailable", { message: `No network for this run: ${why}.` });
       deps.logger.info({ run_id: runId, reason: why }, "run has no network");
@@ -87,16 +89,40 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
         ...(agent.network === undefined ? {} : { runAllow: agent.network.allow }),
       },
       deps.bytesPerRun,
-      tmp,
+      place.hostDir,
       notify,
     );
     return {
-      env: egressEnv(`/tmp/${egress.relativePath}`),
+      env: egressEnv(`${place.sandboxDir}/${egress.relativePath}`),
       prelude: EGRESS_PRELUDE,
       hosts: agent.network?.allow ?? ceiling.allow,
       close: egress.close,
     };
   };
+}
+
+/**
+ * Where a generation's socket goes: the host side of its /tmp (process tier), or its
+ * egress directory bound at CONTAINER_EGRESS_MOUNT (container tier; a container created
+ * before egress existed has none). Undefined: this sandbox cannot be given network.
+ */
+async function placementOf(
+  deps: RunEgressDeps,
+  handle: SandboxHandle,
+): Promise<{ hostDir: string; sandboxDir: string } | undefined> {
+  if (handle.containerId.startsWith(PROCESS_ID_PREFIX)) {
+    if (deps.processStateDir === undefined) return undefined;
+    return { hostDir: join(deps.processStateDir, handle.containerId, "tmp"), sandboxDir: "/tmp" };
+  }
+  if (deps.containerEgressRoot === undefined) return undefined;
+  const hostDir = containerEgressDir(
+    deps.containerEgressRoot,
+    containerName(handle.sandboxId, handle.generation),
+  );
+  const found = await stat(hostDir).catch(() => undefined);
+  return found?.isDirectory() === true
+    ? { hostDir, sandboxDir: CONTAINER_EGRESS_MOUNT }
+    : undefined;
 }
 
 /** A connection as its run's `network.request` event data (API.md, NetworkRequest). */

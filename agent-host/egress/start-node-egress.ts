@@ -17,6 +17,8 @@ export type NodeEgressConfig = {
   readonly openCidrs: readonly string[];
   /** The process tier's state directory; undefined on a node without it. */
   readonly processStateDir: string | undefined;
+  /** The container tier's egress root; undefined on a node without it. */
+  readonly containerEgressRoot: string | undefined;
 };
 
 export type NodeEgress = { readonly open: OpenRunEgress; stop(): Promise<void> };
@@ -57,6 +59,7 @@ export function startNodeEgress(
     networkDefault: config.networkDefault,
     proxy,
     processStateDir: config.processStateDir,
+    containerEgressRoot: config.containerEgressRoot,
     bytesPerRun: config.bytesPerRun,
     policyTimeoutMs: DEFAULT_EGRESS_LIMITS.policyTimeoutMs,
   });

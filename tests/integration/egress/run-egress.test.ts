@@ -18,7 +18,7 @@ import { silentLogger } from "../sandbox/sandbox-fixture.ts";
 // run of a user whose policy opens hosts gets the variables and its socket for its
 // commands (and its prompt says which hosts), the socket is gone when the run ends, and a
 // run of a user without network gets neither: today's sandbox. (The relay and the proxy
-// against the fake internet: process-tier-egress.test.ts; this world's busybox has no
+// against the fake internet: sandbox-tier-egress.test.ts; this world's busybox has no
 // python3, so here the relay says it cannot start and the command runs without a route.)
 
 let world: RunWorld;
@@ -60,6 +60,7 @@ beforeAll(async () => {
         networkDefault: NO_NETWORK,
         proxy,
         processStateDir: world.childTier.process?.stateDir,
+        containerEgressRoot: undefined,
         bytesPerRun: 1_000_000,
         policyTimeoutMs: 5_000,
       }),

@@ -1,12 +1,19 @@
 import { randomUUID } from "node:crypto";
-import { copyFile, readdir } from "node:fs/promises";
+import { copyFile, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts";
+import {
+  CONTAINER_EGRESS_MOUNT,
+  containerEgressDir,
+} from "../../../agent-host/egress/container-egress-dir.ts";
 import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
 import type { EgressRecord } from "../../../agent-host/egress/egress-record.ts";
 import { EGRESS_PRELUDE, egressEnv } from "../../../agent-host/egress/sandbox-egress-env.ts";
-import type { CreateResult } from "../../../agent-host/sandbox/driver.ts";
+import { containerName, LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import type { CreateResult, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
 import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
@@ -15,6 +22,7 @@ import {
   putNetworkOverride,
 } from "../../../shared/network/network-policy-store.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { removeContainersLabelled } from "../../support/docker.ts";
 import { type FakeInternet, startFakeInternet } from "../../support/fake-internet.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
@@ -25,10 +33,12 @@ import {
   uniqueNodeId,
 } from "../sandbox/sandbox-fixture.ts";
 
-// The process tier reaching the egress proxy (issue #34, decision 0117): real bubblewrap
-// sandboxes with only `lo`, the proxy's socket placed in the generation's /tmp, the relay
-// (python3 of the Runtime Assets) on 127.0.0.1:3128, the proxy variables; and the fake
-// internet in its own network namespace, whose servers count what reached them.
+// Both tiers reaching the egress proxy, one suite (issue #34, decision 0117): real
+// bubblewrap sandboxes and Docker containers with only `lo`, the proxy's socket placed
+// where each tier sees it (the generation's /tmp; the container's read-only egress
+// directory), the relay (python3 of the Runtime Assets) on 127.0.0.1:3128, the proxy
+// variables; and the fake internet in its own network namespace, whose servers count what
+// reached them.
 
 const treeDir = process.env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;
 const signal = () => AbortSignal.timeout(120_000);
@@ -37,12 +47,33 @@ let net: FakeInternet;
 let database: TestDatabase;
 let db: Db;
 let dataRoot: DataRoot;
-let fixture: ProcessTierFixture;
 let proxy: EgressProxy;
 const records: EgressRecord[] = [];
-const refs: Record<string, CreateResult> = {};
 
 const n = (label: string) => net.name(label);
+
+/** Python's urllib (what pip uses underneath), printing the status or the error's class. */
+const urllib = (url: string, extra = "") =>
+  `python3 - <<'PY'
+import os, ssl, sys, urllib.request, urllib.error
+ctx = ssl.create_default_context(cadata=os.environ["FAKE_CA"]) if "${url}".startswith("https") else None
+try:
+    r = urllib.request.urlopen("${url}", timeout=10, context=ctx)
+    print(r.status, r.read().decode().strip())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+except Exception as e:
+    print("error", type(e).__name__)
+${extra}
+PY
+`;
+
+const rawSocket = (host: string, port: number) =>
+  `python3 -c "import socket
+try:
+    socket.create_connection(('${host}', ${port}), timeout=5); print('connected')
+except Exception as e:
+    print('refused', type(e).__name__)"`;
 
 beforeAll(async () => {
   net = await startFakeInternet();
@@ -64,101 +95,119 @@ beforeAll(async () => {
     guard: createAddressGuard(),
     audit: (record) => records.push(record),
   });
-  fixture = await processTierFixture({
-    dataRoot: dataRoot.path,
-    config: testConfig("unused-by-the-process-tier", { memoryBytes: 512 * 1024 * 1024 }),
-    logger: silentLogger,
-    runtimeDir: treeDir,
-  });
-  const nodeId = uniqueNodeId();
-  for (const uid of ["alice", "bob"]) {
-    await materializeWorkdir(dataRoot.path, uid, "work");
-    refs[uid] = await fixture.driver.create(
-      {
-        sandboxId: `egress${uid}00`,
-        generation: 1,
-        uid,
-        runtimeScopeId: randomUUID(),
-        workdirPath: "work",
-        nodeId,
-      },
-      signal(),
-    );
-  }
+  for (const uid of ["alice", "bob"]) await materializeWorkdir(dataRoot.path, uid, "work");
 }, 180_000);
 
 afterAll(async () => {
   await proxy?.close();
-  await fixture?.cleanup();
   await net?.close();
   await database?.drop();
   await dataRoot?.remove();
 });
 
-function container(uid: string) {
-  const ref = refs[uid];
-  if (ref === undefined || !ref.ok)
-    throw new Error(`no sandbox for ${uid}: ${JSON.stringify(ref)}`);
-  return ref.container;
-}
+describe.each(["process", "container"] as const)("egress (%s tier)", (tier) => {
+  let fixture: ProcessTierFixture | undefined;
+  let driver: SandboxDriver;
+  let egressRoot: string;
+  const nodeId = uniqueNodeId();
+  const refs: Record<string, CreateResult> = {};
 
-/** The host side of the generation's /tmp (the process tier's layout). */
-const hostTmp = (uid: string) => join(fixture.stateDir, container(uid).containerId, "tmp");
+  beforeAll(async () => {
+    const manifest = JSON.parse(await readFile(join(treeDir, "../manifest.json"), "utf8")) as {
+      key: string;
+    };
+    const config = testConfig(`workcell-sandbox:${manifest.key}`, {
+      memoryBytes: 512 * 1024 * 1024,
+    });
+    egressRoot = join(dataRoot.path, `egress-${tier}`);
+    if (tier === "process") {
+      fixture = await processTierFixture({
+        dataRoot: dataRoot.path,
+        config,
+        logger: silentLogger,
+        runtimeDir: treeDir,
+      });
+      driver = fixture.driver;
+    } else {
+      driver = new DockerDriver({
+        docker: new Docker(),
+        logger: silentLogger,
+        dataRoot: dataRoot.path,
+        nodeId,
+        config,
+        runtimeDir: treeDir,
+        egressRoot,
+      });
+    }
+    for (const uid of ["alice", "bob"]) {
+      refs[uid] = await driver.create(
+        {
+          sandboxId: `egress${tier.slice(0, 4)}${uid}`,
+          generation: 1,
+          uid,
+          runtimeScopeId: randomUUID(),
+          workdirPath: "work",
+          nodeId,
+        },
+        signal(),
+      );
+    }
+  }, 180_000);
 
-async function sh(uid: string, script: string, env?: Record<string, string>) {
-  const out = await fixture.driver.exec(
-    container(uid),
-    {
-      cmd: ["/runtime/usr/bin/bash", "-c", env === undefined ? script : EGRESS_PRELUDE + script],
-      ...(env === undefined ? {} : { env }),
-    },
-    signal(),
-  );
-  if (!out.ok) throw new Error("sandbox gone");
-  return {
-    code: out.result.exitCode,
-    out: out.result.stdout.bytes.toString(),
-    err: out.result.stderr.bytes.toString(),
-  };
-}
+  afterAll(async () => {
+    await fixture?.cleanup();
+    if (tier === "container") await removeContainersLabelled(new Docker(), LABEL.nodeId, nodeId);
+  });
 
-/** Python's urllib (what pip uses underneath), printing the status or the error's class. */
-const urllib = (url: string, extra = "") =>
-  `python3 - <<'PY'
-import ssl, sys, urllib.request, urllib.error
-ctx = ssl.create_default_context(cafile="/tmp/fake-ca.pem") if "${url}".startswith("https") else None
-try:
-    r = urllib.request.urlopen("${url}", timeout=10, context=ctx)
-    print(r.status, r.read().decode().strip())
-except urllib.error.HTTPError as e:
-    print(e.code, e.read().decode())
-except Exception as e:
-    print("error", type(e).__name__)
-${extra}
-PY
-`;
-
-const rawSocket = (host: string, port: number) =>
-  `python3 -c "import socket
-try:
-    socket.create_connection(('${host}', ${port}), timeout=5); print('connected')
-except Exception as e:
-    print('refused', type(e).__name__)"`;
-
-async function withEgress<T>(uid: string, run: (env: Record<string, string>) => Promise<T>) {
-  const egress = await proxy.open(
-    { uid, runId: randomUUID(), sandboxId: container(uid).sandboxId, generation: 1 },
-    50_000_000,
-    hostTmp(uid),
-  );
-  try {
-    return await run(egressEnv(`/tmp/${egress.relativePath}`));
-  } finally {
-    await egress.close();
+  function container(uid: string) {
+    const ref = refs[uid];
+    if (ref === undefined || !ref.ok)
+      throw new Error(`no sandbox for ${uid}: ${JSON.stringify(ref)}`);
+    return ref.container;
   }
-}
 
-describe("process tier egress", () => {
+  /** Where the tier's sandbox sees the socket's directory, on the host and inside. */
+  function place(uid: string): { hostDir: string; sandboxDir: string } {
+    const c = container(uid);
+    return tier === "process"
+      ? { hostDir: join(fixture?.stateDir ?? "", c.containerId, "tmp"), sandboxDir: "/tmp" }
+      : {
+          hostDir: containerEgressDir(egressRoot, containerName(c.sandboxId, c.generation)),
+          sandboxDir: CONTAINER_EGRESS_MOUNT,
+        };
+  }
+
+  async function sh(uid: string, script: string, env?: Record<string, string>) {
+    const out = await driver.exec(
+      container(uid),
+      {
+        cmd: ["/runtime/usr/bin/bash", "-c", env === undefined ? script : EGRESS_PRELUDE + script],
+        ...(env === undefined ? {} : { env }),
+      },
+      signal(),
+    );
+    if (!out.ok) throw new Error("sandbox gone");
+    return {
+      code: out.result.exitCode,
+      out: out.result.stdout.bytes.toString(),
+      err: out.result.stderr.bytes.toString(),
+    };
+  }
+
+  async function withEgress<T>(uid: string, run: (env: Record<string, string>) => Promise<T>) {
+    const where = place(uid);
+    const egress = await proxy.open(
+      { uid, runId: randomUUID(), sandboxId: container(uid).sandboxId, generation: 1 },
+      50_000_000,
+      where.hostDir,
+    );
+    try {
+      return await run(egressEnv(`${where.sandboxDir}/${egress.relativePath}`));
+    } finally {
+      await egress.close();
+    }
+  }
+
   test("policy none: no socket, no variables, and nothing reaches the fake internet by any client", async () => {
     await net.resetSeen();
     const r = await sh(
@@ -170,13 +219,13 @@ describe("process tier egress", () => {
   });
 
   test("allow-list: HTTP and HTTPS through the relay reach the allowed host; a denied name gets 403 with the reason; the server saw only the allowed", async () => {
-    await copyFile(net.certPath, join(hostTmp("alice"), "fake-ca.pem"));
+    const ca = await readFile(net.certPath, "utf8");
     await net.resetSeen();
     const r = await withEgress("alice", (env) =>
       sh(
         "alice",
         `${urllib(`http://${n("allowed")}/plain`)}${urllib(`https://${n("allowed")}/tls`)}${urllib(`http://${n("denied")}/`)}`,
-        env,
+        { ...env, FAKE_CA: ca },
       ),
     );
     const lines = r.out.trim().split("\n");
@@ -247,6 +296,8 @@ s = socket.create_connection(('127.0.0.1', 3128)); s.sendall(b'CONNECT 127.0.0.1
       expect(await net.seen()).toEqual([]);
     });
     // Every socket directory is gone with its listener.
-    expect((await readdir(hostTmp("alice"))).filter((e) => e.includes("egress"))).toEqual([]);
+    expect(
+      (await readdir(place("alice").hostDir)).filter((e) => e.startsWith(".workcell-egress-")),
+    ).toEqual([]);
   });
 });

@@ -102,6 +102,7 @@ function parse(argv: readonly string[]) {
       thread: { type: "string" },
       "max-steps": { type: "string" },
       model: { type: "string" },
+      allow: { type: "string" },
     },
   });
 }

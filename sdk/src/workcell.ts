@@ -6,6 +6,9 @@ import { Skills } from "./skills.ts";
 import { Threads } from "./threads.ts";
 import { type CallOptions, Transport, type WorkcellOptions } from "./transport.ts";
 
+/** `GET /v1/network`: the caller's network policy in force. */
+export type NetworkData = components["schemas"]["EffectiveNetworkPolicy"];
+
 /** `GET /v1/usage`: the caller's workspace bytes and inodes and runs, against their limits. */
 export type UsageData = components["schemas"]["Usage"];
 
@@ -55,5 +58,10 @@ export class Workcell {
    */
   usage(options: CallOptions = {}): Promise<UsageData> {
     return this.#transport.call((api, init) => api.GET("/v1/usage", init), options);
+  }
+
+  /** `GET /v1/network`: the hosts the caller's sandboxes may reach (runs may narrow it). */
+  network(options: CallOptions = {}): Promise<NetworkData> {
+    return this.#transport.call((api, init) => api.GET("/v1/network", init), options);
   }
 }

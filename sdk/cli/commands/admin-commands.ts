@@ -1,6 +1,7 @@
 import type { NodeRuntimeData } from "../../src/index.ts";
 import { type CliContext, EXIT, listOutput, output, table, UsageError } from "../cli-context.ts";
 import { limitsCommand } from "./limits-command.ts";
+import { networkCommand } from "./network-command.ts";
 
 /** `workcell skills`: the caller's visible skills. */
 export async function skillsCommand(ctx: CliContext): Promise<number> {
@@ -15,7 +16,7 @@ export async function skillsCommand(ctx: CliContext): Promise<number> {
 }
 
 const USAGE =
-  "usage: workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime | limits <uid> [name=value|name=default ...]";
+  "usage: workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime | limits <uid> [name=value|name=default ...] | network <uid> [none|host,host...]";
 
 const NO_NODES =
   "No agent-host has registered: start one (docs/deploy/nodes.md) or check its DATABASE_URL.";
@@ -77,6 +78,10 @@ export async function adminCommand(ctx: CliContext): Promise<number> {
       if (a === undefined) throw new UsageError(USAGE);
       const updates = [b, ...rest].filter((x): x is string => x !== undefined);
       return limitsCommand(ctx, a, updates);
+    }
+    case "network": {
+      if (a === undefined) throw new UsageError(USAGE);
+      return networkCommand(ctx, a, b);
     }
     default:
       throw new UsageError(USAGE);

@@ -1,8 +1,9 @@
 import type { AgentOptions, RunEvent } from "../../src/index.ts";
 import { type CliContext, EXIT, UsageError } from "../cli-context.ts";
+import { allowFlag } from "./network-command.ts";
 
 /**
- * `workcell run "<input>" [--thread <id>]`: starts a run and streams it. Human output:
+ * `workcell run "<input>" [--thread <id>] [--allow host,host]`: starts a run and streams it. Human output:
  * the assistant's text on stdout, tool calls and the outcome on stderr (so stdout can be
  * piped). `--json`: one event per line, then the finished run. Exit code from the status.
  */
@@ -44,6 +45,8 @@ function agentOptions(ctx: CliContext): { agent?: AgentOptions } {
     agent.max_steps = steps;
   }
   if (typeof flags.model === "string") agent.model = flags.model;
+  const allow = allowFlag(flags.allow);
+  if (allow !== undefined) agent.network = { allow };
   return Object.keys(agent).length === 0 ? {} : { agent };
 }
 

@@ -137,6 +137,32 @@ describe("the workcell CLI", () => {
     expect((await workcell("admin", "revoke", "hello", "alice", "--token", admin)).code).toBe(0);
   });
 
+  test("admin network sets a user's hosts; run --allow narrows them, and outside them is refused", async () => {
+    const admin = await local.token("root", { admin: true });
+    const network = (...args: string[]) =>
+      workcell("admin", "network", "nina", ...args, "--token", admin, "--url", local.url);
+    expect((await network()).stdout).toMatch(/nina\s+none\s+default\s+\(no network\)/);
+    expect((await network("pypi.org,*.github.com")).stdout).toMatch(
+      /nina\s+allowlist\s+admin\s+pypi\.org, \*\.github\.com/,
+    );
+    const nina = await local.token("nina");
+    const refused = await workcell(
+      "run",
+      "echo hi",
+      "--allow",
+      "evil.test",
+      "--token",
+      nina,
+      "--url",
+      local.url,
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/outside your network policy.*evil\.test/);
+    expect(JSON.parse((await network("none", "--json")).stdout)).toMatchObject({
+      policy: { mode: "none", allow: [] },
+    });
+  });
+
   test("admin limits: shown with their source; a change keeps the other overrides", async () => {
     const admin = await local.token("root", { admin: true });
     const limits = (...args: string[]) =>

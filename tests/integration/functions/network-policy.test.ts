@@ -230,3 +230,34 @@ describe("GET /v1/runs/{id}/network", () => {
     ).rejects.toThrow(/network_requests_run_fk/);
   });
 });
+
+describe("SDK", () => {
+  test("workcell.network, admin.network / setNetwork and run.network speak these routes", async () => {
+    const { Workcell } = await import("../../../sdk/src/index.ts");
+    const client = (token: string) =>
+      new Workcell({
+        baseUrl: "http://workcell.test",
+        token,
+        fetch: (input, init) => Promise.resolve(h.app.request(new Request(input, init))),
+      });
+    const adminSdk = client(await h.adminToken("root"));
+    const vera = client(await h.token("vera"));
+    expect(
+      await adminSdk.admin.setNetwork("vera", { mode: "allowlist", allow: ["pypi.org"] }),
+    ).toEqual({
+      uid: "vera",
+      policy: { mode: "allowlist", allow: ["pypi.org"] },
+      source: "user",
+    });
+    expect((await adminSdk.admin.network("vera")).source).toBe("user");
+    expect(await vera.network()).toEqual({
+      policy: { mode: "allowlist", allow: ["pypi.org"] },
+      changed_by: "admin",
+    });
+    const run = await vera.runs.create("x", { agent: { network: { allow: ["pypi.org"] } } });
+    expect(await run.network()).toEqual({ items: [], truncated: false });
+    await expect(
+      vera.runs.create("x", { agent: { network: { allow: ["evil.test"] } } }),
+    ).rejects.toThrow(/outside your network policy/);
+  });
+});

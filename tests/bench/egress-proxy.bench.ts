@@ -1,0 +1,191 @@
+// The egress proxy's cost (issue #34): a 10 MB download and a small GET from the fake
+// internet through the proxy (its policy read from Postgres per connection, like a node's)
+// against the same from the host directly; then 200 concurrent tunnels from 20 sandboxes,
+// with the proxy's RSS and CPU per connection. Needs root (the fake internet is a netns).
+import { readFile } from "node:fs/promises";
+import { request } from "node:http";
+import { connect as netConnect } from "node:net";
+import { cpuUsage, memoryUsage } from "node:process";
+import type { Duplex } from "node:stream";
+import { connect as tlsConnect } from "node:tls";
+import { createAddressGuard } from "../../agent-host/egress/address-guard.ts";
+import { createEgressProxy } from "../../agent-host/egress/egress-proxy.ts";
+import { NO_NETWORK } from "../../shared/network/network-policy.ts";
+import {
+  findNetworkCeiling,
+  putNetworkOverride,
+} from "../../shared/network/network-policy-store.ts";
+import { startFakeInternet } from "../support/fake-internet.ts";
+import { startBenchStack } from "./bench-stack.ts";
+import { interleaved, report } from "./measure.ts";
+
+const TEN_MB = 10 * 1024 * 1024;
+
+/** GET `path` (absolute URL through a proxy socket, or direct), resolving with the bytes read. */
+function get(url: string, via?: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const req = request(
+      via === undefined
+        ? { host: target.hostname, port: 80, path: target.pathname, agent: false }
+        : { socketPath: via, path: url, agent: false },
+      (res) => {
+        let bytes = 0;
+        res.on("data", (chunk: Buffer) => {
+          bytes += chunk.length;
+        });
+        res.on("end", () => resolve(bytes));
+        res.on("error", reject);
+      },
+    );
+    req.setTimeout(60_000, () => req.destroy(new Error("timeout")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/**
+ * GET over TLS, on a socket made by `open` (a direct TCP connection, or a CONNECT tunnel
+ * through a proxy socket): the bytes read until the server closes.
+ */
+async function tlsGet(open: () => Promise<Duplex>, host: string, path: string, ca: string) {
+  const socket = await open();
+  return new Promise<number>((resolve, reject) => {
+    const tls = tlsConnect({ socket, servername: host, ca }, () =>
+      tls.write(`GET ${path} HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n\r\n`),
+    );
+    let bytes = 0;
+    tls.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    tls.on("end", () => resolve(bytes));
+    tls.on("error", reject);
+  });
+}
+
+function tunnel(via: string, authority: string): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: via, method: "CONNECT", path: authority, agent: false });
+    req.on("connect", (res, socket: Duplex) =>
+      res.statusCode === 200 ? resolve(socket) : reject(new Error(`CONNECT ${res.statusCode}`)),
+    );
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+function tcp(address: string, port: number): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const socket = netConnect({ host: address, port }, () => resolve(socket));
+    socket.on("error", reject);
+  });
+}
+
+/** A CONNECT tunnel's status through a proxy socket (the tunnel is closed at once). */
+function connectStatus(via: string, authority: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ socketPath: via, method: "CONNECT", path: authority, agent: false });
+    req.on("connect", (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", () => resolve(0));
+    req.end();
+  });
+}
+
+const net = await startFakeInternet();
+const stack = await startBenchStack({ maxConnections: 20 });
+try {
+  const host = net.name("allowed");
+  await net.addHosts([[host, net.address]]);
+  await putNetworkOverride(stack.db, "bench", { mode: "allowlist", allow: [host] });
+  const proxy = createEgressProxy({
+    ceiling: (uid) => findNetworkCeiling(stack.db, uid, NO_NETWORK),
+    guard: createAddressGuard(),
+    audit: () => {},
+    limits: { maxConnectionsPerSandbox: 64 },
+  });
+  const sandbox = (i: number) => ({
+    uid: "bench",
+    runId: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+    sandboxId: `bench-${i}`,
+    generation: 1,
+  });
+  const one = await proxy.open(sandbox(0), 1e12, stack.dataRoot);
+  // The direct side resolves through the node's resolver too (the name is in /etc/hosts).
+  const [direct10, proxied10] = await interleaved(
+    [
+      ["10 MB GET, host directly (baseline)", () => get(`http://${host}/bytes/${TEN_MB}`)],
+      ["10 MB GET through the proxy", () => get(`http://${host}/bytes/${TEN_MB}`, one.listenPath)],
+    ],
+    15,
+  );
+  const [directSmall, proxiedSmall] = await interleaved(
+    [
+      ["small GET, host directly (baseline)", () => get(`http://${host}/hello`)],
+      ["small GET through the proxy", () => get(`http://${host}/hello`, one.listenPath)],
+    ],
+    200,
+  );
+  const ca = await readFile(net.certPath, "utf8");
+  const [directTls, proxiedTls] = await interleaved(
+    [
+      [
+        "10 MB HTTPS GET, host directly (baseline)",
+        () => tlsGet(() => tcp(net.address, 443), host, `/bytes/${TEN_MB}`, ca),
+      ],
+      [
+        "10 MB HTTPS GET through a CONNECT tunnel",
+        () => tlsGet(() => tunnel(one.listenPath, `${host}:443`), host, `/bytes/${TEN_MB}`, ca),
+      ],
+    ],
+    15,
+  );
+  if (!direct10 || !proxied10 || !directSmall || !proxiedSmall || !directTls || !proxiedTls)
+    throw new Error("no samples");
+  report("10 MB download, plain HTTP forwarded (time; throughput is its inverse)", direct10, [
+    proxied10,
+  ]);
+  report("10 MB download over HTTPS, CONNECT tunnel (what pip and npm do)", directTls, [
+    proxiedTls,
+  ]);
+  report("small GET (time to the whole answer)", directSmall, [proxiedSmall]);
+
+  const sandboxes = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => proxy.open(sandbox(i + 1), 1e12, stack.dataRoot)),
+  );
+  const rssBefore = memoryUsage().rss;
+  const cpuBefore = cpuUsage();
+  const statuses = await Promise.all(
+    sandboxes.flatMap((s) =>
+      Array.from({ length: 10 }, () => connectStatus(s.listenPath, `${host}:443`)),
+    ),
+  );
+  const cpu = cpuUsage(cpuBefore);
+  const rssAfter = memoryUsage().rss;
+  const refused = statuses.filter((status) => status !== 200).length;
+  console.log(
+    `\n## 200 concurrent CONNECTs from 20 sandboxes\nrefused ${refused} of ${statuses.length}; proxy CPU ${((cpu.user + cpu.system) / 1000 / statuses.length).toFixed(3)} ms per connection; RSS ${((rssAfter - rssBefore) / 1024 / statuses.length).toFixed(1)} KiB per connection (${(rssAfter / 1024 / 1024).toFixed(0)} MiB total, bench and proxy in one process)`,
+  );
+
+  const throughputRatio = proxiedTls.medianMs / directTls.medianMs;
+  const plainRatio = proxied10.medianMs / direct10.medianMs;
+  const ttfbOverhead = proxiedSmall.medianMs - directSmall.medianMs;
+  const line = (name: string, value: string, op: string, target: string, met: boolean) =>
+    console.log(`target egress/${name}: ${value} ${op} ${target} ${met ? "met" : "MISSED"}`);
+  line(
+    "download_10mb_https",
+    `${throughputRatio.toFixed(2)}x`,
+    "<=",
+    "1.3x",
+    throughputRatio <= 1.3,
+  );
+  line("download_10mb_plain_http", `${plainRatio.toFixed(2)}x`, "<=", "1.3x", plainRatio <= 1.3);
+  line("small_get_overhead", `${ttfbOverhead.toFixed(2)}ms`, "<=", "2ms", ttfbOverhead <= 2);
+  line("concurrent_refused", `${refused}`, "==", "0", refused === 0);
+  await proxy.close();
+} finally {
+  await stack.stop();
+  await net.close();
+}

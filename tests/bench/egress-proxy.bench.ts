@@ -1,20 +1,16 @@
 // The egress proxy's cost (issue #34): a 10 MB download and a small GET from the fake
-// internet through the proxy (its policy read from Postgres per connection, like a node's)
-// against the same from the host directly; then 200 concurrent tunnels from 20 sandboxes,
-// with the proxy's RSS and CPU per connection. Needs root (the fake internet is a netns).
+// internet through the proxy (in a process of its own, its policy read from Postgres per
+// connection, like a node's) against the same from the host directly; then 200 concurrent
+// tunnels from 20 sandboxes, with the proxy's RSS and CPU per connection. Needs root (the
+// fake internet is a network namespace).
+import { spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { request } from "node:http";
 import { connect as netConnect } from "node:net";
-import { cpuUsage, memoryUsage } from "node:process";
+import { createInterface } from "node:readline";
 import type { Duplex } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
-import { createAddressGuard } from "../../agent-host/egress/address-guard.ts";
-import { createEgressProxy } from "../../agent-host/egress/egress-proxy.ts";
-import { NO_NETWORK } from "../../shared/network/network-policy.ts";
-import {
-  findNetworkCeiling,
-  putNetworkOverride,
-} from "../../shared/network/network-policy-store.ts";
+import { putNetworkOverride } from "../../shared/network/network-policy-store.ts";
 import { startFakeInternet } from "../support/fake-internet.ts";
 import { startBenchStack } from "./bench-stack.ts";
 import { interleaved, report } from "./measure.ts";
@@ -100,19 +96,24 @@ try {
   const host = net.name("allowed");
   await net.addHosts([[host, net.address]]);
   await putNetworkOverride(stack.db, "bench", { mode: "allowlist", allow: [host] });
-  const proxy = createEgressProxy({
-    ceiling: (uid) => findNetworkCeiling(stack.db, uid, NO_NETWORK),
-    guard: createAddressGuard(),
-    audit: () => {},
-    limits: { maxConnectionsPerSandbox: 64 },
-  });
-  const sandbox = (i: number) => ({
-    uid: "bench",
-    runId: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
-    sandboxId: `bench-${i}`,
-    generation: 1,
-  });
-  const one = await proxy.open(sandbox(0), 1e12, stack.dataRoot);
+  // The proxy runs in a process of its own, as on a node (agent-host vs sandbox clients).
+  const child = spawn(
+    process.execPath,
+    [
+      new URL("./egress-proxy-child.ts", import.meta.url).pathname,
+      JSON.stringify({ dbUrl: stack.url, dir: stack.dataRoot, sandboxes: 21 }),
+    ],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
+  const lines = createInterface({ input: child.stdout });
+  const nextLine = () =>
+    new Promise<string>((resolve) => lines.once("line", (line: string) => resolve(line)));
+  const { paths } = JSON.parse(await nextLine()) as { paths: string[] };
+  const stats = async () => {
+    child.stdin.write("stats\n");
+    return JSON.parse(await nextLine()) as { rss: number; cpuMicros: number };
+  };
+  const one = { listenPath: paths[0] ?? "" };
   // The direct side resolves through the node's resolver too (the name is in /etc/hosts).
   const [direct10, proxied10] = await interleaved(
     [
@@ -152,21 +153,16 @@ try {
   ]);
   report("small GET (time to the whole answer)", directSmall, [proxiedSmall]);
 
-  const sandboxes = await Promise.all(
-    Array.from({ length: 20 }, (_, i) => proxy.open(sandbox(i + 1), 1e12, stack.dataRoot)),
-  );
-  const rssBefore = memoryUsage().rss;
-  const cpuBefore = cpuUsage();
+  const before = await stats();
   const statuses = await Promise.all(
-    sandboxes.flatMap((s) =>
-      Array.from({ length: 10 }, () => connectStatus(s.listenPath, `${host}:443`)),
-    ),
+    paths
+      .slice(1)
+      .flatMap((path) => Array.from({ length: 10 }, () => connectStatus(path, `${host}:443`))),
   );
-  const cpu = cpuUsage(cpuBefore);
-  const rssAfter = memoryUsage().rss;
+  const after = await stats();
   const refused = statuses.filter((status) => status !== 200).length;
   console.log(
-    `\n## 200 concurrent CONNECTs from 20 sandboxes\nrefused ${refused} of ${statuses.length}; proxy CPU ${((cpu.user + cpu.system) / 1000 / statuses.length).toFixed(3)} ms per connection; RSS ${((rssAfter - rssBefore) / 1024 / statuses.length).toFixed(1)} KiB per connection (${(rssAfter / 1024 / 1024).toFixed(0)} MiB total, bench and proxy in one process)`,
+    `\n## 200 concurrent CONNECTs from 20 sandboxes\nrefused ${refused} of ${statuses.length}; proxy CPU ${((after.cpuMicros - before.cpuMicros) / 1000 / statuses.length).toFixed(3)} ms per connection; proxy RSS +${((after.rss - before.rss) / 1024 / statuses.length).toFixed(1)} KiB per connection (${(after.rss / 1024 / 1024).toFixed(0)} MiB total in the proxy's process)`,
   );
 
   const throughputRatio = proxiedTls.medianMs / directTls.medianMs;
@@ -184,7 +180,8 @@ try {
   line("download_10mb_plain_http", `${plainRatio.toFixed(2)}x`, "<=", "1.3x", plainRatio <= 1.3);
   line("small_get_overhead", `${ttfbOverhead.toFixed(2)}ms`, "<=", "2ms", ttfbOverhead <= 2);
   line("concurrent_refused", `${refused}`, "==", "0", refused === 0);
-  await proxy.close();
+  child.stdin.end();
+  await new Promise((resolve) => child.once("exit", resolve));
 } finally {
   await stack.stop();
   await net.close();

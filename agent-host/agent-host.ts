@@ -202,6 +202,11 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     }
 
     const sandboxDriver = sandboxDriverStatus(deps.sandboxTiers);
+    const egress =
+      deps.egress === undefined
+        ? undefined
+        : startNodeEgress({ db: deps.db, logger, metrics }, deps.egress);
+    if (egress !== undefined) stops.push(() => egress.stop());
     const { runtime, stop: stopRuntimeReport } = await startRuntimeReport(
       {
         db: deps.db,
@@ -209,6 +214,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         dataRoot: deps.dataRoot,
         sandboxTiers: deps.sandboxTiers,
         logger,
+        ...(egress === undefined ? {} : { egress: egress.status }),
       },
       starting.signal,
     );
@@ -291,11 +297,6 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       });
     }
 
-    const egress =
-      deps.egress === undefined
-        ? undefined
-        : startNodeEgress({ db: deps.db, logger, metrics }, deps.egress);
-    if (egress !== undefined) stops.push(() => egress.stop());
     worker = new RunWorker({
       ...(egress === undefined ? {} : { egress: egress.open }),
       db: deps.db,

@@ -21,7 +21,12 @@ export type NodeEgressConfig = {
   readonly containerEgressRoot: string | undefined;
 };
 
-export type NodeEgress = { readonly open: OpenRunEgress; stop(): Promise<void> };
+export type NodeEgress = {
+  readonly open: OpenRunEgress;
+  /** For the node's runtime report (GET /v1/admin/runtime). */
+  readonly status: { ready: boolean; detail: string };
+  stop(): Promise<void>;
+};
 
 /**
  * The node's proxy and the opener runs use. A proxy that cannot be made (a bad
@@ -33,6 +38,7 @@ export function startNodeEgress(
   config: NodeEgressConfig,
 ): NodeEgress {
   let proxy: EgressProxy | undefined;
+  let failure = "";
   try {
     proxy = createEgressProxy({
       ceiling: (uid, signal) =>
@@ -51,6 +57,7 @@ export function startNodeEgress(
       onDropped: () => deps.metrics.egressConnections.inc({ decision: "dropped" }),
     });
   } catch (error) {
+    failure = (error as Error).message;
     deps.logger.error({ err: error }, "the egress proxy could not start: no run gets network");
   }
   const open = createRunEgressOpener({
@@ -63,5 +70,16 @@ export function startNodeEgress(
     bytesPerRun: config.bytesPerRun,
     policyTimeoutMs: DEFAULT_EGRESS_LIMITS.policyTimeoutMs,
   });
-  return { open, stop: async () => proxy?.close() };
+  const tiers = [
+    config.processStateDir === undefined ? undefined : "process",
+    config.containerEgressRoot === undefined ? undefined : "container",
+  ].filter((tier) => tier !== undefined);
+  const status =
+    proxy === undefined
+      ? { ready: false, detail: `the egress proxy could not start: ${failure}` }
+      : {
+          ready: true,
+          detail: `tiers: ${tiers.join(", ") || "none"}; default policy: ${config.networkDefault.mode === "none" ? "none" : config.networkDefault.allow.join(",")}; ${config.openCidrs.length} opened CIDRs`,
+        };
+  return { open, status, stop: async () => proxy?.close() };
 }

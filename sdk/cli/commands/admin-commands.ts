@@ -95,6 +95,13 @@ function runtimeTable(items: readonly NodeRuntimeData[]): string {
     for (const tier of node.sandbox_tiers) {
       rows.push([node.node_id, node.state, tier.tier, tier.ready ? "yes" : "no", tier.detail]);
     }
+    rows.push([
+      node.node_id,
+      node.state,
+      "egress proxy",
+      node.egress_proxy.state === "ready" ? "yes" : "no",
+      node.egress_proxy.detail,
+    ]);
     const assets = node.runtime_assets;
     const broken = assets.assets.filter((x) => !x.ready);
     rows.push([

@@ -1152,6 +1152,16 @@ export interface components {
       heartbeat_at: string;
       sandbox_tiers: components["schemas"]["SandboxTierReport"][];
       quota_enforcement: components["schemas"]["QuotaEnforcement"];
+      /** @description The node's egress proxy (network for sandboxes). */
+      egress_proxy: {
+        /**
+         * @description `ready`: runs whose user has network get it on this node; `not_ready`: they run without (and a run that asks for network fails with network_unavailable); `unknown`: the node never reported (an agent-host older than this report).
+         * @enum {string}
+         */
+        state: "ready" | "not_ready" | "unknown";
+        /** @description Why not ready, or how the proxy is set up. */
+        detail: string;
+      };
       runtime_assets: {
         /**
          * @description `verifying` while the node hashes and probes its assets after a start; `unknown` when the node never reported (an agent-host older than this report).

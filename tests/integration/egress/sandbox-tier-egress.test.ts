@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { copyFile, readdir, readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";

@@ -13,6 +13,7 @@ import { importCapabilityPublicKey } from "../shared/capability/capability-keys.
 import { createDb } from "../shared/db/client.ts";
 import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";
 import { parseEnv } from "../shared/env/parse-env.ts";
+import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
 import { postgresListen } from "../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../shared/logging/safe-error-serializer.ts";
 import { createProcessMetrics, serveProcessMetrics } from "../shared/metrics/process-metrics.ts";
@@ -108,7 +109,7 @@ const host = await startAgentHost({
   metrics,
   egress: {
     networkDefault: defaultPolicyFromEnv(env.WORKCELL_NETWORK_DEFAULT_ALLOW),
-    bytesPerRun: env.EGRESS_MB_PER_RUN * MIB,
+    bytesPerRun: DEFAULT_USER_LIMITS.egress_bytes_per_run,
     openCidrs: (env.EGRESS_OPEN_CIDRS ?? "")
       .split(",")
       .map((cidr) => cidr.trim())

@@ -1,9 +1,11 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
+import { eq } from "drizzle-orm";
 import type { Logger } from "pino";
 import { abortable } from "../../shared/async/abortable.ts";
 import type { AgentOptions } from "../../shared/contracts/run.ts";
 import type { Db } from "../../shared/db/client.ts";
+import { userLimits } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import type { NetworkPolicy } from "../../shared/network/network-policy.ts";
 import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts";
@@ -49,6 +51,7 @@ export type RunEgressDeps = {
   readonly processStateDir: string | undefined;
   /** The container tier's egress root (DockerDriverDeps.egressRoot). */
   readonly containerEgressRoot: string | undefined;
+  /** egress_bytes_per_run of a user without an admin's override (DEFAULT_USER_LIMITS). */
   readonly bytesPerRun: number;
   readonly policyTimeoutMs: number;
 };
@@ -62,9 +65,13 @@ export type RunEgressDeps = {
  */
 export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
   return async ({ uid, runId, agent, handle, notify }, signal) => {
-    const ceiling = await abortable(
-      findNetworkCeiling(deps.db, uid, deps.networkDefault),
-      AbortSignal.any([signal, AbortSignal.timeout(deps.policyTimeoutMs)]),
+    const bounded = AbortSignal.any([signal, AbortSignal.timeout(deps.policyTimeoutMs)]);
+    const [ceiling, bytesPerRun] = await abortable(
+      Promise.all([
+        findNetworkCeiling(deps.db, uid, deps.networkDefault),
+        egressBytesPerRunOf(deps.db, uid, deps.bytesPerRun),
+      ]),
+      bounded,
       "network policy read",
     );
     if (ceiling.mode === "none") return undefined;
@@ -88,7 +95,7 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
         generation: handle.generation,
         ...(agent.network === undefined ? {} : { runAllow: agent.network.allow }),
       },
-      deps.bytesPerRun,
+      bytesPerRun,
       place.hostDir,
       notify,
     );
@@ -99,6 +106,15 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
       close: egress.close,
     };
   };
+}
+
+/** The user's egress_bytes_per_run: an admin's override (user_limits), else the default. */
+export async function egressBytesPerRunOf(db: Db, uid: string, fallback: number): Promise<number> {
+  const [row] = await db
+    .select({ bytes: userLimits.egressBytesPerRun })
+    .from(userLimits)
+    .where(eq(userLimits.uid, uid));
+  return row?.bytes ?? fallback;
 }
 
 /**

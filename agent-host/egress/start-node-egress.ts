@@ -10,9 +10,10 @@ import { createEgressProxy, type EgressProxy } from "./egress-proxy.ts";
 import { createPostgresEgressAudit } from "./postgres-egress-audit.ts";
 import { createRunEgressOpener, type OpenRunEgress } from "./run-egress.ts";
 
-/** The node's egress settings (agent-host env: WORKCELL_NETWORK_DEFAULT_ALLOW, EGRESS_*). */
+/** The node's egress settings (agent-host env: WORKCELL_NETWORK_DEFAULT_ALLOW, EGRESS_OPEN_CIDRS). */
 export type NodeEgressConfig = {
   readonly networkDefault: NetworkPolicy;
+  /** egress_bytes_per_run where no admin set one (DEFAULT_USER_LIMITS). */
   readonly bytesPerRun: number;
   readonly openCidrs: readonly string[];
   /** The process tier's state directory; undefined on a node without it. */

@@ -132,11 +132,6 @@ export const agentHostEnvSchema = z.object({
     )
     .optional()
     .describe(NETWORK_DEFAULT_ALLOW_HELP),
-  EGRESS_MB_PER_RUN: intVar(1, 1_048_576)
-    .default(1024)
-    .describe(
-      "Bytes (MiB) a run may move through the egress proxy, both ways together; past it its connections are cut (default 1024).",
-    ),
   EGRESS_OPEN_CIDRS: z
     .string()
     .optional()

@@ -1218,6 +1218,8 @@ export interface components {
       max_concurrent_runs: number;
       /** @description API requests per minute (token bucket); more get 429 with Retry-After. */
       requests_per_minute: number;
+      /** @description Bytes one run may move through the egress proxy, both ways together; past it its connections are cut. */
+      egress_bytes_per_run: number;
     };
     /** @description What an admin set; the rest are defaults. */
     UserLimitsOverride: {
@@ -1229,6 +1231,8 @@ export interface components {
       max_concurrent_runs?: number;
       /** @description API requests per minute (token bucket); more get 429 with Retry-After. */
       requests_per_minute?: number;
+      /** @description Bytes one run may move through the egress proxy, both ways together; past it its connections are cut. */
+      egress_bytes_per_run?: number;
     };
     /** @description The caller's usage against the limits in force. */
     Usage: {

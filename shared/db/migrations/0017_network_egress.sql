@@ -25,5 +25,6 @@ CREATE TABLE "user_network_policies" (
 	CONSTRAINT "user_network_policies_mode_check" CHECK ("user_network_policies"."mode" in ('none', 'allowlist'))
 );
 --> statement-breakpoint
+ALTER TABLE "user_limits" ADD COLUMN "egress_bytes_per_run" bigint;--> statement-breakpoint
 ALTER TABLE "network_requests" ADD CONSTRAINT "network_requests_run_fk" FOREIGN KEY ("run_id","uid") REFERENCES "public"."agent_runs"("run_id","uid") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "network_requests_run_idx" ON "network_requests" USING btree ("run_id","id");

@@ -6,10 +6,15 @@ import { containerEgressDir } from "../../../agent-host/egress/container-egress-
 import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
 import {
   createRunEgressOpener,
+  egressBytesPerRunOf,
   type RunEgressDeps,
 } from "../../../agent-host/egress/run-egress.ts";
 import { containerName } from "../../../agent-host/sandbox/container-labels.ts";
 import { sandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
+import {
+  findLimitsOverride,
+  putLimitsOverride,
+} from "../../../functions/limits/user-limits-store.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
 import { domainReasonOf } from "../../../shared/errors/domain-errors.ts";
 import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
@@ -127,4 +132,12 @@ describe("run egress opener", () => {
       ),
     ).rejects.toSatisfy((error) => domainReasonOf(error) === "network_unavailable");
   });
+});
+
+test("a run's byte budget is its user's egress_bytes_per_run: an admin's override, else the default", async () => {
+  expect(await egressBytesPerRunOf(db, "budget", 1_000)).toBe(1_000);
+  await putLimitsOverride(db, "budget", { egress_bytes_per_run: 5_000 });
+  expect(await egressBytesPerRunOf(db, "budget", 1_000)).toBe(5_000);
+  expect((await findLimitsOverride(db, "budget")).egress_bytes_per_run).toBe(5_000);
+  expect(await egressBytesPerRunOf(db, "other", 1_000)).toBe(1_000);
 });

@@ -39,10 +39,12 @@ import { importCapabilityPublicKey } from "../../shared/capability/capability-ke
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
 import type { LocalEnv } from "../../shared/env/local-env.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
 import {
   createWorkcellMetrics,
   type WorkcellMetrics,
 } from "../../shared/metrics/workcell-metrics.ts";
+import { defaultPolicyFromEnv } from "../../shared/network/network-policy.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import { createPgliteDb } from "../db/create-pglite-db.ts";
 import { migrate } from "../db/migrate.ts";
@@ -149,6 +151,8 @@ export async function startLocalStack(p: {
       s3,
     );
 
+    // The same default ceiling for both planes (README "Network egress").
+    const networkDefault = defaultPolicyFromEnv(p.env.WORKCELL_NETWORK_DEFAULT_ALLOW);
     const dataRoot = join(p.dataDir, LOCAL_DATA_ROOT_DIR);
     await mkdir(dataRoot, { recursive: true, mode: 0o700 });
     const nodeId = localNodeId(p.dataDir);
@@ -170,6 +174,7 @@ export async function startLocalStack(p: {
         config: sandboxConfig,
         runtimeDir: p.env.RUNTIME_ASSETS_DIR,
         docker: new Docker(),
+        containerEgressRoot: join(p.env.SANDBOX_STATE_DIR, "container-egress", nodeId),
         process: {
           stateDir: join(p.env.SANDBOX_STATE_DIR, nodeId),
           cgroupParent: `workcell/${nodeId}`,
@@ -201,6 +206,16 @@ export async function startLocalStack(p: {
       logger: p.logger,
       ...tracing,
       metrics,
+      egress: {
+        networkDefault,
+        bytesPerRun: DEFAULT_USER_LIMITS.egress_bytes_per_run,
+        openCidrs: (p.env.EGRESS_OPEN_CIDRS ?? "")
+          .split(",")
+          .map((cidr) => cidr.trim())
+          .filter((cidr) => cidr.length > 0),
+        processStateDir: join(p.env.SANDBOX_STATE_DIR, nodeId),
+        containerEgressRoot: join(p.env.SANDBOX_STATE_DIR, "container-egress", nodeId),
+      },
     });
     stops.push(() => agentHost.stop());
     const dataPlaneUrl = agentHost.dataPlaneUrl;
@@ -230,6 +245,7 @@ export async function startLocalStack(p: {
     stops.push(() => runEvents.close());
     const app = createApp({
       ...tracing,
+      networkDefault,
       logger: p.logger,
       metrics,
       health: createHealthProbes({ db, sqs, runQueueUrl, s3, attachmentsBucket }),

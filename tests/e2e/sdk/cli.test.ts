@@ -266,8 +266,8 @@ describe("the workcell CLI", () => {
     expect(human.stdout).toMatch(/^NODE\s+STATE\s+TIER \/ ASSETS\s+READY\s+DETAIL\n/);
     expect(human.stdout).toMatch(/local-[0-9a-f]+\s+active\s+container\s+yes\s/);
     expect(human.stdout).toMatch(/\sassets /);
-    // The local Workcell wires no egress proxy: it says so, and its runs have no network.
-    expect(human.stdout).toMatch(/\segress proxy\s+no\s+not configured/);
+    // The local Workcell runs the egress proxy too (default policy: none).
+    expect(human.stdout).toMatch(/\segress proxy\s+yes\s+tiers: .*default policy: none/);
     const json = JSON.parse(
       (await workcell("admin", "runtime", "--json", "--token", admin)).stdout,
     );

@@ -1,13 +1,15 @@
 // The servers of the fake internet (tests/support/fake-internet.ts), run inside its network
-// namespace: `node fake-internet-server.ts <address> <certDir>`. HTTP on :80, HTTPS on :443,
+// namespace: `node fake-internet-server.ts <address> <certDir> [<staticDir>]` (GET /static/…
+// serves the files below staticDir: a git repository over git's "dumb" HTTP protocol). HTTP on :80, HTTPS on :443,
 // a TCP echo on :22, and a control port (:9000) answering GET /seen with every request and
 // connection the servers saw, so a test asserts what got through (and that nothing else did).
 import { readFileSync } from "node:fs";
 import { createServer as createHttp, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createHttps } from "node:https";
 import { createServer as createTcp } from "node:net";
+import { join } from "node:path";
 
-const [address = "", certDir = ""] = process.argv.slice(2);
+const [address = "", certDir = "", staticDir] = process.argv.slice(2);
 type Seen = { port: number; host: string | null; path: string | null; method: string | null };
 const seen: Seen[] = [];
 
@@ -34,6 +36,18 @@ function site(port: number) {
         res.end();
       };
       return pump();
+    }
+    const pathname = new URL(req.url ?? "/", "http://fake").pathname;
+    const file = /^\/static\/([A-Za-z0-9._/-]+)$/.exec(pathname);
+    if (file !== null && staticDir !== undefined && !(file[1] ?? "").includes("..")) {
+      try {
+        const bytes = readFileSync(join(staticDir, file[1] ?? ""));
+        res.writeHead(200, { "content-type": "application/octet-stream" });
+        return res.end(bytes);
+      } catch {
+        res.writeHead(404);
+        return res.end();
+      }
     }
     if (req.url?.startsWith("/simple/") === true) {
       res.writeHead(200, { "content-type": "text/html" });

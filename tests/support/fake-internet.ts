@@ -49,7 +49,9 @@ async function freeSubnet(): Promise<number> {
   throw new Error("no free /30 in 198.51.100.0/24");
 }
 
-export async function startFakeInternet(): Promise<FakeInternet> {
+export async function startFakeInternet(
+  options: { staticDir?: string } = {},
+): Promise<FakeInternet> {
   const id = randomBytes(3).toString("hex");
   const ns = `wcfi-${id}`;
   const hostIf = `wcfh${id}`;
@@ -101,7 +103,13 @@ export async function startFakeInternet(): Promise<FakeInternet> {
     await ip("netns", "exec", ns, "ip", "link", "set", nsIf, "up");
     await ip("netns", "exec", ns, "ip", "link", "set", "lo", "up");
     const script = new URL("./fake-internet-server.ts", import.meta.url).pathname;
-    const child = spawn("ip", ["netns", "exec", ns, process.execPath, script, address, certDir], {
+    const args = [
+      script,
+      address,
+      certDir,
+      ...(options.staticDir === undefined ? [] : [options.staticDir]),
+    ];
+    const child = spawn("ip", ["netns", "exec", ns, process.execPath, ...args], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     server = child;

@@ -1,6 +1,9 @@
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readdir, readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts";
@@ -40,6 +43,7 @@ import {
 // variables; and the fake internet in its own network namespace, whose servers count what
 // reached them.
 
+const run = promisify(execFile);
 const treeDir = process.env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;
 const signal = () => AbortSignal.timeout(120_000);
 
@@ -75,8 +79,24 @@ try:
 except Exception as e:
     print('refused', type(e).__name__)"`;
 
+/** A bare git repository with one commit, served over git's "dumb" HTTP protocol. */
+async function gitRepository(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "wc-fake-git-"));
+  const git = (...args: string[]) => run("git", args, { cwd: dir, timeout: 30_000 });
+  await git("init", "-q", "work");
+  await writeFile(join(dir, "work", "README"), "hello through the proxy\n");
+  await git("-C", "work", "add", "README");
+  await git("-C", "work", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init");
+  await git("clone", "-q", "--bare", "work", "repo.git");
+  await git("-C", "repo.git", "update-server-info");
+  return dir;
+}
+
+let gitDir: string;
+
 beforeAll(async () => {
-  net = await startFakeInternet();
+  gitDir = await gitRepository();
+  net = await startFakeInternet({ staticDir: gitDir });
   database = await freshDatabase();
   db = createDb(database.sql);
   dataRoot = await freshDataRoot();
@@ -103,6 +123,7 @@ afterAll(async () => {
   await net?.close();
   await database?.drop();
   await dataRoot?.remove();
+  await rm(gitDir, { recursive: true, force: true });
 });
 
 describe.each(["process", "container"] as const)("egress (%s tier)", (tier) => {
@@ -212,7 +233,7 @@ describe.each(["process", "container"] as const)("egress (%s tier)", (tier) => {
     await net.resetSeen();
     const r = await sh(
       "alice",
-      `env | grep -ic proxy; ls -A /tmp | grep -c workcell-egress\n${urllib(`http://${n("allowed")}/`)}\n${rawSocket(net.address, 80)}; node -e "fetch('http://${net.address}/').then(()=>console.log('fetched'),()=>console.log('fetch failed'))"; git ls-remote http://${n("allowed")}/repo.git >/dev/null 2>&1 || echo git-failed`,
+      `env | grep -ic proxy; ls -A /tmp | grep -c workcell-egress\n${urllib(`http://${n("allowed")}/`)}\n${rawSocket(net.address, 80)}; node -e "fetch('http://${net.address}/').then(()=>console.log('fetched'),()=>console.log('fetch failed'))"; git ls-remote http://${n("allowed")}/static/repo.git >/dev/null 2>&1 || echo git-failed`,
     );
     expect(r.out).toBe("0\n0\nerror URLError\nrefused OSError\nfetch failed\ngit-failed\n");
     expect(await net.seen()).toEqual([]);
@@ -224,7 +245,7 @@ describe.each(["process", "container"] as const)("egress (%s tier)", (tier) => {
     const r = await withEgress("alice", (env) =>
       sh(
         "alice",
-        `${urllib(`http://${n("allowed")}/plain`)}${urllib(`https://${n("allowed")}/tls`)}${urllib(`http://${n("denied")}/`)}`,
+        `${urllib(`http://${n("allowed")}/plain`)}${urllib(`https://${n("allowed")}/tls`)}${urllib(`http://${n("denied")}/`)}d=$(mktemp -d) && git clone -q http://${n("allowed")}/static/repo.git "$d/clone" && cat "$d/clone/README"; git clone -q http://${n("denied")}/static/repo.git "$d/denied" 2>/dev/null || echo denied-clone-failed`,
         { ...env, FAKE_CA: ca },
       ),
     );
@@ -236,10 +257,15 @@ describe.each(["process", "container"] as const)("egress (%s tier)", (tier) => {
       reason: "not_in_policy",
       host: n("denied"),
     });
-    expect((await net.seen()).map((s) => [s.port, s.host])).toEqual([
+    // git clone over HTTP through the proxy (git reads http_proxy), and not from the denied name.
+    expect(lines[3]).toBe("hello through the proxy");
+    expect(lines[4]).toBe("denied-clone-failed");
+    const seen = await net.seen();
+    expect(seen.slice(0, 2).map((s) => [s.port, s.host])).toEqual([
       [80, n("allowed")],
       [443, n("allowed")],
     ]);
+    expect(seen.every((s) => s.host === n("allowed"))).toBe(true);
   });
 
   test("bypass attempts are refused and deliver nothing", async () => {

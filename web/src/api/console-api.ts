@@ -1,8 +1,10 @@
 import type {
+  NetworkPolicy,
   NodeRuntimeData,
   UsageData,
   UserLimitsData,
   UserLimitsOverride,
+  UserNetworkData,
 } from "../../../sdk/src/index.ts";
 import type {
   Attachment,
@@ -79,6 +81,9 @@ export interface ConsoleApi {
     limits(uid: string, signal?: AbortSignal): Promise<UserLimitsData>;
     /** Replaces the user's overrides; a limit left out takes the default. */
     setLimits(uid: string, overrides: UserLimitsOverride): Promise<UserLimitsData>;
+    /** The user's network ceiling (issue #34). */
+    network(uid: string, signal?: AbortSignal): Promise<UserNetworkData>;
+    setNetwork(uid: string, policy: NetworkPolicy): Promise<UserNetworkData>;
   };
   skills: {
     list(signal?: AbortSignal): Promise<Skill[]>;

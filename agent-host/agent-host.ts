@@ -94,6 +94,8 @@ export type AgentHost = {
   dataPlaneUrl: string;
   skills: AgentHostSkills;
   sandboxDriver: SandboxDriverStatus;
+  /** The egress proxy as reported in the runtime report; undefined when not configured. */
+  egress: { ready: boolean; detail: string } | undefined;
   /** The Runtime Assets as verified at start (checksums and probes), once done. */
   runtime: Promise<RuntimeAssetsReport>;
   /** This node's liveness as its heartbeat sees it (for /readyz). */
@@ -355,6 +357,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       dataPlaneUrl,
       skills,
       sandboxDriver,
+      egress: egress?.status,
       runtime,
       heartbeat,
       async stop() {

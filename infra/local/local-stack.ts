@@ -88,6 +88,8 @@ export type LocalStack = {
   dataPlaneUrl: string;
   secrets: LocalSecrets;
   sandboxDriver: SandboxDriverStatus;
+  /** The egress proxy (README "Network egress"); undefined when not configured. */
+  egress: { ready: boolean; detail: string } | undefined;
   stop(): Promise<void>;
 };
 
@@ -302,6 +304,7 @@ export async function startLocalStack(p: {
       dataPlaneUrl,
       secrets,
       sandboxDriver: agentHost.sandboxDriver,
+      egress: agentHost.egress,
       async stop() {
         for (const stop of stops.reverse()) await stop();
       },

@@ -157,8 +157,13 @@ async function tunnel(deps: HttpProxyDeps, req: IncomingMessage, client: Duplex,
 
 /** Plain-HTTP forwarding and CONNECT on `server` (one server per sandbox listener). */
 export function handleHttpProxy(server: Server, deps: HttpProxyDeps): void {
-  server.on("request", (req, res) => void forward(deps, req, res));
-  server.on("connect", (req, client: Duplex, head: Buffer) => void tunnel(deps, req, client, head));
+  // A handler that throws (it should not) ends its connection, never the process.
+  server.on("request", (req, res) => {
+    forward(deps, req, res).catch(() => res.destroy());
+  });
+  server.on("connect", (req, client: Duplex, head: Buffer) => {
+    tunnel(deps, req, client, head).catch(() => client.destroy());
+  });
   // Upgrades (WebSocket over a plain proxy request) are not forwarded: clients use CONNECT.
   server.on("upgrade", (_req, socket: Duplex) => socket.destroy());
   server.on("clientError", (_error, socket: Duplex) => socket.destroy());

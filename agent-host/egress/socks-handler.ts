@@ -18,20 +18,26 @@ export function createSocksHandler(deps: HttpProxyDeps): (socket: Duplex) => voi
   server.setRulesetValidator(async (conn) => {
     const flow = startFlow(deps, "socks5");
     flow.target(conn.destAddress, conn.destPort, null);
-    const decided = await decideEgress(
-      deps.decision,
-      deps.sandbox,
-      conn.destAddress,
-      conn.destPort,
-      deps.signal,
-    );
-    flow.target(decided.host, conn.destPort, decided.address);
-    if (!decided.allowed) {
-      flow.deny(decided.reason);
+    try {
+      const decided = await decideEgress(
+        deps.decision,
+        deps.sandbox,
+        conn.destAddress,
+        conn.destPort,
+        deps.signal,
+      );
+      flow.target(decided.host, conn.destPort, decided.address);
+      if (!decided.allowed) {
+        flow.deny(decided.reason);
+        return false;
+      }
+      conn.metadata = { address: decided.address, host: decided.host, flow } satisfies Decided;
+      return true;
+    } catch {
+      // Closed on anything unexpected: refused, never let through.
+      flow.deny("internal");
       return false;
     }
-    conn.metadata = { address: decided.address, host: decided.host, flow } satisfies Decided;
-    return true;
   });
   server.setConnectionHandler((conn, sendStatus) => {
     const { address, flow } = conn.metadata as Decided;

@@ -21,6 +21,7 @@ import { defaultPolicyFromEnv } from "../shared/network/network-policy.ts";
 import { startTracing } from "../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../shared/telemetry/tracing-env.ts";
 import { startAgentHost } from "./agent-host.ts";
+import { nodeEgressRoot } from "./egress/container-egress-dir.ts";
 import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
 import { resolveSandboxImage } from "./runtime/sandbox-image.ts";
 import { detectSandboxTiers } from "./sandbox/detect-sandbox-tiers.ts";
@@ -86,7 +87,7 @@ const host = await startAgentHost({
     config: sandboxConfig,
     runtimeDir: env.RUNTIME_ASSETS_DIR,
     docker: new Docker(),
-    containerEgressRoot: join(env.SANDBOX_STATE_DIR, "container-egress", env.NODE_ID),
+    containerEgressRoot: nodeEgressRoot(env.DATA_ROOT, env.NODE_ID),
     process: {
       stateDir: join(env.SANDBOX_STATE_DIR, env.NODE_ID),
       cgroupParent: `workcell/${env.NODE_ID}`,
@@ -115,7 +116,7 @@ const host = await startAgentHost({
       .map((cidr) => cidr.trim())
       .filter((cidr) => cidr.length > 0),
     processStateDir: join(env.SANDBOX_STATE_DIR, env.NODE_ID),
-    containerEgressRoot: join(env.SANDBOX_STATE_DIR, "container-egress", env.NODE_ID),
+    containerEgressRoot: nodeEgressRoot(env.DATA_ROOT, env.NODE_ID),
   },
 });
 const metricsServer = await serveProcessMetrics(metrics, {

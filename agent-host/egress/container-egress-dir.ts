@@ -1,5 +1,6 @@
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { nodeBindStagingDir } from "../sandbox/staged-binds.ts";
 
 // The container tier's way in for the egress proxy (decision 0117): its /tmp is a tmpfs of
 // Docker's, invisible from the host, so each container gets one more bind at create, a
@@ -8,6 +9,17 @@ import { join } from "node:path";
 // (socket-placement.ts). Nothing inside the container can write to it.
 
 export const CONTAINER_EGRESS_MOUNT = "/.workcell/egress";
+
+/**
+ * This node's root of the containers' egress directories, `<dataRoot>/sandbox-egress/<node>`:
+ * below the data root like the staged binds (staged-binds.ts), so a Docker engine that
+ * only sees the host's paths (an agent-host in a container) binds the same directory.
+ */
+export function nodeEgressRoot(dataRoot: string, nodeId: string): string {
+  // The same rule for the node id as the staging root (one path component).
+  nodeBindStagingDir(dataRoot, nodeId);
+  return join(dataRoot, "sandbox-egress", nodeId);
+}
 
 /** `<root>/<container name>`: node-local, one per container generation. */
 export function containerEgressDir(root: string, containerName: string): string {

@@ -9,6 +9,7 @@ import Docker from "dockerode";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { startAgentHost } from "../../agent-host/agent-host.ts";
+import { nodeEgressRoot } from "../../agent-host/egress/container-egress-dir.ts";
 import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
 import { resolveSandboxImage } from "../../agent-host/runtime/sandbox-image.ts";
 import {
@@ -176,7 +177,7 @@ export async function startLocalStack(p: {
         config: sandboxConfig,
         runtimeDir: p.env.RUNTIME_ASSETS_DIR,
         docker: new Docker(),
-        containerEgressRoot: join(p.env.SANDBOX_STATE_DIR, "container-egress", nodeId),
+        containerEgressRoot: nodeEgressRoot(dataRoot, nodeId),
         process: {
           stateDir: join(p.env.SANDBOX_STATE_DIR, nodeId),
           cgroupParent: `workcell/${nodeId}`,
@@ -216,7 +217,7 @@ export async function startLocalStack(p: {
           .map((cidr) => cidr.trim())
           .filter((cidr) => cidr.length > 0),
         processStateDir: join(p.env.SANDBOX_STATE_DIR, nodeId),
-        containerEgressRoot: join(p.env.SANDBOX_STATE_DIR, "container-egress", nodeId),
+        containerEgressRoot: nodeEgressRoot(dataRoot, nodeId),
       },
     });
     stops.push(() => agentHost.stop());

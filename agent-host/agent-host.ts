@@ -16,6 +16,7 @@ import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-objec
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { createThreadRevocations } from "./data-plane/thread-revocations.ts";
+import { type NodeEgressConfig, startNodeEgress } from "./egress/start-node-egress.ts";
 import { followNodeState } from "./follow-node-state.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
 import { NodeHeartbeat } from "./node-heartbeat.ts";
@@ -87,12 +88,16 @@ export type AgentHostDeps = {
    * default: a registry of this agent-host alone.
    */
   metrics?: WorkcellMetrics;
+  /** Network egress of runs (decision 0117); absent: no run gets network. */
+  egress?: NodeEgressConfig;
 };
 
 export type AgentHost = {
   dataPlaneUrl: string;
   skills: AgentHostSkills;
   sandboxDriver: SandboxDriverStatus;
+  /** The egress proxy as reported in the runtime report; undefined when not configured. */
+  egress: { ready: boolean; detail: string } | undefined;
   /** The Runtime Assets as verified at start (checksums and probes), once done. */
   runtime: Promise<RuntimeAssetsReport>;
   /** This node's liveness as its heartbeat sees it (for /readyz). */
@@ -206,6 +211,11 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     }
 
     const sandboxDriver = sandboxDriverStatus(deps.sandboxTiers);
+    const egress =
+      deps.egress === undefined
+        ? undefined
+        : startNodeEgress({ db: deps.db, logger, metrics }, deps.egress);
+    if (egress !== undefined) stops.push(() => egress.stop());
     const { runtime, stop: stopRuntimeReport } = await startRuntimeReport(
       {
         db: deps.db,
@@ -213,6 +223,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         dataRoot: deps.dataRoot,
         sandboxTiers: deps.sandboxTiers,
         logger,
+        ...(egress === undefined ? {} : { egress: egress.status }),
       },
       starting.signal,
     );
@@ -296,6 +307,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     }
 
     worker = new RunWorker({
+      ...(egress === undefined ? {} : { egress: egress.open }),
       db: deps.db,
       dataRoot: deps.dataRoot,
       queue: createSqsWorkQueue({
@@ -352,6 +364,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       dataPlaneUrl,
       skills,
       sandboxDriver,
+      egress: egress?.status,
       runtime,
       heartbeat,
       async stop() {

@@ -13,13 +13,16 @@ import { importCapabilityPublicKey } from "../shared/capability/capability-keys.
 import { createDb } from "../shared/db/client.ts";
 import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";
 import { parseEnv } from "../shared/env/parse-env.ts";
+import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
 import { postgresListen } from "../shared/listen/postgres-listen.ts";
 import { loggerOptions } from "../shared/logging/safe-error-serializer.ts";
 import { createProcessMetrics, serveProcessMetrics } from "../shared/metrics/process-metrics.ts";
+import { defaultPolicyFromEnv } from "../shared/network/network-policy.ts";
 import { onStopSignals } from "../shared/process/bounded-shutdown.ts";
 import { startTracing } from "../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../shared/telemetry/tracing-env.ts";
 import { startAgentHost } from "./agent-host.ts";
+import { nodeEgressRoot } from "./egress/container-egress-dir.ts";
 import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
 import { resolveSandboxImage } from "./runtime/sandbox-image.ts";
 import { detectSandboxTiers } from "./sandbox/detect-sandbox-tiers.ts";
@@ -91,6 +94,7 @@ const host = await startAgentHost({
     config: sandboxConfig,
     runtimeDir: env.RUNTIME_ASSETS_DIR,
     docker: new Docker(),
+    containerEgressRoot: nodeEgressRoot(env.DATA_ROOT, env.NODE_ID),
     process: {
       stateDir: join(env.SANDBOX_STATE_DIR, env.NODE_ID),
       cgroupParent: `workcell/${env.NODE_ID}`,
@@ -111,6 +115,16 @@ const host = await startAgentHost({
   logger,
   tracing: tracing.tracing,
   metrics,
+  egress: {
+    networkDefault: defaultPolicyFromEnv(env.WORKCELL_NETWORK_DEFAULT_ALLOW),
+    bytesPerRun: DEFAULT_USER_LIMITS.egress_bytes_per_run,
+    openCidrs: (env.EGRESS_OPEN_CIDRS ?? "")
+      .split(",")
+      .map((cidr) => cidr.trim())
+      .filter((cidr) => cidr.length > 0),
+    processStateDir: join(env.SANDBOX_STATE_DIR, env.NODE_ID),
+    containerEgressRoot: nodeEgressRoot(env.DATA_ROOT, env.NODE_ID),
+  },
 });
 const metricsServer = await serveProcessMetrics(metrics, {
   port: env.METRICS_PORT,

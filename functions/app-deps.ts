@@ -5,6 +5,7 @@ import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
 import type { RequestRateLimiter } from "../shared/limits/request-rate-limiter.ts";
 import type { UserLimits } from "../shared/limits/user-limits.ts";
 import type { WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
+import type { NetworkPolicy } from "../shared/network/network-policy.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
 import type { AppLimits } from "./app-limits.ts";
 import type { AttachmentDeps } from "./attachments/attachment-deps.ts";
@@ -87,4 +88,9 @@ export type AppDeps = SkillsDeps & {
   rateLimiter?: RequestRateLimiter;
   /** The deployment's per-uid limits where no admin override applies (DEFAULT_USER_LIMITS). */
   userLimitDefaults?: UserLimits;
+  /**
+   * The network ceiling of a user no admin gave one (WORKCELL_NETWORK_DEFAULT_ALLOW,
+   * defaultPolicyFromEnv); default `none`: no sandbox has a network unless configured.
+   */
+  networkDefault?: NetworkPolicy;
 };

@@ -24,6 +24,7 @@ import { registerAttachmentRoutes } from "./routes/attachment-routes.ts";
 import { registerFilesAccessRoute } from "./routes/files-access-route.ts";
 import { registerHealthRoute } from "./routes/health-route.ts";
 import { registerLimitsRoutes } from "./routes/limits-routes.ts";
+import { registerNetworkRoutes } from "./routes/network-routes.ts";
 import { registerNodeRoutes } from "./routes/node-routes.ts";
 import { BEARER_SCHEME } from "./routes/openapi-common.ts";
 import { registerProjectRoutes } from "./routes/project-routes.ts";
@@ -130,6 +131,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerLimitsRoutes(app, deps);
   registerUsageRoute(app, deps);
   registerTokenRoutes(app, personalTokens);
+  registerNetworkRoutes(app, deps);
 
   // The frames of GET /v1/runs/{id}/events carry this as JSON; no JSON route returns it,
   // so it is registered by itself (clients generate their event types from it).

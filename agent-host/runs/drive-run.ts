@@ -1,7 +1,11 @@
 import type { Logger } from "pino";
+import { agentOptionsSchema } from "../../shared/contracts/run.ts";
 import type { AgentRun } from "../../shared/db/schema.ts";
 import { domainReasonOf } from "../../shared/errors/domain-errors.ts";
+import { MAX_NETWORK_REQUESTS_PER_RUN } from "../../shared/network/network-request-bounds.ts";
 import type { TraceContext } from "../../shared/telemetry/tracing.ts";
+import type { EgressRecord } from "../egress/egress-record.ts";
+import { networkRequestEventData, type RunEgress } from "../egress/run-egress.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import {
   buildSystemPrompt,
@@ -66,7 +70,9 @@ export async function driveRun(
   const workspace = await deps.userWorkspaces.openUserWorkspace(x.run.uid, {
     signal: x.control.signal,
   });
+  let egress: RunEgress | undefined;
   try {
+    egress = await openEgress(deps, x);
     const model = tracedModelClient(
       deps.modelClientFactory({
         runId: x.run.runId,
@@ -109,7 +115,7 @@ export async function driveRun(
       toolEnv: {
         sandbox: leasedSandboxExec(
           tracedSandboxExec(
-            createSandboxExec(deps.sandboxes, x.handle, deps.shell?.(x.handle)),
+            createSandboxExec(deps.sandboxes, x.handle, deps.shell?.(x.handle), egress),
             deps.tracing,
             x.trace,
             x.handle,
@@ -129,7 +135,7 @@ export async function driveRun(
         fileView: x.handle.fileView,
         skills: x.skills,
         subagent: x.depth > 0,
-        ...(deps.systemPromptExtra === undefined ? {} : { extra: deps.systemPromptExtra }),
+        ...extraPrompt(deps.systemPromptExtra, egress),
       }),
       messages: [...x.history, { role: "user", content: userText }],
       limits: {
@@ -150,5 +156,54 @@ export async function driveRun(
     throw error;
   } finally {
     workspace.close();
+    await egress?.close();
   }
+}
+
+/**
+ * The run's network, for a root run only: a sub-agent's commands run without (they would
+ * otherwise get their user's ceiling, wider than a narrowed parent's).
+ */
+async function openEgress(deps: RunExecutorDeps, x: Execution): Promise<RunEgress | undefined> {
+  if (deps.egress === undefined || x.depth > 0) return undefined;
+  const agent = agentOptionsSchema.safeParse(x.run.agent);
+  return deps.egress(
+    {
+      uid: x.run.uid,
+      runId: x.run.runId,
+      agent: agent.success ? agent.data : {},
+      handle: x.handle,
+      notify: networkEvents(x),
+    },
+    x.control.signal,
+  );
+}
+
+/**
+ * The run's `network.request` events, the first MAX_NETWORK_REQUESTS_PER_RUN of them (as
+ * many as its audit rows; the rest are counted in metrics only). An append that fails (the
+ * lease is gone) is dropped: the connection was decided and audited already.
+ */
+function networkEvents(x: Execution): (record: EgressRecord) => void {
+  let sent = 0;
+  return (record) => {
+    if (sent >= MAX_NETWORK_REQUESTS_PER_RUN) return;
+    sent += 1;
+    x.events
+      .append({ type: "network.request", data: networkRequestEventData(record) })
+      .catch(() => {});
+  };
+}
+
+/** The deployment's text, then what the run may reach (only when it has network). */
+function extraPrompt(
+  deployment: string | undefined,
+  egress: RunEgress | undefined,
+): { extra?: string } {
+  const network =
+    egress === undefined
+      ? undefined
+      : `Network: commands reach only these hosts, through the proxy set in HTTP_PROXY / HTTPS_PROXY / ALL_PROXY: ${egress.hosts.join(", ")}. Anything else is refused with 403 (say so to the user: an admin can allow more hosts).`;
+  const parts = [deployment, network].filter((part) => part !== undefined);
+  return parts.length === 0 ? {} : { extra: parts.join("\n\n") };
 }

@@ -21,6 +21,7 @@ import {
   type TraceContext,
   type Tracing,
 } from "../../shared/telemetry/tracing.ts";
+import type { OpenRunEgress } from "../egress/run-egress.ts";
 import type { RunQuotaGate } from "../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
@@ -54,6 +55,8 @@ export interface RunWorkerDeps {
   readonly canClaim?: () => boolean;
   /** The bash tool's shell: the Runtime Assets' bash, or why it is unavailable. */
   readonly shell?: ShellFor;
+  /** A run's network (agent-host/egress/run-egress.ts); absent: no run gets network. */
+  readonly egress?: OpenRunEgress;
   /** Built with `owner: {uid: 1000, gid: 1000}`, so the sandbox user owns what it creates. */
   readonly userWorkspaces: UserWorkspaces;
   /** agent-host/skills' refresher (createEmptySkillProjection in tests without skills). */
@@ -155,6 +158,7 @@ export class RunWorker {
       limits: this.#limits,
       tracing: this.#tracing,
       ...(deps.shell === undefined ? {} : { shell: deps.shell }),
+      ...(deps.egress === undefined ? {} : { egress: deps.egress }),
       ...(deps.quota === undefined ? {} : { quota: deps.quota }),
       ...(deps.agentTools === undefined ? {} : { agentTools: deps.agentTools }),
       ...(deps.agentLimits === undefined ? {} : { agentLimits: deps.agentLimits }),

@@ -28,10 +28,20 @@ export type ShellFor = (handle: SandboxHandle) => SandboxShell | Promise<Sandbox
 /** Without Runtime Assets configured: the image's own POSIX shell (the busybox test image). */
 export const IMAGE_SHELL: SandboxShell = { ok: true, argv: ["/bin/sh", "-c"] };
 
+/**
+ * A run's network (agent-host/egress/run-egress.ts): its variables on every exec, and the
+ * relay's prelude run by the same shell before the command. Absent: today's exec exactly.
+ */
+export type ExecEgress = {
+  readonly env: Readonly<Record<string, string>>;
+  readonly prelude: string;
+};
+
 export function createSandboxExec(
   sandboxes: RunSandboxes,
   handle: SandboxHandle,
   shellOrPending: SandboxShell | Promise<SandboxShell> = IMAGE_SHELL,
+  egress?: ExecEgress,
 ): SandboxExec {
   return {
     async exec(command, options) {
@@ -45,7 +55,8 @@ export function createSandboxExec(
       const out = await sandboxes.exec(
         handle,
         {
-          cmd: [...shell.argv, command],
+          cmd: [...shell.argv, egress === undefined ? command : egress.prelude + command],
+          ...(egress === undefined ? {} : { env: egress.env }),
           cwd: options.cwd,
           timeoutMs: options.timeoutMs,
           maxOutputBytesPerStream: options.maxOutputBytes,

@@ -14,6 +14,8 @@ export type RuntimeReportDeps = {
   dataRoot: string;
   sandboxTiers: SandboxTierSet;
   logger: Logger;
+  /** Whether the node's egress proxy runs (start-node-egress.ts), for the report. */
+  egress?: { ready: boolean; detail: string };
 };
 
 export type RuntimeReport = {
@@ -63,17 +65,24 @@ export async function startRuntimeReport(
     if (quota.mode === "accounting") {
       logger.info({ detail: quota.detail }, "workspace quotas: accounting mode");
     }
-    await recordNodeRuntime(db, nodeId, { tiers, quota }, signal);
+    const egress = deps.egress ?? {
+      ready: false,
+      detail: "not configured on this node: no run gets network",
+    };
+    await recordNodeRuntime(db, nodeId, { tiers, quota, egress }, signal);
     recorded = runtime.then(async (report) => {
       for (const asset of report.assets.filter((a) => !a.ready)) {
         logger.warn({ asset: asset.name, reason: asset.reason }, "runtime asset not ready");
       }
-      await recordNodeRuntime(db, nodeId, { tiers, quota, assets: report }, stopping.signal).catch(
-        (error: unknown) => {
-          if (!stopping.signal.aborted)
-            logger.warn({ err: error }, "could not record the Runtime Assets report");
-        },
-      );
+      await recordNodeRuntime(
+        db,
+        nodeId,
+        { tiers, quota, egress, assets: report },
+        stopping.signal,
+      ).catch((error: unknown) => {
+        if (!stopping.signal.aborted)
+          logger.warn({ err: error }, "could not record the Runtime Assets report");
+      });
     });
   } catch (error) {
     await stop();

@@ -8,6 +8,7 @@ import {
   SANDBOX_SKILLS_MOUNT,
   SANDBOX_USER_DATA_MOUNT,
 } from "../../shared/paths/runtime-paths.ts";
+import { CONTAINER_EGRESS_MOUNT } from "../egress/container-egress-dir.ts";
 import { containerName, type LabelSource, sandboxLabels } from "./container-labels.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
 
@@ -31,6 +32,8 @@ export type ContainerSpecInput = Omit<LabelSource, "fileView"> & {
   workdirHostPath?: string;
   /** The Runtime Assets tree (operator-owned), bound read-only at /runtime. */
   runtimeHostPath?: string;
+  /** The container's egress directory (container-egress-dir.ts); absent: no such bind. */
+  egressHostPath?: string;
 };
 
 type Limits = Pick<
@@ -109,6 +112,18 @@ export function containerCreateOptions(
                 Type: "bind" as const,
                 Source: input.runtimeHostPath,
                 Target: SANDBOX_RUNTIME_MOUNT,
+                ReadOnly: true,
+              },
+            ]),
+        // The egress proxy's sockets of this container's runs with network (read-only:
+        // agent-host's directory; decision 0117). Empty while no such run executes.
+        ...(input.egressHostPath === undefined
+          ? []
+          : [
+              {
+                Type: "bind" as const,
+                Source: input.egressHostPath,
+                Target: CONTAINER_EGRESS_MOUNT,
                 ReadOnly: true,
               },
             ]),

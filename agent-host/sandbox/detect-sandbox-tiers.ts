@@ -38,6 +38,8 @@ export type SandboxTierInputs = {
   runtimeDir: string;
   /** The container tier's engine; absent = the tier is not offered. */
   docker?: Docker;
+  /** Node-local root of the containers' egress directories (DockerDriverDeps.egressRoot). */
+  containerEgressRoot?: string;
   /** The process tier's node-local settings; absent = the tier is not offered. */
   process?: {
     stateDir: string;
@@ -97,6 +99,7 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
           config: inputs.config,
           runtimeDir: runtimeMissing ? undefined : inputs.runtimeDir,
           nodeId: inputs.nodeId,
+          egressRoot: inputs.containerEgressRoot,
         }),
       );
     }

@@ -11,6 +11,10 @@ import {
   SANDBOX_USER_DATA_MOUNT,
 } from "../../shared/paths/runtime-paths.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
+import {
+  makeContainerEgressDir,
+  removeContainerEgressDir,
+} from "../egress/container-egress-dir.ts";
 import { containerName, nodeLabelFilters, parseSandboxLabels } from "./container-labels.ts";
 import { containerCreateOptions } from "./container-spec.ts";
 import { boundedDockerCall } from "./docker-call.ts";
@@ -50,6 +54,11 @@ export type DockerDriverDeps = {
   nodeId: string;
   /** mount(2)/umount2(2) for the staged binds (absent: glibc's, bound here). */
   mounts?: HostMounts;
+  /**
+   * Node-local root of the containers' egress directories (decision 0117): each container
+   * gets one, bound read-only, for its runs' proxy sockets. Absent: no such bind.
+   */
+  egressRoot?: string | undefined;
 };
 
 export class DockerDriver implements SandboxDriver {
@@ -107,9 +116,13 @@ export class DockerDriver implements SandboxDriver {
       sandbox_id: spec.sandboxId,
       generation: spec.generation,
     });
+    const { egressRoot } = this.#deps;
+    const egressHostPath =
+      egressRoot === undefined ? undefined : await makeContainerEgressDir(egressRoot, name);
     const options = containerCreateOptions(
       {
         ...spec,
+        ...(egressHostPath === undefined ? {} : { egressHostPath }),
         workspaceHostPath: staged.workspace,
         skillsHostPath: staged.skills,
         workdirHostPath: staged.workdir,
@@ -141,6 +154,7 @@ export class DockerDriver implements SandboxDriver {
       if (swapped !== undefined) {
         log.warn({ mount: swapped }, "host directory changed during create; refusing");
         await this.#removeQuietly(name);
+        await this.#removeEgressDir(name);
         return {
           ok: false,
           reason: "symlink_refused",
@@ -155,8 +169,17 @@ export class DockerDriver implements SandboxDriver {
       // By name, not id: the create may have succeeded in the engine after our request
       // was aborted or its answer lost, and then we never learned the id.
       await this.#removeQuietly(name);
+      await this.#removeEgressDir(name);
       throw error;
     }
+  }
+
+  async #removeEgressDir(name: string): Promise<void> {
+    const root = this.#deps.egressRoot;
+    if (root === undefined) return;
+    await removeContainerEgressDir(root, name).catch((error: unknown) =>
+      this.#deps.logger.warn({ err: error, container: name }, "could not remove egress directory"),
+    );
   }
 
   async #removeQuietly(nameOrId: string): Promise<void> {
@@ -225,9 +248,13 @@ export class DockerDriver implements SandboxDriver {
         await this.#call("to remove a sandbox container", signal, (bounded) =>
           container.remove({ force: true, v: true, abortSignal: bounded }),
         );
+        await this.#removeEgressDir(containerName(ref.sandboxId, ref.generation));
         return { ok: true, existed: true };
       } catch (error) {
-        if (isNotFoundError(error)) return { ok: true, existed: true };
+        if (isNotFoundError(error)) {
+          await this.#removeEgressDir(containerName(ref.sandboxId, ref.generation));
+          return { ok: true, existed: true };
+        }
         // 409: a concurrent removal (the reconciler, a second destroy) is under way;
         // ours is done when it is.
         if ((error as { statusCode?: number }).statusCode !== 409) throw error;

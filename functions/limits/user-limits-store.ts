@@ -19,6 +19,7 @@ export async function findLimitsOverride(
   if (row.workspaceInodes !== null) out.workspace_inodes = row.workspaceInodes;
   if (row.maxConcurrentRuns !== null) out.max_concurrent_runs = row.maxConcurrentRuns;
   if (row.requestsPerMinute !== null) out.requests_per_minute = row.requestsPerMinute;
+  if (row.egressBytesPerRun !== null) out.egress_bytes_per_run = row.egressBytesPerRun;
   return out;
 }
 
@@ -45,6 +46,7 @@ export async function putLimitsOverride(
     workspaceInodes: override.workspace_inodes ?? null,
     maxConcurrentRuns: override.max_concurrent_runs ?? null,
     requestsPerMinute: override.requests_per_minute ?? null,
+    egressBytesPerRun: override.egress_bytes_per_run ?? null,
     updatedAt: new Date(),
   };
   await db

@@ -72,6 +72,13 @@ export async function listNodeRuntimes(db: Db, nodeTtlMs: number): Promise<Admin
         mode: "unknown",
         detail: "the node never reported its quota enforcement",
       },
+      egress_proxy:
+        runtime?.egress === undefined
+          ? { state: "unknown" as const, detail: "the node never reported its egress proxy" }
+          : {
+              state: runtime.egress.ready ? ("ready" as const) : ("not_ready" as const),
+              detail: runtime.egress.detail,
+            },
       runtime_assets:
         runtime === undefined
           ? { state: "unknown", version: "unknown", assets: [] }

@@ -20,6 +20,7 @@ export const TAGS = {
   Skills: "Skills visible to the caller.",
   Usage: "The caller's workspace usage and runs against their limits.",
   Tokens: "Personal access tokens (wct_…) for scripts and CI; managed with a sign-in token.",
+  Network: "The caller's network policy and the connections of a run's sandbox.",
   Admin: "Operator calls (admin tokens only).",
 } as const;
 export type Tag = keyof typeof TAGS;
@@ -118,4 +119,12 @@ export const OPERATIONS: Readonly<Record<string, OperationInfo>> = {
     tag: "Admin",
     example: { workspace_bytes: 21474836480, max_concurrent_runs: 2 },
   },
+  "GET /v1/admin/users/{uid}/network": { operationId: "getUserNetwork", tag: "Admin" },
+  "PUT /v1/admin/users/{uid}/network": {
+    operationId: "putUserNetwork",
+    tag: "Admin",
+    example: { mode: "allowlist", allow: ["pypi.org", "files.pythonhosted.org", "*.github.com"] },
+  },
+  "GET /v1/network": { operationId: "getNetwork", tag: "Network" },
+  "GET /v1/runs/{run_id}/network": { operationId: "listRunNetwork", tag: "Network" },
 };

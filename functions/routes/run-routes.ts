@@ -11,12 +11,14 @@ import {
 } from "../../shared/contracts/run.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
+import { NO_NETWORK } from "../../shared/network/network-policy.ts";
 import { injectTrace, noTracing } from "../../shared/telemetry/tracing.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppEnv } from "../app-env.ts";
 import type { AppLimits } from "../app-limits.ts";
 import { idempotencyHeadersSchema } from "../idempotency/idempotency-key.ts";
 import { threadCreatingBodyHook } from "../middleware/validation-hook.ts";
+import { checkRunNetwork } from "../network/check-run-network.ts";
 import { cancelRun } from "../runs/cancel-run.ts";
 import { runBody } from "../runs/run-body.ts";
 import type { RunChangesSource } from "../runs/run-changes.ts";
@@ -52,6 +54,9 @@ const submitThreadRun = createRoute({
     404: errorResponse("No such thread for this user."),
     409: errorResponse("Idempotency-Key reused with another body."),
     413: errorResponse("Body too large."),
+    422: errorResponse(
+      "agent.network.allow outside the user's network policy (network_not_allowed).",
+    ),
     ...commonErrors,
   },
 });
@@ -74,7 +79,9 @@ const submitRunRoute = createRoute({
     404: errorResponse("project_id names nothing of yours."),
     409: errorResponse("Idempotency-Key reused with another body."),
     413: errorResponse("Body too large."),
-    422: errorResponse("workdir_path given: a thread takes its Workdir from its project."),
+    422: errorResponse(
+      "workdir_path given (a thread takes its Workdir from its project), or agent.network.allow outside the user's network policy (network_not_allowed).",
+    ),
     ...commonErrors,
   },
 });
@@ -130,7 +137,10 @@ const listChanges = createRoute({
   },
 });
 
-export type RunRouteDeps = Pick<AppDeps, "db" | "runQueue" | "logger" | "tracing"> & {
+export type RunRouteDeps = Pick<
+  AppDeps,
+  "db" | "runQueue" | "logger" | "tracing" | "networkDefault"
+> & {
   runChanges: RunChangesSource;
   limits: Pick<
     AppLimits,
@@ -165,8 +175,12 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
     originRequestId: vars.requestId,
   });
 
+  const checkNetwork = (uid: string, agent: SubmitRunInput["agent"]) =>
+    checkRunNetwork(deps.db, uid, agent, deps.networkDefault ?? NO_NETWORK);
+
   app.openapi(submitThreadRun, async (c) => {
     const body = c.req.valid("json");
+    await checkNetwork(c.var.principal.uid, body.agent);
     const { run } = await submitRun(submitDeps(c.var.logger), {
       ...submission(c.var, body, c.req.valid("header")["idempotency-key"]),
       target: { kind: "thread", threadId: c.req.valid("param").thread_id },
@@ -178,6 +192,7 @@ export function registerRunRoutes(app: OpenAPIHono<AppEnv>, deps: RunRouteDeps):
     submitRunRoute,
     async (c) => {
       const body = c.req.valid("json");
+      await checkNetwork(c.var.principal.uid, body.agent);
       const { run, thread } = await submitRun(submitDeps(c.var.logger), {
         ...submission(c.var, body, c.req.valid("header")["idempotency-key"]),
         target: {

@@ -5,6 +5,7 @@ import { type AwsCredentials, createAwsClients } from "../../shared/aws/create-a
 import { createDb } from "../../shared/db/client.ts";
 import type { FunctionsEnv } from "../../shared/env/functions-env.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
+import { defaultPolicyFromEnv } from "../../shared/network/network-policy.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppLimits } from "../app-limits.ts";
@@ -76,6 +77,7 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     capabilities,
     dataPlaneUrl: o.env.DATA_PLANE_URL,
     runEvents: o.runEvents,
+    networkDefault: defaultPolicyFromEnv(o.env.WORKCELL_NETWORK_DEFAULT_ALLOW),
     eventTickets: createEventTickets({ privateJwk: o.env.CAPABILITY_PRIVATE_KEY }),
     personalTokenKey: personalTokenKeyFrom(o.env.CAPABILITY_PRIVATE_KEY),
     ...(o.env.WORKCELL_CORS_ORIGINS === undefined

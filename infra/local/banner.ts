@@ -6,6 +6,12 @@ export function printBanner(p: { url: string; dataDir: string; stack: LocalStack
     p.stack.sandboxDriver.kind !== "none"
       ? `${p.stack.sandboxDriver.kind} tier (${p.stack.sandboxDriver.detail})`
       : `none: ${p.stack.sandboxDriver.detail}. Runs will be refused (no isolation available); Workcell never executes unsandboxed.`;
+  const network =
+    p.stack.egress === undefined
+      ? "no egress proxy: sandboxes have no network"
+      : p.stack.egress.ready
+        ? `egress proxy ready (${p.stack.egress.detail}); give a user hosts: npx workcell admin network <uid> pypi.org`
+        : `egress proxy not ready: ${p.stack.egress.detail}`;
   console.log(
     [
       "",
@@ -17,6 +23,7 @@ export function printBanner(p: { url: string; dataDir: string; stack: LocalStack
       `  Data plane     ${p.stack.dataPlaneUrl}   (Workdir files, with a capability from POST /v1/threads/{id}/files/access)`,
       `  SQS + S3       ${p.stack.awsEndpoint}   (fauxqs)`,
       `  Sandbox        ${sandbox}`,
+      `  Network        ${network}`,
       `  Data           ${p.dataDir}`,
       "  Stop           Ctrl-C (data is kept)",
       "",

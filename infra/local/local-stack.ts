@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import postgres from "postgres";
 import { Registry } from "prom-client";
 import { startAgentHost } from "../../agent-host/agent-host.ts";
+import { nodeEgressRoot } from "../../agent-host/egress/container-egress-dir.ts";
 import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
 import { resolveSandboxImage } from "../../agent-host/runtime/sandbox-image.ts";
 import {
@@ -42,11 +43,13 @@ import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-
 import { DEFAULT_DB_STATEMENT_TIMEOUT_SECONDS } from "../../shared/env/liveness-env.ts";
 import type { LocalEnv } from "../../shared/env/local-env.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
 import { postgresListen } from "../../shared/listen/postgres-listen.ts";
 import {
   createWorkcellMetrics,
   type WorkcellMetrics,
 } from "../../shared/metrics/workcell-metrics.ts";
+import { defaultPolicyFromEnv } from "../../shared/network/network-policy.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import { migrate } from "../db/migrate.ts";
 import { LOCAL_S3_PROXY_PATH } from "./console/console-config.ts";
@@ -102,6 +105,8 @@ export type LocalStack = {
   dataPlaneUrl: string;
   secrets: LocalSecrets;
   sandboxDriver: SandboxDriverStatus;
+  /** The egress proxy (README "Network egress"); undefined when not configured. */
+  egress: { ready: boolean; detail: string } | undefined;
   stop(): Promise<void>;
 };
 
@@ -176,6 +181,8 @@ export async function startLocalStack(p: {
       s3,
     );
 
+    // The same default ceiling for both planes (README "Network egress").
+    const networkDefault = defaultPolicyFromEnv(p.env.WORKCELL_NETWORK_DEFAULT_ALLOW);
     const dataRoot = join(p.dataDir, LOCAL_DATA_ROOT_DIR);
     await mkdir(dataRoot, { recursive: true, mode: 0o700 });
     const nodeId = localNodeId(p.dataDir);
@@ -197,6 +204,7 @@ export async function startLocalStack(p: {
         config: sandboxConfig,
         runtimeDir: p.env.RUNTIME_ASSETS_DIR,
         docker: new Docker(),
+        containerEgressRoot: nodeEgressRoot(dataRoot, nodeId),
         process: {
           stateDir: join(p.env.SANDBOX_STATE_DIR, nodeId),
           cgroupParent: `workcell/${nodeId}`,
@@ -228,6 +236,16 @@ export async function startLocalStack(p: {
       logger: p.logger,
       ...tracing,
       metrics,
+      egress: {
+        networkDefault,
+        bytesPerRun: DEFAULT_USER_LIMITS.egress_bytes_per_run,
+        openCidrs: (p.env.EGRESS_OPEN_CIDRS ?? "")
+          .split(",")
+          .map((cidr) => cidr.trim())
+          .filter((cidr) => cidr.length > 0),
+        processStateDir: join(p.env.SANDBOX_STATE_DIR, nodeId),
+        containerEgressRoot: nodeEgressRoot(dataRoot, nodeId),
+      },
     });
     stops.push(() => agentHost.stop());
     const dataPlaneUrl = agentHost.dataPlaneUrl;
@@ -257,6 +275,7 @@ export async function startLocalStack(p: {
     stops.push(() => runEvents.close());
     const app = createApp({
       ...tracing,
+      networkDefault,
       logger: p.logger,
       metrics,
       health: createHealthProbes({ db, sqs, runQueueUrl, s3, attachmentsBucket }),
@@ -315,6 +334,7 @@ export async function startLocalStack(p: {
       dataPlaneUrl,
       secrets,
       sandboxDriver: agentHost.sandboxDriver,
+      egress: agentHost.egress,
       async stop() {
         for (const stop of stops.reverse()) await stop();
       },

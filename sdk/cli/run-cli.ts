@@ -135,6 +135,7 @@ function parse(argv: readonly string[]) {
       admin: { type: "boolean" },
       scope: { type: "string", multiple: true },
       "expires-days": { type: "string" },
+      allow: { type: "string" },
     },
   });
 }

@@ -13,6 +13,11 @@ export type UserLimitsOverride = components["schemas"]["UserLimitsOverride"];
 /** `GET/PUT /v1/admin/users/{uid}/limits`: both, so a reader sees which are defaults. */
 export type UserLimitsData = components["schemas"]["AdminUserLimits"];
 
+/** A network policy: `none`, or an allow-list of host patterns (docs/api.md "Network policy"). */
+export type NetworkPolicy = components["schemas"]["NetworkPolicy"];
+/** `GET/PUT /v1/admin/users/{uid}/network`: the user's ceiling and where it comes from. */
+export type UserNetworkData = components["schemas"]["AdminNetworkPolicy"];
+
 /** Operator calls (admin tokens only; ForbiddenError otherwise). */
 export class Admin {
   readonly #transport: Transport;
@@ -69,6 +74,32 @@ export class Admin {
           ...init,
           params: { path: { uid } },
           body: overrides,
+        }),
+      options,
+    );
+  }
+
+  /** The user's network ceiling (`source: "default"` when no admin set one). */
+  async network(uid: string, options: CallOptions = {}): Promise<UserNetworkData> {
+    return this.#transport.call(
+      (api, init) =>
+        api.GET("/v1/admin/users/{uid}/network", { ...init, params: { path: { uid } } }),
+      options,
+    );
+  }
+
+  /** Sets the user's network ceiling; it applies to the user's next connection, on every node. */
+  async setNetwork(
+    uid: string,
+    policy: NetworkPolicy,
+    options: CallOptions = {},
+  ): Promise<UserNetworkData> {
+    return this.#transport.call(
+      (api, init) =>
+        api.PUT("/v1/admin/users/{uid}/network", {
+          ...init,
+          params: { path: { uid } },
+          body: policy,
         }),
       options,
     );

@@ -2,11 +2,13 @@
 // AbortSignal and FormData only (no node: import anywhere under src/).
 export {
   Admin,
+  type NetworkPolicy,
   type NodeData,
   type NodeRuntimeData,
   type UserLimits,
   type UserLimitsData,
   type UserLimitsOverride,
+  type UserNetworkData,
 } from "./admin.ts";
 export { type AttachmentData, Attachments, type AttachmentUpload } from "./attachments.ts";
 export * from "./errors.ts";
@@ -20,6 +22,7 @@ export {
 export {
   type AgentOptions,
   type CreateRunOptions,
+  type NetworkRequestData,
   Run,
   type RunChange,
   type RunData,
@@ -56,4 +59,4 @@ export {
   type TokenSource,
   type WorkcellOptions,
 } from "./transport.ts";
-export { type UsageData, Workcell } from "./workcell.ts";
+export { type NetworkData, type UsageData, Workcell } from "./workcell.ts";

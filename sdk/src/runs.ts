@@ -2,6 +2,9 @@ import type { components } from "./generated/api.ts";
 import { type RunEvent, type RunEventsOptions, runEvents } from "./run-events.ts";
 import type { CallOptions, Transport } from "./transport.ts";
 
+/** One connection of a run's sandbox through the egress proxy. */
+export type NetworkRequestData = components["schemas"]["NetworkRequest"];
+
 export type RunData = components["schemas"]["Run"];
 export type RunStatus = RunData["status"];
 export type RunChange = {
@@ -92,6 +95,17 @@ export class Run {
     );
     const { items, truncated } = body as { items: RunChange[]; truncated?: boolean };
     return { items, truncated: truncated ?? false };
+  }
+
+  /** The connections the run's sandbox asked for, allowed and refused (oldest first). */
+  async network(
+    options: CallOptions = {},
+  ): Promise<{ items: NetworkRequestData[]; truncated: boolean }> {
+    return this.#transport.call(
+      (api, init) =>
+        api.GET("/v1/runs/{run_id}/network", { ...init, params: { path: { run_id: this.id } } }),
+      options,
+    );
   }
 
   /** A URL for `new EventSource(url)` (browsers: no Authorization header needed), ≤ 1 h. */

@@ -7,6 +7,9 @@ import { Threads } from "./threads.ts";
 import { Tokens } from "./tokens.ts";
 import { type CallOptions, Transport, type WorkcellOptions } from "./transport.ts";
 
+/** `GET /v1/network`: the caller's network policy in force. */
+export type NetworkData = components["schemas"]["EffectiveNetworkPolicy"];
+
 /** `GET /v1/usage`: the caller's workspace bytes and inodes and runs, against their limits. */
 export type UsageData = components["schemas"]["Usage"];
 
@@ -59,5 +62,10 @@ export class Workcell {
    */
   usage(options: CallOptions = {}): Promise<UsageData> {
     return this.#transport.call((api, init) => api.GET("/v1/usage", init), options);
+  }
+
+  /** `GET /v1/network`: the hosts the caller's sandboxes may reach (runs may narrow it). */
+  network(options: CallOptions = {}): Promise<NetworkData> {
+    return this.#transport.call((api, init) => api.GET("/v1/network", init), options);
   }
 }

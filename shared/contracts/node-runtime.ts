@@ -46,6 +46,8 @@ export const storedNodeRuntimeSchema = z.object({
   tiers: z.array(
     z.object({ tier: z.enum(SANDBOX_TIER_VALUES), ready: z.boolean(), detail: z.string() }),
   ),
+  /** The node's egress proxy (issue #34); absent in a report from an older agent-host. */
+  egress: z.object({ ready: z.boolean(), detail: z.string() }).optional(),
   /** Absent while the node is still verifying its Runtime Assets. */
   assets: z
     .object({
@@ -66,6 +68,16 @@ export const adminNodeRuntimeSchema = z
     heartbeat_at: z.string().describe("Last heartbeat (RFC 3339)."),
     sandbox_tiers: z.array(sandboxTierReportSchema),
     quota_enforcement: quotaEnforcementSchema,
+    egress_proxy: z
+      .object({
+        state: z
+          .enum(["ready", "not_ready", "unknown"])
+          .describe(
+            "`ready`: runs whose user has network get it on this node; `not_ready`: they run without (and a run that asks for network fails with network_unavailable); `unknown`: the node never reported (an agent-host older than this report).",
+          ),
+        detail: z.string().describe("Why not ready, or how the proxy is set up."),
+      })
+      .describe("The node's egress proxy (network for sandboxes)."),
     runtime_assets: z.object({
       state: z
         .enum(RUNTIME_ASSETS_STATES)

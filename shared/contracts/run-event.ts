@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { timestampSchema, uuidSchema } from "./common.ts";
+import { networkRequestSchema } from "./network.ts";
 import { RUN_STATUSES, runErrorSchema, TERMINAL_RUN_STATUSES } from "./run.ts";
 
 /**
@@ -138,6 +139,16 @@ const subagentCompletedEvent = z
   })
   .openapi("SubagentCompletedEvent");
 
+const networkRequestEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("network.request").describe("Event type."),
+    data: networkRequestSchema.describe(
+      "One connection the run's sandbox asked the egress proxy for, when it ended (allowed or refused).",
+    ),
+  })
+  .openapi("NetworkRequestEvent");
+
 const runCompletedEvent = z
   .object({
     ...envelope,
@@ -167,6 +178,7 @@ export const RUN_EVENT_TYPES = [
   "tool.completed",
   "subagent.started",
   "subagent.completed",
+  "network.request",
   "run.completed",
 ] as const;
 
@@ -180,6 +192,7 @@ export const runEventSchema = z
     toolCompletedEvent,
     subagentStartedEvent,
     subagentCompletedEvent,
+    networkRequestEvent,
     runCompletedEvent,
   ])
   .openapi("RunEvent")

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { runNetworkOptionsSchema } from "../network/network-policy.ts";
 import { FILE_VIEW_VALUES } from "../paths/file-view.ts";
 import { emptyRequestSchema, timestampSchema, uuidSchema } from "./common.ts";
 import { MAX_THREAD_TITLE_CHARS, threadSchema } from "./thread.ts";
@@ -49,6 +50,7 @@ export const agentOptionsSchema = z
       .max(MAX_AGENT_STEPS)
       .optional()
       .describe(`Stop the agent loop after this many steps (1 to ${MAX_AGENT_STEPS}).`),
+    network: runNetworkOptionsSchema.optional(),
   })
   .strict()
   .describe("Agent options; more fields may be added.");

@@ -7,6 +7,7 @@ export * from "./schema/conversations.ts";
 export * from "./schema/execution-leases.ts";
 export * from "./schema/idempotency-keys.ts";
 export * from "./schema/messages.ts";
+export * from "./schema/network.ts";
 export * from "./schema/nodes.ts";
 export * from "./schema/personal-access-tokens.ts";
 export * from "./schema/projects.ts";

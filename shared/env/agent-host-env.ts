@@ -1,5 +1,6 @@
 import { z } from "zod";
 import offlineSandboxImage from "../../infra/sandbox-image/test-image.json" with { type: "json" };
+import { isDefaultPolicyText, NETWORK_DEFAULT_ALLOW_HELP } from "../network/network-policy.ts";
 import {
   absolutePathVar,
   bucketNameVar,
@@ -122,6 +123,20 @@ export const agentHostEnvSchema = z.object({
     .default(DEFAULT_SANDBOX_STATE_DIR)
     .describe(
       `Node-local directory of process-tier sandboxes (default ${DEFAULT_SANDBOX_STATE_DIR}).`,
+    ),
+  WORKCELL_NETWORK_DEFAULT_ALLOW: z
+    .string()
+    .refine(
+      isDefaultPolicyText,
+      "must be comma-separated host patterns, e.g. pypi.org,*.github.com",
+    )
+    .optional()
+    .describe(NETWORK_DEFAULT_ALLOW_HELP),
+  EGRESS_OPEN_CIDRS: z
+    .string()
+    .optional()
+    .describe(
+      "Private ranges the egress proxy may connect to for the whole deployment, comma-separated CIDRs (e.g. 10.20.0.0/16); unset: none. The node's own addresses stay closed.",
     ),
   SANDBOX_MEMORY_MB: intVar(MIN_SANDBOX_MEMORY_MB, MAX_SANDBOX_MEMORY_MB)
     .default(DEFAULT_SANDBOX_MEMORY_MB)

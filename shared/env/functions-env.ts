@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isDefaultPolicyText, NETWORK_DEFAULT_ALLOW_HELP } from "../network/network-policy.ts";
 import {
   bucketNameVar,
   corsOriginsVar,
@@ -76,6 +77,14 @@ const functionsEnvObject = z.object({
     .describe(
       "Browser origins allowed to call the API (CORS), comma-separated, e.g. https://console.example.com,http://localhost:5173; `*` for any; unset: none.",
     ),
+  WORKCELL_NETWORK_DEFAULT_ALLOW: z
+    .string()
+    .refine(
+      isDefaultPolicyText,
+      "must be comma-separated host patterns, e.g. pypi.org,*.github.com",
+    )
+    .optional()
+    .describe(NETWORK_DEFAULT_ALLOW_HELP),
   ...nodeTtlEnv,
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",

@@ -43,6 +43,8 @@ export const localEnvSchema = z.object({
   SANDBOX_IMAGE: agentHostEnvSchema.shape.SANDBOX_IMAGE,
   RUNTIME_ASSETS_DIR: agentHostEnvSchema.shape.RUNTIME_ASSETS_DIR,
   SANDBOX_STATE_DIR: agentHostEnvSchema.shape.SANDBOX_STATE_DIR,
+  WORKCELL_NETWORK_DEFAULT_ALLOW: agentHostEnvSchema.shape.WORKCELL_NETWORK_DEFAULT_ALLOW,
+  EGRESS_OPEN_CIDRS: agentHostEnvSchema.shape.EGRESS_OPEN_CIDRS,
   WORKCELL_CORS_ORIGINS: corsOriginsVar()
     .optional()
     .describe(

@@ -53,6 +53,16 @@ const DOMAIN_ERROR_TABLE = {
     message:
       "A thread takes its Workdir from its project: remove workdir_path, or create a project with that workdir_path and pass its project_id.",
   },
+  network_not_allowed: {
+    code: "unprocessable",
+    message:
+      "agent.network.allow names hosts outside your network policy (GET /v1/network): remove them, or ask an admin to allow them (PUT /v1/admin/users/{uid}/network).",
+  },
+  network_unavailable: {
+    code: "unavailable",
+    message:
+      "This run asks for network access but the node's egress proxy is not ready: retry (another node may take it) or ask an operator (GET /v1/admin/runtime). The run never gets an open network instead.",
+  },
   child_project_mismatch: {
     code: "unprocessable",
     message:

@@ -9,6 +9,7 @@ export const DEFAULT_USER_LIMITS: UserLimits = Object.freeze({
   workspace_inodes: 1_000_000,
   max_concurrent_runs: 4,
   requests_per_minute: 600,
+  egress_bytes_per_run: 1024 ** 3,
 });
 
 /** Upper bounds an admin can set (sanity: a typo must not become "unlimited"). */
@@ -45,6 +46,15 @@ export const userLimitsOverrideSchema = z
       .max(1_000_000)
       .optional()
       .describe("API requests per minute (token bucket); more get 429 with Retry-After."),
+    egress_bytes_per_run: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_WORKSPACE_BYTES)
+      .optional()
+      .describe(
+        "Bytes one run may move through the egress proxy, both ways together; past it its connections are cut.",
+      ),
   })
   .strict()
   .openapi("UserLimitsOverride")
@@ -66,5 +76,6 @@ export function effectiveLimits(override: UserLimitsOverride, defaults: UserLimi
     workspace_inodes: override.workspace_inodes ?? defaults.workspace_inodes,
     max_concurrent_runs: override.max_concurrent_runs ?? defaults.max_concurrent_runs,
     requests_per_minute: override.requests_per_minute ?? defaults.requests_per_minute,
+    egress_bytes_per_run: override.egress_bytes_per_run ?? defaults.egress_bytes_per_run,
   };
 }

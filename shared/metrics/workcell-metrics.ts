@@ -52,6 +52,9 @@ export type WorkcellMetrics = {
   readonly reconcilerActions: Counter<"action">;
   readonly skillRefreshes: Counter<"result">;
   readonly dataPlaneBytes: Counter<"direction">;
+  /** Egress proxy connections by decision: allowed, denied, dropped (over the per-sandbox bound). */
+  readonly egressConnections: Counter<"decision">;
+  readonly egressBytes: Counter<"direction">;
 };
 
 /** A scrape waits this long at most for the database probe behind workcell_db_up. */
@@ -166,6 +169,16 @@ export function createWorkcellMetrics(registry: Registry): WorkcellMetrics {
     dataPlaneBytes: counter(
       "workcell_data_plane_bytes_total",
       "File bytes the data plane wrote into workspaces (in) and served (out).",
+      ["direction"],
+    ),
+    egressConnections: counter(
+      "workcell_egress_connections_total",
+      "Connections sandboxes asked the egress proxy for, by decision (allowed, denied, dropped: over the per-sandbox bound).",
+      ["decision"],
+    ),
+    egressBytes: counter(
+      "workcell_egress_bytes_total",
+      "Bytes through the egress proxy, up (sandbox to host) and down.",
       ["direction"],
     ),
   };

@@ -10,6 +10,8 @@ import { prepareTemplateDatabase, templateDatabaseName } from "../setup/template
 export type BenchStack = {
   /** On a freshly migrated database of a cluster only this bench uses. */
   db: PostgresDb;
+  /** Its connection URL (for a child process of the bench). */
+  url: string;
   /** An empty directory, removed by `stop`. */
   dataRoot: string;
   stop(): Promise<void>;
@@ -35,7 +37,7 @@ export async function startBenchStack(options: { maxConnections: number }): Prom
     const url = new URL(cluster.adminUrl);
     url.pathname = `/${templateDatabaseName}`;
     sql = postgres(url.toString(), { max: options.maxConnections, onnotice: () => {} });
-    return { db: createDb(sql), dataRoot, stop };
+    return { db: createDb(sql), url: url.toString(), dataRoot, stop };
   } catch (error) {
     await stop();
     throw error;

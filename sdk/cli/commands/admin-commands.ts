@@ -1,6 +1,7 @@
 import type { NodeRuntimeData } from "../../src/index.ts";
 import { type CliContext, EXIT, listOutput, output, table, UsageError } from "../cli-context.ts";
 import { limitsCommand } from "./limits-command.ts";
+import { networkCommand } from "./network-command.ts";
 
 /** `workcell skills`: the caller's visible skills. */
 export async function skillsCommand(ctx: CliContext): Promise<number> {
@@ -15,7 +16,7 @@ export async function skillsCommand(ctx: CliContext): Promise<number> {
 }
 
 const USAGE =
-  "usage: workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime | limits <uid> [name=value|name=default ...]";
+  "usage: workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime | limits <uid> [name=value|name=default ...] | network <uid> [none|host,host...]";
 
 const NO_NODES =
   "No agent-host has registered: start one (docs/deploy/nodes.md) or check its DATABASE_URL.";
@@ -78,6 +79,10 @@ export async function adminCommand(ctx: CliContext): Promise<number> {
       const updates = [b, ...rest].filter((x): x is string => x !== undefined);
       return limitsCommand(ctx, a, updates);
     }
+    case "network": {
+      if (a === undefined) throw new UsageError(USAGE);
+      return networkCommand(ctx, a, b);
+    }
     default:
       throw new UsageError(USAGE);
   }
@@ -90,6 +95,13 @@ function runtimeTable(items: readonly NodeRuntimeData[]): string {
     for (const tier of node.sandbox_tiers) {
       rows.push([node.node_id, node.state, tier.tier, tier.ready ? "yes" : "no", tier.detail]);
     }
+    rows.push([
+      node.node_id,
+      node.state,
+      "egress proxy",
+      node.egress_proxy.state === "ready" ? "yes" : "no",
+      node.egress_proxy.detail,
+    ]);
     const assets = node.runtime_assets;
     const broken = assets.assets.filter((x) => !x.ready);
     rows.push([

@@ -6,6 +6,7 @@ const LIMIT_NAMES = [
   "workspace_inodes",
   "max_concurrent_runs",
   "requests_per_minute",
+  "egress_bytes_per_run",
 ] as const;
 type LimitName = (typeof LIMIT_NAMES)[number];
 

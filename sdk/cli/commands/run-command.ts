@@ -2,16 +2,17 @@ import type { AgentOptions, RunEvent } from "../../src/index.ts";
 import { type CliContext, UsageError } from "../cli-context.ts";
 import { replyEchoFilter } from "../reply-echo-filter.ts";
 import { runOutcome } from "../run-outcome.ts";
+import { allowFlag } from "./network-command.ts";
 
 /**
- * `workcell run "<input>" [--thread <id>]`: starts a run and streams it. Human output:
+ * `workcell run "<input>" [--thread <id>] [--allow host,host]`: starts a run and streams it. Human output:
  * the assistant's text on stdout, tool calls and the outcome on stderr (so stdout can be
  * piped). `--json`: one event per line, then the finished run. Exit code: run-outcome.ts.
  */
 export async function runCommand(ctx: CliContext): Promise<number> {
   const input = ctx.args.join(" ");
   if (input.trim().length === 0)
-    throw new UsageError('usage: workcell run "<input>" [--thread <id>]');
+    throw new UsageError('usage: workcell run "<input>" [--thread <id>] [--allow host,host]');
   const client = ctx.client();
   const threadId = typeof ctx.flags.thread === "string" ? ctx.flags.thread : undefined;
   const run = await client.runs.create(input, {
@@ -45,6 +46,8 @@ function agentOptions(ctx: CliContext): { agent?: AgentOptions } {
     agent.max_steps = steps;
   }
   if (typeof flags.model === "string") agent.model = flags.model;
+  const allow = allowFlag(flags.allow);
+  if (allow !== undefined) agent.network = { allow };
   return Object.keys(agent).length === 0 ? {} : { agent };
 }
 

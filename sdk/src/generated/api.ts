@@ -173,6 +173,20 @@ export interface paths {
     /** Revoke a personal access token; it stops working on the next request */
     delete: operations["revokeToken"];
   };
+  "/v1/admin/users/{uid}/network": {
+    /** A user's network ceiling (admin only) */
+    get: operations["getUserNetwork"];
+    /** Set a user's network ceiling (admin only); applies to the user's next connection */
+    put: operations["putUserNetwork"];
+  };
+  "/v1/network": {
+    /** The caller's network policy in force */
+    get: operations["getNetwork"];
+  };
+  "/v1/runs/{run_id}/network": {
+    /** The connections a run's sandbox asked for, allowed and refused */
+    get: operations["listRunNetwork"];
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -180,7 +194,7 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     /** @description One event of a run's event stream. */
-    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["RunCompletedEvent"];
+    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["NetworkRequestEvent"] | components["schemas"]["RunCompletedEvent"];
     RunStatusEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
@@ -421,6 +435,58 @@ export interface components {
           message: string;
         };
       };
+    };
+    NetworkRequestEvent: {
+      /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
+      seq: number;
+      /**
+       * Format: uuid
+       * @description The run.
+       */
+      run_id: string;
+      /**
+       * Format: date-time
+       * @description When the event was recorded.
+       */
+      created_at: string;
+      /**
+       * @description Event type.
+       * @enum {string}
+       */
+      type: "network.request";
+      data: components["schemas"]["NetworkRequest"];
+    };
+    /** @description One connection the run's sandbox asked the egress proxy for, when it ended (allowed or refused). */
+    NetworkRequest: {
+      /** @description The host the sandbox asked for, as it named it. */
+      host: string;
+      /** @description The port it asked for. */
+      port: number;
+      /** @description The address it resolved to (connected to when allowed); null if unresolved. */
+      address: string | null;
+      /**
+       * @description How the sandbox asked.
+       * @enum {string}
+       */
+      protocol: "http" | "connect" | "socks5";
+      /**
+       * @description Whether the proxy let it through.
+       * @enum {string}
+       */
+      decision: "allowed" | "denied";
+      /** @description Why it was refused (or why an allowed connection was cut), else null. */
+      reason: string | null;
+      /** @description Bytes from the sandbox to the host. */
+      bytes_up: number;
+      /** @description Bytes from the host to the sandbox. */
+      bytes_down: number;
+      /** @description How long the connection lasted. */
+      duration_ms: number;
+      /**
+       * Format: date-time
+       * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
+       */
+      started_at: string;
     };
     RunCompletedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
@@ -717,6 +783,11 @@ export interface components {
         model?: string;
         /** @description Stop the agent loop after this many steps (1 to 500). */
         max_steps?: number;
+        /** @description Narrows the user's network policy for this run. */
+        network?: {
+          /** @description Hosts this run may reach: each must be covered by the user's policy, else 422. */
+          allow: string[];
+        };
       };
     };
     /** @description The new run and the thread created for it. */
@@ -751,6 +822,11 @@ export interface components {
         model?: string;
         /** @description Stop the agent loop after this many steps (1 to 500). */
         max_steps?: number;
+        /** @description Narrows the user's network policy for this run. */
+        network?: {
+          /** @description Hosts this run may reach: each must be covered by the user's policy, else 422. */
+          allow: string[];
+        };
       };
     };
     /** @description Files the run changed: the union of its change batches. */
@@ -1093,6 +1169,16 @@ export interface components {
       heartbeat_at: string;
       sandbox_tiers: components["schemas"]["SandboxTierReport"][];
       quota_enforcement: components["schemas"]["QuotaEnforcement"];
+      /** @description The node's egress proxy (network for sandboxes). */
+      egress_proxy: {
+        /**
+         * @description `ready`: runs whose user has network get it on this node; `not_ready`: they run without (and a run that asks for network fails with network_unavailable); `unknown`: the node never reported (an agent-host older than this report).
+         * @enum {string}
+         */
+        state: "ready" | "not_ready" | "unknown";
+        /** @description Why not ready, or how the proxy is set up. */
+        detail: string;
+      };
       runtime_assets: {
         /**
          * @description `verifying` while the node hashes and probes its assets after a start; `unknown` when the node never reported (an agent-host older than this report).
@@ -1149,6 +1235,8 @@ export interface components {
       max_concurrent_runs: number;
       /** @description API requests per minute (token bucket); more get 429 with Retry-After. */
       requests_per_minute: number;
+      /** @description Bytes one run may move through the egress proxy, both ways together; past it its connections are cut. */
+      egress_bytes_per_run: number;
     };
     /** @description What an admin set; the rest are defaults. */
     UserLimitsOverride: {
@@ -1160,6 +1248,8 @@ export interface components {
       max_concurrent_runs?: number;
       /** @description API requests per minute (token bucket); more get 429 with Retry-After. */
       requests_per_minute?: number;
+      /** @description Bytes one run may move through the egress proxy, both ways together; past it its connections are cut. */
+      egress_bytes_per_run?: number;
     };
     /** @description The caller's usage against the limits in force. */
     Usage: {
@@ -1248,6 +1338,46 @@ export interface components {
        * @description When it was revoked; null: it was not.
        */
       revoked_at: string | null;
+    };
+    /** @description A user's network ceiling. */
+    AdminNetworkPolicy: {
+      /** @description A user id: the OIDC subject (`sub`) of the caller. */
+      uid: string;
+      policy: components["schemas"]["NetworkPolicy"];
+      /**
+       * @description `user`: an admin set it; `default`: the deployment's default applies.
+       * @enum {string}
+       */
+      source: "user" | "default";
+    };
+    /** @description A network policy: `none`, or an allow-list of host patterns. */
+    NetworkPolicy: {
+      /**
+       * @description `none`: no network at all (the default); `allowlist`: only the `allow` hosts.
+       * @enum {string}
+       */
+      mode: "none" | "allowlist";
+      /**
+       * @description Host patterns; ignored (and stored empty) for `none`.
+       * @default []
+       */
+      allow?: string[];
+    };
+    /** @description The caller's network policy in force (runs may narrow it, never widen it). */
+    EffectiveNetworkPolicy: {
+      policy: components["schemas"]["NetworkPolicy"];
+      /**
+       * @description Who can change it: an admin (PUT /v1/admin/users/{uid}/network).
+       * @enum {string}
+       */
+      changed_by: "admin";
+    };
+    /** @description The connections of a run. */
+    RunNetworkList: {
+      /** @description Oldest first. */
+      items: components["schemas"]["NetworkRequest"][];
+      /** @description True when the run made more connections than are kept; the rest were counted. */
+      truncated: boolean;
     };
   };
   responses: never;
@@ -1788,6 +1918,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description agent.network.allow outside the user's network policy (network_not_allowed). */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
       429: {
         content: {
@@ -1867,7 +2003,7 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
-      /** @description workdir_path given: a thread takes its Workdir from its project. */
+      /** @description workdir_path given (a thread takes its Workdir from its project), or agent.network.allow outside the user's network policy (network_not_allowed). */
       422: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
@@ -3299,6 +3435,203 @@ export interface operations {
         };
       };
       /** @description No such token of the caller's. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** A user's network ceiling (admin only) */
+  getUserNetwork: {
+    parameters: {
+      path: {
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    responses: {
+      /** @description The user's network ceiling */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminNetworkPolicy"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Set a user's network ceiling (admin only); applies to the user's next connection */
+  putUserNetwork: {
+    parameters: {
+      path: {
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "mode": "allowlist",
+         *   "allow": [
+         *     "pypi.org",
+         *     "files.pythonhosted.org",
+         *     "*.github.com"
+         *   ]
+         * }
+         */
+        "application/json": components["schemas"]["NetworkPolicy"];
+      };
+    };
+    responses: {
+      /** @description The user's network ceiling */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminNetworkPolicy"];
+        };
+      };
+      /** @description Bad body (a pattern that is not a host). */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The caller's network policy in force */
+  getNetwork: {
+    responses: {
+      /** @description The policy */
+      200: {
+        content: {
+          "application/json": components["schemas"]["EffectiveNetworkPolicy"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The connections a run's sandbox asked for, allowed and refused */
+  listRunNetwork: {
+    parameters: {
+      path: {
+        /** @description Run id; a malformed id answers 404 like an unknown one. */
+        run_id: string;
+      };
+    };
+    responses: {
+      /** @description The run's connections */
+      200: {
+        content: {
+          "application/json": components["schemas"]["RunNetworkList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such run for this user. */
       404: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];

@@ -10,6 +10,7 @@ export const userLimits = pgTable("user_limits", {
   workspaceInodes: bigint("workspace_inodes", { mode: "number" }),
   maxConcurrentRuns: integer("max_concurrent_runs"),
   requestsPerMinute: integer("requests_per_minute"),
+  egressBytesPerRun: bigint("egress_bytes_per_run", { mode: "number" }),
   updatedAt: timestamptz("updated_at").notNull().defaultNow(),
 });
 

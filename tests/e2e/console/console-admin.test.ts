@@ -94,6 +94,35 @@ describe("web console: administration", () => {
     expect(await count(user.getByRole("article"))).toBe(0);
   });
 
+  test("as admin, set a user's network hosts on the limits page: in force through the API, and cleared back to no network", async () => {
+    const api = await adminClient();
+    const admin = await freshPage();
+    await signIn(admin, url(), "root", true);
+    await admin.goto(`${url()}/admin/limits/nico`);
+    const policy = admin.getByTestId("network-policy");
+    await expect.poll(() => text(policy), WAIT).toMatch(/No network.*deployment's default/);
+    await admin.getByLabel("Allowed hosts").fill("pypi.org, *.github.com");
+    await admin.getByRole("button", { name: "Save network" }).click();
+    await visible(admin.getByRole("status").getByText("Network saved."));
+    await expect
+      .poll(() => text(policy), WAIT)
+      .toMatch(/pypi\.org, \*\.github\.com.*set by an admin/);
+    expect((await api.admin.network("nico")).policy).toEqual({
+      mode: "allowlist",
+      allow: ["pypi.org", "*.github.com"],
+    });
+    await screenshot(admin, "13b-admin-network");
+    // An IP is not a host pattern: refused, nothing changed.
+    await admin.getByLabel("Allowed hosts").fill("10.0.0.1");
+    await admin.getByRole("button", { name: "Save network" }).click();
+    await visible(admin.getByRole("alert"));
+    expect((await api.admin.network("nico")).policy.allow).toEqual(["pypi.org", "*.github.com"]);
+    await admin.getByLabel("Allowed hosts").fill("");
+    await admin.getByRole("button", { name: "Save network" }).click();
+    await expect.poll(() => text(policy), WAIT).toMatch(/No network.*set by an admin/);
+    expect((await api.admin.network("nico")).policy).toEqual({ mode: "none", allow: [] });
+  });
+
   test("as admin, change a user's limits: in force through the API, kept on reload, back to defaults when cleared; a bad value is refused and changes nothing", async () => {
     const api = await adminClient();
     const admin = await freshPage();

@@ -23,7 +23,8 @@ async function shownUsage(page: Page): Promise<UsageData> {
     const value = Number(await data.getAttribute("value"));
     // What a person reads is the same figure: bytes as formatBytes shows them, counts in full.
     const shown = (await text(data)) ?? "";
-    if (row === "workspace_bytes") expect(shown).toBe(formatBytes(value));
+    if (row === "workspace_bytes" || row === "egress_bytes_per_run")
+      expect(shown).toBe(formatBytes(value));
     else expect(shown.replace(/\D/g, "")).toBe(String(value));
     return value;
   };
@@ -37,6 +38,7 @@ async function shownUsage(page: Page): Promise<UsageData> {
       workspace_inodes: await figure("workspace_inodes", "limit"),
       max_concurrent_runs: await figure("running_runs", "limit"),
       requests_per_minute: await figure("requests_per_minute", "limit"),
+      egress_bytes_per_run: await figure("egress_bytes_per_run", "limit"),
     },
   };
 }

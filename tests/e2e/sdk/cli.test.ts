@@ -346,6 +346,32 @@ describe("the workcell CLI", () => {
     expect((await workcell("admin", "revoke", "hello", "alice", "--token", admin)).code).toBe(0);
   });
 
+  test("admin network sets a user's hosts; run --allow narrows them, and outside them is refused", async () => {
+    const admin = await local.token("root", { admin: true });
+    const network = (...args: string[]) =>
+      workcell("admin", "network", "nina", ...args, "--token", admin, "--url", local.url);
+    expect((await network()).stdout).toMatch(/nina\s+none\s+default\s+\(no network\)/);
+    expect((await network("pypi.org,*.github.com")).stdout).toMatch(
+      /nina\s+allowlist\s+admin\s+pypi\.org, \*\.github\.com/,
+    );
+    const nina = await local.token("nina");
+    const refused = await workcell(
+      "run",
+      "echo hi",
+      "--allow",
+      "evil.test",
+      "--token",
+      nina,
+      "--url",
+      local.url,
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/outside your network policy.*evil\.test/);
+    expect(JSON.parse((await network("none", "--json")).stdout)).toMatchObject({
+      policy: { mode: "none", allow: [] },
+    });
+  });
+
   test("admin limits: shown with their source; a change keeps the other overrides", async () => {
     const admin = await local.token("root", { admin: true });
     const limits = (...args: string[]) =>
@@ -452,6 +478,8 @@ describe("the workcell CLI", () => {
     expect(human.stdout).toMatch(/^NODE\s+STATE\s+TIER \/ ASSETS\s+READY\s+DETAIL\n/);
     expect(human.stdout).toMatch(/local-[0-9a-f]+\s+active\s+container\s+yes\s/);
     expect(human.stdout).toMatch(/\sassets /);
+    // The local Workcell runs the egress proxy too (default policy: none).
+    expect(human.stdout).toMatch(/\segress proxy\s+yes\s+tiers: .*default policy: none/);
     const json = JSON.parse(
       (await workcell("admin", "runtime", "--json", "--token", admin)).stdout,
     );

@@ -79,6 +79,7 @@ const expectedTables = [
   "execution_leases",
   "idempotency_keys",
   "messages",
+  "network_requests",
   "nodes",
   "projects",
   "requests",
@@ -91,6 +92,7 @@ const expectedTables = [
   "skills",
   "tmp_uploads",
   "user_limits",
+  "user_network_policies",
 ];
 
 describe("migrations on PostgreSQL", () => {

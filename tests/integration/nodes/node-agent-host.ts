@@ -1,6 +1,7 @@
 import type Docker from "dockerode";
 import { generateKeyPair } from "jose";
 import { type AgentHost, startAgentHost } from "../../../agent-host/agent-host.ts";
+import type { NodeEgressConfig } from "../../../agent-host/egress/start-node-egress.ts";
 import { modelConfigSchema } from "../../../agent-host/runs/agent/model-config.ts";
 import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import {
@@ -32,6 +33,8 @@ export async function startNodeAgentHost(
     sandboxTiers: SandboxTierSet;
     /** Default 200 ms. */
     heartbeatMs?: number;
+    /** The node's egress settings; default none (no run gets network). */
+    egress?: NodeEgressConfig;
   },
 ): Promise<AgentHost> {
   const { publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
@@ -52,6 +55,7 @@ export async function startNodeAgentHost(
     dataPlane: { port: await freePort(), hostname: "127.0.0.1" },
     nodeHeartbeatIntervalMs: p.heartbeatMs ?? 200,
     logger: silentLogger,
+    ...(p.egress === undefined ? {} : { egress: p.egress }),
   });
 }
 

@@ -16,6 +16,7 @@ import type { Thread } from "../../../shared/contracts/thread.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
+import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
 import { pollFor } from "../../support/poll-until.ts";
@@ -56,6 +57,13 @@ beforeAll(async () => {
   host = await startNodeAgentHost(h, {
     nodeId,
     config,
+    egress: {
+      networkDefault: NO_NETWORK,
+      bytesPerRun: 1_000_000,
+      openCidrs: [],
+      processStateDir: stateDir,
+      containerEgressRoot: join(stateDir, "container-egress"),
+    },
     sandboxTiers: await detectSandboxTiers({
       logger: silentLogger,
       dataRoot: h.dataRoot,
@@ -124,6 +132,10 @@ it("serves each node's tiers and verified Runtime Assets to an admin", async () 
     mode: "accounting",
     detail: expect.stringContaining("data root"),
   });
+  expect(report.egress_proxy).toEqual({
+    state: "ready",
+    detail: "tiers: process, container; default policy: none; 0 opened CIDRs",
+  });
 }, 300_000);
 
 it("refuses a non-admin (403) and an anonymous caller (401) without revealing any node", async () => {
@@ -153,6 +165,7 @@ it("reports a node still verifying, one that never reported, and one whose tier 
         { tier: "container", ready: true, detail: "docker 20.10" },
         { tier: "process", ready: false, detail: "bwrap is not on PATH" },
       ],
+      egress: { ready: false, detail: "the egress proxy could not start: not a CIDR: 10.0.0.0/99" },
     },
     signal,
   );
@@ -170,10 +183,15 @@ it("reports a node still verifying, one that never reported, and one whose tier 
       { tier: "process", ready: false, detail: "bwrap is not on PATH" },
     ],
     runtime_assets: { state: "verifying", assets: [] },
+    egress_proxy: {
+      state: "not_ready",
+      detail: "the egress proxy could not start: not a CIDR: 10.0.0.0/99",
+    },
   });
   expect(items.find((r) => r.node_id === silent)).toMatchObject({
     sandbox_tiers: [],
     quota_enforcement: { mode: "unknown" },
+    egress_proxy: { state: "unknown" },
     runtime_assets: { state: "unknown", assets: [] },
   });
 });

@@ -43,6 +43,10 @@ const API_MD_ROUTES = [
   "POST /v1/tokens",
   "GET /v1/tokens",
   "DELETE /v1/tokens/{token_id}",
+  "GET /v1/admin/users/{uid}/network",
+  "PUT /v1/admin/users/{uid}/network",
+  "GET /v1/network",
+  "GET /v1/runs/{run_id}/network",
 ];
 // docs/decisions/0007-skills.md: the presigned upload of a skill archive.
 // docs/decisions/0023-thread-history.md: the conversation history of the web console.

@@ -176,6 +176,22 @@ describe("run events", () => {
         type: "subagent.completed",
         data: { tool_call_id: "c2", run_id: ID, status: "cancelled" },
       },
+      {
+        ...base,
+        type: "network.request",
+        data: {
+          host: "pypi.org",
+          port: 443,
+          address: "151.101.0.223",
+          protocol: "connect",
+          decision: "allowed",
+          reason: null,
+          bytes_up: 512,
+          bytes_down: 40960,
+          duration_ms: 120,
+          started_at: "2026-01-01T00:00:00.000Z",
+        },
+      },
       { ...base, type: "run.completed", data: { status: "succeeded" } },
     ];
     expect([...new Set(events.map((e) => e.type))].sort()).toEqual([...RUN_EVENT_TYPES].sort());

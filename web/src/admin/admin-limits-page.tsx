@@ -7,6 +7,7 @@ import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { AdminPage } from "./admin-page.tsx";
 import { LIMITS, type LimitName } from "./limit-names.ts";
+import { UserNetworkCard } from "./user-network-card.tsx";
 
 /** `/admin/limits/<uid>`: one user's limits in force, which an admin set, and a form to change them. */
 export function AdminLimitsPage() {
@@ -36,7 +37,10 @@ export function AdminLimitsPage() {
           Enter a user id to see the limits in force for that user and change them.
         </p>
       ) : (
-        <UserLimitsCard uid={uid} />
+        <>
+          <UserLimitsCard uid={uid} />
+          <UserNetworkCard uid={uid} />
+        </>
       )}
     </AdminPage>
   );

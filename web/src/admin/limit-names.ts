@@ -17,4 +17,5 @@ export const LIMITS: readonly { name: LimitName; label: string; show(n: number):
     label: "API requests per minute",
     show: (n) => n.toLocaleString(),
   },
+  { name: "egress_bytes_per_run", label: "Network bytes per run", show: formatBytes },
 ];

@@ -1,11 +1,13 @@
 import type {
   CreatedPersonalToken,
+  NetworkPolicy,
   NodeRuntimeData,
   PersonalTokenData,
   TokenScope,
   UsageData,
   UserLimitsData,
   UserLimitsOverride,
+  UserNetworkData,
 } from "@workcell/sdk";
 import type {
   Attachment,
@@ -91,6 +93,9 @@ export interface ConsoleApi {
     limits(uid: string, signal?: AbortSignal): Promise<UserLimitsData>;
     /** Replaces the user's overrides; a limit left out takes the default. */
     setLimits(uid: string, overrides: UserLimitsOverride): Promise<UserLimitsData>;
+    /** The user's network ceiling (issue #34). */
+    network(uid: string, signal?: AbortSignal): Promise<UserNetworkData>;
+    setNetwork(uid: string, policy: NetworkPolicy): Promise<UserNetworkData>;
   };
   skills: {
     list(signal?: AbortSignal): Promise<Skill[]>;

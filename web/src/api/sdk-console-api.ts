@@ -180,6 +180,8 @@ export function createSdkConsoleApi(p: {
       runtime: (signal) => sdk(() => workcell.admin.runtime(opts(signal))),
       limits: (uid, signal) => sdk(() => workcell.admin.limits(uid, opts(signal))),
       setLimits: (uid, overrides) => sdk(() => workcell.admin.setLimits(uid, overrides)),
+      network: (uid, signal) => sdk(() => workcell.admin.network(uid, opts(signal))),
+      setNetwork: (uid, policy) => sdk(() => workcell.admin.setNetwork(uid, policy)),
     },
     skills: {
       list: (signal) => sdk(async () => (await workcell.skills.list(opts(signal))) as Skill[]),

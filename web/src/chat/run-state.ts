@@ -28,7 +28,16 @@ export type SubagentPart = {
   status: RunStatus;
   error?: RunError;
 };
-export type RunPart = TextPart | ToolCall | SubagentPart;
+/** One connection the run's sandbox asked the egress proxy for (a `network.request` event). */
+export type NetworkPart = {
+  kind: "network";
+  host: string;
+  port: number;
+  decision: "allowed" | "denied";
+  /** Why it was refused or cut; empty when it went through. */
+  reason: string;
+};
+export type RunPart = TextPart | ToolCall | SubagentPart | NetworkPart;
 
 /**
  * What a run looks like after the events seen so far: parts in the order they happened.
@@ -169,6 +178,15 @@ export function applyRunEvent(state: RunState, event: RunEvent): RunState {
       }
       break;
     }
+    case "network.request":
+      parts.push({
+        kind: "network",
+        host: str(d, "host"),
+        port: typeof d.port === "number" ? d.port : 0,
+        decision: str(d, "decision") === "allowed" ? "allowed" : "denied",
+        reason: str(d, "reason"),
+      });
+      break;
     case "run.completed":
       next.status = str(d, "status") as RunStatus;
       if (d.error !== undefined) next.error = d.error as RunError;

@@ -159,6 +159,20 @@ export function RunView(p: {
           );
         }
         if (part.kind === "tool") return <ToolCallView key={key} call={part} />;
+        if (part.kind === "network") {
+          return (
+            <div
+              key={key}
+              className={`network ${part.decision}`}
+              data-testid="network-request"
+              data-decision={part.decision}
+            >
+              {part.decision === "allowed" ? "Network: " : "Network refused: "}
+              {part.host}:{part.port}
+              {part.reason === "" ? "" : ` (${part.reason})`}
+            </div>
+          );
+        }
         return (
           <div key={key} className="subagent">
             <div className="muted">Sub-agent</div>

@@ -65,6 +65,12 @@ export function usageRows(u: UsageData): UsageRow[] {
       limit: figure(limits.requests_per_minute, count),
       state: "ok",
     },
+    {
+      key: "egress_bytes_per_run",
+      label: "Network bytes per run",
+      limit: figure(limits.egress_bytes_per_run, formatBytes),
+      state: "ok",
+    },
   ];
 }
 

@@ -1,0 +1,104 @@
+import type { AddressGuard } from "./address-guard.ts";
+import { createRunByteBudgets } from "./byte-meter.ts";
+import { DEFAULT_EGRESS_LIMITS, type EgressLimits } from "./egress-limits.ts";
+import type { EgressAudit } from "./egress-record.ts";
+import type { CeilingSource, EgressSandbox } from "./egress-sandbox.ts";
+import { openSandboxListener, type SandboxListener } from "./sandbox-listener.ts";
+import { placeSocket } from "./socket-placement.ts";
+
+export type EgressProxyDeps = {
+  readonly ceiling: CeilingSource;
+  readonly guard: AddressGuard;
+  readonly audit: EgressAudit;
+  /** A connection refused at accept (too many open for its sandbox). */
+  readonly onDropped?: () => void;
+  readonly limits?: Partial<EgressLimits>;
+};
+
+export type SandboxEgress = {
+  /** Where agent-host listens (a /proc/self/fd path: for agent-host and tests only). */
+  readonly listenPath: string;
+  /** The socket relative to the directory given to `open` (how the sandbox names it). */
+  readonly relativePath: string;
+  close(): Promise<void>;
+};
+
+export type EgressProxy = {
+  /**
+   * Opens a listener for one sandbox (a run in one generation) in a fresh directory
+   * inside `dir` (socket-placement.ts). Called only for a run whose policy is not `none`:
+   * a sandbox without network gets no socket at all.
+   */
+  open(
+    sandbox: EgressSandbox,
+    bytesPerRun: number,
+    dir: string,
+    notify?: EgressAudit,
+  ): Promise<SandboxEgress>;
+  close(): Promise<void>;
+};
+
+/** The node's egress proxy (docs/architecture.md §13, docs/decisions/0116). */
+export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
+  const limits = { ...DEFAULT_EGRESS_LIMITS, ...deps.limits };
+  const budgets = createRunByteBudgets();
+  const open = new Set<() => Promise<void>>();
+  return {
+    async open(sandbox, bytesPerRun, dir, notify) {
+      const placement = await placeSocket(dir);
+      const abort = new AbortController();
+      let listener: SandboxListener;
+      try {
+        listener = await openSandboxListener(
+          placement.listenPath,
+          {
+            sandbox,
+            // The node's audit, then the run's own (its network.request events).
+            audit:
+              notify === undefined
+                ? deps.audit
+                : (record) => {
+                    deps.audit(record);
+                    notify(record);
+                  },
+            budgets,
+            bytesPerRun,
+            limits,
+            signal: abort.signal,
+            decision: {
+              guard: deps.guard,
+              resolveTimeoutMs: limits.resolveTimeoutMs,
+              ceiling: (uid, signal) =>
+                deps.ceiling(
+                  uid,
+                  AbortSignal.any([signal, AbortSignal.timeout(limits.policyTimeoutMs)]),
+                ),
+            },
+          },
+          { onDropped: deps.onDropped ?? (() => {}) },
+        );
+        // The sandbox's processes run as another uid: they must be able to connect.
+        await placement.allowConnect();
+      } catch (error) {
+        abort.abort();
+        await placement.remove();
+        throw error;
+      }
+      let closing: Promise<void> | undefined;
+      const close = () => {
+        closing ??= (async () => {
+          open.delete(close);
+          abort.abort();
+          await listener.close();
+          await placement.remove();
+        })();
+        return closing;
+      };
+      open.add(close);
+      return { listenPath: placement.listenPath, relativePath: placement.relativePath, close };
+    },
+    async close() {
+      await Promise.all([...open].map((close) => close()));
+    },
+  };
+}

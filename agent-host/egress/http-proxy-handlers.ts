@@ -1,0 +1,170 @@
+import { type IncomingMessage, request, type Server, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import { decideEgress, type EgressDecisionDeps } from "./egress-decision.ts";
+import { type FlowDeps, startFlow } from "./egress-flow.ts";
+import type { EgressLimits } from "./egress-limits.ts";
+import { refusalBody } from "./refusal-body.ts";
+import { dial, relay } from "./relay.ts";
+
+export type HttpProxyDeps = FlowDeps & {
+  readonly decision: EgressDecisionDeps;
+  readonly limits: EgressLimits;
+  /** Aborted when the sandbox's listener closes: every pending decision and dial stops. */
+  readonly signal: AbortSignal;
+};
+
+// Hop-by-hop and proxy headers never forwarded (RFC 9110 §7.6.1), and the client's Host:
+// the upstream's Host is always the checked URL's, so a smuggled Host cannot name another site.
+const DROPPED = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+]);
+
+function forwardHeaders(req: IncomingMessage, host: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined && !DROPPED.has(name)) out[name] = value;
+  }
+  out.host = host;
+  return out;
+}
+
+function answer(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { "content-type": "application/json", connection: "close" });
+  res.end(body);
+}
+
+/** `host:port` of a CONNECT target, IPv6 in brackets; undefined when malformed. */
+export function parseAuthority(authority: string): { host: string; port: number } | undefined {
+  const match = /^(\[[^\]]*\]|[^:[\]]+):(\d{1,5})$/.exec(authority);
+  if (match === null) return undefined;
+  return { host: match[1] ?? "", port: Number(match[2]) };
+}
+
+async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerResponse) {
+  const flow = startFlow(deps, "http");
+  let url: URL;
+  try {
+    url = new URL(req.url ?? "");
+  } catch {
+    flow.deny("not_a_proxy_request");
+    return answer(res, 400, refusalBody("?", 0, "not_a_proxy_request"));
+  }
+  const port = url.port === "" ? 80 : Number(url.port);
+  flow.target(url.hostname, port, null);
+  if (url.protocol !== "http:") {
+    flow.deny("scheme_not_supported");
+    return answer(res, 400, refusalBody(url.hostname, port, "scheme_not_supported"));
+  }
+  const decided = await decideEgress(deps.decision, deps.sandbox, url.hostname, port, deps.signal);
+  flow.target(decided.host, port, decided.address);
+  if (!decided.allowed) {
+    flow.deny(decided.reason);
+    return answer(res, 403, refusalBody(decided.host, port, decided.reason));
+  }
+  const upstream = request({
+    host: decided.address,
+    port,
+    method: req.method,
+    path: `${url.pathname}${url.search}`,
+    headers: forwardHeaders(req, url.host),
+    agent: false,
+    signal: deps.signal,
+    timeout: deps.limits.idleTimeoutMs,
+  });
+  const cut = (reason: string) => {
+    flow.cut(reason);
+    upstream.destroy();
+    res.destroy();
+  };
+  upstream.on("timeout", () => cut("idle_timeout"));
+  upstream.on("error", () => {
+    if (!res.headersSent) answer(res, 502, refusalBody(decided.host, port, "upstream_failed"));
+    else res.destroy();
+    flow.finish();
+  });
+  upstream.on("response", (reply) => {
+    reply.on("data", (chunk: Buffer) => {
+      if (!flow.count("down", chunk.length)) cut("egress_bytes_per_run");
+    });
+    reply.on("end", () => flow.finish());
+    reply.on("error", () => cut("upstream_failed"));
+    res.writeHead(reply.statusCode ?? 502, reply.statusMessage, reply.headers);
+    reply.pipe(res);
+  });
+  req.on("data", (chunk: Buffer) => {
+    if (!flow.count("up", chunk.length)) cut("egress_bytes_per_run");
+  });
+  res.on("close", () => {
+    upstream.destroy();
+    flow.finish();
+  });
+  req.pipe(upstream);
+}
+
+async function tunnel(deps: HttpProxyDeps, req: IncomingMessage, client: Duplex, head: Buffer) {
+  const flow = startFlow(deps, "connect");
+  const refuse = (status: number, host: string, port: number, reason: string) => {
+    flow.deny(reason);
+    const body = refusalBody(host, port, reason);
+    client.end(
+      `HTTP/1.1 ${status} ${status === 403 ? "Forbidden" : "Bad Request"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  };
+  const target = parseAuthority(req.url ?? "");
+  if (target === undefined) return refuse(400, req.url ?? "?", 0, "bad_host");
+  flow.target(target.host, target.port, null);
+  const decided = await decideEgress(
+    deps.decision,
+    deps.sandbox,
+    target.host,
+    target.port,
+    deps.signal,
+  );
+  flow.target(decided.host, target.port, decided.address);
+  if (!decided.allowed) return refuse(403, decided.host, target.port, decided.reason);
+  let upstream: Awaited<ReturnType<typeof dial>>;
+  try {
+    upstream = await dial(decided.address, target.port, deps.limits.connectTimeoutMs, deps.signal);
+  } catch {
+    flow.cut("upstream_failed");
+    return refuse(502, decided.host, target.port, "upstream_failed");
+  }
+  if (client.destroyed) {
+    upstream.destroy();
+    return flow.finish();
+  }
+  client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  if (head.length > 0) {
+    if (!flow.count("up", head.length)) {
+      flow.cut("egress_bytes_per_run");
+      client.destroy();
+      upstream.destroy();
+      return flow.finish();
+    }
+    upstream.write(head);
+  }
+  relay(client, upstream, flow, deps.limits.idleTimeoutMs);
+}
+
+/** Plain-HTTP forwarding and CONNECT on `server` (one server per sandbox listener). */
+export function handleHttpProxy(server: Server, deps: HttpProxyDeps): void {
+  // A handler that throws (it should not) ends its connection, never the process.
+  server.on("request", (req, res) => {
+    forward(deps, req, res).catch(() => res.destroy());
+  });
+  server.on("connect", (req, client: Duplex, head: Buffer) => {
+    tunnel(deps, req, client, head).catch(() => client.destroy());
+  });
+  // Upgrades (WebSocket over a plain proxy request) are not forwarded: clients use CONNECT.
+  server.on("upgrade", (_req, socket: Duplex) => socket.destroy());
+  server.on("clientError", (_error, socket: Duplex) => socket.destroy());
+}

@@ -1,0 +1,78 @@
+// The servers of the fake internet (tests/support/fake-internet.ts), run inside its network
+// namespace: `node fake-internet-server.ts <address> <certDir> [<staticDir>]` (GET /static/…
+// serves the files below staticDir: a git repository over git's "dumb" HTTP protocol). HTTP on :80, HTTPS on :443,
+// a TCP echo on :22, and a control port (:9000) answering GET /seen with every request and
+// connection the servers saw, so a test asserts what got through (and that nothing else did).
+import { readFileSync } from "node:fs";
+import { createServer as createHttp, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createHttps } from "node:https";
+import { createServer as createTcp } from "node:net";
+import { join } from "node:path";
+
+const [address = "", certDir = "", staticDir] = process.argv.slice(2);
+type Seen = { port: number; host: string | null; path: string | null; method: string | null };
+const seen: Seen[] = [];
+
+function site(port: number) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    seen.push({
+      port,
+      host: req.headers.host ?? null,
+      path: req.url ?? null,
+      method: req.method ?? null,
+    });
+    const big = /^\/bytes\/(\d+)$/.exec(req.url ?? "");
+    if (big !== null) {
+      const total = Number(big[1]);
+      res.writeHead(200, { "content-type": "application/octet-stream", "content-length": total });
+      const chunk = Buffer.alloc(64 * 1024, 120);
+      let sent = 0;
+      const pump = () => {
+        while (sent < total) {
+          const part = chunk.subarray(0, Math.min(chunk.length, total - sent));
+          sent += part.length;
+          if (!res.write(part)) return void res.once("drain", pump);
+        }
+        res.end();
+      };
+      return pump();
+    }
+    const pathname = new URL(req.url ?? "/", "http://fake").pathname;
+    const file = /^\/static\/([A-Za-z0-9._/-]+)$/.exec(pathname);
+    if (file !== null && staticDir !== undefined && !(file[1] ?? "").includes("..")) {
+      try {
+        const bytes = readFileSync(join(staticDir, file[1] ?? ""));
+        res.writeHead(200, { "content-type": "application/octet-stream" });
+        return res.end(bytes);
+      } catch {
+        res.writeHead(404);
+        return res.end();
+      }
+    }
+    if (req.url?.startsWith("/simple/") === true) {
+      res.writeHead(200, { "content-type": "text/html" });
+      return res.end(
+        `<html><body><a href="/files/wcdemo-1.0-py3-none-any.whl">wcdemo</a></body></html>`,
+      );
+    }
+    req.resume();
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.end(`hello from ${req.headers.host ?? "?"} on ${port}\n`);
+  };
+}
+
+createHttp(site(80)).listen(80, address);
+createHttps(
+  { key: readFileSync(`${certDir}/key.pem`), cert: readFileSync(`${certDir}/cert.pem`) },
+  site(443),
+).listen(443, address);
+createTcp((socket) => {
+  seen.push({ port: 22, host: null, path: null, method: null });
+  socket.on("error", () => socket.destroy());
+  socket.pipe(socket);
+}).listen(22, address);
+createHttp((req, res) => {
+  if (req.url === "/reset") seen.length = 0;
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(JSON.stringify(seen));
+}).listen(9000, address, () => process.stdout.write("ready\n"));

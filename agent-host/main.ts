@@ -141,6 +141,8 @@ logger.info(
 onStopSignals({
   logger,
   deadlineMs: AGENT_HOST_SHUTDOWN_DEADLINE_MS,
+  // The line the install tests and operators' log queries know a clean stop by.
+  stoppingMessage: "agent-host stopping",
   steps: [
     { name: "agent-host", run: () => host.stop() },
     { name: "metrics server", run: async () => metricsServer?.close() },

@@ -11,6 +11,8 @@ export type BoundedShutdownOptions = {
   readonly steps: readonly ShutdownStep[];
   /** Ends the process (tests pass their own). */
   readonly exit?: (code: number) => void;
+  /** The log line that says a stop began (operators' log queries match it); default "shutting down". */
+  readonly stoppingMessage?: string;
 };
 
 /**
@@ -45,7 +47,10 @@ export function onStopSignals(options: BoundedShutdownOptions): (signal: string)
       return;
     }
     current = 0;
-    logger.info({ signal, deadline_ms: options.deadlineMs }, "shutting down");
+    logger.info(
+      { signal, deadline_ms: options.deadlineMs },
+      options.stoppingMessage ?? "shutting down",
+    );
     setTimeout(() => abandon("deadline passed"), options.deadlineMs).unref();
     void (async () => {
       for (; current < options.steps.length; current++) {

@@ -1,6 +1,11 @@
 import { readFile, readlink } from "node:fs/promises";
-import { setTimeout as sleep } from "node:timers/promises";
-import { type KillReport, type ProcStat, parseStat, readAllStats } from "./kill-exec-processes.ts";
+import {
+  type KillReport,
+  killUntilGone,
+  type ProcStat,
+  parseStat,
+  readAllStats,
+} from "./kill-exec-processes.ts";
 
 // The container tier's rule for what outlives a command (issue 37 item 3, decision 0106;
 // the process tier gets the same from the kernel: its command is pid 1 of its own pid
@@ -15,34 +20,14 @@ import { type KillReport, type ProcStat, parseStat, readAllStats } from "./kill-
 // to any running exec, so it is killed too; that is what the session-based kill of a
 // timeout (kill-exec-processes.ts) cannot see.
 
-const KILL_ROUNDS_MAX = 100;
-const KILL_ROUND_DELAY_MS = 10;
-
 /**
  * SIGKILLs every process the container's ended execs left behind (see above), repeating
  * until none is left (a process may fork while it is killed). `initPid` is the container's
  * init as a host pid (State.Pid), `pidNamespace` the readlink of its /proc/<pid>/ns/pid.
  * Most execs leave nothing: that is one read of init's children.
  */
-export async function killExecLeftovers(
-  initPid: number,
-  pidNamespace: string,
-): Promise<KillReport> {
-  let killed = 0;
-  for (let round = 0; round < KILL_ROUNDS_MAX; round++) {
-    const targets = await findExecLeftovers(initPid, pidNamespace);
-    if (targets.length === 0) return { killed, survivors: 0 };
-    for (const pid of targets) {
-      try {
-        process.kill(pid, "SIGKILL");
-        killed++;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ESRCH") throw error;
-      }
-    }
-    await sleep(KILL_ROUND_DELAY_MS);
-  }
-  return { killed, survivors: (await findExecLeftovers(initPid, pidNamespace)).length };
+export function killExecLeftovers(initPid: number, pidNamespace: string): Promise<KillReport> {
+  return killUntilGone(() => findExecLeftovers(initPid, pidNamespace));
 }
 
 /** Live processes below the container's init that no running exec owns. */

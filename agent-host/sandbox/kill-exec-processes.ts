@@ -32,14 +32,26 @@ export type KillReport = {
  * below it, repeating until none is left alive (a process may fork while we kill).
  * `pidNamespace` is the container's (readlink of /proc/<init pid>/ns/pid).
  */
-export async function killExecProcesses(
+export function killExecProcesses(
   execPid: number,
   pidNamespace: string,
   signal?: AbortSignal,
 ): Promise<KillReport> {
+  return killUntilGone(() => findExecProcesses(execPid, pidNamespace), signal);
+}
+
+/**
+ * SIGKILLs what `find` lists, round after round, until it lists nothing (a process may
+ * fork while it is killed) or the rounds run out; an aborted `signal` ends the rounds
+ * early. The survivors are what `find` still lists at the end.
+ */
+export async function killUntilGone(
+  find: () => Promise<number[]>,
+  signal?: AbortSignal,
+): Promise<KillReport> {
   let killed = 0;
   for (let round = 0; round < KILL_ROUNDS_MAX; round++) {
-    const targets = await findExecProcesses(execPid, pidNamespace);
+    const targets = await find();
     if (targets.length === 0) return { killed, survivors: 0 };
     for (const pid of targets) {
       try {
@@ -52,7 +64,7 @@ export async function killExecProcesses(
     if (signal?.aborted) break;
     await sleep(KILL_ROUND_DELAY_MS);
   }
-  return { killed, survivors: (await findExecProcesses(execPid, pidNamespace)).length };
+  return { killed, survivors: (await find()).length };
 }
 
 /** Live (non-zombie) processes of the exec's session or descending from it. */

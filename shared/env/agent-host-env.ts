@@ -1,6 +1,6 @@
 import { z } from "zod";
 import offlineSandboxImage from "../../infra/sandbox-image/test-image.json" with { type: "json" };
-import { isDefaultPolicyText, NETWORK_DEFAULT_ALLOW_HELP } from "../network/network-policy.ts";
+import { networkDefaultAllowVar } from "../network/network-policy.ts";
 import {
   absolutePathVar,
   bucketNameVar,
@@ -124,14 +124,7 @@ export const agentHostEnvSchema = z.object({
     .describe(
       `Node-local directory of process-tier sandboxes (default ${DEFAULT_SANDBOX_STATE_DIR}).`,
     ),
-  WORKCELL_NETWORK_DEFAULT_ALLOW: z
-    .string()
-    .refine(
-      isDefaultPolicyText,
-      "must be comma-separated host patterns, e.g. pypi.org,*.github.com",
-    )
-    .optional()
-    .describe(NETWORK_DEFAULT_ALLOW_HELP),
+  WORKCELL_NETWORK_DEFAULT_ALLOW: networkDefaultAllowVar(),
   EGRESS_OPEN_CIDRS: z
     .string()
     .optional()

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isDefaultPolicyText, NETWORK_DEFAULT_ALLOW_HELP } from "../network/network-policy.ts";
+import { networkDefaultAllowVar } from "../network/network-policy.ts";
 import {
   bucketNameVar,
   corsOriginsVar,
@@ -77,14 +77,7 @@ const functionsEnvObject = z.object({
     .describe(
       "Browser origins allowed to call the API (CORS), comma-separated, e.g. https://console.example.com,http://localhost:5173; `*` for any; unset: none.",
     ),
-  WORKCELL_NETWORK_DEFAULT_ALLOW: z
-    .string()
-    .refine(
-      isDefaultPolicyText,
-      "must be comma-separated host patterns, e.g. pypi.org,*.github.com",
-    )
-    .optional()
-    .describe(NETWORK_DEFAULT_ALLOW_HELP),
+  WORKCELL_NETWORK_DEFAULT_ALLOW: networkDefaultAllowVar(),
   ...nodeTtlEnv,
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",

@@ -98,8 +98,8 @@ export function defaultPolicyFromEnv(value: string | undefined): NetworkPolicy {
   return { mode: "allowlist", allow };
 }
 
-/** True when `value` is a valid WORKCELL_NETWORK_DEFAULT_ALLOW (for the env schemas). */
-export function isDefaultPolicyText(value: string): boolean {
+/** True when `value` is a valid WORKCELL_NETWORK_DEFAULT_ALLOW. */
+function isDefaultPolicyText(value: string): boolean {
   try {
     defaultPolicyFromEnv(value);
     return true;
@@ -108,5 +108,20 @@ export function isDefaultPolicyText(value: string): boolean {
   }
 }
 
-export const NETWORK_DEFAULT_ALLOW_HELP =
+const NETWORK_DEFAULT_ALLOW_HELP =
   "Host patterns every user may reach unless an admin sets their policy, comma-separated, e.g. pypi.org,files.pythonhosted.org; unset: no network (mode none). Set it to the same value on the API and on every agent-host.";
+
+/**
+ * WORKCELL_NETWORK_DEFAULT_ALLOW in the env schemas of the API and the agent-host, which
+ * must agree on it (the API checks runs' narrowing against it, the proxy enforces it).
+ */
+export function networkDefaultAllowVar() {
+  return z
+    .string()
+    .refine(
+      isDefaultPolicyText,
+      "must be comma-separated host patterns, e.g. pypi.org,*.github.com",
+    )
+    .optional()
+    .describe(NETWORK_DEFAULT_ALLOW_HELP);
+}

@@ -14,6 +14,7 @@ import { stoppedBeforeStart } from "./run-ending.ts";
 import { nextEventSeq, RunEventLog } from "./run-event-log.ts";
 import type { RunExecutorDeps } from "./run-executor-deps.ts";
 import type { RunFence } from "./run-fence.ts";
+import { databaseRetryOf } from "./run-limits.ts";
 import { runLogFields } from "./run-log-fields.ts";
 import { type RecordedRun, type RunOutcome, recordOutcome } from "./run-recorder.ts";
 import { withRunWiring } from "./run-wiring.ts";
@@ -94,6 +95,7 @@ async function executeTraced(
         metrics: deps.metrics,
         maxHandBacks: deps.limits.maxHandBacks,
         notifySlotsAs: deps.nodeId,
+        retry: { policy: databaseRetryOf(deps.limits), leaseTtlMs: deps.limits.leaseTtlMs },
       },
       root.outcome,
     ),
@@ -123,7 +125,12 @@ async function prepareAndDrive(
     nextEventSeq(db, run.runId),
     loadRunContext(db, run, limits),
   ]);
-  const events = new RunEventLog({ db, fence, nextSeq });
+  const events = new RunEventLog({
+    db,
+    fence,
+    nextSeq,
+    retry: { policy: databaseRetryOf(limits), logger: rootLog },
+  });
   let prepared: Preparation | undefined;
   try {
     control.signal.throwIfAborted();
@@ -186,7 +193,13 @@ async function prepareAndDrive(
     // Sub-agents have ended: every command of the tree has its batch, committed or kept.
     const unrepaired = await deps.leasedCommands.settle(tree, log);
     return {
-      outcome: { kind: "ended", ending, events, unrepaired },
+      outcome: {
+        kind: "ended",
+        ending,
+        events,
+        unrepaired,
+        settle: () => deps.leasedCommands.settle(tree, log),
+      },
       handle: ready.handle,
     };
   } catch (error) {

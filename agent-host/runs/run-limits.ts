@@ -1,5 +1,6 @@
 import { MAX_BATCH_ITEMS } from "../../shared/db/schema.ts";
 import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
+import type { DatabaseRetry } from "./database-retry.ts";
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -82,6 +83,15 @@ export interface RunWorkerLimits {
   readonly leaseStatementTimeoutMs: number;
   /** Between two repair passes over the kept change batches. */
   readonly changeRepairIntervalMs: number;
+  /**
+   * A root run's events and ending when the database does not answer (decision 0112): one
+   * try is abandoned after `databaseRetryAttemptMs`, tries are at most
+   * `databaseRetryMaxDelayMs` apart, and the run gives up after `databaseRetryGiveUpMs`
+   * without an answer (its lease is extended by each try that gets one).
+   */
+  readonly databaseRetryAttemptMs: number;
+  readonly databaseRetryMaxDelayMs: number;
+  readonly databaseRetryGiveUpMs: number;
 }
 
 export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
@@ -112,7 +122,21 @@ export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
   leasePollIntervalMs: 500,
   leaseStatementTimeoutMs: 10 * SECOND_MS,
   changeRepairIntervalMs: 30 * SECOND_MS,
+  databaseRetryAttemptMs: 5 * SECOND_MS,
+  databaseRetryMaxDelayMs: 2 * SECOND_MS,
+  // Longer than a PostgreSQL restart or failover; while nobody reaches the database the
+  // sweeper cannot decide either, so waiting costs the run nothing but a slot.
+  databaseRetryGiveUpMs: 10 * MINUTE_MS,
 });
+
+/** The retry policy of a root run's last writes (database-retry.ts). */
+export function databaseRetryOf(limits: RunWorkerLimits): DatabaseRetry {
+  return {
+    attemptTimeoutMs: limits.databaseRetryAttemptMs,
+    maxDelayMs: limits.databaseRetryMaxDelayMs,
+    giveUpAfterMs: limits.databaseRetryGiveUpMs,
+  };
+}
 
 /** SQS's own bounds on long polling and on a message's delay. */
 export const MAX_RECEIVE_WAIT_SECONDS = 20;

@@ -315,9 +315,11 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
       metrics,
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
-      ...(deps.workerConcurrency === undefined
-        ? {}
-        : { limits: { concurrency: deps.workerConcurrency } }),
+      limits: {
+        ...(deps.workerConcurrency === undefined ? {} : { concurrency: deps.workerConcurrency }),
+        // Affinity needs the same liveness as the sandbox manager (decision 0113).
+        nodeTtlMs: deps.sandboxConfig.nodeTtlMs,
+      },
       // The same accounting as the data plane: a run's commands and the Files API count
       // against one figure per uid (docs/decisions/0050).
       quota: createRunQuotaGate({ db: deps.db, accounting: quota, logger }),

@@ -1,4 +1,5 @@
 import { MAX_BATCH_ITEMS } from "../../shared/db/schema.ts";
+import { DEFAULT_NODE_TTL_SECONDS } from "../../shared/env/liveness-env.ts";
 import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
 import type { DatabaseRetry } from "./database-retry.ts";
 
@@ -92,6 +93,17 @@ export interface RunWorkerLimits {
   readonly databaseRetryAttemptMs: number;
   readonly databaseRetryMaxDelayMs: number;
   readonly databaseRetryGiveUpMs: number;
+  /**
+   * Scope affinity (decision 0113): a waiting run whose scope's sandbox is running on
+   * another live node is left to that node, not claimed here and handed back: while a run
+   * uses the sandbox there, and for this long after both the sandbox was released (kept
+   * warm) and the run began waiting. Past it, a node with a free slot claims the run and
+   * the kept-warm sandbox is given up (the run starts fresh there). 0: no affinity (claim,
+   * then hand back `sandbox_on_other_node`, as before 0113).
+   */
+  readonly affinityWaitMs: number;
+  /** A node whose heartbeat is older than this is lost (NODE_TTL_SECONDS): no affinity to it. */
+  readonly nodeTtlMs: number;
 }
 
 export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
@@ -127,6 +139,10 @@ export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
   // Longer than a PostgreSQL restart or failover; while nobody reaches the database the
   // sweeper cannot decide either, so waiting costs the run nothing but a slot.
   databaseRetryGiveUpMs: 10 * MINUTE_MS,
+  // Long enough for a busy node to finish an ordinary command and take the thread's next
+  // turn; short enough that a thread does not wait a whole long job for a warm sandbox.
+  affinityWaitMs: MINUTE_MS,
+  nodeTtlMs: DEFAULT_NODE_TTL_SECONDS * SECOND_MS,
 });
 
 /** The retry policy of a root run's last writes (database-retry.ts). */

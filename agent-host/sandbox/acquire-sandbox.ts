@@ -124,13 +124,19 @@ export async function acquireUnderLock(
         }
         if (row.nodeId !== ctx.nodeId) {
           // A lost node serves nothing: its row no longer holds the scope (§10). Its
-          // container goes when that node's reconciler sees the row is not live.
-          if (!(await ctx.store.isNodeLost(tx, row.nodeId, ctx.config.nodeTtlMs))) {
+          // container goes when that node's reconciler sees the row is not live. Nor does
+          // a live node's kept-warm generation no run uses: the claim left the run to that
+          // node for the affinity wait (decision 0113), so a claim here means the wait
+          // passed and the warm sandbox is given up rather than the run handed back.
+          const lost = await ctx.store.isNodeLost(tx, row.nodeId, ctx.config.nodeTtlMs);
+          if (!lost && row.releasedAt === null) {
             return decide({ ok: false, reason: "sandbox_on_other_node", nodeId: row.nodeId });
           }
           log.warn(
-            { generation: row.generation, lost_node_id: row.nodeId },
-            "sandbox row of a lost node; replacing it here",
+            { generation: row.generation, other_node_id: row.nodeId, node_lost: lost },
+            lost
+              ? "sandbox row of a lost node; replacing it here"
+              : "kept-warm sandbox of another node given up (its affinity wait passed); starting fresh here",
           );
           await ctx.store.markFailed(tx, sandboxId, row.generation, "running");
           if (nodeState !== "active") return decide({ ok: false, reason: "node_quiesced" });

@@ -15,7 +15,12 @@ export interface FairRunSlotsDeps {
   readonly logger: Logger;
   readonly limits: Pick<
     RunWorkerLimits,
-    "concurrency" | "leaseTtlMs" | "waitingPollMs" | "defaultMaxConcurrentRuns"
+    | "concurrency"
+    | "leaseTtlMs"
+    | "waitingPollMs"
+    | "defaultMaxConcurrentRuns"
+    | "affinityWaitMs"
+    | "nodeTtlMs"
   >;
   /** Executes one claimed root run; resolves when it has ended (whatever the outcome). */
   /**
@@ -121,6 +126,8 @@ export class FairRunSlots {
           nodeId,
           leaseTtlMs: limits.leaseTtlMs,
           defaultMaxConcurrentRuns: limits.defaultMaxConcurrentRuns,
+          affinityWaitMs: limits.affinityWaitMs,
+          nodeTtlMs: limits.nodeTtlMs,
         });
       } catch (error) {
         // The poll tries again; the runs keep waiting in Postgres meanwhile.

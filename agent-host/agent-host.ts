@@ -34,6 +34,7 @@ import { startRuntimeReport } from "./runtime/start-runtime-report.ts";
 import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
 import { SandboxManager } from "./sandbox/sandbox-manager.ts";
+import { SANDBOX_TIERS } from "./sandbox/sandbox-tier.ts";
 import { type StagingSweep, sweepStagedBinds } from "./sandbox/staged-binds.ts";
 import { sweepLegacyStagedBinds } from "./sandbox/sweep-legacy-staged-binds.ts";
 import { type SandboxDriverStatus, sandboxDriverStatus } from "./sandbox-driver-status.ts";
@@ -234,6 +235,9 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     // claiming and says not ready until the probe finds every tier again, then one
     // reconcile pass removes what a create cut off by the outage left (decision 0058).
     let worker: RunWorker | undefined;
+    // The tier a run naming none gets here (tiered-driver.ts defaultTier: the first ready).
+    const readyTiers = deps.sandboxTiers.statuses.filter((s) => s.ready).map((s) => s.tier);
+    const defaultTier = SANDBOX_TIERS.find((t) => readyTiers.includes(t));
     const tierWatch = new TierWatch({
       expected:
         manager === undefined
@@ -300,7 +304,10 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
           : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
       }),
       sandboxManager: sandboxes,
-      canClaim: () => !tierWatch.degraded,
+      // A tier outage stops only that tier's runs (decision 0114): runs of a tier that
+      // still answers are claimed; with no tier answering, nothing is.
+      canClaim: () => tierWatch.someTierAnswers,
+      unavailableTiers: () => ({ tiers: tierWatch.missing, defaultTier }),
       shell: runtimeShellFor(
         runtime,
         runtimeAssetsImage(deps.sandboxTiers.runtimeDir).then(

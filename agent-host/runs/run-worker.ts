@@ -27,6 +27,7 @@ import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import { CancelWatcher } from "./cancel-watcher.ts";
 import { RunBatches } from "./change-batch/run-batches.ts";
 import type { ClaimOutcome } from "./claim-run.ts";
+import type { UnavailableTiers } from "./fair-share/claim-waiting-run.ts";
 import { FairRunSlots } from "./fair-share/fair-run-slots.ts";
 import { parkRun } from "./fair-share/park-run.ts";
 import type { ListenFn } from "./listen.ts";
@@ -52,6 +53,11 @@ export interface RunWorkerDeps {
    * slots claim nothing and runs wait in Postgres for another node. Default: always.
    */
   readonly canClaim?: () => boolean;
+  /**
+   * Tiers whose runs this node does not claim now (a tier that stopped answering while
+   * another still does, decision 0114). Default: none.
+   */
+  readonly unavailableTiers?: () => UnavailableTiers;
   /** The bash tool's shell: the Runtime Assets' bash, or why it is unavailable. */
   readonly shell?: ShellFor;
   /** Built with `owner: {uid: 1000, gid: 1000}`, so the sandbox user owns what it creates. */
@@ -169,6 +175,7 @@ export class RunWorker {
       limits: this.#limits,
       execute: (claim) => this.#execute(claim),
       ...(deps.canClaim === undefined ? {} : { canClaim: deps.canClaim }),
+      ...(deps.unavailableTiers === undefined ? {} : { unavailableTiers: deps.unavailableTiers }),
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
     });
     this.#consumer = new RunConsumer({

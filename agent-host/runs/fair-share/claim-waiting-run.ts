@@ -16,6 +16,14 @@ export interface WaitingClaimRequest {
   readonly affinityWaitMs?: number;
   /** Node liveness for affinity: a node silent this long is lost. */
   readonly nodeTtlMs?: number;
+  /** Runs of these tiers are not claimed (a tier that stopped answering here, decision 0114). */
+  readonly unavailable?: UnavailableTiers;
+}
+
+/** Tiers whose runs a node must not claim now, and the tier a run naming none gets here. */
+export interface UnavailableTiers {
+  readonly tiers: readonly string[];
+  readonly defaultTier: string | undefined;
 }
 
 export type WaitingClaim =
@@ -60,6 +68,7 @@ export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Pro
           select distinct on (uid) run_id, uid, created_at from agent_runs
           where status = 'pending' and waiting_since is not null and parent_run_id is null
             ${leftToItsSandboxNode(request)}
+            ${notOfUnavailableTiers(request.unavailable)}
           order by uid, created_at, run_id
         ), counted as (
           select h.run_id, h.uid, h.created_at,
@@ -113,6 +122,18 @@ function leftToItsSandboxNode(request: WaitingClaimRequest): SQL {
         and (s.released_at is null
              or greatest(s.released_at, agent_runs.waiting_since)
                 > now() - ${waitMs}::bigint * interval '1 millisecond'))`;
+}
+
+/**
+ * A run of a tier this node cannot serve now (decision 0114) is left for a node that can,
+ * or for this one once the tier answers: claiming it would only hand it back. A run that
+ * names no tier gets the node's default tier (agent-host/sandbox/tiered-driver.ts).
+ */
+function notOfUnavailableTiers(unavailable: UnavailableTiers | undefined): SQL {
+  if (unavailable === undefined || unavailable.tiers.length === 0) return sql``;
+  const tiers = `{${unavailable.tiers.join(",")}}`;
+  return sql`and coalesce(agent_runs.agent->>'sandbox', ${unavailable.defaultTier ?? ""}::text)
+      <> all(${tiers}::text[])`;
 }
 
 /**

@@ -74,6 +74,9 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     dataPlane: createHttpDataPlaneClient({ baseUrl: o.env.DATA_PLANE_URL, capabilities }),
     capabilities,
     dataPlaneUrl: o.env.DATA_PLANE_URL,
+    ...(o.env.DATA_PLANE_ROUTING === "nodes"
+      ? { dataPlaneRouting: { nodeTtlMs: o.env.NODE_TTL_SECONDS * 1000 } }
+      : {}),
     runEvents: o.runEvents,
     eventTickets: createEventTickets({ privateJwk: o.env.CAPABILITY_PRIVATE_KEY }),
     ...(o.env.WORKCELL_CORS_ORIGINS === undefined

@@ -6,6 +6,7 @@ import { withAttachmentContext } from "../attachments/attachment-context.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { TreeBatches } from "./change-batch/tree-batches.ts";
 import { executeChildRun } from "./child-run-execution.ts";
+import { isTransientDatabaseError } from "./database-retry.ts";
 import { driveRun } from "./drive-run.ts";
 import { type Preparation, prepareRun } from "./prepare-run.ts";
 import { loadRunContext } from "./run-context.ts";
@@ -81,8 +82,16 @@ async function executeTraced(
       () => prepareAndDrive(deps, { run, fence, control, logger, trace }),
     );
   } catch (error) {
-    logger.error({ err: error }, "run failed unexpectedly");
-    root = { outcome: { kind: "crashed" } };
+    // Errors of the drive are caught in prepareAndDrive: one here came before any command
+    // (loading the run, preparing it). A database that dropped those statements (a
+    // PostgreSQL restart) is no reason to fail a run nothing of which ran (issue 38).
+    if (isTransientDatabaseError(error)) {
+      logger.warn({ err: error }, "database unavailable while preparing; handing the run back");
+      root = { outcome: { kind: "hand_back", reason: "database_unavailable" } };
+    } else {
+      logger.error({ err: error }, "run failed unexpectedly");
+      root = { outcome: { kind: "crashed" } };
+    }
   }
   // The terminal event is written here, in the transaction that sets the status.
   const recorded = await inSpan(deps.tracing, "run.finish", { parent: trace }, () =>

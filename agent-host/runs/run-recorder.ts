@@ -4,7 +4,7 @@ import type { AgentRun, RunError } from "../../shared/db/schema.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { ChangeBatch } from "./change-batch/change-batch.ts";
 import { releaseClaim } from "./claim-run.ts";
-import type { DatabaseRetry } from "./database-retry.ts";
+import { type DatabaseRetry, retryDatabase } from "./database-retry.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
 import { finishRunRetried } from "./finish-run-retried.ts";
 import { nextEventSeq, type RunEventLog } from "./run-event-log.ts";
@@ -172,7 +172,7 @@ async function recordCrash(
 
 async function handBack(
   db: Db,
-  { run, fence, logger, maxHandBacks, notifySlotsAs }: RecordedTarget,
+  { run, fence, logger, maxHandBacks, notifySlotsAs, retry }: RecordedTarget,
   reason: string,
 ): Promise<RecordedRun> {
   // attempt counts claims; every earlier claim of a run that never started ended in a
@@ -189,7 +189,12 @@ async function handBack(
     logger.warn({ reason, attempt: fence.attempt }, "run failed: hand-back limit reached");
     return { kind: "ended", ending };
   }
-  const released = await releaseClaim(db, fence);
+  // Retried like an ending (decision 0112): a hand-back the database did not take would
+  // leave the run to the lease expiry and the sweeper's node_lost.
+  const released =
+    retry === undefined
+      ? await releaseClaim(db, fence)
+      : await retryDatabase(retry.policy, "run hand-back", logger, () => releaseClaim(db, fence));
   if (!released) return { kind: "lease_lost" } as const;
   logger.info({ reason }, "run handed back before it executed");
   return { kind: "handed_back", reason } as const;

@@ -113,3 +113,22 @@ it("PostgreSQL frozen at the ending past the whole lease, its connections then l
   expectGapFree(events);
   expect(events.filter((e) => e.type === "run.completed")).toHaveLength(1);
 });
+
+it("PostgreSQL stopped while a claimed run is being prepared: handed back (nothing ran), then it runs once", async () => {
+  const thread = await world.thread(await world.project());
+  // The first statement of a claimed run's preparation (its events' next seq).
+  stopBefore = "coalesce(max(seq), 0) + 1";
+  const runId = await world.submit(thread, "echo prepared >> once.txt");
+  await pollUntil(async () => proxy.stopped, 30_000);
+  proxy.cut();
+  await pollUntil(async () => (await leaseLeftMs(runId)) < LIMITS.leaseTtlMs * (2 / 3), 30_000);
+  proxy.resume();
+
+  const run = await world.waitForRun(runId);
+  // Claimed twice: the first claim was handed back, not failed `internal`.
+  expect(run).toMatchObject({ status: "succeeded", attempt: 2, error: null });
+  expect(await batchesOf(runId)).toEqual([{ itemCount: 1, pendingRepair: false }]);
+  const events = await world.events(runId);
+  expectGapFree(events);
+  expect(events.filter((e) => e.type === "tool.started")).toHaveLength(1);
+});

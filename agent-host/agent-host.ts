@@ -37,6 +37,7 @@ import { startRuntimeReport } from "./runtime/start-runtime-report.ts";
 import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
 import { SandboxManager } from "./sandbox/sandbox-manager.ts";
+import { SANDBOX_TIERS } from "./sandbox/sandbox-tier.ts";
 import { type StagingSweep, sweepStagedBinds } from "./sandbox/staged-binds.ts";
 import { sweepLegacyStagedBinds } from "./sandbox/sweep-legacy-staged-binds.ts";
 import { type SandboxDriverStatus, sandboxDriverStatus } from "./sandbox-driver-status.ts";
@@ -252,6 +253,9 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     // claiming and says not ready until the probe finds every tier again, then one
     // reconcile pass removes what a create cut off by the outage left (decision 0058).
     let worker: RunWorker | undefined;
+    // The tier a run naming none gets here (tiered-driver.ts defaultTier: the first ready).
+    const readyTiers = deps.sandboxTiers.statuses.filter((s) => s.ready).map((s) => s.tier);
+    const defaultTier = SANDBOX_TIERS.find((t) => readyTiers.includes(t));
     const tierWatch = new TierWatch({
       expected:
         manager === undefined
@@ -319,7 +323,10 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
           : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
       }),
       sandboxManager: sandboxes,
-      canClaim: () => !tierWatch.degraded,
+      // A tier outage stops only that tier's runs (decision 0114): runs of a tier that
+      // still answers are claimed; with no tier answering, nothing is.
+      canClaim: () => tierWatch.someTierAnswers,
+      unavailableTiers: () => ({ tiers: tierWatch.missing, defaultTier }),
       shell: runtimeShellFor(
         runtime,
         runtimeAssetsImage(deps.sandboxTiers.runtimeDir).then(
@@ -334,9 +341,11 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
       metrics,
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
-      ...(deps.workerConcurrency === undefined
-        ? {}
-        : { limits: { concurrency: deps.workerConcurrency } }),
+      limits: {
+        ...(deps.workerConcurrency === undefined ? {} : { concurrency: deps.workerConcurrency }),
+        // Affinity needs the same liveness as the sandbox manager (decision 0113).
+        nodeTtlMs: deps.sandboxConfig.nodeTtlMs,
+      },
       // The same accounting as the data plane: a run's commands and the Files API count
       // against one figure per uid (docs/decisions/0050).
       quota: createRunQuotaGate({ db: deps.db, accounting: quota, logger }),

@@ -11,6 +11,7 @@ import postgres from "postgres";
 import { createAwsClients } from "../shared/aws/create-aws-clients.ts";
 import { importCapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import { createDb } from "../shared/db/client.ts";
+import { guardDatabaseDriverFaults } from "../shared/db/driver-fault-guard.ts";
 import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";
 import { parseEnv } from "../shared/env/parse-env.ts";
 import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
@@ -47,6 +48,8 @@ const AGENT_HOST_SHUTDOWN_DEADLINE_MS = 120_000;
 
 const env = parseEnv(agentHostEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
+// One database connection's failure never ends the process (decision 0111).
+guardDatabaseDriverFaults({ logger, exit: (code) => process.exit(code) });
 // Off unless OTEL_* asks for it; then the SDK is loaded and its provider passed in below.
 const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-agent-host");
 const metrics = createProcessMetrics();

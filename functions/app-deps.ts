@@ -12,6 +12,7 @@ import type { AttachmentDeps } from "./attachments/attachment-deps.ts";
 import type { TokenVerifier } from "./auth/token-verifier.ts";
 import type { CapabilityMinter } from "./capability/capability-minter.ts";
 import type { DataPlaneClient } from "./data-plane/data-plane-client.ts";
+import type { DataPlaneRouting } from "./data-plane/pick-data-plane-url.ts";
 import type { HealthProbes } from "./health/health-probes.ts";
 import type { RunQueue } from "./queue/run-queue.ts";
 import type { EventTickets } from "./run-events/event-tickets.ts";
@@ -57,8 +58,13 @@ export type AppDeps = SkillsDeps & {
   capabilities: CapabilityMinter;
   /** NODE_TTL_SECONDS × 1000: nodes silent longer are `lost` (admin nodes); default 30 s. */
   nodeTtlMs?: number;
-  /** DATA_PLANE_URL, returned to clients as `base_url`. */
+  /** DATA_PLANE_URL, returned to clients as `base_url` (without routing, or when no node is live). */
   dataPlaneUrl: string;
+  /**
+   * DATA_PLANE_ROUTING=nodes: `base_url` names a live node's own data plane, the thread's
+   * sandbox node first (pick-data-plane-url.ts). Undefined: always DATA_PLANE_URL.
+   */
+  dataPlaneRouting?: DataPlaneRouting;
   /** LISTEN/NOTIFY where the runtime keeps a connection, bounded polling elsewhere. */
   runEvents: RunEventWaiter;
   /** Presigned uploads to the attachments bucket and imports through the data plane. */

@@ -8,6 +8,7 @@ import { acquireRefusalError } from "../sandbox/acquire-sandbox.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import type { UserWorkspaces, WorkspaceFs } from "../workspace/index.ts";
 import { WORKDIR_OUTPUTS_DIR } from "../workspace/index.ts";
+import { isTransientDatabaseError } from "./database-retry.ts";
 import type { RunContext } from "./run-context.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
 import type { SkillProjection } from "./skill-projection.ts";
@@ -197,6 +198,12 @@ export async function prepareRun(
     if (domainReasonOf(error) === "sandbox_engine_unresponsive") {
       log.warn({ err: error }, "sandbox engine unavailable during acquire; handing the run back");
       return { kind: "hand_back", reason: "sandbox_engine_unavailable" };
+    }
+    // The database dropped the sandbox manager's statements (a PostgreSQL restart):
+    // nothing of the run ran, so it goes back in line rather than failing (issue 38).
+    if (isTransientDatabaseError(error)) {
+      log.warn({ err: error }, "database unavailable during sandbox acquire; handing the run back");
+      return { kind: "hand_back", reason: "database_unavailable" };
     }
     log.error({ err: error }, "sandbox acquire failed");
     return failed(error, "sandbox_unavailable", "The sandbox could not be started");

@@ -6,6 +6,7 @@ import { withAttachmentContext } from "../attachments/attachment-context.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { TreeBatches } from "./change-batch/tree-batches.ts";
 import { executeChildRun } from "./child-run-execution.ts";
+import { isTransientDatabaseError } from "./database-retry.ts";
 import { driveRun } from "./drive-run.ts";
 import { type Preparation, prepareRun } from "./prepare-run.ts";
 import { loadRunContext } from "./run-context.ts";
@@ -14,6 +15,7 @@ import { stoppedBeforeStart } from "./run-ending.ts";
 import { nextEventSeq, RunEventLog } from "./run-event-log.ts";
 import type { RunExecutorDeps } from "./run-executor-deps.ts";
 import type { RunFence } from "./run-fence.ts";
+import { databaseRetryOf } from "./run-limits.ts";
 import { runLogFields } from "./run-log-fields.ts";
 import { type RecordedRun, type RunOutcome, recordOutcome } from "./run-recorder.ts";
 import { withRunWiring } from "./run-wiring.ts";
@@ -81,8 +83,16 @@ async function executeTraced(
       () => prepareAndDrive(deps, { run, fence, control, logger, trace }),
     );
   } catch (error) {
-    logger.error({ err: error }, "run failed unexpectedly");
-    root = { outcome: { kind: "crashed" } };
+    // Errors of the drive are caught in prepareAndDrive: one here came before any command
+    // (loading the run, preparing it). A database that dropped those statements (a
+    // PostgreSQL restart) is no reason to fail a run nothing of which ran (issue 38).
+    if (isTransientDatabaseError(error)) {
+      logger.warn({ err: error }, "database unavailable while preparing; handing the run back");
+      root = { outcome: { kind: "hand_back", reason: "database_unavailable" } };
+    } else {
+      logger.error({ err: error }, "run failed unexpectedly");
+      root = { outcome: { kind: "crashed" } };
+    }
   }
   // The terminal event is written here, in the transaction that sets the status.
   const recorded = await inSpan(deps.tracing, "run.finish", { parent: trace }, () =>
@@ -95,6 +105,7 @@ async function executeTraced(
         metrics: deps.metrics,
         maxHandBacks: deps.limits.maxHandBacks,
         notifySlotsAs: deps.nodeId,
+        retry: { policy: databaseRetryOf(deps.limits), leaseTtlMs: deps.limits.leaseTtlMs },
       },
       root.outcome,
     ),
@@ -121,7 +132,12 @@ async function prepareAndDrive(
     nextEventSeq(db, run.runId),
     loadRunContext(db, run, limits),
   ]);
-  const events = new RunEventLog({ db, fence, nextSeq });
+  const events = new RunEventLog({
+    db,
+    fence,
+    nextSeq,
+    retry: { policy: databaseRetryOf(limits), logger: rootLog },
+  });
   let prepared: Preparation | undefined;
   try {
     control.signal.throwIfAborted();
@@ -184,7 +200,13 @@ async function prepareAndDrive(
     // Sub-agents have ended: every command of the tree has its batch, committed or kept.
     const unrepaired = await deps.leasedCommands.settle(tree, log);
     return {
-      outcome: { kind: "ended", ending, events, unrepaired },
+      outcome: {
+        kind: "ended",
+        ending,
+        events,
+        unrepaired,
+        settle: () => deps.leasedCommands.settle(tree, log),
+      },
       handle: ready.handle,
     };
   } catch (error) {

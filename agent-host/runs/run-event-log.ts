@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import type { Logger } from "pino";
 import type { Db, DbOrTransaction } from "../../shared/db/client.ts";
 import { executeRows } from "../../shared/db/execute-rows.ts";
 import {
@@ -8,6 +9,7 @@ import {
 } from "../../shared/db/pg-error.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
+import { type DatabaseRetry, retryDatabase } from "./database-retry.ts";
 import type { RunFence } from "./run-fence.ts";
 
 /** An event as the worker stores it: `type` + `data`; seq, run_id and created_at are added here. */
@@ -68,14 +70,25 @@ export async function nextEventSeq(db: DbOrTransaction, runId: string): Promise<
 export class RunEventLog {
   readonly #db: Db;
   readonly #fence: RunFence;
+  readonly #retry: { readonly policy: DatabaseRetry; readonly logger: Logger } | undefined;
   #nextSeq: number;
   #tail: Promise<unknown> = Promise.resolve();
   #lost = false;
 
-  constructor(deps: { readonly db: Db; readonly fence: RunFence; readonly nextSeq: number }) {
+  /**
+   * With `retry`, an append the database did not answer is tried again (decision 0112):
+   * a completed command's events are not lost to a restart of PostgreSQL.
+   */
+  constructor(deps: {
+    readonly db: Db;
+    readonly fence: RunFence;
+    readonly nextSeq: number;
+    readonly retry?: { readonly policy: DatabaseRetry; readonly logger: Logger };
+  }) {
     this.#db = deps.db;
     this.#fence = deps.fence;
     this.#nextSeq = deps.nextSeq;
+    this.#retry = deps.retry;
   }
 
   get lost(): boolean {
@@ -103,25 +116,49 @@ export class RunEventLog {
 
   async #appendNow(event: StoredEvent): Promise<void> {
     if (this.#lost) throw leaseLost(this.#fence);
-    let ok: boolean;
-    try {
-      ok = await appendFencedEvent(this.#db, this.#fence, this.#nextSeq, event);
-    } catch (error) {
-      const code = sqlStateOf(error);
-      // Someone else wrote this seq (a stale worker of an older attempt cannot pass the
-      // fence, so this means the run is no longer ours): stop like a lost lease.
-      if (code === PG_UNIQUE_VIOLATION || code === PG_FOREIGN_KEY_VIOLATION) {
-        this.#lost = true;
-        throw leaseLost(this.#fence, error);
-      }
-      throw error;
-    }
+    const retry = this.#retry;
+    const ok =
+      retry === undefined
+        ? await this.#appendOnce(event, false)
+        : await retryDatabase(retry.policy, "run event append", retry.logger, (_signal, state) =>
+            this.#appendOnce(event, state.failures > 0),
+          );
     if (!ok) {
       this.#lost = true;
       throw leaseLost(this.#fence);
     }
     this.#nextSeq++;
   }
+
+  /** One try; `retried`: an earlier try's answer was lost, so it may have committed. */
+  async #appendOnce(event: StoredEvent, retried: boolean): Promise<boolean> {
+    try {
+      return await appendFencedEvent(this.#db, this.#fence, this.#nextSeq, event);
+    } catch (error) {
+      const code = sqlStateOf(error);
+      // Our seq is taken: after a lost answer, by that earlier try itself when the run is
+      // still ours (a stale worker of an older attempt cannot pass the fence).
+      if (code === PG_UNIQUE_VIOLATION && retried && (await fenceHolds(this.#db, this.#fence))) {
+        return true;
+      }
+      // Someone else wrote this seq: the run is no longer ours, stop like a lost lease.
+      if (code === PG_UNIQUE_VIOLATION || code === PG_FOREIGN_KEY_VIOLATION) {
+        this.#lost = true;
+        throw leaseLost(this.#fence, error);
+      }
+      throw error;
+    }
+  }
+}
+
+/** Whether (run_id, attempt, running) still holds. */
+async function fenceHolds(db: Db, fence: RunFence): Promise<boolean> {
+  const rows = await executeRows<{ one: number }>(
+    db,
+    sql`select 1 as one from agent_runs
+        where run_id = ${fence.runId} and attempt = ${fence.attempt} and status = 'running'`,
+  );
+  return rows.length === 1;
 }
 
 export function leaseLost(fence: RunFence, cause?: unknown) {

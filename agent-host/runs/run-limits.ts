@@ -1,5 +1,7 @@
 import { MAX_BATCH_ITEMS } from "../../shared/db/schema.ts";
+import { DEFAULT_NODE_TTL_SECONDS } from "../../shared/env/liveness-env.ts";
 import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
+import type { DatabaseRetry } from "./database-retry.ts";
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -82,6 +84,26 @@ export interface RunWorkerLimits {
   readonly leaseStatementTimeoutMs: number;
   /** Between two repair passes over the kept change batches. */
   readonly changeRepairIntervalMs: number;
+  /**
+   * A root run's events and ending when the database does not answer (decision 0112): one
+   * try is abandoned after `databaseRetryAttemptMs`, tries are at most
+   * `databaseRetryMaxDelayMs` apart, and the run gives up after `databaseRetryGiveUpMs`
+   * without an answer (its lease is extended by each try that gets one).
+   */
+  readonly databaseRetryAttemptMs: number;
+  readonly databaseRetryMaxDelayMs: number;
+  readonly databaseRetryGiveUpMs: number;
+  /**
+   * Scope affinity (decision 0113): a waiting run whose scope's sandbox is running on
+   * another live node is left to that node, not claimed here and handed back: while a run
+   * uses the sandbox there, and for this long after both the sandbox was released (kept
+   * warm) and the run began waiting. Past it, a node with a free slot claims the run and
+   * the kept-warm sandbox is given up (the run starts fresh there). 0: no affinity (claim,
+   * then hand back `sandbox_on_other_node`, as before 0113).
+   */
+  readonly affinityWaitMs: number;
+  /** A node whose heartbeat is older than this is lost (NODE_TTL_SECONDS): no affinity to it. */
+  readonly nodeTtlMs: number;
 }
 
 export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
@@ -112,7 +134,25 @@ export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
   leasePollIntervalMs: 500,
   leaseStatementTimeoutMs: 10 * SECOND_MS,
   changeRepairIntervalMs: 30 * SECOND_MS,
+  databaseRetryAttemptMs: 5 * SECOND_MS,
+  databaseRetryMaxDelayMs: 2 * SECOND_MS,
+  // Longer than a PostgreSQL restart or failover; while nobody reaches the database the
+  // sweeper cannot decide either, so waiting costs the run nothing but a slot.
+  databaseRetryGiveUpMs: 10 * MINUTE_MS,
+  // Long enough for a busy node to finish an ordinary command and take the thread's next
+  // turn; short enough that a thread does not wait a whole long job for a warm sandbox.
+  affinityWaitMs: MINUTE_MS,
+  nodeTtlMs: DEFAULT_NODE_TTL_SECONDS * SECOND_MS,
 });
+
+/** The retry policy of a root run's last writes (database-retry.ts). */
+export function databaseRetryOf(limits: RunWorkerLimits): DatabaseRetry {
+  return {
+    attemptTimeoutMs: limits.databaseRetryAttemptMs,
+    maxDelayMs: limits.databaseRetryMaxDelayMs,
+    giveUpAfterMs: limits.databaseRetryGiveUpMs,
+  };
+}
 
 /** SQS's own bounds on long polling and on a message's delay. */
 export const MAX_RECEIVE_WAIT_SECONDS = 20;

@@ -4,7 +4,9 @@ import type { AgentRun, RunError } from "../../shared/db/schema.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { ChangeBatch } from "./change-batch/change-batch.ts";
 import { releaseClaim } from "./claim-run.ts";
+import { type DatabaseRetry, retryDatabase } from "./database-retry.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
+import { finishRunRetried } from "./finish-run-retried.ts";
 import { nextEventSeq, type RunEventLog } from "./run-event-log.ts";
 import type { RunFence } from "./run-fence.ts";
 
@@ -17,6 +19,8 @@ export type RunOutcome =
       readonly events: RunEventLog;
       /** A root run's change batches still unrepaired at its end (placeholders). */
       readonly unrepaired?: readonly ChangeBatch[];
+      /** Commits the kept batches again (leased-commands.ts settle) when the ending is retried. */
+      readonly settle?: () => Promise<readonly ChangeBatch[]>;
     }
   /** Nothing executed and another try may work: give the claim back. */
   | { readonly kind: "hand_back"; readonly reason: string }
@@ -46,6 +50,12 @@ export interface RecordedTarget {
    * statement (finishRun), so an `ended` result means the other nodes were told.
    */
   readonly notifySlotsAs?: string;
+  /**
+   * A completed run's ending is retried while the database does not answer, its lease
+   * extended by each retry that reaches it (finish-run-retried.ts, decision 0112).
+   * Undefined: tried once, as sub-agents' endings are (their root's ending waits for them).
+   */
+  readonly retry?: { readonly policy: DatabaseRetry; readonly leaseTtlMs: number };
 }
 
 /** The ending of a run that could not be placed on any node after `maxHandBacks` tries. */
@@ -106,20 +116,27 @@ async function recordOnce(
 
 async function recordEnding(
   db: Db,
-  { run, fence, logger, notifySlotsAs }: RecordedTarget,
-  { ending, events, unrepaired }: RunOutcome & { kind: "ended" },
+  { run, fence, logger, notifySlotsAs, retry }: RecordedTarget,
+  { ending, events, unrepaired, settle }: RunOutcome & { kind: "ended" },
 ): Promise<RecordedRun> {
   if (ending === undefined || events.lost) return { kind: "lease_lost" };
   await events.settled();
-  const ok = await finishRun(
-    db,
-    fence,
-    run.threadId,
-    events.nextSeq,
-    ending,
-    unrepaired,
-    notifySlotsAs,
-  );
+  const ok =
+    retry === undefined
+      ? await finishRun(db, fence, run.threadId, events.nextSeq, ending, unrepaired, notifySlotsAs)
+      : await finishRunRetried({
+          db,
+          fence,
+          threadId: run.threadId,
+          seq: events.nextSeq,
+          ending,
+          unrepaired: unrepaired ?? [],
+          ...(settle === undefined ? {} : { settle }),
+          ...(notifySlotsAs === undefined ? {} : { notifySlotsAs }),
+          retry: retry.policy,
+          leaseTtlMs: retry.leaseTtlMs,
+          logger,
+        });
   if (!ok) {
     logger.warn("run ended but its lease was lost; nothing recorded");
     return { kind: "lease_lost" };
@@ -155,7 +172,7 @@ async function recordCrash(
 
 async function handBack(
   db: Db,
-  { run, fence, logger, maxHandBacks, notifySlotsAs }: RecordedTarget,
+  { run, fence, logger, maxHandBacks, notifySlotsAs, retry }: RecordedTarget,
   reason: string,
 ): Promise<RecordedRun> {
   // attempt counts claims; every earlier claim of a run that never started ended in a
@@ -172,7 +189,12 @@ async function handBack(
     logger.warn({ reason, attempt: fence.attempt }, "run failed: hand-back limit reached");
     return { kind: "ended", ending };
   }
-  const released = await releaseClaim(db, fence);
+  // Retried like an ending (decision 0112): a hand-back the database did not take would
+  // leave the run to the lease expiry and the sweeper's node_lost.
+  const released =
+    retry === undefined
+      ? await releaseClaim(db, fence)
+      : await retryDatabase(retry.policy, "run hand-back", logger, () => releaseClaim(db, fence));
   if (!released) return { kind: "lease_lost" } as const;
   logger.info({ reason }, "run handed back before it executed");
   return { kind: "handed_back", reason } as const;

@@ -28,6 +28,7 @@ import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import { CancelWatcher } from "./cancel-watcher.ts";
 import { RunBatches } from "./change-batch/run-batches.ts";
 import type { ClaimOutcome } from "./claim-run.ts";
+import type { UnavailableTiers } from "./fair-share/claim-waiting-run.ts";
 import { FairRunSlots } from "./fair-share/fair-run-slots.ts";
 import { parkRun } from "./fair-share/park-run.ts";
 import type { ListenFn } from "./listen.ts";
@@ -53,6 +54,11 @@ export interface RunWorkerDeps {
    * slots claim nothing and runs wait in Postgres for another node. Default: always.
    */
   readonly canClaim?: () => boolean;
+  /**
+   * Tiers whose runs this node does not claim now (a tier that stopped answering while
+   * another still does, decision 0114). Default: none.
+   */
+  readonly unavailableTiers?: () => UnavailableTiers;
   /** The bash tool's shell: the Runtime Assets' bash, or why it is unavailable. */
   readonly shell?: ShellFor;
   /** A run's network (agent-host/egress/run-egress.ts); absent: no run gets network. */
@@ -173,6 +179,7 @@ export class RunWorker {
       limits: this.#limits,
       execute: (claim) => this.#execute(claim),
       ...(deps.canClaim === undefined ? {} : { canClaim: deps.canClaim }),
+      ...(deps.unavailableTiers === undefined ? {} : { unavailableTiers: deps.unavailableTiers }),
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),
     });
     this.#consumer = new RunConsumer({

@@ -179,7 +179,7 @@ async function apply(ctx: SandboxContext, tx: DbTransaction, a: Applying): Promi
       return { kind: "destroy_first", generation: decision.generation };
     case "create":
       return done(await createGeneration(ctx, tx, sandboxId, row, request, a.signal, a.progress));
-    case "replace_lost_node":
+    case "replace_other_node":
     case "replace_dead": {
       await ctx.store.markFailed(tx, sandboxId, decision.generation, "running");
       const failed = row === undefined ? undefined : { ...row, state: "failed" as const };
@@ -193,8 +193,8 @@ async function apply(ctx: SandboxContext, tx: DbTransaction, a: Applying): Promi
         a.progress,
       );
       // A stopped container of the dead generation is removed once the lock is released,
-      // rather than left for the reconciler (the driver re-checks its labels first). A
-      // lost node's container is that node's reconciler's to remove.
+      // rather than left for the reconciler (the driver re-checks its labels first). Another
+      // node's container is that node's reconciler's to remove.
       const leftover =
         decision.kind === "replace_dead" && decision.containerId !== null
           ? { containerId: decision.containerId, sandboxId, generation: decision.generation }
@@ -217,10 +217,16 @@ function logDecision(
       { generation: decision.generation, file_view: row?.fileView },
       "replacing a kept-warm sandbox made for another tier or file view",
     );
-  } else if (decision.kind === "replace_lost_node") {
+  } else if (decision.kind === "replace_other_node") {
     log.warn(
-      { generation: decision.generation, lost_node_id: decision.lostNodeId },
-      "sandbox row of a lost node; replacing it here",
+      {
+        generation: decision.generation,
+        other_node_id: decision.otherNodeId,
+        node_lost: decision.nodeLost,
+      },
+      decision.nodeLost
+        ? "sandbox row of a lost node; replacing it here"
+        : "kept-warm sandbox of another node given up (its affinity wait passed); starting fresh here",
     );
   } else if (decision.kind === "replace_dead") {
     log.warn(

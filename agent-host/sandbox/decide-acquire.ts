@@ -37,8 +37,13 @@ export type AcquireDecision =
   | { kind: "replace_kept_warm"; generation: number }
   /** The row says running but its sandbox is gone: fail it, create anew, remove what is left. */
   | { kind: "replace_dead"; generation: number; containerId: string | null }
-  /** The row belongs to a lost node: fail it and create here. */
-  | { kind: "replace_lost_node"; generation: number; lostNodeId: string }
+  /**
+   * The row belongs to another node that no longer holds it: a lost node, or a live one
+   * whose kept-warm generation no run uses (the claim left the run to that node for the
+   * affinity wait, decision 0113, so a claim here means the wait passed): fail it and
+   * create here. The other node's container is its reconciler's to remove.
+   */
+  | { kind: "replace_other_node"; generation: number; otherNodeId: string; nodeLost: boolean }
   | { kind: "refuse"; refusal: DecidedRefusal };
 
 /** The refusals a decision can make (the request's own, not the lock's or the driver's). */
@@ -69,15 +74,21 @@ export function decideAcquire(
   }
   if (row.nodeId !== node.id) {
     // A lost node serves nothing: its row no longer holds the scope (§10). Its
-    // container goes when that node's reconciler sees the row is not live.
-    if (!node.rowNodeLost) {
+    // container goes when that node's reconciler sees the row is not live. A live node
+    // keeps a generation a run still uses; one only kept warm is given up.
+    if (!node.rowNodeLost && row.releasedAt === null) {
       return {
         kind: "refuse",
         refusal: { ok: false, reason: "sandbox_on_other_node", nodeId: row.nodeId },
       };
     }
     if (!active) return QUIESCED;
-    return { kind: "replace_lost_node", generation: row.generation, lostNodeId: row.nodeId };
+    return {
+      kind: "replace_other_node",
+      generation: row.generation,
+      otherNodeId: row.nodeId,
+      nodeLost: node.rowNodeLost,
+    };
   }
   if (!active) return QUIESCED;
   if (otherMounts) return { kind: "replace_kept_warm", generation: row.generation };

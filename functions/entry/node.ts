@@ -5,6 +5,7 @@ import { serve } from "@hono/node-server";
 import pino from "pino";
 import postgres from "postgres";
 import { z } from "zod";
+import { guardDatabaseDriverFaults } from "../../shared/db/driver-fault-guard.ts";
 import { intVar, portVar } from "../../shared/env/env-vars.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { metricsEnvShape } from "../../shared/env/metrics-env.ts";
@@ -43,6 +44,8 @@ const nodeEnvSchema = z.object({
 const env = parseEnv(functionsEnvSchema, process.env);
 const nodeEnv = parseEnv(nodeEnvSchema, process.env);
 const logger = pino(loggerOptions(env.LOG_LEVEL));
+// One database connection's failure never ends the process (decision 0111).
+guardDatabaseDriverFaults({ logger, exit: (code) => process.exit(code) });
 const metrics = createProcessMetrics();
 // Off unless OTEL_* asks for it; then the SDK is loaded and its provider passed in below.
 const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-functions");

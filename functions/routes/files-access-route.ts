@@ -7,6 +7,7 @@ import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppEnv } from "../app-env.ts";
+import { pickDataPlaneUrl } from "../data-plane/pick-data-plane-url.ts";
 import { isoTime } from "../db/iso-time.ts";
 import { findEffectiveLimits } from "../limits/user-limits-store.ts";
 import { findActiveThread } from "../threads/thread-store.ts";
@@ -42,7 +43,10 @@ const route = createRoute({
  */
 export function registerFilesAccessRoute(
   app: OpenAPIHono<AppEnv>,
-  deps: Pick<AppDeps, "db" | "capabilities" | "dataPlaneUrl" | "userLimitDefaults">,
+  deps: Pick<
+    AppDeps,
+    "db" | "capabilities" | "dataPlaneUrl" | "dataPlaneRouting" | "userLimitDefaults"
+  >,
 ): void {
   app.openapi(route, async (c) => {
     const { uid } = c.var.principal;
@@ -68,8 +72,19 @@ export function registerFilesAccessRoute(
       },
       c.req.raw.signal,
     );
+    // With DATA_PLANE_ROUTING=nodes, a live node's own URL (the thread's sandbox node
+    // first), so a lost node does not break file access to threads others can serve.
+    const baseUrl =
+      deps.dataPlaneRouting === undefined
+        ? deps.dataPlaneUrl
+        : await pickDataPlaneUrl(
+            deps.db,
+            { uid, runtimeScopeId: found.thread.rootThreadId },
+            deps.dataPlaneRouting,
+            deps.dataPlaneUrl,
+          );
     return c.json(
-      { base_url: deps.dataPlaneUrl, token: minted.token, expires_at: isoTime(minted.expiresAt) },
+      { base_url: baseUrl, token: minted.token, expires_at: isoTime(minted.expiresAt) },
       200,
     );
   });

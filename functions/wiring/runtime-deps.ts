@@ -76,6 +76,9 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     dataPlane: createHttpDataPlaneClient({ baseUrl: o.env.DATA_PLANE_URL, capabilities }),
     capabilities,
     dataPlaneUrl: o.env.DATA_PLANE_URL,
+    ...(o.env.DATA_PLANE_ROUTING === "nodes"
+      ? { dataPlaneRouting: { nodeTtlMs: o.env.NODE_TTL_SECONDS * 1000 } }
+      : {}),
     runEvents: o.runEvents,
     networkDefault: defaultPolicyFromEnv(o.env.WORKCELL_NETWORK_DEFAULT_ALLOW),
     eventTickets: createEventTickets({ privateJwk: o.env.CAPABILITY_PRIVATE_KEY }),

@@ -72,6 +72,12 @@ const functionsEnvObject = z.object({
   DATA_PLANE_URL: httpUrlVar().describe(
     "Public base URL of the agent-host data plane, as browsers reach it.",
   ),
+  DATA_PLANE_ROUTING: z
+    .enum(["fixed", "nodes"])
+    .default("fixed")
+    .describe(
+      "`fixed` (default): clients get DATA_PLANE_URL (one node, or a load balancer in front of every node's data plane). `nodes`: a live node's own data_plane_url, the thread's sandbox node first, DATA_PLANE_URL only when no node is live, so a lost node does not break file access.",
+    ),
   WORKCELL_CORS_ORIGINS: corsOriginsVar()
     .optional()
     .describe(

@@ -115,6 +115,11 @@ const DOMAIN_ERROR_TABLE = {
     message:
       "The sandbox engine (Docker) on this node did not answer in time: check that dockerd answers (`docker info`) and raise DOCKER_CALL_TIMEOUT_SECONDS if it is only slow.",
   },
+  sandbox_start_failed: {
+    code: "unavailable",
+    message:
+      "The sandbox could not be started for this command, so nothing of the command ran: retry the run; if it persists, ask an operator (GET /v1/admin/runtime and the agent-host log say why).",
+  },
   queued_runs_limit: {
     code: "rate_limited",
     message:

@@ -1,7 +1,8 @@
-import { and, eq, isNotNull, sql } from "drizzle-orm";
+import { and, eq, isNotNull, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../../../shared/db/client.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
+import { nodeIsLost } from "../../../shared/runs/node-liveness.ts";
 import { lockTree } from "../../../shared/runs/tree-lock.ts";
 import { type ClaimOutcome, claimedRunColumns } from "../claim-run.ts";
 import { lockUidSlots } from "./uid-slot-lock.ts";
@@ -13,6 +14,18 @@ export interface WaitingClaimRequest {
   readonly defaultMaxConcurrentRuns: number;
   /** Only a uid with no root run running anywhere (the node's IDLE_UID_SLOTS). */
   readonly idleUidsOnly?: boolean;
+  /** Scope affinity (run-limits.ts affinityWaitMs, decision 0113); 0: none. */
+  readonly affinityWaitMs?: number;
+  /** Node liveness for affinity: a node silent this long is lost. */
+  readonly nodeTtlMs?: number;
+  /** Runs of these tiers are not claimed (a tier that stopped answering here, decision 0114). */
+  readonly unavailable?: UnavailableTiers;
+}
+
+/** Tiers whose runs a node must not claim now, and the tier a run naming none gets here. */
+export interface UnavailableTiers {
+  readonly tiers: readonly string[];
+  readonly defaultTier: string | undefined;
 }
 
 export type WaitingClaim =
@@ -56,6 +69,8 @@ export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Pro
     sql`with heads as (
           select distinct on (uid) run_id, uid, created_at from agent_runs
           where status = 'pending' and waiting_since is not null and parent_run_id is null
+            ${leftToItsSandboxNode(request)}
+            ${notOfUnavailableTiers(request.unavailable)}
           order by uid, created_at, run_id
         ), counted as (
           select h.run_id, h.uid, h.created_at,
@@ -88,6 +103,40 @@ export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Pro
     }
   }
   return { ok: false, reason: "contended" };
+}
+
+/**
+ * Scope affinity (decision 0113): excludes (as `and not exists …` on agent_runs) a waiting
+ * run whose scope's sandbox is running on another live node, while a run uses it there or
+ * until `affinityWaitMs` after both its release and the run's wait began. That node's own
+ * fill claims it when a slot frees (its run's ending wakes it); claiming it here would
+ * only hand it back (`sandbox_on_other_node`), every handBackDelaySeconds, until the
+ * hand-back limit failed it. Past the bound the kept-warm sandbox is given up
+ * (acquire-sandbox.ts) and the run starts fresh on whichever node claims it.
+ */
+function leftToItsSandboxNode(request: WaitingClaimRequest): SQL {
+  const waitMs = request.affinityWaitMs ?? 0;
+  if (waitMs <= 0 || request.nodeTtlMs === undefined) return sql``;
+  return sql`and not exists (
+      select 1 from sandboxes s join nodes on nodes.node_id = s.node_id
+      where s.uid = agent_runs.uid and s.runtime_scope_id = agent_runs.runtime_scope_id
+        and s.state = 'running' and s.node_id <> ${request.nodeId}
+        and not (${nodeIsLost(request.nodeTtlMs)})
+        and (s.released_at is null
+             or greatest(s.released_at, agent_runs.waiting_since)
+                > now() - ${waitMs}::bigint * interval '1 millisecond'))`;
+}
+
+/**
+ * A run of a tier this node cannot serve now (decision 0114) is left for a node that can,
+ * or for this one once the tier answers: claiming it would only hand it back. A run that
+ * names no tier gets the node's default tier (agent-host/sandbox/tiered-driver.ts).
+ */
+function notOfUnavailableTiers(unavailable: UnavailableTiers | undefined): SQL {
+  if (unavailable === undefined || unavailable.tiers.length === 0) return sql``;
+  const tiers = `{${unavailable.tiers.join(",")}}`;
+  return sql`and coalesce(agent_runs.agent->>'sandbox', ${unavailable.defaultTier ?? ""}::text)
+      <> all(${tiers}::text[])`;
 }
 
 /**

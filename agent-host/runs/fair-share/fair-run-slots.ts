@@ -6,7 +6,7 @@ import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
 import type { ClaimOutcome } from "../claim-run.ts";
 import type { RunWorkerLimits } from "../run-limits.ts";
 import { runLogFields } from "../run-log-fields.ts";
-import { claimWaitingRun } from "./claim-waiting-run.ts";
+import { claimWaitingRun, type UnavailableTiers } from "./claim-waiting-run.ts";
 import { fromOtherNode, notifySlotFreed } from "./park-run.ts";
 
 export interface FairRunSlotsDeps {
@@ -15,7 +15,12 @@ export interface FairRunSlotsDeps {
   readonly logger: Logger;
   readonly limits: Pick<
     RunWorkerLimits,
-    "concurrency" | "leaseTtlMs" | "waitingPollMs" | "defaultMaxConcurrentRuns"
+    | "concurrency"
+    | "leaseTtlMs"
+    | "waitingPollMs"
+    | "defaultMaxConcurrentRuns"
+    | "affinityWaitMs"
+    | "nodeTtlMs"
   >;
   /** Executes one claimed root run; resolves when it has ended (whatever the outcome). */
   /**
@@ -25,6 +30,8 @@ export interface FairRunSlotsDeps {
   readonly execute: (claim: ClaimOutcome & { readonly ok: true }) => Promise<boolean>;
   /** False: claim nothing now (the node's sandbox tier is gone); the poll looks again. */
   readonly canClaim?: () => boolean;
+  /** Tiers whose runs are not claimed now (decision 0114); asked before each claim. */
+  readonly unavailableTiers?: () => UnavailableTiers;
   /** LISTEN on the slots channel; without it only the poll finds work freed elsewhere. */
   readonly listen?: ListenFn;
 }
@@ -132,6 +139,11 @@ export class FairRunSlots {
           leaseTtlMs: limits.leaseTtlMs,
           defaultMaxConcurrentRuns: limits.defaultMaxConcurrentRuns,
           idleUidsOnly: this.#inflight.size >= limits.concurrency,
+          affinityWaitMs: limits.affinityWaitMs,
+          nodeTtlMs: limits.nodeTtlMs,
+          ...(this.#deps.unavailableTiers === undefined
+            ? {}
+            : { unavailable: this.#deps.unavailableTiers() }),
         });
       } catch (error) {
         // The poll tries again; the runs keep waiting in Postgres meanwhile.

@@ -24,7 +24,7 @@ import { ExecStandbys, type StandbyPlan } from "./exec-standby.ts";
 import { GenerationDirs } from "./generation-dirs.ts";
 import type { HostMounts } from "./host-mounts.ts";
 import type { HostSpawner } from "./host-spawner.ts";
-import { runProcessExec, trampolineEnded } from "./process-exec.ts";
+import { runProcessExec, sandboxStartFailed, trampolineEnded } from "./process-exec.ts";
 import type { CgroupLimits, SandboxCgroups } from "./sandbox-cgroups.ts";
 
 export type ProcessDriverDeps = {
@@ -138,6 +138,7 @@ export class ProcessDriver implements SandboxDriver {
     ]);
     let sandbox = taken.status === "fulfilled" ? taken.value : undefined;
     let plan: StandbyPlan | undefined;
+    let handedOver = false;
     try {
       if (inspected.status === "rejected") throw inspected.reason;
       if (taken.status === "rejected") throw taken.reason;
@@ -174,6 +175,7 @@ export class ProcessDriver implements SandboxDriver {
       if (!sandbox) return { ok: false, reason: "sandbox_gone" };
       const prebuilt = sandbox;
       sandbox = undefined;
+      handedOver = true;
       const outcome = await runProcessExec(
         this.#deps,
         {
@@ -189,7 +191,8 @@ export class ProcessDriver implements SandboxDriver {
       return outcome;
     } catch (error) {
       plan = undefined;
-      throw error;
+      // Before runProcessExec nothing of the command can have run (it says so itself after).
+      throw handedOver ? error : sandboxStartFailed(error, this.#deps.logger);
     } finally {
       // A standby taken for an exec that never ran is ended (runProcessExec ends its own).
       if (sandbox) await trampolineEnded(this.#deps, sandbox.trampoline).catch(() => {});

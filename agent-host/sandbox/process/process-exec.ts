@@ -1,6 +1,8 @@
 import type { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
+import { domainError } from "../../../shared/errors/domain-errors.ts";
+import { isWorkcellError } from "../../../shared/errors/workcell-error.ts";
 import type { ExecFence, ExecOutcome, ExecRequest } from "../driver.ts";
 import { startExecCapture } from "../exec-capture.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
@@ -78,6 +80,8 @@ export async function runProcessExec(
           ),
         ]);
 
+  // Set once the command got its go-ahead: an error before it means nothing of it ran.
+  let released = false;
   try {
     const spec = encodeExecSpec({ cmd: request.cmd, cwd: target.cwd, env: target.env });
     // The fence was in flight meanwhile (decision 0083); a "no" releases nothing.
@@ -88,7 +92,6 @@ export async function runProcessExec(
       await trampolineEnded(deps, trampoline);
       return { ok: false, reason: "fenced" };
     }
-    let released = false;
     if (stopReason === undefined && trampoline.alive() && stillBlocked(sandboxPid)) {
       // Every verified mount still in place, immediately before the command may start.
       if (!mountsAsVerified(target.sandbox)) {
@@ -104,7 +107,9 @@ export async function runProcessExec(
       released = true;
     }
     if (!released && stopReason === undefined) {
-      // Killed while it waited (kill -9, the OOM killer, another process's destroy).
+      // Killed while it waited (kill -9, the OOM killer, another process's destroy), or
+      // bubblewrap never got the sandbox up (its state dir unreachable): the command was
+      // never released, so the error says nothing ran (issue 38), not "may have run".
       const outcome = await exited;
       throw new Error(
         `bubblewrap could not start the sandbox (exit ${outcome.code ?? outcome.signal}): ${stderr.result().bytes.toString("utf8").trim()}`,
@@ -123,12 +128,29 @@ export async function runProcessExec(
     return finish(stopReason ?? "cancelled", null);
   } catch (error) {
     await trampolineEnded(deps, trampoline).catch(() => {});
-    throw error;
+    throw released ? error : sandboxStartFailed(error, deps.logger);
   } finally {
     clearTimeout(timer);
     signal.removeEventListener("abort", onAbort);
     destroyStdio(child);
   }
+}
+
+/**
+ * An error from before a command's go-ahead (the sandbox never started: bubblewrap failed,
+ * its state dir unreachable, a mount refused): nothing of the command ran, and the error
+ * says so (issue 38) instead of "the command may have completed". Its cause, which can
+ * name host paths, goes to the log only. A Workcell error already says what it knows.
+ */
+export function sandboxStartFailed(error: unknown, logger: Logger): unknown {
+  if (isWorkcellError(error)) return error;
+  logger.error({ err: error }, "the process sandbox could not be started; the command was not run");
+  return domainError("sandbox_start_failed", {
+    message:
+      "bubblewrap could not start the sandbox, so nothing of the command ran: retry the run; if it persists, ask an operator (the agent-host log has the cause).",
+    details: { command_ran: "no" },
+    cause: error,
+  });
 }
 
 /**

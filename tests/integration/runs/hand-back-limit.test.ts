@@ -20,7 +20,8 @@ afterEach(async () => {
 });
 
 it("after maxHandBacks hand-backs the run fails hand_back_limit, having run nothing", async () => {
-  await world.worker({ limits: { maxHandBacks: 2, handBackDelaySeconds: 0 } });
+  // Affinity off (decision 0113): with it, a claim leaves this run to the other node instead.
+  await world.worker({ limits: { maxHandBacks: 2, handBackDelaySeconds: 0, affinityWaitMs: 0 } });
   const project = await world.project();
   const thread = await world.thread(project);
   const other = `other-${randomUUID()}`;

@@ -119,6 +119,30 @@ describe("failExpiredLeases", () => {
     expect(await world.assistantMessages(thread)).toEqual([]);
   });
 
+  it("the node_lost message says what the run's events show of its commands (issue 38)", async () => {
+    const nothing = await claimed();
+    const completed = await claimed();
+    const unfinished = await claimed();
+    const append = (c: typeof nothing, seq: number, type: string) =>
+      appendFencedEvent(world.db, c.fence, seq, { type, data: { call_id: "c1" } });
+    expect(await append(completed, 1, "tool.started")).toBe(true);
+    expect(await append(completed, 2, "tool.completed")).toBe(true);
+    expect(await append(unfinished, 1, "tool.started")).toBe(true);
+
+    await failExpiredLeases(world.db, FAR_FUTURE);
+    const messageOf = async (c: typeof nothing) => {
+      const run = await world.run(c.runId);
+      expect(run.error?.code).toBe("node_lost");
+      return run.error?.message ?? "";
+    };
+    expect(await messageOf(nothing)).toContain("No command of it had started: nothing ran");
+    expect(await messageOf(completed)).toContain("Every command it started had completed");
+    expect(await messageOf(unfinished)).toContain("may have partly run");
+    // The terminal event carries the same error as the row.
+    const last = (await world.events(completed.runId)).at(-1);
+    expect(JSON.stringify(last?.data)).toContain("Every command it started had completed");
+  });
+
   it("leaves live leases alone, and keeps a sandbox another run of the scope still uses", async () => {
     const live = await claimed();
     const thread = await world.thread(await world.project());

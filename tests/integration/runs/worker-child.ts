@@ -29,6 +29,8 @@ export type WorkerChildArgs = {
   queueUrl: string;
   awsEndpoint: string;
   limits: Partial<RunWorkerLimits>;
+  /** Keep a tree's sandbox warm this long after it ends (default 0: destroyed at once). */
+  keepWarmMs?: number;
 };
 
 const args = JSON.parse(process.argv[2] ?? "{}") as WorkerChildArgs;
@@ -36,7 +38,11 @@ const say = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`)
 
 const sql = postgres(args.dbUrl, { max: 20, onnotice: () => {} });
 const db = createDb(sql);
-const config = testConfig(args.image, { drainTimeoutMs: 1_000, killGraceMs: 1_000 });
+const config = testConfig(args.image, {
+  drainTimeoutMs: 1_000,
+  killGraceMs: 1_000,
+  ...(args.keepWarmMs === undefined ? {} : { keepWarmMs: args.keepWarmMs }),
+});
 const sandboxManager = new SandboxManager({
   db,
   driver: testDriver(new Docker(), args.dataRoot, config),

@@ -42,6 +42,7 @@ export async function startWorkerProcesses(
   world: WorkerWorld,
   nodeIds: readonly string[],
   limits: WorkerChildArgs["limits"],
+  sandbox: Pick<WorkerChildArgs, "keepWarmMs"> = {},
 ): Promise<WorkerProcess[]> {
   const workers = nodeIds.map((nodeId) =>
     spawnWorker({
@@ -52,6 +53,7 @@ export async function startWorkerProcesses(
       queueUrl: world.queueUrl,
       awsEndpoint: awsConfig().endpoint,
       limits,
+      ...sandbox,
     }),
   );
   try {

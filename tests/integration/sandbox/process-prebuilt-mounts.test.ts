@@ -76,9 +76,16 @@ describe("process tier: a pre-built sandbox's mounts, changed while it waits", (
     try {
       // Refused by the host's verification or by bwrap itself (it cannot resolve the
       // swapped mount point): either way before any command could start.
-      await expect(fixture.driver.exec(ref, touch("swapped"), signal())).rejects.toThrow(
-        /was refused before|could not start the sandbox/,
+      const refused = await fixture.driver.exec(ref, touch("swapped"), signal()).then(
+        () => undefined,
+        (error: unknown) => error,
       );
+      // The error says nothing ran (issue 38), not "the command may have completed".
+      expect(refused).toMatchObject({
+        code: "unavailable",
+        details: { reason: "sandbox_start_failed", command_ran: "no" },
+      });
+      expect(String((refused as Error).message)).toMatch(/nothing of the command ran/);
       expect(await ran("swapped")).toBe(false);
       // The verified sandbox that waited was dropped, not released.
       expect(await processAlive(waiting ?? 0)).toBe(false);

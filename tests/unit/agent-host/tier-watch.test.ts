@@ -7,6 +7,26 @@ const logger = pino({ level: "silent" });
 const signal = () => AbortSignal.timeout(5_000);
 
 describe("TierWatch", () => {
+  it("names the tiers that stopped answering, and whether another still does (decision 0114)", async () => {
+    let answer: string[] = ["container", "process"];
+    const watch = new TierWatch({
+      expected: ["container", "process"],
+      probe: async () => answer,
+      logger,
+    });
+    await watch.probe(signal());
+    expect(watch.missing).toEqual([]);
+    expect(watch.someTierAnswers).toBe(true);
+    answer = ["process"];
+    await watch.probe(signal());
+    expect(watch.missing).toEqual(["container"]);
+    expect(watch.someTierAnswers).toBe(true);
+    answer = [];
+    await watch.probe(signal());
+    expect(watch.missing).toEqual(["container", "process"]);
+    expect(watch.someTierAnswers).toBe(false);
+  });
+
   it("is degraded while a tier it started with does not answer, and recovers once", async () => {
     let answer: string[] | Error = ["container", "process"];
     let recovered = 0;

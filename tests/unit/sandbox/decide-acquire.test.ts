@@ -177,7 +177,21 @@ const cases: Case[] = [
     row({ nodeId: ELSEWHERE }),
     ask(),
     node({ rowNodeLost: true, rowRunningHere: false }),
-    { kind: "replace_lost_node", generation: 7, lostNodeId: ELSEWHERE },
+    { kind: "replace_other_node", generation: 7, otherNodeId: ELSEWHERE, nodeLost: true },
+  ],
+  [
+    "another node, alive, only kept warm (the affinity wait passed): give it up, create here",
+    row({ nodeId: ELSEWHERE, releasedAt: released }),
+    ask(),
+    node({ rowRunningHere: false }),
+    { kind: "replace_other_node", generation: 7, otherNodeId: ELSEWHERE, nodeLost: false },
+  ],
+  [
+    "another node, alive, kept warm, quiesced here: refuse (nothing given up)",
+    row({ nodeId: ELSEWHERE, releasedAt: released }),
+    ask(),
+    node({ rowRunningHere: false, state: "quiesced" }),
+    quiesced,
   ],
   [
     "another node, lost, quiesced here: refuse",

@@ -1,0 +1,102 @@
+import type { Logger } from "pino";
+import { abortable } from "../../shared/async/abortable.ts";
+import { sqlStateOf } from "../../shared/db/pg-error.ts";
+
+/**
+ * How a run's own last writes (its events, change batches and ending) wait for a database
+ * that stopped answering (decision 0112): each attempt is bounded, the delay between them
+ * grows to `maxDelayMs`, and the whole wait to `giveUpAfterMs` (the fence decides earlier:
+ * a write that finds the run no longer ours stops at once).
+ */
+export interface DatabaseRetry {
+  readonly attemptTimeoutMs: number;
+  readonly maxDelayMs: number;
+  readonly giveUpAfterMs: number;
+}
+
+// postgres.js's own codes for a connection that went away or never came.
+const DRIVER_CODES = new Set([
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+]);
+const SYSTEM_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH"]);
+// 57P01-03: the server is shutting down, crashed or is starting; 08xxx: connection exceptions.
+const TRANSIENT_SQLSTATE = /^(?:08...|57P0[123])$/;
+const MAX_CAUSE_DEPTH = 5;
+
+/**
+ * True for a failure that says nothing about the statement, only that the database could
+ * not be asked (a closed or refused connection, a server restarting, an attempt that did
+ * not answer in time): the same statement may be tried again. Constraint and fence
+ * failures are never transient.
+ */
+export function isTransientDatabaseError(error: unknown): boolean {
+  const state = sqlStateOf(error);
+  if (state !== undefined) return TRANSIENT_SQLSTATE.test(state);
+  let e = error;
+  for (let depth = 0; e !== null && typeof e === "object" && depth < MAX_CAUSE_DEPTH; depth++) {
+    const { code, name } = e as { code?: unknown; name?: unknown };
+    if (typeof code === "string" && (DRIVER_CODES.has(code) || SYSTEM_CODES.has(code))) {
+      return true;
+    }
+    if (name === "TimeoutError") return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** The delay before attempt `n` (1-based) after a failure: 100 ms doubling, capped, jittered. */
+function delayBefore(n: number, maxDelayMs: number): number {
+  const ceiling = Math.min(maxDelayMs, 100 * 2 ** Math.min(n - 1, 16));
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+export interface RetryState {
+  /** Failed attempts so far (0 on the first). */
+  readonly failures: number;
+}
+
+/**
+ * Runs `attempt` until it settles with something other than a transient database error.
+ * `attempt` gets the attempt's signal (it is also abandoned when that aborts: a statement
+ * that hangs on a frozen connection is not waited for) and the failures so far, so it can
+ * check first whether an earlier attempt's lost answer had in fact committed. Rethrows the
+ * last transient error once `giveUpAfterMs` has passed since the first failure.
+ */
+export async function retryDatabase<T>(
+  retry: DatabaseRetry,
+  what: string,
+  logger: Logger,
+  attempt: (signal: AbortSignal, state: RetryState) => Promise<T>,
+): Promise<T> {
+  let failures = 0;
+  let firstFailureAt: number | undefined;
+  for (;;) {
+    const signal = AbortSignal.timeout(retry.attemptTimeoutMs);
+    try {
+      return await abortable(attempt(signal, { failures }), signal, what);
+    } catch (error) {
+      if (!isTransientDatabaseError(error)) throw error;
+      failures += 1;
+      firstFailureAt ??= performance.now();
+      const waited = performance.now() - firstFailureAt;
+      if (waited >= retry.giveUpAfterMs) {
+        logger.error(
+          { err: error, attempts: failures, waited_ms: Math.round(waited) },
+          `${what}: the database did not answer; giving up`,
+        );
+        throw error;
+      }
+      // The first failure and then every tenth: an outage is visible, not a flood.
+      if (failures === 1 || failures % 10 === 0) {
+        logger.warn(
+          { err: error, attempts: failures },
+          `${what}: the database did not answer; retrying`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, delayBefore(failures, retry.maxDelayMs)));
+    }
+  }
+}

@@ -1,0 +1,69 @@
+// A database client process under load for driver-fault-guard.test.ts: `workers` loops of
+// short transactions through the test's proxy, reporting on stdout (one JSON line each)
+// when they first commit, when the connection is lost, and when they commit again after.
+// The driver is imported from `driver` (the installed, patched one or an unpatched copy) so
+// the test can show the crash it prevents. stdin "stop" ends the loops and the process.
+import { createInterface } from "node:readline";
+import { guardDatabaseDriverFaults } from "../../../shared/db/driver-fault-guard.ts";
+
+export type DriverFaultChildArgs = {
+  url: string;
+  /** File URL of the postgres.js entry to import. */
+  driver: string;
+  /** Install the process guard (shared/db/driver-fault-guard.ts). */
+  guard: boolean;
+  workers: number;
+};
+
+const args = JSON.parse(process.argv[2] ?? "{}") as DriverFaultChildArgs;
+const say = (event: string, fields: object = {}) =>
+  process.stdout.write(`${JSON.stringify({ event, ...fields })}\n`);
+// Observes without changing what Node does with the error (the test reads why it died).
+process.on("uncaughtExceptionMonitor", (error) => say("uncaught", { message: String(error) }));
+if (args.guard) {
+  guardDatabaseDriverFaults({
+    logger: { error: () => {}, fatal: () => {} },
+    exit: (code) => process.exit(code),
+    onContained: () => say("contained"),
+  });
+}
+
+type Sql = {
+  begin<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
+  (strings: TemplateStringsArray, ...values: unknown[]): Promise<unknown[]>;
+  end(options: { timeout: number }): Promise<void>;
+};
+const { default: postgres } = (await import(args.driver)) as {
+  default: (url: string, options: object) => Sql;
+};
+const sql = postgres(args.url, { max: args.workers, onnotice: () => {}, connect_timeout: 2 });
+
+let stopping = false;
+let committed = 0;
+let failed = 0;
+let committedAfterFailure = 0;
+async function loop(): Promise<void> {
+  while (!stopping) {
+    try {
+      await sql.begin(async (tx) => {
+        await tx`select pg_sleep(0.02)`;
+        await tx`select 1`;
+      });
+      committed += 1;
+      if (committed === args.workers) say("committing");
+      if (failed > 0 && ++committedAfterFailure === args.workers) say("recovered");
+    } catch {
+      if (++failed === 1) say("connection-lost");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+const loops = Array.from({ length: args.workers }, loop);
+createInterface({ input: process.stdin }).on("line", async (line) => {
+  if (line !== "stop") return;
+  stopping = true;
+  await Promise.all(loops);
+  await sql.end({ timeout: 2 });
+  say("stopped", { committed, failed });
+  process.exit(0);
+});

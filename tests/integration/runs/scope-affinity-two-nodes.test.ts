@@ -85,6 +85,8 @@ it("the owner's slots busy: the run waits out the affinity bound, then starts fr
     async () => (await Promise.all(gatedRuns.map(runRow))).every((r) => r.status === "running"),
     60_000,
   );
+  // Running is the claim; the gate's Workdir exists once the command has started.
+  await Promise.all(gatedRuns.map((id) => world.waitForEvent(id, "tool.started", 60_000)));
   const second = await world.submit(thread, "echo second > second.txt");
   // Free the node that does not hold the warm sandbox; the owner stays busy.
   const onFree = (await Promise.all(gatedRuns.map(runRow))).findIndex((r) => r.ownerNode !== owner);

@@ -81,6 +81,7 @@ const expectedTables = [
   "messages",
   "network_requests",
   "nodes",
+  "personal_access_tokens",
   "projects",
   "requests",
   "run_change_sets",

@@ -9,6 +9,8 @@ export type JsonLineChild = {
   alive(): boolean;
   /** The next JSON line whose `event` is `event` (earlier lines are skipped). */
   next(event: string): Promise<Record<string, unknown>>;
+  /** How many lines with this `event` have arrived (whether or not next() took them). */
+  count(event: string): number;
   /** Writes one line to the child's stdin (how tests ask it to release, stop, …). */
   send(line: string): void;
   kill9(): Promise<void>;
@@ -25,8 +27,11 @@ export function spawnJsonLineChild(script: URL, args: unknown, name: string): Js
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const queue: Record<string, unknown>[] = [];
   const waiters: Array<() => void> = [];
+  const counts = new Map<string, number>();
   lines.on("line", (line) => {
-    queue.push(JSON.parse(line) as Record<string, unknown>);
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    queue.push(parsed);
+    counts.set(String(parsed.event), (counts.get(String(parsed.event)) ?? 0) + 1);
     for (const wake of waiters.splice(0)) wake();
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -42,6 +47,9 @@ export function spawnJsonLineChild(script: URL, args: unknown, name: string): Js
         if (!alive()) throw new Error(`${name} exited before '${event}'`);
         await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), exited]);
       }
+    },
+    count(event) {
+      return counts.get(event) ?? 0;
     },
     send(line) {
       child.stdin?.write(`${line}\n`);

@@ -1,6 +1,9 @@
 // A database client process under load for driver-fault-guard.test.ts: `workers` loops of
 // short transactions through the test's proxy, reporting on stdout (one JSON line each)
 // when they first commit, when the connection is lost, and when they commit again after.
+// Besides, each loss of service says "lost" and the first commit after it "serving-again",
+// so a test can cut again and again (the unpatched driver may leave some loops hanging for
+// good, so "recovered" never comes there).
 // The driver is imported from `driver` (the installed, patched one or an unpatched copy) so
 // the test can show the crash it prevents. stdin "stop" ends the loops and the process.
 import { createInterface } from "node:readline";
@@ -42,6 +45,7 @@ let stopping = false;
 let committed = 0;
 let failed = 0;
 let committedAfterFailure = 0;
+let lostNow = false;
 async function loop(): Promise<void> {
   while (!stopping) {
     try {
@@ -50,9 +54,17 @@ async function loop(): Promise<void> {
         await tx`select 1`;
       });
       committed += 1;
+      if (lostNow) {
+        lostNow = false;
+        say("serving-again");
+      }
       if (committed === args.workers) say("committing");
       if (failed > 0 && ++committedAfterFailure === args.workers) say("recovered");
     } catch {
+      if (!lostNow) {
+        lostNow = true;
+        say("lost");
+      }
       if (++failed === 1) say("connection-lost");
       await new Promise((resolve) => setTimeout(resolve, 20));
     }

@@ -5,6 +5,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { type JsonLineChild, spawnJsonLineChild } from "../../support/json-line-child.ts";
 import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
 import type { DriverFaultChildArgs } from "./driver-fault-child.ts";
 
@@ -27,6 +28,9 @@ async function unpatchedDriver(dir: string): Promise<string> {
   await writeFile(file, text.replace(GUARD, ""));
   return pathToFileURL(join(copy, "src", "index.js")).href;
 }
+
+/** Cuts the guard test makes at most to meet the deferred-write fault. */
+const MAX_CUTS = 30;
 
 /** Waits for the child's stdout to close: every line it wrote has been read. */
 const closed = (child: JsonLineChild) =>
@@ -70,10 +74,28 @@ describe("a database connection cut under load", () => {
     return child;
   }
 
+  /**
+   * The deferred write is a race with the cut (a write must be pending when the socket goes),
+   * so one cut may miss it: cut every connection, and again each time the client serves
+   * again, until `hit()` or MAX_CUTS.
+   */
+  async function cutUntil(c: JsonLineChild, hit: () => boolean): Promise<void> {
+    for (let cut = 1; cut <= MAX_CUTS && !hit() && c.alive(); cut++) {
+      const lost = c.count("lost");
+      const serving = c.count("serving-again");
+      proxy.cut();
+      await pollUntil(() => c.count("lost") > lost || !c.alive(), { what: "the cut's failures" });
+      proxy.resume();
+      await pollUntil(() => c.count("serving-again") > serving || !c.alive() || hit(), {
+        what: "the client serving again",
+      });
+    }
+  }
+
   test("the unpatched driver dies of the deferred write (the crash the patch removes)", async () => {
     const c = await start(await unpatchedDriver(join(dir, "unpatched-a")), false);
     const exit = closed(c);
-    proxy.cut();
+    await cutUntil(c, () => c.count("uncaught") > 0);
     expect(await exit).not.toBe(0);
     expect((await c.next("uncaught")).message).toContain("Cannot read properties of null");
   });
@@ -96,14 +118,14 @@ describe("a database connection cut under load", () => {
 
   test("the process guard contains a driver fault the patch does not cover", async () => {
     const c = await start(await unpatchedDriver(join(dir, "unpatched-b")), true);
-    proxy.cut();
-    await c.next("contained");
-    proxy.resume();
-    await c.next("recovered");
+    // The deferred write is a race with the cut (a write must be pending when the socket
+    // goes), so one cut may miss it: cut again once the client serves again, a bounded
+    // number of times. The unpatched driver leaves the faulted connection's queries
+    // unsettled (what the patch fixes), so only the guard's part is asserted: the process
+    // lives and commits again.
+    await cutUntil(c, () => c.count("contained") > 0);
+    expect(c.count("contained")).toBeGreaterThan(0);
+    await pollUntil(() => c.count("serving-again") >= c.count("lost"), { what: "serving again" });
     expect(c.alive()).toBe(true);
-    const exit = closed(c);
-    c.send("stop");
-    await c.next("stopped");
-    expect(await exit).toBe(0);
   });
 });

@@ -100,20 +100,18 @@ describe("a database connection cut under load", () => {
     expect((await c.next("uncaught")).message).toContain("Cannot read properties of null");
   });
 
-  test("the installed (patched) driver: queries fail with CONNECTION_CLOSED, the process lives and recovers", async () => {
-    const c = await start(pathToFileURL(join(installed, "src", "index.js")).href, false);
-    proxy.cut();
-    await c.next("connection-lost");
-    proxy.resume();
-    await c.next("recovered");
+  // The patch alone is not enough: in about one run in five of 30 cuts a patched client
+  // still died of an error thrown inside the driver (another deferred path, not yet
+  // identified; decision 0111). agent-host and the node entry run the driver with the guard,
+  // and that pair is what must hold.
+  test("the installed (patched) driver with the guard, as the processes run it: 30 cuts, the process lives and commits again after each", async () => {
+    const c = await start(pathToFileURL(join(installed, "src", "index.js")).href, true);
+    await cutUntil(c, () => false);
     expect(c.alive()).toBe(true);
-    const exit = closed(c);
-    c.send("stop");
-    const stopped = await c.next("stopped");
-    expect(await exit).toBe(0);
-    expect(stopped.failed).toBeGreaterThan(0);
-    // No error escaped to the process at any point.
-    await expect(c.next("uncaught")).rejects.toThrow(/exited before/);
+    expect(c.count("lost")).toBe(MAX_CUTS);
+    expect(c.count("serving-again")).toBe(MAX_CUTS);
+    // Whatever escaped to the process was a driver fault, and contained.
+    expect(c.count("uncaught")).toBe(c.count("contained"));
   });
 
   test("the process guard contains a driver fault the patch does not cover", async () => {

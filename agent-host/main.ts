@@ -24,7 +24,7 @@ import { startTracing } from "../shared/telemetry/start-tracing.ts";
 import { tracingEnvSchema } from "../shared/telemetry/tracing-env.ts";
 import { startAgentHost } from "./agent-host.ts";
 import { nodeEgressRoot } from "./egress/container-egress-dir.ts";
-import { modelConfigFromEnv } from "./runs/model-client-factory.ts";
+import { modelConfigFromEnv } from "./runs/execute/model-client-factory.ts";
 import { resolveSandboxImage } from "./runtime/sandbox-image.ts";
 import { detectSandboxTiers } from "./sandbox/detect-sandbox-tiers.ts";
 import { nodeShareNanoCpus, sandboxConfigSchema } from "./sandbox/sandbox-config.ts";

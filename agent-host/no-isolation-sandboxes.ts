@@ -1,5 +1,5 @@
 import { domainError } from "../shared/errors/domain-errors.ts";
-import type { RunSandboxes } from "./runs/run-sandboxes.ts";
+import type { RunSandboxes } from "./runs/execute/run-sandboxes.ts";
 
 /**
  * The sandbox seam when no isolation is available (no Docker engine answers). Every

@@ -12,30 +12,30 @@ export {
   NODE_LOST_ERROR,
 } from "../../shared/runs/fail-expired-leases.ts";
 export { RUN_CANCEL_CHANNEL, RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
-export type { CancelWatcher } from "./cancel-watcher.ts";
-export { type ClaimOutcome, claimRun, releaseClaim } from "./claim-run.ts";
-export { type ListenFn, postgresListen } from "./listen.ts";
+export { type ClaimOutcome, claimRun, releaseClaim } from "./claim/claim-run.ts";
+export type { CancelWatcher } from "./execute/cancel-watcher.ts";
 export {
   type ModelClientFactory,
   type ModelClientRequest,
   modelClientFactoryFor,
   modelConfigFromEnv,
-} from "./model-client-factory.ts";
-export { NODE_SHUTDOWN_ERROR } from "./run-ending.ts";
-export type { RootRunResult } from "./run-executor.ts";
+} from "./execute/model-client-factory.ts";
+export { NODE_SHUTDOWN_ERROR } from "./execute/run-ending.ts";
+export type { RootRunResult } from "./execute/run-executor.ts";
+export type { RunSandboxes } from "./execute/run-sandboxes.ts";
+export { createSandboxExec } from "./execute/sandbox-exec-adapter.ts";
+export {
+  createEmptySkillProjection,
+  type SkillProjection,
+  type SkillProjectionOutcome,
+} from "./execute/skill-projection.ts";
+export { cleanupExecutionTree, type TreeCleanupOutcome } from "./execute/tree-cleanup.ts";
+export { type ListenFn, postgresListen } from "./listen.ts";
+export { createSqsWorkQueue, type SqsWorkQueueOptions } from "./queue/sqs-work-queue.ts";
+export type { ReceivedMessage, WorkQueue } from "./queue/work-queue.ts";
 export {
   DEFAULT_RUN_WORKER_LIMITS,
   type RunWorkerLimits,
   resolveRunWorkerLimits,
 } from "./run-limits.ts";
-export type { RunSandboxes } from "./run-sandboxes.ts";
 export { RunWorker, type RunWorkerDeps } from "./run-worker.ts";
-export { createSandboxExec } from "./sandbox-exec-adapter.ts";
-export {
-  createEmptySkillProjection,
-  type SkillProjection,
-  type SkillProjectionOutcome,
-} from "./skill-projection.ts";
-export { createSqsWorkQueue, type SqsWorkQueueOptions } from "./sqs-work-queue.ts";
-export { cleanupExecutionTree, type TreeCleanupOutcome } from "./tree-cleanup.ts";
-export type { ReceivedMessage, WorkQueue } from "./work-queue.ts";

@@ -25,22 +25,22 @@ import type { OpenRunEgress } from "../egress/run-egress.ts";
 import type { RunQuotaGate } from "../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
-import { CancelWatcher } from "./cancel-watcher.ts";
 import { RunBatches } from "./change-batch/run-batches.ts";
-import type { ClaimOutcome } from "./claim-run.ts";
-import type { UnavailableTiers } from "./fair-share/claim-waiting-run.ts";
+import type { ClaimOutcome } from "./claim/claim-run.ts";
+import type { UnavailableTiers } from "./claim/claim-waiting-run.ts";
+import { CancelWatcher } from "./execute/cancel-watcher.ts";
+import type { ModelClientFactory } from "./execute/model-client-factory.ts";
+import { type RootRunResult, RunExecutor } from "./execute/run-executor.ts";
+import type { RunSandboxes } from "./execute/run-sandboxes.ts";
+import type { ShellFor } from "./execute/sandbox-exec-adapter.ts";
+import type { SkillProjection } from "./execute/skill-projection.ts";
 import { FairRunSlots } from "./fair-share/fair-run-slots.ts";
 import { parkRun } from "./fair-share/park-run.ts";
 import type { ListenFn } from "./listen.ts";
-import type { ModelClientFactory } from "./model-client-factory.ts";
-import { type MessageContext, RunConsumer } from "./run-consumer.ts";
-import { type RootRunResult, RunExecutor } from "./run-executor.ts";
+import { type MessageContext, RunConsumer } from "./queue/run-consumer.ts";
+import type { WorkQueue } from "./queue/work-queue.ts";
 import { type RunWorkerLimits, resolveRunWorkerLimits } from "./run-limits.ts";
 import { runLogFields } from "./run-log-fields.ts";
-import type { RunSandboxes } from "./run-sandboxes.ts";
-import type { ShellFor } from "./sandbox-exec-adapter.ts";
-import type { SkillProjection } from "./skill-projection.ts";
-import type { WorkQueue } from "./work-queue.ts";
 
 /** Everything the run worker needs, wired once in agent-host's main.ts. */
 export interface RunWorkerDeps {

@@ -10,7 +10,7 @@ import postgres from "postgres";
 import { Registry } from "prom-client";
 import { startAgentHost } from "../../agent-host/agent-host.ts";
 import { nodeEgressRoot } from "../../agent-host/egress/container-egress-dir.ts";
-import { modelConfigFromEnv } from "../../agent-host/runs/model-client-factory.ts";
+import { modelConfigFromEnv } from "../../agent-host/runs/execute/model-client-factory.ts";
 import { resolveSandboxImage } from "../../agent-host/runtime/sandbox-image.ts";
 import {
   detectSandboxTiers,

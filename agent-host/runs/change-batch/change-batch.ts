@@ -5,7 +5,7 @@ import {
   MAX_BATCH_COMMAND_CHARS,
   RUN_CHANGE_KINDS,
 } from "../../../shared/db/schema.ts";
-import type { WorkdirChange } from "../workdir-changes.ts";
+import type { WorkdirChange } from "./workdir-changes.ts";
 
 /** The file facts of one command run under its Execution Lease (docs/decisions/0014). */
 export interface ChangeBatch {

@@ -6,13 +6,13 @@ import { domainError, domainReasonOf } from "../../../shared/errors/domain-error
 import { overQuota, type RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import { scanGrowth } from "../../quota/scan-growth.ts";
 import type { MetadataScan, MetadataScanLimits, UserWorkspaces } from "../../workspace/index.ts";
+import type { RunFence } from "../claim/run-fence.ts";
 import type { ExecutionLeases } from "../execution-lease/execution-leases.ts";
-import type { RunFence } from "../run-fence.ts";
-import { diffWorkdirSnapshots, UNKNOWN_CHANGES } from "../workdir-changes.ts";
 import { batchCommandText, type ChangeBatch } from "./change-batch.ts";
 import { commitChangeBatch } from "./commit-change-batch.ts";
 import type { RepairRecords } from "./repair-records.ts";
 import type { TreeBatches } from "./tree-batches.ts";
+import { diffWorkdirSnapshots, UNKNOWN_CHANGES } from "./workdir-changes.ts";
 
 /** The after-scan is aborted at this multiple of its own time budget. */
 const HARD_STOP_FACTOR = 2;

@@ -5,7 +5,7 @@ import type { WorkspaceQuota } from "../../../shared/capability/capability-claim
 import type { Db, DbOrTransaction } from "../../../shared/db/client.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import type { QuotaAdmission } from "../../quota/run-quota-gate.ts";
-import type { RunFence } from "../run-fence.ts";
+import type { RunFence } from "../claim/run-fence.ts";
 import { leaseRootKey } from "./lease-root.ts";
 import { EXECUTION_LEASE_CHANNEL, type LeaseWakeups } from "./lease-wakeups.ts";
 

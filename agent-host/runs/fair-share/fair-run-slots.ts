@@ -3,10 +3,10 @@ import type { Db } from "../../../shared/db/client.ts";
 import type { ListenFn } from "../../../shared/listen/listen-fn.ts";
 import { ListenSubscription } from "../../../shared/listen/listen-subscription.ts";
 import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
-import type { ClaimOutcome } from "../claim-run.ts";
+import type { ClaimOutcome } from "../claim/claim-run.ts";
+import { claimWaitingRun, type UnavailableTiers } from "../claim/claim-waiting-run.ts";
 import type { RunWorkerLimits } from "../run-limits.ts";
 import { runLogFields } from "../run-log-fields.ts";
-import { claimWaitingRun, type UnavailableTiers } from "./claim-waiting-run.ts";
 import { fromOtherNode, notifySlotFreed } from "./park-run.ts";
 
 export interface FairRunSlotsDeps {

@@ -16,7 +16,7 @@ export type NodeRoleArgs = {
  * so no kms statement is needed.
  */
 export const NODE_QUEUE_ACTIONS = [
-  "sqs:ReceiveMessage", // agent-host/runs/sqs-work-queue.ts: the worker's receive
+  "sqs:ReceiveMessage", // agent-host/runs/queue/sqs-work-queue.ts: the worker's receive
   "sqs:DeleteMessage", // a handled message
   "sqs:ChangeMessageVisibility", // a message handed back (visibility 0)
   "sqs:GetQueueAttributes", // /readyz (node-readiness.ts) and doctor's queue check

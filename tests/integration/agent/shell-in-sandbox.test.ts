@@ -9,7 +9,7 @@ import {
   runAgentLoop,
   type ToolEnvironment,
 } from "../../../agent-host/runs/agent/index.ts";
-import { createSandboxExec } from "../../../agent-host/runs/sandbox-exec-adapter.ts";
+import { createSandboxExec } from "../../../agent-host/runs/execute/sandbox-exec-adapter.ts";
 import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
 import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import {

@@ -2,12 +2,12 @@ import { sql } from "drizzle-orm";
 import { pino } from "pino";
 import postgres from "postgres";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import type { RunFence } from "../../../agent-host/runs/claim/run-fence.ts";
 import {
   type AcquireResult,
   ExecutionLeases,
 } from "../../../agent-host/runs/execution-lease/execution-leases.ts";
 import { LeaseWakeups } from "../../../agent-host/runs/execution-lease/lease-wakeups.ts";
-import type { RunFence } from "../../../agent-host/runs/run-fence.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { postgresListen } from "../../../shared/listen/postgres-listen.ts";

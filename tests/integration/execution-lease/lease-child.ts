@@ -4,10 +4,10 @@
 import { createInterface } from "node:readline";
 import { pino } from "pino";
 import postgres from "postgres";
+import type { RunFence } from "../../../agent-host/runs/claim/run-fence.ts";
+import { RunLease } from "../../../agent-host/runs/claim/run-lease.ts";
 import { ExecutionLeases } from "../../../agent-host/runs/execution-lease/execution-leases.ts";
 import { LeaseWakeups } from "../../../agent-host/runs/execution-lease/lease-wakeups.ts";
-import type { RunFence } from "../../../agent-host/runs/run-fence.ts";
-import { RunLease } from "../../../agent-host/runs/run-lease.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { postgresListen } from "../../../shared/listen/postgres-listen.ts";
 

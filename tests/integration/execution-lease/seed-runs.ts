@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
-import type { RunFence } from "../../../agent-host/runs/run-fence.ts";
+import type { RunFence } from "../../../agent-host/runs/claim/run-fence.ts";
 import type { Db } from "../../../shared/db/client.ts";
 import {
   agentRuns,

@@ -2,7 +2,7 @@ import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { CreateQueueCommand } from "@aws-sdk/client-sqs";
 import { afterEach, describe, expect, it } from "vitest";
 import { createS3AttachmentObjectStore } from "../../../agent-host/attachments/s3-attachment-object-store.ts";
-import { createSqsWorkQueue } from "../../../agent-host/runs/sqs-work-queue.ts";
+import { createSqsWorkQueue } from "../../../agent-host/runs/queue/sqs-work-queue.ts";
 import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../../functions/data-plane/http-data-plane-client.ts";
 import { createHttpSkillsDataPlane } from "../../../functions/skills/http-skills-data-plane.ts";

@@ -10,9 +10,9 @@ import {
 } from "@opentelemetry/sdk-trace";
 import pino from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { type MessageContext, RunConsumer } from "../../../agent-host/runs/run-consumer.ts";
+import { type MessageContext, RunConsumer } from "../../../agent-host/runs/queue/run-consumer.ts";
+import { createSqsWorkQueue } from "../../../agent-host/runs/queue/sqs-work-queue.ts";
 import { DEFAULT_RUN_WORKER_LIMITS } from "../../../agent-host/runs/run-limits.ts";
-import { createSqsWorkQueue } from "../../../agent-host/runs/sqs-work-queue.ts";
 import type { QueueMessage } from "../../../shared/contracts/queue-message.ts";
 import type { Tracing } from "../../../shared/telemetry/tracing.ts";
 import { buildZip } from "../skills/archive-builder.ts";

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createSqsWorkQueue } from "../../../agent-host/runs/sqs-work-queue.ts";
+import { createSqsWorkQueue } from "../../../agent-host/runs/queue/sqs-work-queue.ts";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { sqsClient } from "../../support/aws.ts";

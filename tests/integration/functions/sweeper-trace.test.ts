@@ -7,7 +7,7 @@ import {
 } from "@opentelemetry/sdk-trace";
 import pino from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createSqsWorkQueue } from "../../../agent-host/runs/sqs-work-queue.ts";
+import { createSqsWorkQueue } from "../../../agent-host/runs/queue/sqs-work-queue.ts";
 import { sweepPendingRuns } from "../../../functions/runs/dispatch-sweeper.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { extractTrace, type Tracing } from "../../../shared/telemetry/tracing.ts";

@@ -1,6 +1,6 @@
 import { exportJWK, generateKeyPair } from "jose";
 import { describe, expect, test } from "vitest";
-import { claimRun } from "../../../agent-host/runs/claim-run.ts";
+import { claimRun } from "../../../agent-host/runs/claim/claim-run.ts";
 import { createApp } from "../../../functions/app.ts";
 import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../../functions/data-plane/http-data-plane-client.ts";

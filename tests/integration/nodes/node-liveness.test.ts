@@ -3,7 +3,7 @@ import { eq, sql } from "drizzle-orm";
 import postgres from "postgres";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NodeHeartbeat } from "../../../agent-host/node-heartbeat.ts";
-import { claimRun } from "../../../agent-host/runs/claim-run.ts";
+import { claimRun } from "../../../agent-host/runs/claim/claim-run.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { agentRuns, sandboxes } from "../../../shared/db/schema.ts";

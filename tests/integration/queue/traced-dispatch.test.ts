@@ -8,7 +8,7 @@ import {
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { createSqsWorkQueue } from "../../../agent-host/runs/sqs-work-queue.ts";
+import { createSqsWorkQueue } from "../../../agent-host/runs/queue/sqs-work-queue.ts";
 import { createBatchingRunQueue } from "../../../functions/queue/batching-run-queue.ts";
 import { createSqsRunQueue } from "../../../functions/queue/sqs-run-queue.ts";
 import { extractTrace, ROOT_CONTEXT, type Tracing } from "../../../shared/telemetry/tracing.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { ChangeBatch } from "../../../agent-host/runs/change-batch/change-batch.ts";
-import { finishRun } from "../../../agent-host/runs/finish-run.ts";
+import { finishRun } from "../../../agent-host/runs/claim/finish-run.ts";
 import { claimRun } from "../../../agent-host/runs/index.ts";
 import type { RunChange } from "../../../shared/contracts/run.ts";
 import { changeBatches, changeBatchItems } from "../../../shared/db/schema.ts";

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { finishRun } from "../../../agent-host/runs/finish-run.ts";
+import { finishRun } from "../../../agent-host/runs/claim/finish-run.ts";
+import { appendFencedEvent } from "../../../agent-host/runs/claim/run-event-log.ts";
 import { claimRun, releaseClaim } from "../../../agent-host/runs/index.ts";
-import { appendFencedEvent } from "../../../agent-host/runs/run-event-log.ts";
 import { agentRuns, sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";

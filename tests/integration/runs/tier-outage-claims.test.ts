@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { claimWaitingRun } from "../../../agent-host/runs/fair-share/claim-waiting-run.ts";
+import { claimWaitingRun } from "../../../agent-host/runs/claim/claim-waiting-run.ts";
 import { parkRun } from "../../../agent-host/runs/fair-share/park-run.ts";
 import { type RunWorld, runWorld } from "./run-harness.ts";
 

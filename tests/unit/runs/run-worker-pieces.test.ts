@@ -1,4 +1,6 @@
 import { describe, expect, test } from "vitest";
+import { RunControl, RunStopped } from "../../../agent-host/runs/execute/run-control.ts";
+import { runEndingOf, stoppedBeforeStart } from "../../../agent-host/runs/execute/run-ending.ts";
 import {
   DEFAULT_RUN_WORKER_LIMITS,
   modelConfigFromEnv,
@@ -7,9 +9,7 @@ import {
   RUN_EVENTS_CHANNEL,
   resolveRunWorkerLimits,
 } from "../../../agent-host/runs/index.ts";
-import { receiveBackoffMs } from "../../../agent-host/runs/receive-backoff.ts";
-import { RunControl, RunStopped } from "../../../agent-host/runs/run-control.ts";
-import { runEndingOf, stoppedBeforeStart } from "../../../agent-host/runs/run-ending.ts";
+import { receiveBackoffMs } from "../../../agent-host/runs/queue/receive-backoff.ts";
 import * as sharedRuns from "../../../shared/runs/index.ts";
 import { treeLockKey } from "../../../shared/runs/tree-lock.ts";
 

@@ -4,7 +4,7 @@ import {
   type FileStamp,
   UNKNOWN_CHANGES,
   type WorkdirSnapshot,
-} from "../../../agent-host/runs/workdir-changes.ts";
+} from "../../../agent-host/runs/change-batch/workdir-changes.ts";
 
 /** A snapshot that listed every directory it saw, unless `incomplete` names some. */
 function snapshot(

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { modelConfigFromEnv } from "../../../../agent-host/runs/model-client-factory.ts";
+import { modelConfigFromEnv } from "../../../../agent-host/runs/execute/model-client-factory.ts";
 import {
   type AgentHostEnvValues,
   capabilityPublicJwk,

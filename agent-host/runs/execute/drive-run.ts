@@ -1,0 +1,209 @@
+import type { Logger } from "pino";
+import { agentOptionsSchema } from "../../../shared/contracts/run.ts";
+import type { AgentRun } from "../../../shared/db/schema.ts";
+import { domainReasonOf } from "../../../shared/errors/domain-errors.ts";
+import { MAX_NETWORK_REQUESTS_PER_RUN } from "../../../shared/network/network-request-bounds.ts";
+import type { TraceContext } from "../../../shared/telemetry/tracing.ts";
+import type { EgressRecord } from "../../egress/egress-record.ts";
+import { networkRequestEventData, type RunEgress } from "../../egress/run-egress.ts";
+import type { SandboxHandle } from "../../sandbox/sandbox-handle.ts";
+import {
+  buildSystemPrompt,
+  type ChatMessage,
+  createAgentTools,
+  runAgentLoop,
+  SHELL_MODEL_NAME,
+  type SubagentOutcome,
+} from "../agent/index.ts";
+import { leasedSandboxExec } from "../change-batch/leased-sandbox-exec.ts";
+import { leasedTools } from "../change-batch/leased-tools.ts";
+import type { TreeBatches } from "../change-batch/tree-batches.ts";
+import type { RunEnding } from "../claim/finish-run.ts";
+import type { RunEventLog } from "../claim/run-event-log.ts";
+import type { RunFence } from "../claim/run-fence.ts";
+import type { ChildRun } from "./create-child-run.ts";
+import type { RunControl } from "./run-control.ts";
+import { runEndingOf } from "./run-ending.ts";
+import type { RunExecutorDeps } from "./run-executor-deps.ts";
+import { createRunSubagentSpawner } from "./run-subagent-spawner.ts";
+import { createSandboxExec } from "./sandbox-exec-adapter.ts";
+import { tracedModelClient, tracedSandboxExec } from "./traced-run-io.ts";
+
+/** What a run executes with once prepared; a sub-agent inherits most of its parent's. */
+export interface Execution {
+  readonly run: AgentRun;
+  readonly fence: RunFence;
+  readonly control: RunControl;
+  readonly events: RunEventLog;
+  readonly depth: number;
+  /** The execution tree's change batches (shared with its sub-agents). */
+  readonly tree: TreeBatches;
+  readonly projectId: string;
+  readonly workdirPath: string;
+  readonly handle: SandboxHandle;
+  readonly skills: readonly string[];
+  readonly model: string | undefined;
+  readonly maxTurns: number | undefined;
+  readonly history: readonly ChatMessage[];
+  /** The original user text (what is stored) and the model-visible variant. */
+  readonly input: string;
+  readonly visibleInput: string;
+  readonly logger: Logger;
+  /** The root run's `run.execute` span: model calls and execs are its children. */
+  readonly trace: TraceContext;
+}
+
+/** Executes a sub-agent of `parent` (child-run-execution.ts); passed in to break the cycle. */
+export type RunChild = (
+  child: ChildRun,
+  parent: Execution,
+  parentSignal: AbortSignal,
+) => Promise<SubagentOutcome>;
+
+/** Runs the agent loop of a prepared run; undefined when the lease was lost. */
+export async function driveRun(
+  deps: RunExecutorDeps,
+  x: Execution,
+  runChild: RunChild,
+): Promise<RunEnding | undefined> {
+  const { limits } = deps;
+  const workspace = await deps.userWorkspaces.openUserWorkspace(x.run.uid, {
+    signal: x.control.signal,
+  });
+  let egress: RunEgress | undefined;
+  try {
+    egress = await openEgress(deps, x);
+    const model = tracedModelClient(
+      deps.modelClientFactory({
+        runId: x.run.runId,
+        uid: x.run.uid,
+        input: x.input,
+        depth: x.depth,
+        ...(x.model === undefined ? {} : { model: x.model }),
+        logger: x.logger,
+      }),
+      deps.tracing,
+      x.trace,
+    );
+    const subagents =
+      x.depth < limits.maxSubagentDepth
+        ? createRunSubagentSpawner({
+            db: deps.db,
+            nodeId: deps.nodeId,
+            leaseTtlMs: limits.leaseTtlMs,
+            maxSubagentsPerRun: limits.maxSubagentsPerRun,
+            parent: x.run,
+            parentFence: x.fence,
+            projectId: x.projectId,
+            ...(x.model === undefined ? {} : { model: x.model }),
+            runChild: (child, signal) => runChild(child, x, signal),
+          })
+        : undefined;
+    // The shell model executes the message text: it gets the user's own words, never
+    // the variant with the attachment list in front.
+    const userText = model.name === SHELL_MODEL_NAME ? x.input : x.visibleInput;
+    // Every command and every host-side write into the Workdir runs under the Execution
+    // Lease and leaves a change batch (docs/architecture.md §5).
+    const scope = { fence: x.fence, workdirPath: x.workdirPath, tree: x.tree, logger: x.logger };
+    const result = await runAgentLoop({
+      model,
+      tools: leasedTools(
+        createAgentTools({ ...deps.agentTools, subagents: subagents !== undefined }),
+        deps.leasedCommands,
+        scope,
+      ),
+      toolEnv: {
+        sandbox: leasedSandboxExec(
+          tracedSandboxExec(
+            createSandboxExec(deps.sandboxes, x.handle, deps.shell?.(x.handle), egress),
+            deps.tracing,
+            x.trace,
+            x.handle,
+          ),
+          deps.leasedCommands,
+          scope,
+          model.name === SHELL_MODEL_NAME ? "shell" : "bash",
+        ),
+        workspace,
+        workdirPath: x.workdirPath,
+        // The sandbox's mounts decide the view; the file tools follow them.
+        fileView: x.handle.fileView,
+        ...(subagents === undefined ? {} : { subagents }),
+      },
+      systemPrompt: buildSystemPrompt({
+        workdirPath: x.workdirPath,
+        fileView: x.handle.fileView,
+        skills: x.skills,
+        subagent: x.depth > 0,
+        ...extraPrompt(deps.systemPromptExtra, egress),
+      }),
+      messages: [...x.history, { role: "user", content: userText }],
+      limits: {
+        ...deps.agentLimits,
+        ...(x.maxTurns === undefined ? {} : { maxTurns: x.maxTurns }),
+      },
+      signal: x.control.signal,
+      // The loop emits no terminal event: finishRun writes `run.completed` with the status.
+      emit: (event) => x.events.append(event),
+      logger: x.logger,
+    });
+    return runEndingOf(result, x.control, model.name === SHELL_MODEL_NAME);
+  } catch (error) {
+    if (domainReasonOf(error) === "lease_lost" || x.control.leaseLost) {
+      x.control.stop("lease_lost");
+      return undefined;
+    }
+    throw error;
+  } finally {
+    workspace.close();
+    await egress?.close();
+  }
+}
+
+/**
+ * The run's network, for a root run only: a sub-agent's commands run without (they would
+ * otherwise get their user's ceiling, wider than a narrowed parent's).
+ */
+async function openEgress(deps: RunExecutorDeps, x: Execution): Promise<RunEgress | undefined> {
+  if (deps.egress === undefined || x.depth > 0) return undefined;
+  const agent = agentOptionsSchema.safeParse(x.run.agent);
+  return deps.egress(
+    {
+      uid: x.run.uid,
+      runId: x.run.runId,
+      agent: agent.success ? agent.data : {},
+      handle: x.handle,
+      notify: networkEvents(x),
+    },
+    x.control.signal,
+  );
+}
+
+/**
+ * The run's `network.request` events, the first MAX_NETWORK_REQUESTS_PER_RUN of them (as
+ * many as its audit rows; the rest are counted in metrics only). An append that fails (the
+ * lease is gone) is dropped: the connection was decided and audited already.
+ */
+function networkEvents(x: Execution): (record: EgressRecord) => void {
+  let sent = 0;
+  return (record) => {
+    if (sent >= MAX_NETWORK_REQUESTS_PER_RUN) return;
+    sent += 1;
+    x.events
+      .append({ type: "network.request", data: networkRequestEventData(record) })
+      .catch(() => {});
+  };
+}
+
+/** The deployment's text, then what the run may reach (only when it has network). */
+function extraPrompt(
+  deployment: string | undefined,
+  egress: RunEgress | undefined,
+): { extra?: string } {
+  const network =
+    egress === undefined
+      ? undefined
+      : `Network: commands reach only these hosts, through the proxy set in HTTP_PROXY / HTTPS_PROXY / ALL_PROXY: ${egress.hosts.join(", ")}. Anything else is refused with 403 (say so to the user: an admin can allow more hosts).`;
+  const parts = [deployment, network].filter((part) => part !== undefined);
+  return parts.length === 0 ? {} : { extra: parts.join("\n\n") };
+}

@@ -1,0 +1,10 @@
+import type { SandboxManager } from "../../sandbox/sandbox-manager.ts";
+
+/**
+ * The sandbox operations the run worker uses. SandboxManager is the isolating
+ * implementation; noIsolationSandboxes (no engine on this node) refuses every acquire.
+ */
+export type RunSandboxes = Pick<
+  SandboxManager,
+  "acquire" | "exec" | "destroy" | "keepWarm" | "evictWarm"
+>;

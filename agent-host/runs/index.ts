@@ -21,7 +21,6 @@ export {
   modelConfigFromEnv,
 } from "./execute/model-client-factory.ts";
 export { NODE_SHUTDOWN_ERROR } from "./execute/run-ending.ts";
-export type { RootRunResult } from "./execute/run-executor.ts";
 export type { RunSandboxes } from "./execute/run-sandboxes.ts";
 export { createSandboxExec } from "./execute/sandbox-exec-adapter.ts";
 export {
@@ -30,7 +29,6 @@ export {
   type SkillProjectionOutcome,
 } from "./execute/skill-projection.ts";
 export { cleanupExecutionTree, type TreeCleanupOutcome } from "./execute/tree-cleanup.ts";
-export { type ListenFn, postgresListen } from "./listen.ts";
 export { createSqsWorkQueue, type SqsWorkQueueOptions } from "./queue/sqs-work-queue.ts";
 export type { ReceivedMessage, WorkQueue } from "./queue/work-queue.ts";
 export {

@@ -9,6 +9,7 @@ import {
 import type { Db } from "../../shared/db/client.ts";
 import type { AgentRun } from "../../shared/db/schema.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import type { ListenFn } from "../../shared/listen/listen-fn.ts";
 import {
   createWorkcellMetrics,
   type WorkcellMetrics,
@@ -28,15 +29,16 @@ import type { AgentLimits, AgentToolsOptions } from "./agent/index.ts";
 import { RunBatches } from "./change-batch/run-batches.ts";
 import type { ClaimOutcome } from "./claim/claim-run.ts";
 import type { UnavailableTiers } from "./claim/claim-waiting-run.ts";
+import type { RecordedRun } from "./claim/run-recorder.ts";
 import { CancelWatcher } from "./execute/cancel-watcher.ts";
 import type { ModelClientFactory } from "./execute/model-client-factory.ts";
-import { type RootRunResult, RunExecutor } from "./execute/run-executor.ts";
+import { executeRootRun } from "./execute/root-run-execution.ts";
+import type { RunExecutorDeps } from "./execute/run-executor-deps.ts";
 import type { RunSandboxes } from "./execute/run-sandboxes.ts";
 import type { ShellFor } from "./execute/sandbox-exec-adapter.ts";
 import type { SkillProjection } from "./execute/skill-projection.ts";
 import { FairRunSlots } from "./fair-share/fair-run-slots.ts";
 import { parkRun } from "./fair-share/park-run.ts";
-import type { ListenFn } from "./listen.ts";
 import { type MessageContext, RunConsumer } from "./queue/run-consumer.ts";
 import type { WorkQueue } from "./queue/work-queue.ts";
 import { type RunWorkerLimits, resolveRunWorkerLimits } from "./run-limits.ts";
@@ -110,7 +112,7 @@ export interface RunWorkerDeps {
  * The run worker of one agent-host: consumes the run queue, puts each dispatched run in
  * line in Postgres, claims waiting runs in fair order across uids (FairRunSlots;
  * at-least-once in, exactly-once effect: a duplicate delivery finds the run no longer
- * pending and is dropped), executes them through RunExecutor, and on stop lets runs
+ * pending and is dropped), executes them (executeRootRun), and on stop lets runs
  * finish (bounded by `stopGraceMs`) before stopping the rest.
  */
 export class RunWorker {
@@ -119,7 +121,7 @@ export class RunWorker {
   readonly #log: Logger;
   readonly #metrics: WorkcellMetrics;
   readonly #cancels: CancelWatcher;
-  readonly #executor: RunExecutor;
+  readonly #executorDeps: RunExecutorDeps;
   readonly #batches: RunBatches;
   readonly #consumer: RunConsumer;
   readonly #slots: FairRunSlots;
@@ -150,7 +152,7 @@ export class RunWorker {
       logger: this.#log,
       ...(deps.quota === undefined ? {} : { quota: deps.quota }),
     });
-    this.#executor = new RunExecutor({
+    this.#executorDeps = {
       leasedCommands: this.#batches.commands,
       db: deps.db,
       sandboxes: deps.sandboxManager,
@@ -171,7 +173,7 @@ export class RunWorker {
       ...(deps.systemPromptExtra === undefined
         ? {}
         : { systemPromptExtra: deps.systemPromptExtra }),
-    });
+    };
     this.#slots = new FairRunSlots({
       db: deps.db,
       nodeId: deps.nodeId,
@@ -306,7 +308,7 @@ export class RunWorker {
       },
       async () => {},
     );
-    const result = await this.#executor.executeRoot(claim, this.#shutdown.signal, trace);
+    const result = await executeRootRun(this.#executorDeps, claim, this.#shutdown.signal, trace);
     if (result.kind === "handed_back") await this.#redispatch(claim.run, result, trace);
     return result.kind === "ended";
   }
@@ -314,7 +316,7 @@ export class RunWorker {
   /** Puts a handed-back run on the queue again; the dispatch sweeper is the backstop. */
   async #redispatch(
     run: AgentRun,
-    result: RootRunResult & { kind: "handed_back" },
+    result: RecordedRun & { kind: "handed_back" },
     trace: TraceContext,
   ) {
     try {

@@ -7,7 +7,6 @@ import {
   createSqsWorkQueue,
   type ModelClientFactory,
   modelClientFactoryFor,
-  postgresListen,
   RunWorker,
   type RunWorkerDeps,
   type RunWorkerLimits,
@@ -33,6 +32,7 @@ import {
   projects,
   runEvents,
 } from "../../../shared/db/schema.ts";
+import { postgresListen } from "../../../shared/listen/postgres-listen.ts";
 import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 import { freshQueue, sqsClient } from "../../support/aws.ts";
 import { pollFor, pollUntil } from "../../support/poll-until.ts";

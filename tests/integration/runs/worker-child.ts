@@ -8,7 +8,6 @@ import {
   createEmptySkillProjection,
   createSqsWorkQueue,
   modelClientFactoryFor,
-  postgresListen,
   RunWorker,
   type RunWorkerLimits,
 } from "../../../agent-host/runs/index.ts";
@@ -19,6 +18,7 @@ import {
   createUserWorkspaces,
 } from "../../../agent-host/workspace/index.ts";
 import { createDb } from "../../../shared/db/client.ts";
+import { postgresListen } from "../../../shared/listen/postgres-listen.ts";
 import { GEM, silentLogger, testConfig, testDriver } from "../sandbox/sandbox-fixture.ts";
 
 export type WorkerChildArgs = {

@@ -34,12 +34,12 @@ import { RunWorker } from "./runs/run-worker.ts";
 import type { RuntimeAssetsReport } from "./runtime/runtime-assets.ts";
 import { runtimeAssetsImage } from "./runtime/sandbox-image.ts";
 import { startRuntimeReport } from "./runtime/start-runtime-report.ts";
+import { type StagingSweep, sweepStagedBinds } from "./sandbox/container/staged-binds.ts";
+import { sweepLegacyStagedBinds } from "./sandbox/container/sweep-legacy-staged-binds.ts";
 import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
+import { SandboxManager } from "./sandbox/lifecycle/sandbox-manager.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
-import { SandboxManager } from "./sandbox/sandbox-manager.ts";
 import { SANDBOX_TIERS } from "./sandbox/sandbox-tier.ts";
-import { type StagingSweep, sweepStagedBinds } from "./sandbox/staged-binds.ts";
-import { sweepLegacyStagedBinds } from "./sandbox/sweep-legacy-staged-binds.ts";
 import { type SandboxDriverStatus, sandboxDriverStatus } from "./sandbox-driver-status.ts";
 import { type AgentHostSkills, createAgentHostSkills } from "./skills/agent-host-skills.ts";
 import { refreshFailureError } from "./skills/refresh-handler.ts";
@@ -48,7 +48,7 @@ import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
 import { createPathResolver } from "./workspace/path-resolver.ts";
 import { createUserWorkspaces } from "./workspace/user-workspaces.ts";
 
-/** The sandbox user (agent-host/sandbox/container-spec.ts): it must own what it writes. */
+/** The sandbox user (agent-host/sandbox/container/container-spec.ts): it must own what it writes. */
 export const SANDBOX_OWNER = { uid: 1000, gid: 1000 } as const;
 
 /** Everything one agent-host needs, parsed and connected by its entry (main.ts or the local stack). */

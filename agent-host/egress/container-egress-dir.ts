@@ -1,6 +1,6 @@
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { nodeBindStagingDir } from "../sandbox/staged-binds.ts";
+import { nodeBindStagingDir } from "../sandbox/container/staged-binds.ts";
 
 // The container tier's way in for the egress proxy (decision 0117): its /tmp is a tmpfs of
 // Docker's, invisible from the host, so each container gets one more bind at create, a

@@ -9,7 +9,7 @@ import { userLimits } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import type { NetworkPolicy } from "../../shared/network/network-policy.ts";
 import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts";
-import { containerName } from "../sandbox/container-labels.ts";
+import { containerName } from "../sandbox/instance/container-labels.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox/sandbox-tier.ts";
 import { CONTAINER_EGRESS_MOUNT, containerEgressDir } from "./container-egress-dir.ts";

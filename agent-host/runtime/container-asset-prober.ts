@@ -1,10 +1,10 @@
 import type Docker from "dockerode";
 import type { Logger } from "pino";
 import { SANDBOX_RUNTIME_MOUNT } from "../../shared/paths/runtime-paths.ts";
-import { KEEP_ALIVE_CMD, SANDBOX_USER } from "../sandbox/container-spec.ts";
-import { boundedDockerCall } from "../sandbox/docker-call.ts";
-import { isNotFoundError } from "../sandbox/docker-errors.ts";
-import { runDockerExec } from "../sandbox/docker-exec.ts";
+import { KEEP_ALIVE_CMD, SANDBOX_USER } from "../sandbox/container/container-spec.ts";
+import { boundedDockerCall } from "../sandbox/container/docker-call.ts";
+import { isNotFoundError } from "../sandbox/container/docker-errors.ts";
+import { runDockerExec } from "../sandbox/container/docker-exec.ts";
 import { PROBE_TIMEOUT_MS, probeVerdict } from "./bwrap-asset-prober.ts";
 import type { AssetProber } from "./runtime-assets.ts";
 

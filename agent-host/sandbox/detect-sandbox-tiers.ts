@@ -6,7 +6,8 @@ import { bwrapAssetProber } from "../runtime/bwrap-asset-prober.ts";
 import { containerAssetProber } from "../runtime/container-asset-prober.ts";
 import type { AssetProber } from "../runtime/runtime-assets.ts";
 import { RUNTIME_ASSETS_IMAGE_REPOSITORY } from "../runtime/sandbox-image.ts";
-import { DockerDriver } from "./docker-driver.ts";
+import { DockerDriver } from "./container/docker-driver.ts";
+import { nodeBindStagingDir } from "./container/staged-binds.ts";
 import type { SandboxDriver } from "./driver.ts";
 import { ProcessDriver } from "./process/process-driver.ts";
 import { processPreflight } from "./process/process-preflight.ts";
@@ -16,7 +17,6 @@ import {
   type SandboxTier,
   type SandboxTierStatus,
 } from "./sandbox-tier.ts";
-import { nodeBindStagingDir } from "./staged-binds.ts";
 import { TieredDriver } from "./tiered-driver.ts";
 
 /** How long start-up waits for the Docker engine before reporting the container tier unavailable. */

@@ -12,10 +12,10 @@ import { RepairRecords } from "../../agent-host/runs/change-batch/repair-records
 import { TreeBatches } from "../../agent-host/runs/change-batch/tree-batches.ts";
 import { ExecutionLeases } from "../../agent-host/runs/execution-lease/execution-leases.ts";
 import { LeaseWakeups } from "../../agent-host/runs/execution-lease/lease-wakeups.ts";
-import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
-import { DockerDriver } from "../../agent-host/sandbox/docker-driver.ts";
+import { DockerDriver } from "../../agent-host/sandbox/container/docker-driver.ts";
+import { LABEL } from "../../agent-host/sandbox/instance/container-labels.ts";
+import { SandboxManager } from "../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
-import { SandboxManager } from "../../agent-host/sandbox/sandbox-manager.ts";
 import {
   createLibcSyscalls,
   createPathResolver,

@@ -9,7 +9,7 @@ import { serve } from "@hono/node-server";
 import type Docker from "dockerode";
 import { pino } from "pino";
 import { resolveSandboxImage } from "../../agent-host/runtime/sandbox-image.ts";
-import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../agent-host/sandbox/instance/container-labels.ts";
 import { mintDevToken } from "../../infra/local/dev-token.ts";
 import { type LocalStack, localNodeId, startLocalStack } from "../../infra/local/local-stack.ts";
 import { localEnvSchema } from "../../shared/env/local-env.ts";

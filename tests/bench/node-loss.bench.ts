@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
 import postgres from "postgres";
-import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../agent-host/sandbox/instance/container-labels.ts";
 import { startSplit } from "../../infra/split/start-split.ts";
 import {
   awaitTerminal,

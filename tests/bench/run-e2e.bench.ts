@@ -22,7 +22,10 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
-import { containerCreateOptions, SANDBOX_USER } from "../../agent-host/sandbox/container-spec.ts";
+import {
+  containerCreateOptions,
+  SANDBOX_USER,
+} from "../../agent-host/sandbox/container/container-spec.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import { countContainers, type RunTimes, startBenchStack } from "./local-stack-bench.ts";
 import { benchTargets, measure, report, rssNote, type Sample } from "./measure.ts";

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { LABEL } from "../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../agent-host/sandbox/instance/container-labels.ts";
 import { mintDevToken } from "../../infra/local/dev-token.ts";
 import { localNodeId } from "../../infra/local/local-stack.ts";
 import { freePort } from "../setup/free-port.ts";

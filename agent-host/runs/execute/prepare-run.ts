@@ -4,7 +4,7 @@ import { domainReasonOf } from "../../../shared/errors/domain-errors.ts";
 import { isWorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { inSpan, type TraceContext, type Tracing } from "../../../shared/telemetry/tracing.ts";
 import type { RunQuotaGate } from "../../quota/run-quota-gate.ts";
-import { acquireRefusalError } from "../../sandbox/acquire-sandbox.ts";
+import { acquireRefusalError } from "../../sandbox/lifecycle/acquire-sandbox.ts";
 import type { SandboxHandle } from "../../sandbox/sandbox-handle.ts";
 import type { UserWorkspaces, WorkspaceFs } from "../../workspace/index.ts";
 import { WORKDIR_OUTPUTS_DIR } from "../../workspace/index.ts";

@@ -1,4 +1,4 @@
-import type { SandboxManager } from "../../sandbox/sandbox-manager.ts";
+import type { SandboxManager } from "../../sandbox/lifecycle/sandbox-manager.ts";
 
 /**
  * The sandbox operations the run worker uses. SandboxManager is the isolating

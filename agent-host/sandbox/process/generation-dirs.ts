@@ -13,13 +13,17 @@ import {
 } from "node:fs/promises";
 import { join } from "node:path";
 import type { FileView } from "../../../shared/paths/file-view.ts";
-import { type LabelSource, parseSandboxLabels, sandboxLabels } from "../container-labels.ts";
-import { openDirBeneath } from "../host-dir.ts";
-import type { OpenedMountDirs } from "../open-mount-dirs.ts";
+import {
+  type LabelSource,
+  parseSandboxLabels,
+  sandboxLabels,
+} from "../instance/container-labels.ts";
+import { openDirBeneath } from "../instance/host-dir.ts";
+import type { HostMounts } from "../instance/host-mounts.ts";
+import type { OpenedMountDirs } from "../instance/open-mount-dirs.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
 import type { SandboxSources } from "./bwrap-args.ts";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
-import type { HostMounts } from "./host-mounts.ts";
 import type { ExecMounts } from "./prebuilt-sandbox.ts";
 import { createSandboxUserns, type UsernsHolderDeps } from "./sandbox-userns.ts";
 

@@ -2,7 +2,6 @@ import type { Logger } from "pino";
 import { DEFAULT_FILE_VIEW } from "../../../shared/paths/file-view.ts";
 import { runtimeWorkdirPath } from "../../../shared/paths/runtime-paths.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import type { LabelSource } from "../container-labels.ts";
 import type {
   ContainerRef,
   CreateResult,
@@ -14,15 +13,16 @@ import type {
   SandboxDriver,
   SandboxSpec,
 } from "../driver.ts";
-import { startExecCapture } from "../exec-capture.ts";
-import { execEnvEntries } from "../exec-env.ts";
-import { openMountDirs } from "../open-mount-dirs.ts";
+import type { LabelSource } from "../instance/container-labels.ts";
+import { startExecCapture } from "../instance/exec-capture.ts";
+import { execEnvEntries } from "../instance/exec-env.ts";
+import type { HostMounts } from "../instance/host-mounts.ts";
+import { openMountDirs } from "../instance/open-mount-dirs.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
 import { encodeExecSpec } from "./exec-spec.ts";
 import { ExecStandbys, type StandbyPlan } from "./exec-standby.ts";
 import { GenerationDirs } from "./generation-dirs.ts";
-import type { HostMounts } from "./host-mounts.ts";
 import type { HostSpawner } from "./host-spawner.ts";
 import { runProcessExec, sandboxStartFailed, trampolineEnded } from "./process-exec.ts";
 import type { CgroupLimits, SandboxCgroups } from "./sandbox-cgroups.ts";

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { domainError } from "../../../shared/errors/domain-errors.ts";
 import { isWorkcellError } from "../../../shared/errors/workcell-error.ts";
 import type { ExecFence, ExecOutcome, ExecRequest } from "../driver.ts";
-import { startExecCapture } from "../exec-capture.ts";
+import { startExecCapture } from "../instance/exec-capture.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
 import { CHILD_FD } from "./bwrap-args.ts";
 import { encodeExecSpec } from "./exec-spec.ts";

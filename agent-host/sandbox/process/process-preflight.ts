@@ -4,8 +4,8 @@ import { access, chmod, lstat, mkdir, readFile, realpath, stat } from "node:fs/p
 import { delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { DEFAULT_SANDBOX_STATE_DIR } from "../../../shared/env/agent-host-env.ts";
+import { createHostMounts, type HostMounts } from "../instance/host-mounts.ts";
 import { checkExecShim, DEFAULT_EXEC_SHIM } from "./exec-shim-check.ts";
-import { createHostMounts, type HostMounts } from "./host-mounts.ts";
 import { createHostSpawner, type HostSpawner } from "./host-spawner.ts";
 import { runSandboxProbe } from "./run-sandbox-probe.ts";
 import { detectCgroups, type SandboxCgroups } from "./sandbox-cgroups.ts";

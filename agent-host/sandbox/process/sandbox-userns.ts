@@ -3,8 +3,8 @@ import { closeSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { Socket } from "node:net";
 import { createInterface } from "node:readline";
+import type { HostMounts } from "../instance/host-mounts.ts";
 import { SANDBOX_GID, SANDBOX_UID } from "./bwrap-args.ts";
-import type { HostMounts } from "./host-mounts.ts";
 import type { HostSpawner, SpawnExit } from "./host-spawner.ts";
 
 /**

@@ -18,7 +18,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
 # Pinned package set: what Node needs (libstdc++, libgcc via the essential set), TLS roots,
 # and mount/umount: the container tier stages each sandbox's binds from the directories
-# agent-host opened (agent-host/sandbox/staged-binds.ts, decision 0055).
+# agent-host opened (agent-host/sandbox/container/staged-binds.ts, decision 0055).
 packages=ca-certificates,libstdc++6,mount
 suite=bookworm
 tag="${1:-workcell/agent-host:$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$root/package.json")}"

@@ -1,7 +1,7 @@
 import { readdir } from "node:fs/promises";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { localNodeId } from "../../../infra/local/local-stack.ts";
 import { processesInCgroup } from "../../support/host-processes.ts";
 import { type LocalWorkcell, startLocalWorkcell } from "../../support/local-workcell-process.ts";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import Docker from "dockerode";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import {
   type SplitDeployment,

@@ -10,8 +10,8 @@ import {
   type ToolEnvironment,
 } from "../../../agent-host/runs/agent/index.ts";
 import { createSandboxExec } from "../../../agent-host/runs/execute/sandbox-exec-adapter.ts";
+import type { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
-import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import {
   createLibcSyscalls,
   createPathResolver,

@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import Docker from "dockerode";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { PROBE_LABEL } from "../../../agent-host/runtime/container-asset-prober.ts";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { generateCapabilityKeyPair } from "../../../infra/ops/keys-command.ts";
 import type { AdminNodeRuntime } from "../../../shared/contracts/node-runtime.ts";
 import type { Run } from "../../../shared/contracts/run.ts";

@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, test } from "vitest";
 import { PROBE_LABEL } from "../../../agent-host/runtime/container-asset-prober.ts";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { generateCapabilityKeyPair } from "../../../infra/ops/keys-command.ts";
 import { renderAgentHostEnv } from "../../../infra/sst/agent-host-env-file.ts";
 import { buildAgentHostRelease } from "../../../infra/sst/agent-host-release.ts";

@@ -9,7 +9,7 @@ import {
   egressBytesPerRunOf,
   type RunEgressDeps,
 } from "../../../agent-host/egress/run-egress.ts";
-import { containerName } from "../../../agent-host/sandbox/container-labels.ts";
+import { containerName } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { sandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
 import {
   findLimitsOverride,

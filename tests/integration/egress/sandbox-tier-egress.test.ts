@@ -14,9 +14,9 @@ import {
 import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
 import type { EgressRecord } from "../../../agent-host/egress/egress-record.ts";
 import { EGRESS_PRELUDE, egressEnv } from "../../../agent-host/egress/sandbox-egress-env.ts";
-import { containerName, LABEL } from "../../../agent-host/sandbox/container-labels.ts";
-import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { CreateResult, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import { containerName, LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
 import { NO_NETWORK } from "../../../shared/network/network-policy.ts";

@@ -3,11 +3,11 @@ import { generateKeyPair } from "jose";
 import { type AgentHost, startAgentHost } from "../../../agent-host/agent-host.ts";
 import type { NodeEgressConfig } from "../../../agent-host/egress/start-node-egress.ts";
 import { modelConfigSchema } from "../../../agent-host/runs/agent/model-config.ts";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import {
   detectSandboxTiers,
   type SandboxTierSet,
 } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import type {
   SandboxConfig,
   SandboxConfigInput,

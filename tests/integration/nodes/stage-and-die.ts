@@ -3,7 +3,7 @@
 // "staged" on stdout and waits to be killed. The mount outlives the process.
 import { constants } from "node:fs";
 import { open } from "node:fs/promises";
-import { stageBinds } from "../../../agent-host/sandbox/staged-binds.ts";
+import { stageBinds } from "../../../agent-host/sandbox/container/staged-binds.ts";
 
 const [stagingRoot, name, dir] = process.argv.slice(2);
 if (!stagingRoot || !name || !dir)

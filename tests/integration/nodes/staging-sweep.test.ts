@@ -18,7 +18,7 @@ import {
   nodeBindStagingDir,
   type StagedBinds,
   stageBinds,
-} from "../../../agent-host/sandbox/staged-binds.ts";
+} from "../../../agent-host/sandbox/container/staged-binds.ts";
 import { requireDocker } from "../../support/docker.ts";
 import {
   type FunctionsHarness,

@@ -3,7 +3,7 @@ import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { mintDevToken } from "../../../infra/local/dev-token.ts";
 import { type LocalStack, localNodeId, startLocalStack } from "../../../infra/local/local-stack.ts";
 import { localEnvSchema } from "../../../shared/env/local-env.ts";

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
 import { pollFor } from "../../support/poll-until.ts";

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { and, eq, isNull } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { type AgentRun, agentRuns, userLimits } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";

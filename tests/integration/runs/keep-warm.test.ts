@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { afterEach, expect, it } from "vitest";
-import { MAX_WARM_PER_UID } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import { MAX_WARM_PER_UID } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import { sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId as sandboxIdOf } from "../../../shared/identity/sandbox-id.ts";
 import { pollFor } from "../../support/poll-until.ts";

@@ -11,7 +11,7 @@ import {
   type RunWorkerDeps,
   type RunWorkerLimits,
 } from "../../../agent-host/runs/index.ts";
-import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import type { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import {
   createLibcSyscalls,
   createPathResolver,

@@ -11,7 +11,7 @@ import {
   RunWorker,
   type RunWorkerLimits,
 } from "../../../agent-host/runs/index.ts";
-import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import {
   createLibcSyscalls,
   createPathResolver,

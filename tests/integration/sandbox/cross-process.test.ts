@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import type { AcquireResult } from "../../../agent-host/sandbox/acquire-sandbox.ts";
+import type { AcquireResult } from "../../../agent-host/sandbox/lifecycle/acquire-sandbox.ts";
 import { type Child, spawnChild } from "./child-process.ts";
 import { type ManagerWorld, managerWorld } from "./manager-fixture.ts";
 import { containersOfNode, materializeWorkdir } from "./sandbox-fixture.ts";

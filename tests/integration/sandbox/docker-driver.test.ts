@@ -3,9 +3,13 @@ import { mkdir, readFile, rename, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { containerName, LABEL, MANAGED_BY } from "../../../agent-host/sandbox/container-labels.ts";
-import type { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { SandboxContainer, SandboxSpec } from "../../../agent-host/sandbox/driver.ts";
+import {
+  containerName,
+  LABEL,
+  MANAGED_BY,
+} from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";

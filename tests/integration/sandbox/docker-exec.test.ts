@@ -4,13 +4,13 @@ import { open, readdir, readFile, readlink } from "node:fs/promises";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
-import type { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type {
   ExecRequest,
   ExecResult,
   SandboxContainer,
 } from "../../../agent-host/sandbox/driver.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
 import { pollUntil } from "../../support/poll-until.ts";

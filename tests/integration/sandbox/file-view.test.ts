@@ -3,9 +3,9 @@ import { chown, lstat, mkdir, readdir, readFile, writeFile } from "node:fs/promi
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AcquireRequest } from "../../../agent-host/sandbox/acquire-sandbox.ts";
+import type { AcquireRequest } from "../../../agent-host/sandbox/lifecycle/acquire-sandbox.ts";
+import type { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
-import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
-import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { freshScope, type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";
 import { materializeWorkdir, startedSignal } from "./sandbox-fixture.ts";

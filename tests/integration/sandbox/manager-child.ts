@@ -9,12 +9,12 @@
 import Docker from "dockerode";
 import { pino } from "pino";
 import postgres from "postgres";
-import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import { ProcessDriver } from "../../../agent-host/sandbox/process/process-driver.ts";
 import { processPreflight } from "../../../agent-host/sandbox/process/process-preflight.ts";
 import { sandboxConfigSchema } from "../../../agent-host/sandbox/sandbox-config.ts";
-import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { createDb } from "../../../shared/db/client.ts";
 
 export type ChildArgs = {

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type Docker from "dockerode";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
 import type { SandboxContainer, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
+import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import type {
   SandboxConfig,
   SandboxConfigInput,
 } from "../../../agent-host/sandbox/sandbox-config.ts";
-import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { type SandboxTier, tierOfContainerId } from "../../../agent-host/sandbox/sandbox-tier.ts";
 import { TieredDriver } from "../../../agent-host/sandbox/tiered-driver.ts";
 import { createDb, type PostgresDb } from "../../../shared/db/client.ts";

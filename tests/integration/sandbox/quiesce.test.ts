@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
-import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import type { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { freshScope, type ManagerWorld, managerWorld, TIERS } from "./manager-fixture.ts";

@@ -1,7 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
-import { SANDBOX_LOCK_NAMESPACE } from "../../../agent-host/sandbox/sandbox-store.ts";
+import { SANDBOX_LOCK_NAMESPACE } from "../../../agent-host/sandbox/lifecycle/sandbox-store.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type Child, spawnChild } from "./child-process.ts";

@@ -10,9 +10,9 @@ import {
   PROBE_LABEL,
 } from "../../../agent-host/runtime/container-asset-prober.ts";
 import { verifyRuntimeAssets } from "../../../agent-host/runtime/runtime-assets.ts";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
-import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";

@@ -2,9 +2,9 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { chown, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type Docker from "dockerode";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
-import { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { SandboxContainer, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import {
   type SandboxConfig,
   type SandboxConfigInput,

@@ -1,8 +1,8 @@
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AcquireRequest } from "../../../agent-host/sandbox/acquire-sandbox.ts";
+import type { AcquireRequest } from "../../../agent-host/sandbox/lifecycle/acquire-sandbox.ts";
+import type { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
-import type { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
 import { tierOfContainerId } from "../../../agent-host/sandbox/sandbox-tier.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { freshScope, type ManagerWorld, managerWorld } from "./manager-fixture.ts";

@@ -1,8 +1,8 @@
 // Pure logic, kept next to the exec tests it supports (this folder is the sandbox's).
 import fc from "fast-check";
 import { expect, it } from "vitest";
-import { OutputCapture } from "../../../agent-host/sandbox/output-capture.ts";
-import { createDemuxer } from "../../../agent-host/sandbox/stream-demuxer.ts";
+import { createDemuxer } from "../../../agent-host/sandbox/container/stream-demuxer.ts";
+import { OutputCapture } from "../../../agent-host/sandbox/instance/output-capture.ts";
 
 function frame(stream: number, payload: Buffer): Buffer {
   const header = Buffer.alloc(8);

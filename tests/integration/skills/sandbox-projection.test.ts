@@ -3,9 +3,9 @@ import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
-import type { DockerDriver } from "../../../agent-host/sandbox/docker-driver.ts";
+import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { registerBuiltinSkills } from "../../../agent-host/skills/builtin-skills.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
 import {

@@ -1,6 +1,6 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { isConnectionError } from "../../../agent-host/sandbox/docker-call.ts";
+import { isConnectionError } from "../../../agent-host/sandbox/container/docker-call.ts";
 import { TierWatch } from "../../../agent-host/tier-watch.ts";
 
 const logger = pino({ level: "silent" });

@@ -4,8 +4,8 @@ import {
   type AcquireDecision,
   decideAcquire,
   type NodeView,
-} from "../../../agent-host/sandbox/decide-acquire.ts";
-import type { SandboxRow } from "../../../agent-host/sandbox/sandbox-store.ts";
+} from "../../../agent-host/sandbox/lifecycle/decide-acquire.ts";
+import type { SandboxRow } from "../../../agent-host/sandbox/lifecycle/sandbox-store.ts";
 
 // decideAcquire is the whole policy of the locked slow path (docs/decisions/0091): every
 // row state × request × node view it can meet, and what it decides. The effects (create,

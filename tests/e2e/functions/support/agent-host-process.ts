@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { LABEL } from "../../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../../agent-host/sandbox/instance/container-labels.ts";
 import { freePort } from "../../../setup/free-port.ts";
 import { type DataRoot, freshDataRoot } from "../../../support/data-root.ts";
 import { removeContainersLabelled, requireDocker } from "../../../support/docker.ts";

@@ -1,7 +1,7 @@
 import type Docker from "dockerode";
 import type postgres from "postgres";
 import { expect } from "vitest";
-import { LABEL } from "../../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../../agent-host/sandbox/instance/container-labels.ts";
 import { mintDevToken } from "../../../../infra/local/dev-token.ts";
 import type { SplitDeployment, SplitNode } from "../../../../infra/split/start-split.ts";
 import { type DrivenThread, driveThread, effectCounts, until } from "./thread-driver.ts";

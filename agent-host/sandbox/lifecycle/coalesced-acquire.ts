@@ -1,4 +1,4 @@
-import { abortable } from "../../shared/async/abortable.ts";
+import { abortable } from "../../../shared/async/abortable.ts";
 import { type AcquireRequest, type AcquireResult, acquireUnderLock } from "./acquire-sandbox.ts";
 import { destroyGeneration } from "./destroy-generation.ts";
 import type { InflightAcquire, SandboxContext } from "./sandbox-context.ts";

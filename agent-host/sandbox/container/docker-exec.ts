@@ -3,7 +3,11 @@ import type { Duplex, Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
-import { WorkcellError } from "../../shared/errors/workcell-error.ts";
+import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
+import type { ContainerRef, ExecOutcome, ExecRequest } from "../driver.ts";
+import { startExecCapture } from "../instance/exec-capture.ts";
+import { execEnvEntries } from "../instance/exec-env.ts";
+import type { SandboxConfig } from "../sandbox-config.ts";
 import { SANDBOX_USER } from "./container-spec.ts";
 import {
   boundedDockerCall,
@@ -13,12 +17,8 @@ import {
   isConnectionError,
 } from "./docker-call.ts";
 import { isGoneError } from "./docker-errors.ts";
-import type { ContainerRef, ExecOutcome, ExecRequest } from "./driver.ts";
-import { startExecCapture } from "./exec-capture.ts";
-import { execEnvEntries } from "./exec-env.ts";
 import { killExecLeftovers } from "./exec-leftovers.ts";
 import { killExecProcesses } from "./kill-exec-processes.ts";
-import type { SandboxConfig } from "./sandbox-config.ts";
 import { createDemuxer, STDERR_STREAM, STDOUT_STREAM } from "./stream-demuxer.ts";
 
 /** A container's init as a host pid, and the pid namespace it and its execs live in. */

@@ -3,23 +3,18 @@ import { lstat } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
-import type { FileView } from "../../shared/paths/file-view.ts";
-import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
+import type { FileView } from "../../../shared/paths/file-view.ts";
+import { normalizeWorkdirPath } from "../../../shared/paths/normalize-workdir-path.ts";
 import {
   runtimeWorkdirPath,
   SANDBOX_SKILLS_MOUNT,
   SANDBOX_USER_DATA_MOUNT,
-} from "../../shared/paths/runtime-paths.ts";
-import { uidDirname } from "../../shared/paths/uid-dirname.ts";
+} from "../../../shared/paths/runtime-paths.ts";
+import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import {
   makeContainerEgressDir,
   removeContainerEgressDir,
-} from "../egress/container-egress-dir.ts";
-import { containerName, nodeLabelFilters, parseSandboxLabels } from "./container-labels.ts";
-import { containerCreateOptions } from "./container-spec.ts";
-import { boundedDockerCall } from "./docker-call.ts";
-import { isNotFoundError } from "./docker-errors.ts";
-import { type ContainerPids, runDockerExec } from "./docker-exec.ts";
+} from "../../egress/container-egress-dir.ts";
 import type {
   ContainerRef,
   CreateResult,
@@ -30,10 +25,19 @@ import type {
   SandboxContainer,
   SandboxDriver,
   SandboxSpec,
-} from "./driver.ts";
-import { type OpenedMountDirs, openMountDirs } from "./open-mount-dirs.ts";
-import { createHostMounts, type HostMounts } from "./process/host-mounts.ts";
-import type { SandboxConfig } from "./sandbox-config.ts";
+} from "../driver.ts";
+import {
+  containerName,
+  nodeLabelFilters,
+  parseSandboxLabels,
+} from "../instance/container-labels.ts";
+import { createHostMounts, type HostMounts } from "../instance/host-mounts.ts";
+import { type OpenedMountDirs, openMountDirs } from "../instance/open-mount-dirs.ts";
+import type { SandboxConfig } from "../sandbox-config.ts";
+import { containerCreateOptions } from "./container-spec.ts";
+import { boundedDockerCall } from "./docker-call.ts";
+import { isNotFoundError } from "./docker-errors.ts";
+import { type ContainerPids, runDockerExec } from "./docker-exec.ts";
 import { nodeBindStagingDir, stageBinds } from "./staged-binds.ts";
 
 /** Docker answers 409 while another removal of the same container is in progress. */

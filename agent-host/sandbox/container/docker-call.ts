@@ -1,4 +1,4 @@
-import { domainError } from "../../shared/errors/domain-errors.ts";
+import { domainError } from "../../../shared/errors/domain-errors.ts";
 
 /**
  * What is known about the command when a Docker call does not answer: `no` (it was never

@@ -1,6 +1,6 @@
-import { DEFAULT_FILE_VIEW, type FileView } from "../../shared/paths/file-view.ts";
+import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-view.ts";
+import { type SandboxTier, tierOfContainerId } from "../sandbox-tier.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
-import { type SandboxTier, tierOfContainerId } from "./sandbox-tier.ts";
 
 /** The parts of an acquire request the decision reads. */
 export type AcquireAsk = { workdirPath: string; tier?: SandboxTier; fileView?: FileView };

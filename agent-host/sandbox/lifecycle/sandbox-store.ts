@@ -1,15 +1,15 @@
 import { and, desc, eq, getTableColumns, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
-import type { Db, DbOrTransaction, DbTransaction } from "../../shared/db/client.ts";
-import { executeRows } from "../../shared/db/execute-rows.ts";
-import { PG_LOCK_NOT_AVAILABLE, sqlStateOf } from "../../shared/db/pg-error.ts";
-import { nodes } from "../../shared/db/schema/nodes.ts";
+import type { Db, DbOrTransaction, DbTransaction } from "../../../shared/db/client.ts";
+import { executeRows } from "../../../shared/db/execute-rows.ts";
+import { PG_LOCK_NOT_AVAILABLE, sqlStateOf } from "../../../shared/db/pg-error.ts";
+import { nodes } from "../../../shared/db/schema/nodes.ts";
 import {
   nextSandboxGeneration,
   type Sandbox,
   sandboxes,
-} from "../../shared/db/schema/sandboxes.ts";
-import type { FileView } from "../../shared/paths/file-view.ts";
-import { nodeIsLost } from "../../shared/runs/node-liveness.ts";
+} from "../../../shared/db/schema/sandboxes.ts";
+import type { FileView } from "../../../shared/paths/file-view.ts";
+import { nodeIsLost } from "../../../shared/runs/node-liveness.ts";
 
 // The Postgres half of the lifecycle. Every write that changes a sandbox's fate is a
 // conditional update on (sandbox_id, generation, state): a caller acting on a

@@ -1,6 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
-import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
-import type { CreateRefusal } from "./driver.ts";
+import { normalizeWorkdirPath } from "../../../shared/paths/normalize-workdir-path.ts";
+import type { CreateRefusal } from "../driver.ts";
 import { openDirBeneath } from "./host-dir.ts";
 
 /** Host directories bound into a sandbox, relative to the data root (docs/architecture.md §3). */

@@ -1,6 +1,6 @@
 import { lstat, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { createHostMounts, type HostMounts } from "./process/host-mounts.ts";
+import { createHostMounts, type HostMounts } from "../instance/host-mounts.ts";
 import { releaseDir, type StagingSweep } from "./staged-binds.ts";
 
 /** What a pre-0060 create staged below each `<container name>/` directory. */

@@ -1,5 +1,5 @@
 import type { ContainerCreateOptions } from "dockerode";
-import { DEFAULT_FILE_VIEW, type FileView } from "../../shared/paths/file-view.ts";
+import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-view.ts";
 import {
   runtimeWorkdirPath,
   SANDBOX_HOME,
@@ -7,10 +7,10 @@ import {
   SANDBOX_RUNTIME_MOUNT,
   SANDBOX_SKILLS_MOUNT,
   SANDBOX_USER_DATA_MOUNT,
-} from "../../shared/paths/runtime-paths.ts";
-import { CONTAINER_EGRESS_MOUNT } from "../egress/container-egress-dir.ts";
-import { containerName, type LabelSource, sandboxLabels } from "./container-labels.ts";
-import type { SandboxConfig } from "./sandbox-config.ts";
+} from "../../../shared/paths/runtime-paths.ts";
+import { CONTAINER_EGRESS_MOUNT } from "../../egress/container-egress-dir.ts";
+import { containerName, type LabelSource, sandboxLabels } from "../instance/container-labels.ts";
+import type { SandboxConfig } from "../sandbox-config.ts";
 
 /** Everything runs as the image's `gem` user (docs/architecture.md §3). */
 export const SANDBOX_USER = "1000:1000";

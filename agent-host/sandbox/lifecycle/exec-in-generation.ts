@@ -1,8 +1,8 @@
-import type { ExecOutcome, ExecRequest, ExecResult } from "./driver.ts";
+import type { ExecOutcome, ExecRequest, ExecResult } from "../driver.ts";
+import { type SandboxHandle, STALE_GENERATION } from "../sandbox-handle.ts";
+import { tierOfContainerId } from "../sandbox-tier.ts";
 import { forget } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
-import { type SandboxHandle, STALE_GENERATION } from "./sandbox-handle.ts";
-import { tierOfContainerId } from "./sandbox-tier.ts";
 
 export type ManagedExecOutcome =
   | { ok: true; result: ExecResult }

@@ -1,8 +1,8 @@
-import type { DbTransaction } from "../../shared/db/client.ts";
-import type { SandboxContainer } from "./driver.ts";
+import type { DbTransaction } from "../../../shared/db/client.ts";
+import type { SandboxContainer } from "../driver.ts";
+import { handleFromRow } from "../sandbox-handle.ts";
 import { forget, register } from "./live-registry.ts";
 import { destroyKey, type SandboxContext } from "./sandbox-context.ts";
-import { handleFromRow } from "./sandbox-handle.ts";
 
 export type ReconcileReport = {
   /** Live containers whose row and generation match: now known to this process. */

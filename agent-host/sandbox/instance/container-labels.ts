@@ -2,8 +2,8 @@ import {
   DEFAULT_FILE_VIEW,
   FILE_VIEW_VALUES,
   type FileView,
-} from "../../shared/paths/file-view.ts";
-import type { SandboxContainer } from "./driver.ts";
+} from "../../../shared/paths/file-view.ts";
+import type { SandboxContainer } from "../driver.ts";
 
 // Labels are how a container explains itself after the process that created it is gone:
 // the reconciler (reconciler.ts) rebuilds the list of a node's sandboxes from them alone

@@ -1,14 +1,14 @@
 import type { Logger } from "pino";
-import type { Db } from "../../shared/db/client.ts";
-import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
-import type { FileView } from "../../shared/paths/file-view.ts";
+import type { Db } from "../../../shared/db/client.ts";
+import type { WorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
+import type { FileView } from "../../../shared/paths/file-view.ts";
+import type { SandboxDriver } from "../driver.ts";
+import type { SandboxTimings } from "../sandbox-config.ts";
+import type { SandboxHandle } from "../sandbox-handle.ts";
+import type { SandboxTier } from "../sandbox-tier.ts";
 import type { AcquireResult } from "./acquire-sandbox.ts";
-import type { SandboxDriver } from "./driver.ts";
 import type { PinSet } from "./pin-set.ts";
-import type { SandboxTimings } from "./sandbox-config.ts";
-import type { SandboxHandle } from "./sandbox-handle.ts";
 import type { SandboxStore } from "./sandbox-store.ts";
-import type { SandboxTier } from "./sandbox-tier.ts";
 
 /** Everything the sandbox manager needs, wired once in agent-host's main.ts. */
 export type SandboxManagerDeps = {

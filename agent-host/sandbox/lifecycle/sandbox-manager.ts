@@ -1,21 +1,21 @@
 import { Registry } from "prom-client";
-import type { DbOrTransaction } from "../../shared/db/client.ts";
-import { WorkcellError } from "../../shared/errors/workcell-error.ts";
-import { sandboxId as sandboxIdOf } from "../../shared/identity/sandbox-id.ts";
-import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
-import { isCanonicalUuid } from "../../shared/paths/canonical-uuid.ts";
-import { normalizeWorkdirPath } from "../../shared/paths/normalize-workdir-path.ts";
+import type { DbOrTransaction } from "../../../shared/db/client.ts";
+import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
+import { sandboxId as sandboxIdOf } from "../../../shared/identity/sandbox-id.ts";
+import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
+import { isCanonicalUuid } from "../../../shared/paths/canonical-uuid.ts";
+import { normalizeWorkdirPath } from "../../../shared/paths/normalize-workdir-path.ts";
+import type { ExecRequest } from "../driver.ts";
+import { type FencedOutcome, type SandboxHandle, STALE_GENERATION } from "../sandbox-handle.ts";
 import type { AcquireRequest, AcquireResult } from "./acquire-sandbox.ts";
 import { BackgroundTasks } from "./background-tasks.ts";
 import { acquireCoalesced } from "./coalesced-acquire.ts";
 import { sameFileView, sameTier } from "./decide-acquire.ts";
 import { destroyGeneration } from "./destroy-generation.ts";
-import type { ExecRequest } from "./driver.ts";
 import { execInGeneration, type ManagedExecOutcome } from "./exec-in-generation.ts";
 import { forget } from "./live-registry.ts";
 import { type ReconcileOptions, type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
 import type { SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
-import { type FencedOutcome, type SandboxHandle, STALE_GENERATION } from "./sandbox-handle.ts";
 import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
 
 /**

@@ -1,6 +1,6 @@
-import type { ExecOutcome, ExecRequest, ExecResult, ExecStatus } from "./driver.ts";
+import type { ExecOutcome, ExecRequest, ExecResult, ExecStatus } from "../driver.ts";
+import type { SandboxConfig } from "../sandbox-config.ts";
 import { OutputCapture } from "./output-capture.ts";
-import type { SandboxConfig } from "./sandbox-config.ts";
 
 /** The bounded parts of one exec that both tiers share: limits, output capture, result. */
 export type ExecCapture = {

@@ -1,7 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { chmod, lstat, mkdir, readdir, rmdir } from "node:fs/promises";
 import { join } from "node:path";
-import { createHostMounts, type HostMounts } from "./process/host-mounts.ts";
+import { createHostMounts, type HostMounts } from "../instance/host-mounts.ts";
 
 // Docker (runc) resolves a bind source as a path when it mounts it, following symlinks,
 // and the UserWorkspace / Workdir paths pass through directories the sandbox user can

@@ -1,5 +1,5 @@
-import { WorkcellError } from "../../shared/errors/workcell-error.ts";
-import type { ExecRequest } from "./driver.ts";
+import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
+import type { ExecRequest } from "../driver.ts";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

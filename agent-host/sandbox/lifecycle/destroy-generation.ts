@@ -1,8 +1,8 @@
+import type { FencedOutcome } from "../sandbox-handle.ts";
+import { tierOfContainerId } from "../sandbox-tier.ts";
 import { forget } from "./live-registry.ts";
 import { destroyKey, type SandboxContext } from "./sandbox-context.ts";
-import type { FencedOutcome } from "./sandbox-handle.ts";
 import type { ReapWindow } from "./sandbox-store.ts";
-import { tierOfContainerId } from "./sandbox-tier.ts";
 
 export type DestroyOptions = {
   /** Reaper mode: only if still reapable at the claim (idle or released), never while pinned. */

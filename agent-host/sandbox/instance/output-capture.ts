@@ -1,4 +1,4 @@
-import type { CapturedOutput } from "./driver.ts";
+import type { CapturedOutput } from "../driver.ts";
 
 /**
  * Keeps the first `maxBytes` of one output stream and counts the rest. Excess is

@@ -1,7 +1,10 @@
-import type { DbTransaction } from "../../shared/db/client.ts";
-import { domainError } from "../../shared/errors/domain-errors.ts";
-import { WorkcellError } from "../../shared/errors/workcell-error.ts";
-import { DEFAULT_FILE_VIEW, type FileView } from "../../shared/paths/file-view.ts";
+import type { DbTransaction } from "../../../shared/db/client.ts";
+import { domainError } from "../../../shared/errors/domain-errors.ts";
+import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
+import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-view.ts";
+import type { ContainerRef, CreateRefusal, SandboxContainer } from "../driver.ts";
+import { handleFromRow, type SandboxHandle, sandboxHandle } from "../sandbox-handle.ts";
+import { type SandboxTier, tierOfContainerId } from "../sandbox-tier.ts";
 import {
   type AcquireDecision,
   type DecidedRefusal,
@@ -9,12 +12,9 @@ import {
   type NodeView,
 } from "./decide-acquire.ts";
 import { destroyGeneration } from "./destroy-generation.ts";
-import type { ContainerRef, CreateRefusal, SandboxContainer } from "./driver.ts";
 import { register } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
-import { handleFromRow, type SandboxHandle, sandboxHandle } from "./sandbox-handle.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
-import { type SandboxTier, tierOfContainerId } from "./sandbox-tier.ts";
 
 export type AcquireRequest = {
   /** The logical uid (OIDC sub) of the run's owner. */

@@ -1,6 +1,6 @@
+import type { SandboxHandle } from "../sandbox-handle.ts";
 import { PinSet } from "./pin-set.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
-import type { SandboxHandle } from "./sandbox-handle.ts";
 
 /** Makes a generation known to this process; an older entry it replaces is closed. */
 export function register(ctx: SandboxContext, handle: SandboxHandle): void {

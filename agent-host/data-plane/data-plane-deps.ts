@@ -5,7 +5,7 @@ import type { RequestRateLimiter } from "../../shared/limits/request-rate-limite
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
-import type { ReadinessCheck } from "../node-readiness.ts";
+import type { ReadinessCheck } from "../node/node-readiness.ts";
 import type { WorkspaceQuotaAccounting } from "../quota/workspace-quota.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
 import type { DataPlaneLimits } from "./data-plane-limits.ts";

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
+import { recordNodeRuntime } from "../node/record-node-runtime.ts";
 import { detectQuotaEnforcement } from "../quota/detect-quota-enforcement.ts";
-import { recordNodeRuntime } from "../record-node-runtime.ts";
 import type { SandboxTierSet } from "../sandbox/detect-sandbox-tiers.ts";
 import { type RuntimeAssetsReport, verifyRuntimeAssets } from "./runtime-assets.ts";
 

@@ -17,7 +17,7 @@ import {
   type SandboxTierSet,
 } from "../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
-import type { SandboxDriverStatus } from "../../agent-host/sandbox-driver-status.ts";
+import type { SandboxDriverStatus } from "../../agent-host/sandbox/sandbox-driver-status.ts";
 import { createApp } from "../../functions/app.ts";
 import type { AppEnv } from "../../functions/app-env.ts";
 import { createAttachmentDeps } from "../../functions/attachments/create-attachment-deps.ts";

@@ -4,7 +4,7 @@ import { SANDBOX_TIER_VALUES } from "./run.ts";
 
 // What each agent-host reports about its runtime (docs/api.md "Nodes and runtimes",
 // `GET /v1/admin/runtime`): each sandbox tier's preflight and each Runtime Asset's
-// verification. The node writes it into its `nodes` row (agent-host/record-node-runtime.ts);
+// verification. The node writes it into its `nodes` row (agent-host/node/record-node-runtime.ts);
 // the control plane only reads it back.
 
 export const runtimeAssetStatusSchema = z

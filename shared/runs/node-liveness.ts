@@ -1,7 +1,7 @@
 import { isNotNull, lt, or, type SQL, sql } from "drizzle-orm";
 import { nodes } from "../db/schema/nodes.ts";
 
-/** Between a node's heartbeats (agent-host/node-heartbeat.ts). */
+/** Between a node's heartbeats (agent-host/node/node-heartbeat.ts). */
 export const DEFAULT_NODE_HEARTBEAT_INTERVAL_MS = 5_000;
 /**
  * A node whose heartbeat is older than this is `lost` (docs/architecture.md §10): the sweeper

@@ -1,5 +1,5 @@
 import type { Hono } from "hono";
-import type { ReadinessCheck } from "../../node-readiness.ts";
+import type { ReadinessCheck } from "../../node/node-readiness.ts";
 import type { DataPlaneEnv } from "../data-plane-env.ts";
 
 /** A part that has not answered by then counts as down (a load balancer waits less). */

@@ -12,7 +12,7 @@ export const NODE_STATES = ["active", "quiesced"] as const;
 export type NodeState = (typeof NODE_STATES)[number];
 
 // One row per agent-host daemon. A quiesced node takes no new sandbox generations.
-// The heartbeat (agent-host/node-heartbeat.ts) rewrites heartbeat_at and the counters
+// The heartbeat (agent-host/node/node-heartbeat.ts) rewrites heartbeat_at and the counters
 // every few seconds; the sweeper treats a node whose heartbeat is older than the node
 // TTL as lost (shared/runs/release-lost-nodes.ts).
 export const nodes = pgTable(

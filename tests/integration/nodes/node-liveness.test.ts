@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import postgres from "postgres";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { NodeHeartbeat } from "../../../agent-host/node-heartbeat.ts";
+import { NodeHeartbeat } from "../../../agent-host/node/node-heartbeat.ts";
 import { claimRun } from "../../../agent-host/runs/claim/claim-run.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { AgentHost } from "../../../agent-host/agent-host.ts";
-import { recordNodeRuntime } from "../../../agent-host/record-node-runtime.ts";
+import { recordNodeRuntime } from "../../../agent-host/node/record-node-runtime.ts";
 import { resolveSandboxImage } from "../../../agent-host/runtime/sandbox-image.ts";
 import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";

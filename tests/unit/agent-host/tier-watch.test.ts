@@ -1,7 +1,7 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
+import { TierWatch } from "../../../agent-host/node/tier-watch.ts";
 import { isConnectionError } from "../../../agent-host/sandbox/container/docker-call.ts";
-import { TierWatch } from "../../../agent-host/tier-watch.ts";
 
 const logger = pino({ level: "silent" });
 const signal = () => AbortSignal.timeout(5_000);

@@ -1,7 +1,7 @@
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { sql } from "drizzle-orm";
-import { abortable } from "../shared/async/abortable.ts";
-import type { Db } from "../shared/db/client.ts";
+import { abortable } from "../../shared/async/abortable.ts";
+import type { Db } from "../../shared/db/client.ts";
 
 /** What `/readyz` answers: each part, and whether the node can take work. */
 export type ReadinessReport = {

@@ -1,5 +1,5 @@
-import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
-import type { SandboxTier, SandboxTierStatus } from "./sandbox/sandbox-tier.ts";
+import type { SandboxTierSet } from "./detect-sandbox-tiers.ts";
+import type { SandboxTier, SandboxTierStatus } from "./sandbox-tier.ts";
 
 /** The tier runs get by default (process when ready, else container), or none: runs are refused. */
 export type SandboxDriverStatus = {

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { SandboxManager } from "./sandbox/lifecycle/sandbox-manager.ts";
+import type { SandboxManager } from "../sandbox/lifecycle/sandbox-manager.ts";
 
 /** Bound on destroying every sandbox of the node when an operator quiesces it. */
 export const QUIESCE_TIMEOUT_MS = 5 * 60_000;

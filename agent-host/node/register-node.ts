@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
-import type { Db } from "../shared/db/client.ts";
-import { nodes } from "../shared/db/schema/nodes.ts";
+import type { Db } from "../../shared/db/client.ts";
+import { nodes } from "../../shared/db/schema/nodes.ts";
 
 /**
  * Records this agent-host in `nodes` before anything that needs the row (the sandbox

@@ -1,8 +1,8 @@
 import { eq } from "drizzle-orm";
-import { abortable } from "../shared/async/abortable.ts";
-import type { StoredNodeRuntime } from "../shared/contracts/node-runtime.ts";
-import type { Db } from "../shared/db/client.ts";
-import { nodes } from "../shared/db/schema/nodes.ts";
+import { abortable } from "../../shared/async/abortable.ts";
+import type { StoredNodeRuntime } from "../../shared/contracts/node-runtime.ts";
+import type { Db } from "../../shared/db/client.ts";
+import { nodes } from "../../shared/db/schema/nodes.ts";
 
 /** Bound on one write of the runtime report (a single-row UPDATE). */
 export const RECORD_RUNTIME_TIMEOUT_MS = 10_000;

@@ -1,9 +1,9 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { abortable } from "../shared/async/abortable.ts";
-import type { Db } from "../shared/db/client.ts";
-import { type NodeState, nodes } from "../shared/db/schema/nodes.ts";
-import { agentRuns, sandboxes } from "../shared/db/schema.ts";
+import { abortable } from "../../shared/async/abortable.ts";
+import type { Db } from "../../shared/db/client.ts";
+import { type NodeState, nodes } from "../../shared/db/schema/nodes.ts";
+import { agentRuns, sandboxes } from "../../shared/db/schema.ts";
 
 export interface NodeHeartbeatDeps {
   readonly db: Db;

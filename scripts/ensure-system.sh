@@ -24,6 +24,9 @@ command -v bwrap >/dev/null 2>&1 || want+=(bubblewrap)
 # needs socat and ripgrep on Linux (decision 0028).
 command -v socat >/dev/null 2>&1 || want+=(socat)
 command -v rg >/dev/null 2>&1 || want+=(ripgrep)
+# The egress tests run Debian's sshd (only the binary, started by the test inside a network
+# namespace) as the fake internet's SSH server (decision 0126).
+[ -x /usr/sbin/sshd ] || want+=(openssh-server)
 # Runtime Assets (infra/runtime-assets/) are built from Debian packages by mmdebstrap.
 command -v mmdebstrap >/dev/null 2>&1 || want+=(mmdebstrap)
 # The kernel-budget test (#13) builds a static C helper that opens inotify instances, and

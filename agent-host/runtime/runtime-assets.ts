@@ -76,6 +76,29 @@ export const RUNTIME_ASSETS: readonly RuntimeAssetSpec[] = [
     expect: /GNU diffutils/,
   },
   { name: "patch", packages: ["patch"], probe: ["patch", "--version"], expect: /GNU patch/ },
+  // The tools agents reach for once the egress proxy opens a network (issue #34).
+  { name: "curl", packages: ["curl", "libcurl4"], probe: ["curl", "--version"], expect: /^curl / },
+  { name: "socat", packages: ["socat"], probe: ["socat", "-V"], expect: /socat version/ },
+  {
+    name: "ssh",
+    packages: ["openssh-client"],
+    // Resolves its configuration for a name without connecting (`ssh -V` prints to stderr).
+    probe: ["ssh", "-G", "probe.invalid"],
+    expect: /^hostname probe\.invalid$/m,
+  },
+  {
+    name: "pip",
+    packages: ["python3-pip", "python3-pip-whl"],
+    probe: ["python3", "-m", "pip", "--version"],
+    expect: /^pip \d/,
+  },
+  {
+    name: "venv",
+    packages: ["python3.11-venv", "python3-venv"],
+    // venv, and the pip wheel its `ensurepip` installs into a new environment, are there.
+    probe: ["python3", "-c", "import ensurepip, venv; print(ensurepip.version())"],
+    expect: /^\d+\.\d+/,
+  },
 ];
 
 const manifestSchema = z.object({

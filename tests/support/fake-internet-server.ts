@@ -1,6 +1,7 @@
 // The servers of the fake internet (tests/support/fake-internet.ts), run inside its network
 // namespace: `node fake-internet-server.ts <address> <certDir> [<staticDir>]` (GET /static/…
-// serves the files below staticDir: a git repository over git's "dumb" HTTP protocol). HTTP on :80, HTTPS on :443,
+// serves the files below staticDir: a git repository over git's "dumb" HTTP protocol, wheels;
+// GET /simple/<name>/ its simple-index page). HTTP on :80, HTTPS on :443,
 // a TCP echo on :22, and a control port (:9000) answering GET /seen with every request and
 // connection the servers saw, so a test asserts what got through (and that nothing else did).
 import { readFileSync } from "node:fs";
@@ -49,11 +50,18 @@ function site(port: number) {
         return res.end();
       }
     }
-    if (req.url?.startsWith("/simple/") === true) {
-      res.writeHead(200, { "content-type": "text/html" });
-      return res.end(
-        `<html><body><a href="/files/wcdemo-1.0-py3-none-any.whl">wcdemo</a></body></html>`,
-      );
+    // A package index (PEP 503 "simple"): /simple/<name>/ is <staticDir>/simple/<name>/index.html,
+    // served as HTML (pip skips an index page of any other type).
+    const index = /^\/simple\/([a-z0-9-]+)\/$/.exec(pathname);
+    if (index !== null && staticDir !== undefined) {
+      try {
+        const page = readFileSync(join(staticDir, "simple", index[1] ?? "", "index.html"));
+        res.writeHead(200, { "content-type": "text/html" });
+        return res.end(page);
+      } catch {
+        res.writeHead(404);
+        return res.end();
+      }
     }
     req.resume();
     res.writeHead(200, { "content-type": "text/plain" });

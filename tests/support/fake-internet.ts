@@ -20,6 +20,8 @@ const HOSTS_LOCK = "/run/lock/workcell-test-etc-hosts.lock";
 export type FakeInternet = {
   /** The servers' address (in the namespace). */
   readonly address: string;
+  /** The network namespace (`ip netns exec <namespace> …` runs a further server in it). */
+  readonly namespace: string;
   /** The host end of the veth: one of the node's own addresses. */
   readonly hostAddress: string;
   /** `<label>-<instance>.test`: names unique to this instance (parallel tests share /etc/hosts). */
@@ -135,6 +137,7 @@ export async function startFakeInternet(
   );
   return {
     address,
+    namespace: ns,
     hostAddress,
     name: (label) => `${label}-${id}.test`,
     certPath: join(certDir, "cert.pem"),

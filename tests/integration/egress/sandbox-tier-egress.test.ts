@@ -1,40 +1,23 @@
 import { execFile } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts";
-import {
-  CONTAINER_EGRESS_MOUNT,
-  containerEgressDir,
-} from "../../../agent-host/egress/container-egress-dir.ts";
 import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
 import type { EgressRecord } from "../../../agent-host/egress/egress-record.ts";
-import { EGRESS_PRELUDE, egressEnv } from "../../../agent-host/egress/sandbox-egress-env.ts";
-import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
-import type { CreateResult, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
-import { containerName, LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
-import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
 import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
 import {
   findNetworkCeiling,
   putNetworkOverride,
 } from "../../../shared/network/network-policy-store.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { removeContainersLabelled } from "../../support/docker.ts";
 import { type FakeInternet, startFakeInternet } from "../../support/fake-internet.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
-import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
-import {
-  materializeWorkdir,
-  silentLogger,
-  testConfig,
-  uniqueNodeId,
-} from "../sandbox/sandbox-fixture.ts";
+import { materializeWorkdir } from "../sandbox/sandbox-fixture.ts";
+import { type TierSandboxes, tierSandboxes } from "./support/tier-sandboxes.ts";
 
 // Both tiers reaching the egress proxy, one suite (issue #34, decision 0117): real
 // bubblewrap sandboxes and Docker containers with only `lo`, the proxy's socket placed
@@ -44,8 +27,6 @@ import {
 // reached them.
 
 const run = promisify(execFile);
-const treeDir = process.env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;
-const signal = () => AbortSignal.timeout(120_000);
 
 let net: FakeInternet;
 let database: TestDatabase;
@@ -127,107 +108,20 @@ afterAll(async () => {
 });
 
 describe.each(["process", "container"] as const)("egress (%s tier)", (tier) => {
-  let fixture: ProcessTierFixture | undefined;
-  let driver: SandboxDriver;
-  let egressRoot: string;
-  const nodeId = uniqueNodeId();
-  const refs: Record<string, CreateResult> = {};
+  let boxes: TierSandboxes;
+  const sh = (uid: string, script: string, env?: Record<string, string>) =>
+    boxes.sh(uid, script, env);
+  const withEgress = <T>(uid: string, use: (env: Record<string, string>) => Promise<T>) =>
+    boxes.withEgress(uid, use);
+  const place = (uid: string) => boxes.place(uid);
 
   beforeAll(async () => {
-    const manifest = JSON.parse(await readFile(join(treeDir, "../manifest.json"), "utf8")) as {
-      key: string;
-    };
-    const config = testConfig(`workcell-sandbox:${manifest.key}`, {
-      memoryBytes: 512 * 1024 * 1024,
-    });
-    egressRoot = join(dataRoot.path, `egress-${tier}`);
-    if (tier === "process") {
-      fixture = await processTierFixture({
-        dataRoot: dataRoot.path,
-        config,
-        logger: silentLogger,
-        runtimeDir: treeDir,
-      });
-      driver = fixture.driver;
-    } else {
-      driver = new DockerDriver({
-        docker: new Docker(),
-        logger: silentLogger,
-        dataRoot: dataRoot.path,
-        nodeId,
-        config,
-        runtimeDir: treeDir,
-        egressRoot,
-      });
-    }
-    for (const uid of ["alice", "bob"]) {
-      refs[uid] = await driver.create(
-        {
-          sandboxId: `egress${tier.slice(0, 4)}${uid}`,
-          generation: 1,
-          uid,
-          runtimeScopeId: randomUUID(),
-          workdirPath: "work",
-          nodeId,
-        },
-        signal(),
-      );
-    }
+    boxes = await tierSandboxes({ tier, dataRoot: dataRoot.path, proxy, uids: ["alice", "bob"] });
   }, 180_000);
 
   afterAll(async () => {
-    await fixture?.cleanup();
-    if (tier === "container") await removeContainersLabelled(new Docker(), LABEL.nodeId, nodeId);
+    await boxes?.close();
   });
-
-  function container(uid: string) {
-    const ref = refs[uid];
-    if (ref === undefined || !ref.ok)
-      throw new Error(`no sandbox for ${uid}: ${JSON.stringify(ref)}`);
-    return ref.container;
-  }
-
-  /** Where the tier's sandbox sees the socket's directory, on the host and inside. */
-  function place(uid: string): { hostDir: string; sandboxDir: string } {
-    const c = container(uid);
-    return tier === "process"
-      ? { hostDir: join(fixture?.stateDir ?? "", c.containerId, "tmp"), sandboxDir: "/tmp" }
-      : {
-          hostDir: containerEgressDir(egressRoot, containerName(c.sandboxId, c.generation)),
-          sandboxDir: CONTAINER_EGRESS_MOUNT,
-        };
-  }
-
-  async function sh(uid: string, script: string, env?: Record<string, string>) {
-    const out = await driver.exec(
-      container(uid),
-      {
-        cmd: ["/runtime/usr/bin/bash", "-c", env === undefined ? script : EGRESS_PRELUDE + script],
-        ...(env === undefined ? {} : { env }),
-      },
-      signal(),
-    );
-    if (!out.ok) throw new Error("sandbox gone");
-    return {
-      code: out.result.exitCode,
-      out: out.result.stdout.bytes.toString(),
-      err: out.result.stderr.bytes.toString(),
-    };
-  }
-
-  async function withEgress<T>(uid: string, run: (env: Record<string, string>) => Promise<T>) {
-    const where = place(uid);
-    const egress = await proxy.open(
-      { uid, runId: randomUUID(), sandboxId: container(uid).sandboxId, generation: 1 },
-      50_000_000,
-      where.hostDir,
-    );
-    try {
-      return await run(egressEnv(`${where.sandboxDir}/${egress.relativePath}`));
-    } finally {
-      await egress.close();
-    }
-  }
 
   test("policy none: no socket, no variables, and nothing reaches the fake internet by any client", async () => {
     await net.resetSeen();

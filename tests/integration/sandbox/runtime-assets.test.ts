@@ -48,7 +48,19 @@ describe("Runtime Assets", () => {
     const report = await verifyWithBwrap(treeDir);
     expect(report.assets.filter((a) => !a.ready)).toEqual([]);
     expect(report.assets.map((a) => a.name)).toEqual(
-      expect.arrayContaining(["bash", "python3", "node", "git", "ripgrep", "jq"]),
+      expect.arrayContaining([
+        "bash",
+        "python3",
+        "node",
+        "git",
+        "ripgrep",
+        "jq",
+        "curl",
+        "socat",
+        "ssh",
+        "pip",
+        "venv",
+      ]),
     );
   });
 
@@ -174,7 +186,7 @@ describe("Runtime Assets probed in a container", () => {
     const report = await verifyInContainer(docker, `workcell-sandbox:${key}`, nodeId);
     expect(report.assets.filter((a) => !a.ready)).toEqual([]);
     expect(report.assets.map((a) => a.name)).toEqual(
-      expect.arrayContaining(["bash", "python3", "node", "git"]),
+      expect.arrayContaining(["bash", "python3", "node", "git", "curl", "ssh", "pip", "venv"]),
     );
     expect(await probeContainers(docker, nodeId)).toEqual([]);
   });

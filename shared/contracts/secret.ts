@@ -11,9 +11,46 @@ export const MAX_SECRET_HOSTS = 32;
 export const DEFAULT_SECRET_HEADER = "Authorization";
 export const DEFAULT_SECRET_TEMPLATE = "Bearer {value}";
 
+// Variables a sandbox's tools depend on (its shell, the proxy's and the trust's): a secret
+// of that name would replace them in every exec, so such names are refused.
+const RESERVED_NAMES = new Set([
+  "PATH",
+  "HOME",
+  "USER",
+  "SHELL",
+  "PWD",
+  "TMPDIR",
+  "LANG",
+  "TERM",
+  "HOSTNAME",
+  "LD_PRELOAD",
+  "LD_LIBRARY_PATH",
+  "NODE_OPTIONS",
+  "PYTHONPATH",
+  "PYTHONHOME",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "ALL_PROXY",
+  "NO_PROXY",
+  "NODE_USE_ENV_PROXY",
+  "PIP_PROXY",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "CURL_CA_BUNDLE",
+  "REQUESTS_CA_BUNDLE",
+  "NODE_EXTRA_CA_CERTS",
+  "GIT_SSL_CAINFO",
+  "PIP_CERT",
+]);
+
 export const secretNameSchema = z
   .string()
   .regex(SECRET_NAME, "must be [A-Z][A-Z0-9_]{0,63} (an environment variable name)")
+  .refine(
+    (name) =>
+      !RESERVED_NAMES.has(name) && !name.startsWith("WORKCELL_") && !name.startsWith("NPM_CONFIG_"),
+    "is a variable the sandbox's tools need (PATH, the proxy's, the trust's, WORKCELL_*): choose another name",
+  )
   .openapi({ example: "GITHUB_TOKEN" });
 
 // Values, headers and templates end up in an HTTP header: no control characters (a CR/LF

@@ -6,6 +6,7 @@ import type { RequestRateLimiter } from "../shared/limits/request-rate-limiter.t
 import type { UserLimits } from "../shared/limits/user-limits.ts";
 import type { WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import type { NetworkPolicy } from "../shared/network/network-policy.ts";
+import type { KeyWrapper } from "../shared/secrets/secret-envelope.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
 import type { AppLimits } from "./app-limits.ts";
 import type { AttachmentDeps } from "./attachments/attachment-deps.ts";
@@ -99,4 +100,6 @@ export type AppDeps = SkillsDeps & {
    * defaultPolicyFromEnv); default `none`: no sandbox has a network unless configured.
    */
   networkDefault?: NetworkPolicy;
+  /** Seals secrets (WORKCELL_SECRETS_KEY, decision 0131); without it PUT /v1/secrets is 503. */
+  secretKeys?: KeyWrapper;
 };

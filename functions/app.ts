@@ -31,6 +31,7 @@ import { registerProjectRoutes } from "./routes/project-routes.ts";
 import { registerRunEventTicketRoute } from "./routes/run-event-ticket-route.ts";
 import { registerRunEventsRoute } from "./routes/run-events-route.ts";
 import { registerRunRoutes } from "./routes/run-routes.ts";
+import { registerSecretRoutes } from "./routes/secret-routes.ts";
 import { registerSkillRoutes } from "./routes/skills-routes.ts";
 import { registerThreadRoutes } from "./routes/thread-routes.ts";
 import { registerThreadRunsRoute } from "./routes/thread-runs-route.ts";
@@ -132,6 +133,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerUsageRoute(app, deps);
   registerTokenRoutes(app, personalTokens);
   registerNetworkRoutes(app, deps);
+  registerSecretRoutes(app, deps);
 
   // The frames of GET /v1/runs/{id}/events carry this as JSON; no JSON route returns it,
   // so it is registered by itself (clients generate their event types from it).

@@ -1,3 +1,5 @@
+import type { SandboxSecrets } from "../secrets/sandbox-secrets.ts";
+import type { Interception } from "../secrets/tls-intercept.ts";
 import type { AddressGuard } from "./address-guard.ts";
 import { createRunByteBudgets } from "./byte-meter.ts";
 import { DEFAULT_EGRESS_LIMITS, type EgressLimits } from "./egress-limits.ts";
@@ -13,6 +15,15 @@ export type EgressProxyDeps = {
   /** A connection refused at accept (too many open for its sandbox). */
   readonly onDropped?: () => void;
   readonly limits?: Partial<EgressLimits>;
+  /** TLS termination towards hosts a secret binds (decision 0133); undefined: none. */
+  readonly interception?: Interception;
+};
+
+/** What a sandbox with secrets gets on top of its socket (decision 0132). */
+export type SandboxExtras = {
+  readonly secrets?: SandboxSecrets;
+  /** Files placed beside the socket (name → text), e.g. its CA bundle. */
+  readonly files?: Readonly<Record<string, string>>;
 };
 
 export type SandboxEgress = {
@@ -20,6 +31,8 @@ export type SandboxEgress = {
   readonly listenPath: string;
   /** The socket relative to the directory given to `open` (how the sandbox names it). */
   readonly relativePath: string;
+  /** Each file of `extras.files` relative to the directory given to `open`. */
+  readonly files: Readonly<Record<string, string>>;
   close(): Promise<void>;
 };
 
@@ -34,6 +47,7 @@ export type EgressProxy = {
     bytesPerRun: number,
     dir: string,
     notify?: EgressAudit,
+    extras?: SandboxExtras,
   ): Promise<SandboxEgress>;
   close(): Promise<void>;
 };
@@ -44,11 +58,14 @@ export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
   const budgets = createRunByteBudgets();
   const open = new Set<() => Promise<void>>();
   return {
-    async open(sandbox, bytesPerRun, dir, notify) {
+    async open(sandbox, bytesPerRun, dir, notify, extras = {}) {
       const placement = await placeSocket(dir);
       const abort = new AbortController();
       let listener: SandboxListener;
+      const files: Record<string, string> = {};
       try {
+        for (const [name, text] of Object.entries(extras.files ?? {}))
+          files[name] = await placement.addFile(name, text);
         listener = await openSandboxListener(
           placement.listenPath,
           {
@@ -65,6 +82,8 @@ export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
             bytesPerRun,
             limits,
             signal: abort.signal,
+            ...(extras.secrets === undefined ? {} : { secrets: extras.secrets }),
+            ...(deps.interception === undefined ? {} : { interception: deps.interception }),
             decision: {
               guard: deps.guard,
               resolveTimeoutMs: limits.resolveTimeoutMs,
@@ -95,7 +114,12 @@ export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
         return closing;
       };
       open.add(close);
-      return { listenPath: placement.listenPath, relativePath: placement.relativePath, close };
+      return {
+        listenPath: placement.listenPath,
+        relativePath: placement.relativePath,
+        files,
+        close,
+      };
     },
     async close() {
       await Promise.all([...open].map((close) => close()));

@@ -1,5 +1,13 @@
 import { type IncomingMessage, request, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
+import { guardRequest } from "../secrets/guard-request.ts";
+import { pipeBody } from "../secrets/guarded-body.ts";
+import type { SandboxSecrets } from "../secrets/sandbox-secrets.ts";
+import {
+  createInterceptor,
+  type Interception,
+  type Interceptor,
+} from "../secrets/tls-intercept.ts";
 import { decideEgress, type EgressDecisionDeps } from "./egress-decision.ts";
 import { type FlowDeps, startFlow } from "./egress-flow.ts";
 import type { EgressLimits } from "./egress-limits.ts";
@@ -11,6 +19,10 @@ export type HttpProxyDeps = FlowDeps & {
   readonly limits: EgressLimits;
   /** Aborted when the sandbox's listener closes: every pending decision and dial stops. */
   readonly signal: AbortSignal;
+  /** The sandbox's secrets (placeholders and the swap); undefined: it has none. */
+  readonly secrets?: SandboxSecrets;
+  /** TLS termination towards hosts a secret binds; undefined: every CONNECT is a tunnel. */
+  readonly interception?: Interception;
 };
 
 // Hop-by-hop and proxy headers never forwarded (RFC 9110 §7.6.1), and the client's Host:
@@ -28,7 +40,10 @@ const DROPPED = new Set([
   "host",
 ]);
 
-function forwardHeaders(req: IncomingMessage, host: string): Record<string, string | string[]> {
+export function forwardHeaders(
+  req: IncomingMessage,
+  host: string,
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined && !DROPPED.has(name)) out[name] = value;
@@ -37,7 +52,7 @@ function forwardHeaders(req: IncomingMessage, host: string): Record<string, stri
   return out;
 }
 
-function answer(res: ServerResponse, status: number, body: string): void {
+export function answer(res: ServerResponse, status: number, body: string): void {
   res.writeHead(status, { "content-type": "application/json", connection: "close" });
   res.end(body);
 }
@@ -48,6 +63,12 @@ export function parseAuthority(authority: string): { host: string; port: number 
   if (match === null) return undefined;
   return { host: match[1] ?? "", port: Number(match[2]) };
 }
+
+const STATUS_TEXT: Record<number, string> = {
+  403: "Forbidden",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+};
 
 async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerResponse) {
   const flow = startFlow(deps, "http");
@@ -70,12 +91,21 @@ async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerRes
     flow.deny(decided.reason);
     return answer(res, 403, refusalBody(decided.host, port, decided.reason));
   }
+  const guarded = await guardRequest(
+    deps.secrets,
+    { host: decided.host, port, url: req.url ?? "", headers: forwardHeaders(req, url.host) },
+    deps.signal,
+  );
+  if (!guarded.ok) {
+    flow.deny(guarded.reason);
+    return answer(res, guarded.status, refusalBody(decided.host, port, guarded.reason));
+  }
   const upstream = request({
     host: decided.address,
     port,
     method: req.method,
     path: `${url.pathname}${url.search}`,
-    headers: forwardHeaders(req, url.host),
+    headers: guarded.headers,
     agent: false,
     signal: deps.signal,
     timeout: deps.limits.idleTimeoutMs,
@@ -100,23 +130,36 @@ async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerRes
     res.writeHead(reply.statusCode ?? 502, reply.statusMessage, reply.headers);
     reply.pipe(res);
   });
-  req.on("data", (chunk: Buffer) => {
-    if (!flow.count("up", chunk.length)) cut("egress_bytes_per_run");
-  });
   res.on("close", () => {
     upstream.destroy();
     flow.finish();
   });
-  req.pipe(upstream);
+  pipeBody(req, upstream, guarded.body, {
+    count: (bytes) => flow.count("up", bytes),
+    onBudget: () => cut("egress_bytes_per_run"),
+    onPlaceholder: () => {
+      upstream.destroy();
+      flow.deny("secret_exfiltration");
+      if (!res.headersSent)
+        answer(res, 403, refusalBody(decided.host, port, "secret_exfiltration"));
+      else res.destroy();
+    },
+  });
 }
 
-async function tunnel(deps: HttpProxyDeps, req: IncomingMessage, client: Duplex, head: Buffer) {
+async function tunnel(
+  deps: HttpProxyDeps,
+  interceptor: Interceptor | undefined,
+  req: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+) {
   const flow = startFlow(deps, "connect");
   const refuse = (status: number, host: string, port: number, reason: string) => {
     flow.deny(reason);
     const body = refusalBody(host, port, reason);
     client.end(
-      `HTTP/1.1 ${status} ${status === 403 ? "Forbidden" : "Bad Request"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Bad Request"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   };
   const target = parseAuthority(req.url ?? "");
@@ -131,6 +174,17 @@ async function tunnel(deps: HttpProxyDeps, req: IncomingMessage, client: Duplex,
   );
   flow.target(decided.host, target.port, decided.address);
   if (!decided.allowed) return refuse(403, decided.host, target.port, decided.reason);
+  if (interceptor !== undefined && deps.secrets !== undefined) {
+    // A host a secret binds is the only HTTPS the proxy opens (decision 0133).
+    const bound = await deps.secrets
+      .binds(decided.host, target.port, deps.signal)
+      .catch(() => undefined);
+    if (bound === undefined) return refuse(503, decided.host, target.port, "secrets_unavailable");
+    if (bound) {
+      const to = { host: decided.host, port: target.port, address: decided.address };
+      return interceptor.take(client, head, to, flow);
+    }
+  }
   let upstream: Awaited<ReturnType<typeof dial>>;
   try {
     upstream = await dial(decided.address, target.port, deps.limits.connectTimeoutMs, deps.signal);
@@ -156,15 +210,22 @@ async function tunnel(deps: HttpProxyDeps, req: IncomingMessage, client: Duplex,
 }
 
 /** Plain-HTTP forwarding and CONNECT on `server` (one server per sandbox listener). */
-export function handleHttpProxy(server: Server, deps: HttpProxyDeps): void {
+export function handleHttpProxy(server: Server, deps: HttpProxyDeps): Interceptor | undefined {
+  const interceptor =
+    deps.interception !== undefined &&
+    deps.secrets !== undefined &&
+    deps.secrets.placeholders.size > 0
+      ? createInterceptor(deps, deps.interception)
+      : undefined;
   // A handler that throws (it should not) ends its connection, never the process.
   server.on("request", (req, res) => {
     forward(deps, req, res).catch(() => res.destroy());
   });
   server.on("connect", (req, client: Duplex, head: Buffer) => {
-    tunnel(deps, req, client, head).catch(() => client.destroy());
+    tunnel(deps, interceptor, req, client, head).catch(() => client.destroy());
   });
   // Upgrades (WebSocket over a plain proxy request) are not forwarded: clients use CONNECT.
   server.on("upgrade", (_req, socket: Duplex) => socket.destroy());
   server.on("clientError", (_error, socket: Duplex) => socket.destroy());
+  return interceptor;
 }

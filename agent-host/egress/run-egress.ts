@@ -12,6 +12,8 @@ import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts
 import { containerName } from "../sandbox/instance/container-labels.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox/sandbox-tier.ts";
+import { createSandboxSecrets, type SecretSource } from "../secrets/sandbox-secrets.ts";
+import { CA_BUNDLE_FILE, secretsEnv } from "../secrets/secrets-env.ts";
 import { CONTAINER_EGRESS_MOUNT, containerEgressDir } from "./container-egress-dir.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
 import type { EgressAudit, EgressRecord } from "./egress-record.ts";
@@ -23,6 +25,8 @@ export type RunEgress = {
   readonly prelude: string;
   /** The patterns it may reach (its narrowing, else its user's ceiling), for its prompt. */
   readonly hosts: readonly string[];
+  /** The user's secrets this run holds placeholders of (names and hosts, for its prompt). */
+  readonly secrets: readonly { readonly name: string; readonly hosts: readonly string[] }[];
   close(): Promise<void>;
 };
 
@@ -54,6 +58,8 @@ export type RunEgressDeps = {
   /** egress_bytes_per_run of a user without an admin's override (DEFAULT_USER_LIMITS). */
   readonly bytesPerRun: number;
   readonly policyTimeoutMs: number;
+  /** Secrets brokering (decisions 0132, 0133); undefined: runs get no placeholders. */
+  readonly secrets?: { readonly source: SecretSource; readonly caBundle: string };
 };
 
 /**
@@ -87,6 +93,15 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
       deps.logger.info({ run_id: runId, reason: why }, "run has no network");
       return undefined;
     }
+    const live = deps.secrets === undefined ? [] : await deps.secrets.source(uid, bounded);
+    const secrets =
+      deps.secrets === undefined || live.length === 0
+        ? undefined
+        : createSandboxSecrets(
+            uid,
+            live.map((secret) => secret.name),
+            deps.secrets.source,
+          );
     const egress = await deps.proxy.open(
       {
         uid,
@@ -98,9 +113,23 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
       bytesPerRun,
       place.hostDir,
       notify,
+      secrets === undefined
+        ? {}
+        : { secrets, files: { [CA_BUNDLE_FILE]: deps.secrets?.caBundle ?? "" } },
     );
+    const bundle = egress.files[CA_BUNDLE_FILE];
     return {
-      env: egressEnv(`${place.sandboxDir}/${egress.relativePath}`),
+      // The proxy's variables last: no secret can stand in for them (names are also refused).
+      env: {
+        ...(secrets === undefined
+          ? {}
+          : secretsEnv(
+              secrets,
+              bundle === undefined ? undefined : `${place.sandboxDir}/${bundle}`,
+            )),
+        ...egressEnv(`${place.sandboxDir}/${egress.relativePath}`),
+      },
+      secrets: live.map((secret) => ({ name: secret.name, hosts: secret.hosts })),
       prelude: EGRESS_PRELUDE,
       hosts: agent.network?.allow ?? ceiling.allow,
       close: egress.close,

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { chmod, type FileHandle, mkdir, open, rm, rmdir } from "node:fs/promises";
+import { chmod, type FileHandle, mkdir, open, rm, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /** Name of the socket in its directory. */
@@ -21,6 +21,8 @@ export type SocketPlacement = {
   readonly relativePath: string;
   /** Makes the socket connectable by the sandbox's user (its directory is agent-host's). */
   allowConnect(): Promise<void>;
+  /** A world-readable file beside the socket (the sandbox's CA bundle); removed with it. */
+  addFile(name: string, text: string): Promise<string>;
   remove(): Promise<void>;
 };
 
@@ -42,12 +44,22 @@ export async function placeSocket(outerDir: string): Promise<SocketPlacement> {
     throw new Error("the egress socket's directory is not agent-host's");
   }
   const listenPath = `/proc/self/fd/${dir.fd}/${SOCKET_NAME}`;
+  const files: string[] = [];
   return {
     listenPath,
     relativePath: `${name}/${SOCKET_NAME}`,
     allowConnect: () => chmod(listenPath, 0o666),
+    async addFile(file, text) {
+      if (!/^[a-z][a-z0-9.-]*$/.test(file)) throw new Error(`not a plain file name: ${file}`);
+      const at = `/proc/self/fd/${dir.fd}/${file}`;
+      // wx: the directory is agent-host's and fresh; nothing may be there already.
+      await writeFile(at, text, { mode: 0o644, flag: "wx" });
+      files.push(at);
+      return `${name}/${file}`;
+    },
     async remove() {
       await rm(listenPath, { force: true }).catch(() => {});
+      for (const file of files) await rm(file, { force: true }).catch(() => {});
       await dir.close().catch(() => {});
       // By name, but rmdir neither follows a link nor removes anything that is not empty.
       await rmdir(path).catch(() => {});

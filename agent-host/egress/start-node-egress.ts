@@ -4,6 +4,7 @@ import type { Db } from "../../shared/db/client.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { NetworkPolicy } from "../../shared/network/network-policy.ts";
 import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts";
+import type { NodeSecrets } from "../secrets/node-secrets.ts";
 import { createAddressGuard } from "./address-guard.ts";
 import { DEFAULT_EGRESS_LIMITS } from "./egress-limits.ts";
 import { createEgressProxy, type EgressProxy } from "./egress-proxy.ts";
@@ -20,6 +21,8 @@ export type NodeEgressConfig = {
   readonly processStateDir: string | undefined;
   /** The container tier's egress root; undefined on a node without it. */
   readonly containerEgressRoot: string | undefined;
+  /** Secrets brokering on this node (decision 0133); undefined: no placeholder, no swap. */
+  readonly secrets?: NodeSecrets;
 };
 
 export type NodeEgress = {
@@ -56,6 +59,7 @@ export function startNodeEgress(
         timeoutMs: 10_000,
       }),
       onDropped: () => deps.metrics.egressConnections.inc({ decision: "dropped" }),
+      ...(config.secrets === undefined ? {} : { interception: config.secrets.interception }),
     });
   } catch (error) {
     failure = (error as Error).message;
@@ -70,6 +74,9 @@ export function startNodeEgress(
     containerEgressRoot: config.containerEgressRoot,
     bytesPerRun: config.bytesPerRun,
     policyTimeoutMs: DEFAULT_EGRESS_LIMITS.policyTimeoutMs,
+    ...(config.secrets === undefined
+      ? {}
+      : { secrets: { source: config.secrets.source, caBundle: config.secrets.caBundle } }),
   });
   const tiers = [
     config.processStateDir === undefined ? undefined : "process",

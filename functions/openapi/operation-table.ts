@@ -21,6 +21,7 @@ export const TAGS = {
   Usage: "The caller's workspace usage and runs against their limits.",
   Tokens: "Personal access tokens (wct_…) for scripts and CI; managed with a sign-in token.",
   Network: "The caller's network policy and the connections of a run's sandbox.",
+  Secrets: "Write-only secrets the egress proxy sends to their hosts; sandboxes hold placeholders.",
   Admin: "Operator calls (admin tokens only).",
 } as const;
 export type Tag = keyof typeof TAGS;
@@ -127,4 +128,16 @@ export const OPERATIONS: Readonly<Record<string, OperationInfo>> = {
   },
   "GET /v1/network": { operationId: "getNetwork", tag: "Network" },
   "GET /v1/runs/{run_id}/network": { operationId: "listRunNetwork", tag: "Network" },
+  "PUT /v1/secrets/{name}": {
+    operationId: "putSecret",
+    tag: "Secrets",
+    example: {
+      value: "ghp_example",
+      hosts: ["api.github.com"],
+      header: "Authorization",
+      template: "Bearer {value}",
+    },
+  },
+  "GET /v1/secrets": { operationId: "listSecrets", tag: "Secrets" },
+  "DELETE /v1/secrets/{name}": { operationId: "deleteSecret", tag: "Secrets" },
 };

@@ -6,6 +6,7 @@ import { createDb } from "../../shared/db/client.ts";
 import type { FunctionsEnv } from "../../shared/env/functions-env.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { defaultPolicyFromEnv } from "../../shared/network/network-policy.ts";
+import { type KeyWrapper, keyWrapperFromEnv } from "../../shared/secrets/secret-envelope.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppLimits } from "../app-limits.ts";
@@ -81,6 +82,7 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
       : {}),
     runEvents: o.runEvents,
     networkDefault: defaultPolicyFromEnv(o.env.WORKCELL_NETWORK_DEFAULT_ALLOW),
+    ...secretKeysOf(o.env.WORKCELL_SECRETS_KEY),
     eventTickets: createEventTickets({ privateJwk: o.env.CAPABILITY_PRIVATE_KEY }),
     personalTokenKey: personalTokenKeyFrom(o.env.CAPABILITY_PRIVATE_KEY),
     ...(o.env.WORKCELL_CORS_ORIGINS === undefined
@@ -105,6 +107,11 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
     ...(o.exportMetrics === undefined ? {} : { exportMetrics: o.exportMetrics }),
     ...(o.flushTraces === undefined ? {} : { flushTraces: o.flushTraces }),
   };
+}
+
+function secretKeysOf(value: string | undefined): { secretKeys?: KeyWrapper } {
+  const secretKeys = keyWrapperFromEnv(value);
+  return secretKeys === undefined ? {} : { secretKeys };
 }
 
 function runQueueFor(o: RuntimeDepsOptions, sqs: SQSClient): RunQueue {

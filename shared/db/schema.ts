@@ -16,6 +16,7 @@ export * from "./schema/requests.ts";
 export * from "./schema/run-changes.ts";
 export * from "./schema/run-events.ts";
 export * from "./schema/sandboxes.ts";
+export * from "./schema/secrets.ts";
 export * from "./schema/skills.ts";
 export * from "./schema/tmp-uploads.ts";
 export * from "./schema/user-limits.ts";

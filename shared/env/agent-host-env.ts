@@ -1,6 +1,7 @@
 import { z } from "zod";
 import offlineSandboxImage from "../../infra/sandbox-image/test-image.json" with { type: "json" };
 import { networkDefaultAllowVar } from "../network/network-policy.ts";
+import { secretsKeyVar } from "../secrets/secret-envelope.ts";
 import {
   absolutePathVar,
   bucketNameVar,
@@ -125,6 +126,7 @@ export const agentHostEnvSchema = z.object({
       `Node-local directory of process-tier sandboxes (default ${DEFAULT_SANDBOX_STATE_DIR}).`,
     ),
   WORKCELL_NETWORK_DEFAULT_ALLOW: networkDefaultAllowVar(),
+  WORKCELL_SECRETS_KEY: secretsKeyVar(),
   EGRESS_OPEN_CIDRS: z
     .string()
     .optional()

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { networkDefaultAllowVar } from "../network/network-policy.ts";
+import { secretsKeyVar } from "../secrets/secret-envelope.ts";
 import {
   bucketNameVar,
   corsOriginsVar,
@@ -84,6 +85,7 @@ const functionsEnvObject = z.object({
       "Browser origins allowed to call the API (CORS), comma-separated, e.g. https://console.example.com,http://localhost:5173; `*` for any; unset: none.",
     ),
   WORKCELL_NETWORK_DEFAULT_ALLOW: networkDefaultAllowVar(),
+  WORKCELL_SECRETS_KEY: secretsKeyVar(),
   ...nodeTtlEnv,
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",

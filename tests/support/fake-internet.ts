@@ -12,11 +12,20 @@ const HOSTS_LOCK = "/run/lock/workcell-test-etc-hosts.lock";
 /**
  * A fake internet for egress tests (issue #34): a network namespace joined to the host by a
  * veth pair on a /30 of TEST-NET-2 (198.51.100.0/24, documentation addresses: traffic never
- * leaves this machine), with HTTP (:80), HTTPS (:443, a self-signed certificate), a TCP echo
+ * leaves this machine), with HTTP (:80), HTTPS (:443, a self-signed certificate; :8443 the same names with an untrusted one), a TCP echo
  * (:22) and a control port in it. Names reach the node's resolver through /etc/hosts lines
  * tagged with this instance, added and removed under a lock (other tests edit it too).
  * Needs root (ip netns).
  */
+export type SeenRequest = {
+  port: number;
+  host: string | null;
+  path: string | null;
+  method?: string | null;
+  auth?: string | null;
+  body?: string;
+};
+
 export type FakeInternet = {
   /** The servers' address (in the namespace). */
   readonly address: string;
@@ -31,7 +40,9 @@ export type FakeInternet = {
   /** Maps names to addresses in /etc/hosts until close (one line per pair). */
   addHosts(entries: readonly (readonly [string, string])[]): Promise<void>;
   /** Every request / connection the servers saw, oldest first. */
-  seen(): Promise<{ port: number; host: string | null; path: string | null }[]>;
+  seen(): Promise<SeenRequest[]>;
+  /** GET /private/… then needs this token (Bearer, or Basic's password). */
+  expectToken(token: string): Promise<void>;
   resetSeen(): Promise<void>;
   close(): Promise<void>;
 };
@@ -64,27 +75,33 @@ export async function startFakeInternet(
   const address = `198.51.100.${base + 2}`;
   const certDir = await mkdtemp(join(tmpdir(), "wc-fake-internet-"));
   const ip = (...args: string[]) => run("ip", args, { timeout: 10_000 });
-  await run(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      `/CN=allowed-${id}.test`,
-      "-addext",
-      `subjectAltName=DNS:allowed-${id}.test,DNS:denied-${id}.test`,
-      "-keyout",
-      join(certDir, "key.pem"),
-      "-out",
-      join(certDir, "cert.pem"),
-    ],
-    { timeout: 30_000 },
-  );
+  const names = ["allowed", "denied", "api", "git", "other"].map((l) => `DNS:${l}-${id}.test`);
+  // :443's certificate (tests trust it) and :8443's impostor for the same names (never trusted).
+  for (const prefix of ["", "rogue-"]) {
+    await run(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        `/CN=${prefix}allowed-${id}.test`,
+        "-addext",
+        `subjectAltName=${names.join(",")}`,
+        "-keyout",
+        join(certDir, `${prefix}key.pem`),
+        "-out",
+        join(certDir, `${prefix}cert.pem`),
+      ],
+      { timeout: 30_000 },
+    );
+  }
   await ip("netns", "add", ns);
   let server: ChildProcess | undefined;
   const close = async () => {
@@ -129,7 +146,7 @@ export async function startFakeInternet(
   }
   const control = (path: string) =>
     fetch(`http://${address}:9000${path}`, { signal: AbortSignal.timeout(10_000) }).then(
-      (res) => res.json() as Promise<{ port: number; host: string | null; path: string | null }[]>,
+      (res) => res.json() as Promise<SeenRequest[]>,
     );
   await pollUntil(
     async () => (await control("/seen").catch(() => undefined)) !== undefined,
@@ -146,6 +163,7 @@ export async function startFakeInternet(
       await editHosts(`printf '${lines}\\n' >> /etc/hosts`);
     },
     seen: () => control("/seen"),
+    expectToken: async (token) => void (await control(`/expect/${encodeURIComponent(token)}`)),
     resetSeen: async () => void (await control("/reset")),
     close,
   };

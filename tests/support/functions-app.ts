@@ -26,6 +26,7 @@ import { createHttpSkillsDataPlane } from "../../functions/skills/http-skills-da
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER, mintDevToken } from "../../infra/local/dev-token.ts";
 import type { PostgresDb } from "../../shared/db/client.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
+import { createEnvKeyWrapper } from "../../shared/secrets/secret-envelope.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 
 /** The user every `call` acts as unless told otherwise. */
@@ -106,6 +107,7 @@ export function createTestFunctionsApp(options: TestFunctionsAppOptions): TestFu
     capabilities,
     dataPlaneUrl,
     runEvents: options.runEvents,
+    secretKeys: createEnvKeyWrapper(randomBytes(32)),
     attachments: createAttachmentDeps({
       s3,
       bucket,

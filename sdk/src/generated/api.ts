@@ -187,6 +187,16 @@ export interface paths {
     /** The connections a run's sandbox asked for, allowed and refused */
     get: operations["listRunNetwork"];
   };
+  "/v1/secrets/{name}": {
+    /** Store or replace a secret (write-only); sandboxes get a placeholder, never the value */
+    put: operations["putSecret"];
+    /** Delete a secret; the proxy stops sending it at the next request */
+    delete: operations["deleteSecret"];
+  };
+  "/v1/secrets": {
+    /** The caller's secrets (names and bindings; values are never returned) */
+    get: operations["listSecrets"];
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -1378,6 +1388,43 @@ export interface components {
       items: components["schemas"]["NetworkRequest"][];
       /** @description True when the run made more connections than are kept; the rest were counted. */
       truncated: boolean;
+    };
+    /** @description A stored secret, without its value (values are never returned). */
+    Secret: {
+      /** @example GITHUB_TOKEN */
+      name: string;
+      hosts: string[];
+      header: string;
+      template: string;
+      /**
+       * Format: date-time
+       * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
+       */
+      updated_at: string;
+    };
+    PutSecret: {
+      /** @description Write-only: never returned, logged or shown again. */
+      value: string;
+      /** @description The hosts the proxy sends it to; any other host never gets it. */
+      hosts: string[];
+      /**
+       * @description The request header that carries it.
+       * @default Authorization
+       */
+      header?: string;
+      /**
+       * @description The header's value, `{value}` standing for the secret.
+       * @default Bearer {value}
+       */
+      template?: string;
+    };
+    SecretList: {
+      items: components["schemas"]["Secret"][];
     };
   };
   responses: never;
@@ -3633,6 +3680,146 @@ export interface operations {
       };
       /** @description No such run for this user. */
       404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Store or replace a secret (write-only); sandboxes get a placeholder, never the value */
+  putSecret: {
+    parameters: {
+      path: {
+        name: string;
+      };
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "value": "ghp_example",
+         *   "hosts": [
+         *     "api.github.com"
+         *   ],
+         *   "header": "Authorization",
+         *   "template": "Bearer {value}"
+         * }
+         */
+        "application/json": components["schemas"]["PutSecret"];
+      };
+    };
+    responses: {
+      /** @description The secret, without its value */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Secret"];
+        };
+      };
+      /** @description Bad body (a host that is not a pattern, a template without {value}). */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Delete a secret; the proxy stops sending it at the next request */
+  deleteSecret: {
+    parameters: {
+      path: {
+        name: string;
+      };
+    };
+    responses: {
+      /** @description Deleted */
+      204: {
+        content: never;
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such secret of the caller's. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The caller's secrets (names and bindings; values are never returned) */
+  listSecrets: {
+    responses: {
+      /** @description The secrets */
+      200: {
+        content: {
+          "application/json": components["schemas"]["SecretList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

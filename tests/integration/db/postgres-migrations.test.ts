@@ -94,6 +94,7 @@ const expectedTables = [
   "tmp_uploads",
   "user_limits",
   "user_network_policies",
+  "user_secrets",
 ];
 
 describe("migrations on PostgreSQL", () => {

@@ -47,6 +47,9 @@ const API_MD_ROUTES = [
   "PUT /v1/admin/users/{uid}/network",
   "GET /v1/network",
   "GET /v1/runs/{run_id}/network",
+  "PUT /v1/secrets/{name}",
+  "GET /v1/secrets",
+  "DELETE /v1/secrets/{name}",
 ];
 // docs/decisions/0007-skills.md: the presigned upload of a skill archive.
 // docs/decisions/0023-thread-history.md: the conversation history of the web console.

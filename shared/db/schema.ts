@@ -3,6 +3,7 @@
 export * from "./schema/agent-runs.ts";
 export * from "./schema/attachments.ts";
 export * from "./schema/change-batches.ts";
+export * from "./schema/checkpoints.ts";
 export * from "./schema/conversations.ts";
 export * from "./schema/execution-leases.ts";
 export * from "./schema/idempotency-keys.ts";

@@ -11,6 +11,7 @@ export const userLimits = pgTable("user_limits", {
   maxConcurrentRuns: integer("max_concurrent_runs"),
   requestsPerMinute: integer("requests_per_minute"),
   egressBytesPerRun: bigint("egress_bytes_per_run", { mode: "number" }),
+  maxCheckpointsPerThread: integer("max_checkpoints_per_thread"),
   updatedAt: timestamptz("updated_at").notNull().defaultNow(),
 });
 

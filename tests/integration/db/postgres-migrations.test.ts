@@ -73,6 +73,7 @@ const expectedTables = [
   "attachments",
   "change_batch_items",
   "change_batches",
+  "checkpoints",
   "conversations",
   "event_stream_slots",
   "execution_lease_roots",

@@ -1,0 +1,56 @@
+import { errno as lastErrno, load } from "koffi";
+import { DEFAULT_LIBC_PATH } from "../workspace/libc-syscalls.ts";
+import { type SysResult, sysFail, sysOk } from "../workspace/syscalls.ts";
+
+/**
+ * FICLONE, `_IOW(0x94, 9, int)`: the same value on x86_64 and aarch64. It makes the
+ * destination share the source's extents (XFS with reflink=1, btrfs): a copy that costs
+ * metadata only, and diverges block by block on the next write to either side.
+ */
+export const FICLONE = 0x40049409;
+
+/** renameat2(2) flag: swap two existing names atomically. */
+export const RENAME_EXCHANGE = 2;
+
+/** How a node copies checkpoint files (reported in GET /v1/admin/runtime). */
+export type CheckpointCopyMode = "reflink" | "copy";
+
+/** The two calls checkpoints need beyond the workspace layer's FsSyscalls. */
+export interface CheckpointSyscalls {
+  /** Clones `srcFd`'s whole content into the empty `dstFd` (both regular files). */
+  clone(srcFd: number, dstFd: number): SysResult<true>;
+  /**
+   * futimens(2) with nanoseconds: Node's futimes takes seconds as a double, which loses the
+   * last digits, and a restore must give back mtimes exactly.
+   */
+  setTimes(fd: number, atimeNs: bigint, mtimeNs: bigint): SysResult<true>;
+}
+
+const NS_PER_S = 1_000_000_000n;
+
+/**
+ * CheckpointSyscalls over glibc through koffi, like the workspace syscalls. FICLONE answers
+ * EOPNOTSUPP / EINVAL where the filesystem cannot share extents and EXDEV across
+ * filesystems: the caller then copies the bytes.
+ */
+export function createCheckpointSyscalls(
+  libraryPath: string = DEFAULT_LIBC_PATH,
+): CheckpointSyscalls {
+  const lib = load(libraryPath);
+  const ioctl = lib.func("int ioctl(int fd, unsigned long request, int src)");
+  const futimens = lib.func("int futimens(int fd, const void *times)");
+  return {
+    clone(srcFd, dstFd) {
+      return Number(ioctl(dstFd, FICLONE, srcFd)) === -1 ? sysFail(lastErrno()) : sysOk(true);
+    },
+    setTimes(fd, atimeNs, mtimeNs) {
+      // struct timespec[2]: {tv_sec, tv_nsec} as two 64-bit fields each (LP64).
+      const times = Buffer.alloc(32);
+      times.writeBigInt64LE(atimeNs / NS_PER_S, 0);
+      times.writeBigInt64LE(atimeNs % NS_PER_S, 8);
+      times.writeBigInt64LE(mtimeNs / NS_PER_S, 16);
+      times.writeBigInt64LE(mtimeNs % NS_PER_S, 24);
+      return Number(futimens(fd, times)) === -1 ? sysFail(lastErrno()) : sysOk(true);
+    },
+  };
+}

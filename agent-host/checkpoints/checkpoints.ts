@@ -1,0 +1,191 @@
+import { randomUUID } from "node:crypto";
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { Logger } from "pino";
+import type { Db } from "../../shared/db/client.ts";
+import { executeRows } from "../../shared/db/execute-rows.ts";
+import {
+  type CheckpointRow,
+  type CheckpointSource,
+  checkpoints,
+  DEFAULT_MAX_CHECKPOINTS_PER_THREAD,
+} from "../../shared/db/schema.ts";
+import { WorkcellError } from "../../shared/errors/index.ts";
+import type { CheckpointStore } from "./checkpoint-store.ts";
+import { restoreWorkdir } from "./restore-workdir.ts";
+
+export interface CheckpointsDeps {
+  readonly db: Db;
+  readonly store: CheckpointStore;
+  readonly nodeId: string;
+  /** The uid's UserWorkspace bytes as the node's quota accounting sees them. */
+  readonly workspaceBytes: (uid: string, signal: AbortSignal) => Promise<number>;
+  /** The deployment's workspace_bytes, for a uid without a limits row. */
+  readonly defaultWorkspaceBytes: number;
+  readonly defaultMaxPerThread?: number;
+  readonly logger: Logger;
+}
+
+/** Who a checkpoint is for: the thread and its Workdir, as the caller authorised them. */
+export interface CheckpointTarget {
+  readonly uid: string;
+  readonly threadId: string;
+  readonly workdirPath: string;
+}
+
+export interface TakeOptions {
+  readonly source: CheckpointSource;
+  readonly runId?: string;
+  readonly label?: string;
+}
+
+/**
+ * Checkpoints of threads (docs/architecture.md §16): bytes in the node's store, one row
+ * each in Postgres. The caller holds what keeps commands off the Workdir meanwhile: the
+ * run's Execution Lease for a before-run checkpoint, "no active run of the thread's
+ * project" for the API's (docs/decisions/0154).
+ */
+export class Checkpoints {
+  readonly #deps: CheckpointsDeps;
+
+  constructor(deps: CheckpointsDeps) {
+    this.#deps = deps;
+  }
+
+  get mode() {
+    return this.#deps.store.mode;
+  }
+
+  /**
+   * Measures the Workdir, refuses with quota_exceeded (nothing written) when the uid's
+   * workspace plus its checkpoints plus this one would pass workspace_bytes, copies it into
+   * the store, records the row and prunes the thread beyond max_checkpoints_per_thread.
+   */
+  async take(
+    target: CheckpointTarget,
+    options: TakeOptions,
+    signal: AbortSignal,
+    prune = true,
+  ): Promise<CheckpointRow> {
+    const { store, db } = this.#deps;
+    const measured = store.measure(target.uid, target.workdirPath, signal);
+    const [quota] = await executeRows<{ limit_bytes: string; used_bytes: string }>(
+      db,
+      sql`select coalesce((select workspace_bytes from user_limits where uid = ${target.uid}),
+                          ${this.#deps.defaultWorkspaceBytes}::bigint)::text as limit_bytes,
+                 coalesce((select sum(bytes) from checkpoints where uid = ${target.uid}), 0)::text as used_bytes`,
+    );
+    const workspace = await this.#deps.workspaceBytes(target.uid, signal);
+    const limit = Number(quota?.limit_bytes ?? 0);
+    const total = workspace + Number(quota?.used_bytes ?? 0) + measured.bytes;
+    if (total > limit) {
+      throw new WorkcellError(
+        "quota_exceeded",
+        "A checkpoint of this Workdir would take you over your quota (checkpoints count by their logical size): delete older checkpoints or files, or ask an administrator to raise your limits.",
+        { details: { limit_bytes: limit, needed_bytes: total, checkpoint_bytes: measured.bytes } },
+      );
+    }
+    const checkpointId = randomUUID();
+    const stats = await store.take(target.uid, target.workdirPath, checkpointId, signal);
+    const [row] = await db
+      .insert(checkpoints)
+      .values({
+        checkpointId,
+        uid: target.uid,
+        threadId: target.threadId,
+        runId: options.runId ?? null,
+        label: options.label ?? null,
+        source: options.source,
+        workdirPath: target.workdirPath,
+        nodeId: this.#deps.nodeId,
+        mode: store.mode,
+        ...stats,
+      })
+      .returning();
+    if (row === undefined)
+      throw new WorkcellError("internal", "The checkpoint row was not written.");
+    if (prune) await this.prune(target, signal);
+    return row;
+  }
+
+  /**
+   * Restores checkpoint `checkpointId` of the thread into its Workdir after checkpointing
+   * the current state (`saved`, source `restore`), so the restore itself can be undone.
+   */
+  async restore(
+    target: CheckpointTarget,
+    checkpointId: string,
+    signal: AbortSignal,
+  ): Promise<{ restored: CheckpointRow; saved: CheckpointRow }> {
+    const restored = await this.find(target, checkpointId);
+    if (restored === undefined) throw new WorkcellError("not_found", "No such checkpoint.");
+    // Pruned only after the restore: the one being restored may be the oldest.
+    const saved = await this.take(target, { source: "restore" }, signal, false);
+    await restoreWorkdir(
+      this.#deps.store,
+      { restoreId: randomUUID(), uid: target.uid, workdirPath: target.workdirPath, checkpointId },
+      signal,
+    );
+    await this.prune(target, signal);
+    this.#deps.logger.info(
+      { uid: target.uid, checkpoint_id: checkpointId, saved: saved.checkpointId },
+      "workdir restored",
+    );
+    return { restored, saved };
+  }
+
+  /** The thread's checkpoint `checkpointId`, only if it is the uid's and this thread's. */
+  async find(target: Pick<CheckpointTarget, "uid" | "threadId">, checkpointId: string) {
+    const [row] = await this.#deps.db
+      .select()
+      .from(checkpoints)
+      .where(
+        and(
+          eq(checkpoints.checkpointId, checkpointId),
+          eq(checkpoints.uid, target.uid),
+          eq(checkpoints.threadId, target.threadId),
+        ),
+      );
+    return row;
+  }
+
+  /** Keeps the newest max_checkpoints_per_thread of the thread; removes the rest, rows first. */
+  async prune(
+    target: Pick<CheckpointTarget, "uid" | "threadId">,
+    _signal: AbortSignal,
+  ): Promise<string[]> {
+    const fallback = this.#deps.defaultMaxPerThread ?? DEFAULT_MAX_CHECKPOINTS_PER_THREAD;
+    const removed = await executeRows<{ checkpoint_id: string }>(
+      this.#deps.db,
+      sql`delete from checkpoints where checkpoint_id in (
+            select checkpoint_id from checkpoints
+            where thread_id = ${target.threadId} and uid = ${target.uid}
+            order by created_at desc, checkpoint_id desc
+            offset coalesce((select max_checkpoints_per_thread from user_limits where uid = ${target.uid}),
+                            ${fallback}::int))
+          returning checkpoint_id`,
+    );
+    for (const { checkpoint_id } of removed) this.#removeBytes(target.uid, checkpoint_id);
+    return removed.map((row) => row.checkpoint_id);
+  }
+
+  /** The thread's checkpoints, newest first. */
+  list(target: Pick<CheckpointTarget, "uid" | "threadId">) {
+    return this.#deps.db
+      .select()
+      .from(checkpoints)
+      .where(and(eq(checkpoints.uid, target.uid), eq(checkpoints.threadId, target.threadId)))
+      .orderBy(desc(checkpoints.createdAt), desc(checkpoints.checkpointId));
+  }
+
+  #removeBytes(uid: string, checkpointId: string): void {
+    try {
+      this.#deps.store.remove(uid, checkpointId);
+    } catch (err) {
+      // The row is gone: the reconciler removes the directory on its next pass.
+      this.#deps.logger.warn(
+        { err, checkpoint_id: checkpointId },
+        "checkpoint directory not removed",
+      );
+    }
+  }
+}

@@ -1,0 +1,231 @@
+import { type BigIntStats, fstatSync } from "node:fs";
+import { WorkcellError } from "../../shared/errors/index.ts";
+import { errnoError } from "../workspace/errno-error.ts";
+import { readAt, writeFully } from "../workspace/fd-io.ts";
+import type { Owner } from "../workspace/fs-context.ts";
+import {
+  Errno,
+  type FsSyscalls,
+  O_CLOEXEC,
+  O_CREAT,
+  O_DIRECTORY,
+  O_EXCL,
+  O_NOCTTY,
+  O_NOFOLLOW,
+  O_NONBLOCK,
+  O_RDONLY,
+  O_WRONLY,
+  type SysPath,
+} from "../workspace/syscalls.ts";
+import type { CheckpointCopyMode, CheckpointSyscalls } from "./checkpoint-syscalls.ts";
+
+/** Bytes per read/write when a file is copied rather than cloned. */
+export const COPY_CHUNK_BYTES = 1024 * 1024;
+/**
+ * Mode bits a copy keeps: permissions and the sticky bit. Set-user/group-ID bits are
+ * dropped: a checkpoint never hands a privilege back, whoever set it.
+ */
+export const KEPT_MODE_BITS = 0o1777;
+
+export interface TreeCopyDeps {
+  readonly sys: FsSyscalls;
+  readonly cp: CheckpointSyscalls;
+  /** Owner of every entry the copy creates (the sandbox user in a Workdir); unset: ours. */
+  readonly owner?: Owner;
+  readonly maxEntries: number;
+  readonly maxDepth: number;
+}
+
+/** What a walk found: regular files, directories, their logical bytes, what it skipped. */
+export interface TreeStats {
+  files: number;
+  dirs: number;
+  bytes: number;
+  /** Symlinks, FIFOs, sockets, devices, and names that changed kind under the walk. */
+  skipped: number;
+}
+
+export function emptyTreeStats(): TreeStats {
+  return { files: 0, dirs: 0, bytes: 0, skipped: 0 };
+}
+
+const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+const FILE_READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+const FILE_CREATE_FLAGS = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+/** Errnos of FICLONE that mean "not here", so the bytes are copied instead. */
+const NO_CLONE = new Set([Errno.EOPNOTSUPP, Errno.EINVAL, Errno.EXDEV, Errno.ENOTTY, Errno.EPERM]);
+
+/**
+ * Copies the contents of directory `srcFd` into the empty directory `dstFd`, both held
+ * open: regular files and real directories only, each opened by name inside its parent's
+ * descriptor with O_NOFOLLOW, so a symlink the agent planted (even one swapped in under the
+ * walk) is never followed; symlinks and special files are skipped and counted. A file is
+ * cloned (FICLONE) in `reflink` mode and its bytes copied otherwise or where the clone is
+ * refused. Modes (KEPT_MODE_BITS) and nanosecond mtimes are kept; the caller finishes
+ * `dstFd` itself with finishDirectory.
+ */
+export async function copyTree(
+  deps: TreeCopyDeps,
+  srcFd: number,
+  dstFd: number,
+  mode: CheckpointCopyMode,
+  signal: AbortSignal,
+): Promise<TreeStats> {
+  const stats = emptyTreeStats();
+  await copyLevel(deps, srcFd, dstFd, mode, signal, stats, 1);
+  return stats;
+}
+
+async function copyLevel(
+  deps: TreeCopyDeps,
+  srcFd: number,
+  dstFd: number,
+  mode: CheckpointCopyMode,
+  signal: AbortSignal,
+  stats: TreeStats,
+  depth: number,
+): Promise<void> {
+  if (depth > deps.maxDepth) throw tooBig("maxDepth", deps.maxDepth);
+  for (const name of listNames(deps, srcFd, stats)) {
+    signal.throwIfAborted();
+    const st = deps.sys.lstatAt(srcFd, name);
+    if (!st.ok) {
+      if (st.errno === Errno.ENOENT) continue;
+      throw errnoError(st.errno, { op: "checkpoint", path: printable(name) });
+    }
+    if (st.value.isDirectory()) {
+      await copyDirectory(deps, srcFd, dstFd, name, mode, signal, stats, depth);
+    } else if (st.value.isFile()) {
+      await copyFile(deps, srcFd, dstFd, name, st.value.ino, mode, stats);
+    } else {
+      stats.skipped++;
+    }
+  }
+}
+
+function listNames(deps: TreeCopyDeps, dirFd: number, stats: TreeStats): Buffer[] {
+  const seen = stats.files + stats.dirs + stats.skipped;
+  const listed = deps.sys.readdirAt(dirFd, Math.max(deps.maxEntries - seen, 0));
+  if (!listed.ok) throw errnoError(listed.errno, { op: "checkpoint", path: "" });
+  if (listed.value.truncated) throw tooBig("maxEntries", deps.maxEntries);
+  return listed.value.names;
+}
+
+async function copyDirectory(
+  deps: TreeCopyDeps,
+  srcParent: number,
+  dstParent: number,
+  name: Buffer,
+  mode: CheckpointCopyMode,
+  signal: AbortSignal,
+  stats: TreeStats,
+  depth: number,
+): Promise<void> {
+  const src = deps.sys.openat(srcParent, name, DIR_FLAGS);
+  if (!src.ok) {
+    // Swapped for a symlink or a file since the lstat: skipped, never followed.
+    stats.skipped++;
+    return;
+  }
+  try {
+    const made = deps.sys.mkdirat(dstParent, name, 0o700);
+    if (!made.ok) throw errnoError(made.errno, { op: "checkpoint", path: printable(name) });
+    const dst = deps.sys.openat(dstParent, name, DIR_FLAGS);
+    if (!dst.ok) throw errnoError(dst.errno, { op: "checkpoint", path: printable(name) });
+    try {
+      stats.dirs++;
+      await copyLevel(deps, src.value, dst.value, mode, signal, stats, depth + 1);
+      finishDirectory(deps, dst.value, fstatSync(src.value, { bigint: true }));
+    } finally {
+      deps.sys.close(dst.value);
+    }
+  } finally {
+    deps.sys.close(src.value);
+  }
+}
+
+async function copyFile(
+  deps: TreeCopyDeps,
+  srcParent: number,
+  dstParent: number,
+  name: Buffer,
+  ino: number,
+  mode: CheckpointCopyMode,
+  stats: TreeStats,
+): Promise<void> {
+  const src = deps.sys.openat(srcParent, name, FILE_READ_FLAGS);
+  if (!src.ok) {
+    stats.skipped++;
+    return;
+  }
+  try {
+    const st = fstatSync(src.value, { bigint: true });
+    // O_NOFOLLOW refuses a final symlink; a FIFO or device swapped in after the lstat
+    // opens (O_NONBLOCK keeps it from blocking) but is not the inode we saw.
+    if (!st.isFile() || Number(st.ino) !== ino) {
+      stats.skipped++;
+      return;
+    }
+    const dst = deps.sys.openat(dstParent, name, FILE_CREATE_FLAGS, 0o600);
+    if (!dst.ok) throw errnoError(dst.errno, { op: "checkpoint", path: printable(name) });
+    try {
+      await copyContent(deps, src.value, dst.value, Number(st.size), mode);
+      finishEntry(deps, dst.value, st);
+    } finally {
+      deps.sys.close(dst.value);
+    }
+    stats.files++;
+    stats.bytes += Number(st.size);
+  } finally {
+    deps.sys.close(src.value);
+  }
+}
+
+async function copyContent(
+  deps: TreeCopyDeps,
+  srcFd: number,
+  dstFd: number,
+  size: number,
+  mode: CheckpointCopyMode,
+): Promise<void> {
+  if (mode === "reflink" && size > 0) {
+    const cloned = deps.cp.clone(srcFd, dstFd);
+    if (cloned.ok) return;
+    if (!NO_CLONE.has(cloned.errno)) throw errnoError(cloned.errno, { op: "clone", path: "" });
+  }
+  for (let position = 0; position < size; ) {
+    const chunk = await readAt(srcFd, Math.min(COPY_CHUNK_BYTES, size - position), position);
+    if (chunk.length === 0) break; // shrank under us: the copy is what was there
+    await writeFully(dstFd, chunk, position);
+    position += chunk.length;
+  }
+}
+
+/** Gives a copied directory its source's mode, owner and times (after its children). */
+export function finishDirectory(deps: TreeCopyDeps, fd: number, st: BigIntStats): void {
+  finishEntry(deps, fd, st);
+}
+
+function finishEntry(deps: TreeCopyDeps, fd: number, st: BigIntStats): void {
+  const errCtx = { op: "checkpoint", path: "" };
+  if (deps.owner !== undefined) {
+    const owned = deps.sys.fchown(fd, deps.owner.uid, deps.owner.gid);
+    if (!owned.ok) throw errnoError(owned.errno, errCtx);
+  }
+  const moded = deps.sys.fchmod(fd, Number(st.mode) & KEPT_MODE_BITS);
+  if (!moded.ok) throw errnoError(moded.errno, errCtx);
+  const timed = deps.cp.setTimes(fd, st.atimeNs, st.mtimeNs);
+  if (!timed.ok) throw errnoError(timed.errno, errCtx);
+}
+
+function tooBig(limit: string, value: number): WorkcellError {
+  return new WorkcellError(
+    "payload_too_large",
+    "The Workdir has more entries or levels than a checkpoint takes: remove some first.",
+    { details: { limit, value } },
+  );
+}
+
+function printable(name: SysPath): string {
+  return typeof name === "string" ? name : name.toString("utf8");
+}

@@ -1,5 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { agentRuns } from "../../shared/db/schema.ts";
+import { isRunPause } from "../approvals/record-pause.ts";
 import type { SubagentOutcome } from "./agent/index.ts";
 import type { ChildRun } from "./create-child-run.ts";
 import { driveRun, type Execution } from "./drive-run.ts";
@@ -64,6 +65,8 @@ export async function executeChildRun(
         },
         (grandchild, self, signal) => executeChildRun(deps, grandchild, self, signal),
       );
+      // Sub-agents get no approval policy (drive-run.ts), so they never pause.
+      if (isRunPause(ending)) throw new Error("a sub-agent paused for approval");
       return { kind: "ended", ending, events };
     });
   } catch (error) {

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { AgentRun } from "../../shared/db/schema.ts";
 import { traceLogFields } from "../../shared/telemetry/trace-log-fields.ts";
 import { inSpan, ROOT_CONTEXT, type TraceContext } from "../../shared/telemetry/tracing.ts";
+import { isRunPause } from "../approvals/record-pause.ts";
 import { withAttachmentContext } from "../attachments/attachment-context.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { TreeBatches } from "./change-batch/tree-batches.ts";
@@ -199,6 +200,9 @@ async function prepareAndDrive(
     );
     // Sub-agents have ended: every command of the tree has its batch, committed or kept.
     const unrepaired = await deps.leasedCommands.settle(tree, log);
+    if (isRunPause(ending)) {
+      return { outcome: { kind: "paused", paused: ending, events }, handle: ready.handle };
+    }
     return {
       outcome: {
         kind: "ended",

@@ -12,7 +12,9 @@ export type RootRunResult =
   /** Nothing executed; the run is pending again and must be dispatched again. */
   | { readonly kind: "handed_back"; readonly reason: string }
   /** The run stopped being ours; nothing was written after that. */
-  | { readonly kind: "lease_lost" };
+  | { readonly kind: "lease_lost" }
+  /** The run awaits a person's decision and holds no slot (../approvals/). */
+  | { readonly kind: "paused" };
 
 /**
  * Executes claimed runs on this node. The work is split along its seams:

@@ -84,6 +84,7 @@ const expectedTables = [
   "personal_access_tokens",
   "projects",
   "requests",
+  "run_approvals",
   "run_change_sets",
   "run_changes",
   "run_events",
@@ -92,6 +93,7 @@ const expectedTables = [
   "skill_grants",
   "skills",
   "tmp_uploads",
+  "user_approval_policies",
   "user_limits",
   "user_network_policies",
 ];

@@ -11,6 +11,7 @@ import { noTracing } from "../shared/telemetry/tracing.ts";
 import type { AppDeps } from "./app-deps.ts";
 import type { AppEnv } from "./app-env.ts";
 import { DEFAULT_APP_LIMITS } from "./app-limits.ts";
+import { countAwaitingRuns } from "./approvals/count-awaiting-runs.ts";
 import { apiCors } from "./middleware/api-cors.ts";
 import { authenticate } from "./middleware/authenticate.ts";
 import { errorHandler } from "./middleware/error-handler.ts";
@@ -20,6 +21,7 @@ import { requireAdmin } from "./middleware/require-admin.ts";
 import { requireScope } from "./middleware/require-scope.ts";
 import { validationHook } from "./middleware/validation-hook.ts";
 import { documentApi } from "./openapi/document-api.ts";
+import { registerApprovalRoutes } from "./routes/approval-routes.ts";
 import { registerAttachmentRoutes } from "./routes/attachment-routes.ts";
 import { registerFilesAccessRoute } from "./routes/files-access-route.ts";
 import { registerHealthRoute } from "./routes/health-route.ts";
@@ -92,6 +94,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   // registration order, and this one answers without calling next().
   registerHealthRoute(app, deps.health, metrics);
   metrics.probeDbOnScrape(deps.health.db);
+  metrics.countAwaitingOnScrape((signal) => countAwaitingRuns(deps.db, signal));
   const eventTickets = deps.eventTickets ?? createEventTickets();
   const personalTokens = createPersonalTokens({
     db: deps.db,
@@ -123,6 +126,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     runChanges: deps.runChanges ?? recordedRunChanges(deps.db),
     limits,
   });
+  registerApprovalRoutes(app, { ...deps, metrics, limits });
   registerRunEventsRoute(app, { db: deps.db, waiter: deps.runEvents, limits });
   registerRunEventTicketRoute(app, { db: deps.db, tickets: eventTickets, limits });
   registerFilesAccessRoute(app, deps);

@@ -140,4 +140,16 @@ export const OPERATIONS: Readonly<Record<string, OperationInfo>> = {
   },
   "GET /v1/secrets": { operationId: "listSecrets", tag: "Secrets" },
   "DELETE /v1/secrets/{name}": { operationId: "deleteSecret", tag: "Secrets" },
+  "GET /v1/runs/{run_id}/approvals": { operationId: "listApprovals", tag: "Runs" },
+  "POST /v1/runs/{run_id}/approvals/{approval_id}": {
+    operationId: "decideApproval",
+    tag: "Runs",
+    example: { decision: "approve", scope: "once", note: "checked the command" },
+  },
+  "GET /v1/admin/users/{uid}/approvals": { operationId: "getUserApprovals", tag: "Admin" },
+  "PUT /v1/admin/users/{uid}/approvals": {
+    operationId: "putUserApprovals",
+    tag: "Admin",
+    example: { tools: ["bash"], max_timeout_seconds: 86400 },
+  },
 };

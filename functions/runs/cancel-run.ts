@@ -1,4 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
+import { closePendingApprovals } from "../../shared/approvals/resolve-approval.ts";
 import { assertNever } from "../../shared/assert-never.ts";
 import type { Db, DbTransaction } from "../../shared/db/client.ts";
 import { type AgentRun, agentRuns } from "../../shared/db/schema.ts";
@@ -14,7 +15,8 @@ import { RUN_CANCEL_CHANNEL } from "../../shared/runs/run-channels.ts";
  * A pending run has no worker yet, so it is cancelled right here: status `cancelled`
  * plus its terminal `run.completed` event, in one transaction holding the row lock. A
  * worker's claim is a conditional update on `status = 'pending'`, so it waits for the
- * lock and then matches nothing. A running run gets `cancel_requested`, which its worker
+ * lock and then matches nothing. A run awaiting approval has no worker either: it ends the
+ * same way, its pending approval closed (a later decision gets 409). A running run gets `cancel_requested`, which its worker
  * observes (NOTIFY on workcell_run_cancel, or its heartbeat) and acts on.
  */
 export async function cancelRun(
@@ -31,6 +33,10 @@ export async function cancelRun(
     if (run === undefined) throw new WorkcellError("not_found", "No such run.");
     switch (run.status) {
       case "pending":
+        return { run: await cancelPending(tx, run), ended: true };
+      case "awaiting_approval":
+        // Nobody runs it while it waits: it ends here, its pending approval closed.
+        await closePendingApprovals(tx, run.runId, uid, "The run was cancelled.");
         return { run: await cancelPending(tx, run), ended: true };
       case "running":
         return { run: await requestCancel(tx, run), ended: false };

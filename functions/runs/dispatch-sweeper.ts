@@ -46,7 +46,8 @@ export type SweeperDeps = {
   /** Extracts the runs' stored trace context for their re-send; default off. */
   readonly tracing?: Tracing;
   /** Runs the sweep ends count in workcell_runs_total{status="failed"}. */
-  readonly metrics?: Pick<WorkcellMetrics, "runs">;
+  readonly metrics?: Pick<WorkcellMetrics, "runs"> &
+    Partial<Pick<WorkcellMetrics, "approvalDecisions">>;
 };
 
 /**

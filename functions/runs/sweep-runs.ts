@@ -1,3 +1,4 @@
+import { expireApprovals } from "../../shared/approvals/expire-approvals.ts";
 import { type ExpiredScope, failExpiredLeases } from "../../shared/runs/fail-expired-leases.ts";
 import { failLostNodes, type LostNodesSweep } from "../../shared/runs/fail-lost-nodes.ts";
 import { DEFAULT_NODE_TTL_MS } from "../../shared/runs/node-liveness.ts";
@@ -9,6 +10,8 @@ export type RunSweepResult = {
   readonly lostNodes: LostNodesSweep;
   /** Step 1: scopes whose expired runs were ended `failed/node_lost` (none: empty). */
   readonly nodeLost: readonly ExpiredScope[];
+  /** Step 1b: runs whose approval expired (pending again, sent by step 2). */
+  readonly expiredApprovals: readonly string[];
   /** Step 2: the re-dispatch of pending root runs. */
   readonly dispatch: SweepResult;
 };
@@ -51,11 +54,22 @@ export async function sweepRuns(deps: SweeperDeps, signal: AbortSignal): Promise
     logNodeLost(deps, leases.value);
     countFailed(deps, leases.value);
   }
+  // Before the dispatch step, which sends the runs an expiry made pending again.
+  const expiries = await settle(() => expireApprovals(deps.db, signal));
+  if (expiries.ok && expiries.value.length > 0) {
+    deps.logger.info({ run_ids: expiries.value }, "sweeper expired approvals");
+    deps.metrics?.approvalDecisions?.inc({ status: "expired" }, expiries.value.length);
+  }
   const dispatch = await settle(() => sweepPendingRuns(deps, signal));
-  const errors = [lost, leases, dispatch].flatMap((s) => (s.ok ? [] : [s.error]));
+  const errors = [lost, leases, expiries, dispatch].flatMap((s) => (s.ok ? [] : [s.error]));
   if (errors.length > 1) throw new AggregateError(errors, "several sweep steps failed");
-  if (!lost.ok || !leases.ok || !dispatch.ok) throw errors[0];
-  return { lostNodes: lost.value, nodeLost: leases.value, dispatch: dispatch.value };
+  if (!lost.ok || !leases.ok || !expiries.ok || !dispatch.ok) throw errors[0];
+  return {
+    lostNodes: lost.value,
+    nodeLost: leases.value,
+    expiredApprovals: expiries.value,
+    dispatch: dispatch.value,
+  };
 }
 
 function logLostNodes(deps: SweeperDeps, sweep: LostNodesSweep): void {

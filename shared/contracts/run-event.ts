@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { approvalSchema } from "./approval.ts";
 import { timestampSchema, uuidSchema } from "./common.ts";
 import { networkRequestSchema } from "./network.ts";
 import { RUN_STATUSES, runErrorSchema, TERMINAL_RUN_STATUSES } from "./run.ts";
@@ -149,6 +150,31 @@ const networkRequestEvent = z
   })
   .openapi("NetworkRequestEvent");
 
+const approvalRequestedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("approval.requested").describe("Event type."),
+    data: approvalSchema.describe(
+      "The run waits for a person: the approval it asked for (decide it with POST /v1/runs/{run_id}/approvals/{approval_id}).",
+    ),
+  })
+  .openapi("ApprovalRequestedEvent");
+
+const approvalResolvedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("approval.resolved").describe("Event type."),
+    data: z
+      .object({
+        approval_id: uuidSchema.describe("The approval."),
+        status: z.enum(["approved", "denied", "expired"]).describe("How it was decided."),
+        decided_by: z.string().optional().describe("Who decided."),
+        note: z.string().optional().describe("The decider's note."),
+      })
+      .describe("An approval was decided (or expired); the run goes on."),
+  })
+  .openapi("ApprovalResolvedEvent");
+
 const runCompletedEvent = z
   .object({
     ...envelope,
@@ -179,6 +205,8 @@ export const RUN_EVENT_TYPES = [
   "subagent.started",
   "subagent.completed",
   "network.request",
+  "approval.requested",
+  "approval.resolved",
   "run.completed",
 ] as const;
 
@@ -193,6 +221,8 @@ export const runEventSchema = z
     subagentStartedEvent,
     subagentCompletedEvent,
     networkRequestEvent,
+    approvalRequestedEvent,
+    approvalResolvedEvent,
     runCompletedEvent,
   ])
   .openapi("RunEvent")

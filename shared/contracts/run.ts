@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { runNetworkOptionsSchema } from "../network/network-policy.ts";
 import { FILE_VIEW_VALUES } from "../paths/file-view.ts";
+import { runApprovalOptionsSchema } from "./approval.ts";
 import { emptyRequestSchema, timestampSchema, uuidSchema } from "./common.ts";
 import { MAX_THREAD_TITLE_CHARS, threadSchema } from "./thread.ts";
 
@@ -10,7 +11,14 @@ export const MAX_MODEL_ID_CHARS = 200;
 /** Upper bound a client may set on agent loop iterations. */
 export const MAX_AGENT_STEPS = 500;
 
-export const RUN_STATUSES = ["pending", "running", "succeeded", "failed", "cancelled"] as const;
+export const RUN_STATUSES = [
+  "pending",
+  "running",
+  "awaiting_approval",
+  "succeeded",
+  "failed",
+  "cancelled",
+] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 export const TERMINAL_RUN_STATUSES = ["succeeded", "failed", "cancelled"] as const;
@@ -51,6 +59,7 @@ export const agentOptionsSchema = z
       .optional()
       .describe(`Stop the agent loop after this many steps (1 to ${MAX_AGENT_STEPS}).`),
     network: runNetworkOptionsSchema.optional(),
+    approvals: runApprovalOptionsSchema.optional(),
   })
   .strict()
   .describe("Agent options; more fields may be added.");
@@ -110,7 +119,9 @@ export const runSchema = z
     runtime_scope_id: uuidSchema.describe(
       "Execution tree: the root conversation's thread id. Runs sharing it share one sandbox.",
     ),
-    status: z.enum(RUN_STATUSES).describe("pending → running → succeeded | failed | cancelled."),
+    status: z
+      .enum(RUN_STATUSES)
+      .describe("pending → running (⇄ awaiting_approval) → succeeded | failed | cancelled."),
     cancel_requested: z.boolean().describe("True once a cancel was requested."),
     error: runErrorSchema.optional().describe("Present when the run failed."),
     created_at: timestampSchema.describe("Submission time."),

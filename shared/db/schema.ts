@@ -1,6 +1,7 @@
 // The drizzle schema (also drizzle-kit's input, see drizzle.config.ts). One file per
 // entity under schema/; after changing any of them run `npm run db:generate`.
 export * from "./schema/agent-runs.ts";
+export * from "./schema/approvals.ts";
 export * from "./schema/attachments.ts";
 export * from "./schema/change-batches.ts";
 export * from "./schema/checkpoints.ts";

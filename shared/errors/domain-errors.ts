@@ -34,6 +34,11 @@ const DOMAIN_ERROR_TABLE = {
     code: "conflict",
     message: "The run has already finished: there is nothing to cancel.",
   },
+  approval_decided: {
+    code: "conflict",
+    message:
+      "This approval was already decided (or expired): GET /v1/runs/{run_id}/approvals shows the decision.",
+  },
   run_active: {
     code: "conflict",
     message: "A run is still active: cancel it and wait for it to finish first.",

@@ -55,6 +55,11 @@ export type WorkcellMetrics = {
   /** Egress proxy connections by decision: allowed, denied, dropped (over the per-sandbox bound). */
   readonly egressConnections: Counter<"decision">;
   readonly egressBytes: Counter<"direction">;
+  /** Decisions on approvals, by status: approved, denied (a person), expired (the sweeper). */
+  readonly approvalDecisions: Counter<"status">;
+  /** Runs waiting for a person, counted in the database at each scrape (countAwaitingOnScrape). */
+  readonly runsAwaitingApproval: Gauge;
+  countAwaitingOnScrape(count: (signal: AbortSignal) => Promise<number>): void;
 };
 
 /** A scrape waits this long at most for the database probe behind workcell_db_up. */
@@ -64,6 +69,21 @@ export const DB_UP_SCRAPE_TIMEOUT_MS = 1_000;
 export function createWorkcellMetrics(registry: Registry): WorkcellMetrics {
   const registers = [registry];
   let dbProbe: ((signal: AbortSignal) => Promise<void>) | undefined;
+  let awaitingCount: ((signal: AbortSignal) => Promise<number>) | undefined;
+  const runsAwaitingApproval = new Gauge({
+    name: "workcell_runs_awaiting_approval",
+    help: "Runs waiting for a person's decision (they hold no worker slot), across the deployment.",
+    registers,
+    async collect() {
+      if (awaitingCount === undefined) return;
+      const count = awaitingCount;
+      // A database that does not answer leaves the last value: the gauge is not a probe.
+      const n = await withDeadline(DB_UP_SCRAPE_TIMEOUT_MS, (signal) =>
+        abortable(count(signal), signal),
+      ).catch(() => undefined);
+      if (n !== undefined) this.set(n);
+    },
+  });
   const dbUp = new Gauge({
     name: "workcell_db_up",
     help: "1 when the database answered its last probe (a health check or a scrape), 0 when it did not in time.",
@@ -181,5 +201,14 @@ export function createWorkcellMetrics(registry: Registry): WorkcellMetrics {
       "Bytes through the egress proxy, up (sandbox to host) and down.",
       ["direction"],
     ),
+    approvalDecisions: counter(
+      "workcell_approval_decisions_total",
+      "Approvals decided, by status: approved, denied (by a person), expired (by the sweeper).",
+      ["status"],
+    ),
+    runsAwaitingApproval,
+    countAwaitingOnScrape(count) {
+      awaitingCount = count;
+    },
   };
 }

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { TerminalRunStatus } from "../../../shared/contracts/run.ts";
+import type { LoopApprovals, LoopPause, ResumeDecision } from "../../approvals/loop-approvals.ts";
 import type { AgentEvent, EmitFn, RunError } from "./agent-event.ts";
 import { type AgentLimits, DEFAULT_AGENT_LIMITS } from "./agent-limits.ts";
 import {
@@ -36,10 +37,14 @@ export interface AgentLoopInput {
   readonly signal: AbortSignal;
   readonly emit: EmitFn;
   readonly logger: Logger;
+  /** The run's approval policy and, when resuming, the decision (../../approvals/). */
+  readonly approvals?: LoopApprovals;
 }
 
 export interface AgentLoopResult {
-  readonly status: TerminalRunStatus;
+  /** `awaiting_approval`: stopped before a call that needs a person; `paused` says where. */
+  readonly status: TerminalRunStatus | "awaiting_approval";
+  readonly paused?: LoopPause;
   /** The final answer when `succeeded` (what to store in `messages`), else "". */
   readonly finalText: string;
   /** Why, when `failed`. */
@@ -107,14 +112,15 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
   const specs = input.tools.map(toolSpecOf);
   const system: ChatMessage[] =
     input.systemPrompt === "" ? [] : [{ role: "system", content: input.systemPrompt }];
-  const newMessages: ChatMessage[] = [];
-  let usage = ZERO_USAGE;
-  let turns = 0;
+  const resume = input.approvals?.resume;
+  const newMessages: ChatMessage[] = [...(resume?.pause.newMessages ?? [])];
+  let usage = resume?.pause.usage ?? ZERO_USAGE;
+  let turns = resume?.pause.turns ?? 0;
   // A tool call of the previous turn that hit its time limit. If the model answers right
   // after it without trying anything else (the shell model always does), nothing handled
   // the timeout: the run fails with command_timeout instead of reading as succeeded.
   let unhandledTimeout: RunError | undefined;
-  let lastExitCode: number | undefined;
+  let lastExitCode: number | undefined = resume?.pause.lastExitCode;
   const liveOutput = createToolOutputBudget(toolOutputLimits(limits));
 
   const emit = async (event: AgentEvent): Promise<void> => {
@@ -125,7 +131,7 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
     }
   };
   const end = async (
-    status: TerminalRunStatus,
+    status: AgentLoopResult["status"],
     error?: RunError,
     finalText = "",
   ): Promise<AgentLoopResult> => {
@@ -147,7 +153,63 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
     };
   };
 
+  // Runs the tool calls of one assistant message in order; a result ends the loop.
+  const runCalls = async (
+    calls: readonly ToolCall[],
+    decision?: ResumeDecision,
+  ): Promise<AgentLoopResult | undefined> => {
+    for (const [n, call] of calls.entries()) {
+      const decided = n === 0 ? decision : undefined;
+      if (decided === undefined && input.approvals?.needsApproval(call) === true) {
+        logger.info({ tool: call.name, tool_call_id: call.id }, "tool call awaits approval");
+        const paused: LoopPause = {
+          newMessages: [...newMessages],
+          pendingCalls: calls.slice(n),
+          turns,
+          usage,
+          ...(lastExitCode === undefined ? {} : { lastExitCode }),
+        };
+        return { ...(await end("awaiting_approval")), paused };
+      }
+      const outcome = signal.aborted
+        ? ({ kind: "cancelled" } as const)
+        : await decidedToolCall(call, decided, { toolsByName, input, limits, liveOutput, emit });
+      if (outcome.kind === "done") {
+        newMessages.push(outcome.message);
+        if (outcome.exitCode !== undefined) lastExitCode = outcome.exitCode;
+        if (outcome.timedOut) {
+          unhandledTimeout = {
+            code: "command_timeout",
+            message: `The '${call.name}' call hit its time limit and was killed: make the command finish sooner or give it a longer timeout (timeout_ms).`,
+          };
+        }
+        if (decided?.approved === false && input.approvals?.denialFails === true) {
+          return end("failed", decided.error);
+        }
+        continue;
+      }
+      // Every tool call of an assistant message needs a result, or the transcript cannot
+      // be sent to a model again (e.g. when the thread continues).
+      const cancelled = outcome.kind === "cancelled";
+      newMessages.push({
+        role: "tool",
+        toolCallId: call.id,
+        content: cancelled ? "Cancelled." : `Failed: ${outcome.error.message}`,
+      });
+      for (const skipped of calls.slice(n + 1)) {
+        const note = cancelled ? "Not run: the run was cancelled." : "Not run: the run failed.";
+        newMessages.push({ role: "tool", toolCallId: skipped.id, content: note });
+      }
+      return outcome.kind === "cancelled" ? end("cancelled") : end("failed", outcome.error);
+    }
+    return undefined;
+  };
+
   await emit({ type: "run.status", data: { status: "running" } });
+  if (resume !== undefined) {
+    const stop = await runCalls(resume.pause.pendingCalls, resume.decision);
+    if (stop !== undefined) return stop;
+  }
   for (;;) {
     if (signal.aborted) return end("cancelled");
     if (turns >= limits.maxTurns) {
@@ -215,36 +277,54 @@ async function loop(input: AgentLoopInput): Promise<AgentLoopResult> {
     }
     unhandledTimeout = undefined;
 
-    for (const [n, call] of reply.toolCalls.entries()) {
-      const outcome = signal.aborted
-        ? ({ kind: "cancelled" } as const)
-        : await runToolCall(call, toolsByName, input, { limits, liveOutput }, emit);
-      if (outcome.kind === "done") {
-        newMessages.push(outcome.message);
-        if (outcome.exitCode !== undefined) lastExitCode = outcome.exitCode;
-        if (outcome.timedOut) {
-          unhandledTimeout = {
-            code: "command_timeout",
-            message: `The '${call.name}' call hit its time limit and was killed: make the command finish sooner or give it a longer timeout (timeout_ms).`,
-          };
-        }
-        continue;
-      }
-      // Every tool call of an assistant message needs a result, or the transcript cannot
-      // be sent to a model again (e.g. when the thread continues).
-      const cancelled = outcome.kind === "cancelled";
-      newMessages.push({
-        role: "tool",
-        toolCallId: call.id,
-        content: cancelled ? "Cancelled." : `Failed: ${outcome.error.message}`,
-      });
-      for (const skipped of reply.toolCalls.slice(n + 1)) {
-        const note = cancelled ? "Not run: the run was cancelled." : "Not run: the run failed.";
-        newMessages.push({ role: "tool", toolCallId: skipped.id, content: note });
-      }
-      return outcome.kind === "cancelled" ? end("cancelled") : end("failed", outcome.error);
-    }
+    const stop = await runCalls(reply.toolCalls);
+    if (stop !== undefined) return stop;
   }
+}
+
+interface CallContext {
+  readonly toolsByName: ReadonlyMap<string, Tool>;
+  readonly input: AgentLoopInput;
+  readonly limits: AgentLimits;
+  readonly liveOutput: ToolOutputBudget;
+  readonly emit: (event: AgentEvent) => Promise<void>;
+}
+
+/**
+ * One tool call, with a person's decision when it waited for one: approved, it runs once
+ * its approval is claimed (a failed claim ends the run, the call not run); denied, the
+ * agent gets the refusal as the call's result.
+ */
+async function decidedToolCall(
+  call: ToolCall,
+  decision: ResumeDecision | undefined,
+  { toolsByName, input, limits, liveOutput, emit }: CallContext,
+): Promise<ToolCallOutcome> {
+  if (decision?.approved === true) {
+    const refused = await decision.claim();
+    if (refused !== undefined) return { kind: "fatal", error: refused };
+  }
+  if (decision?.approved === false) {
+    const parsed = parseArguments(call.arguments);
+    await emit({
+      type: "tool.started",
+      data: {
+        tool_call_id: call.id,
+        name: call.name,
+        input: parsed.ok ? parsed.value : call.arguments,
+      },
+    });
+    await emit({
+      type: "tool.completed",
+      data: { tool_call_id: call.id, is_error: true, output: { text: decision.refusal } },
+    });
+    return {
+      kind: "done",
+      message: { role: "tool", toolCallId: call.id, content: decision.refusal },
+      timedOut: false,
+    };
+  }
+  return runToolCall(call, toolsByName, input, { limits, liveOutput }, emit);
 }
 
 async function runToolCall(

@@ -4,6 +4,7 @@ import type { AgentRun, RunError } from "../../../shared/db/schema.ts";
 import type { WorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 import type { ChangeBatch } from "../change-batch/change-batch.ts";
 import { type DatabaseRetry, retryDatabase } from "../database-retry.ts";
+import { type RunPause, recordPause } from "../../approvals/record-pause.ts";
 import { releaseClaim } from "./claim-run.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
 import { finishRunRetried } from "./finish-run-retried.ts";
@@ -25,14 +26,18 @@ export type RunOutcome =
   /** Nothing executed and another try may work: give the claim back. */
   | { readonly kind: "hand_back"; readonly reason: string }
   /** A bug or a lost database: end the run `failed/internal` if it is still ours. */
-  | { readonly kind: "crashed" };
+  | { readonly kind: "crashed" }
+  /** A root run's call waits for a person (../approvals/). */
+  | { readonly kind: "paused"; readonly paused: RunPause; readonly events: RunEventLog };
 
 export type RecordedRun =
   | { readonly kind: "ended"; readonly ending: RunEnding }
   /** Nothing executed; the run is pending again and must be dispatched again. */
   | { readonly kind: "handed_back"; readonly reason: string }
   /** The run stopped being ours; nothing was written after that. */
-  | { readonly kind: "lease_lost" };
+  | { readonly kind: "lease_lost" }
+  /** The run awaits approval: no node owns it until a person decides. */
+  | { readonly kind: "paused" };
 
 export interface RecordedTarget {
   readonly run: AgentRun;
@@ -94,6 +99,8 @@ export async function recordOutcome(
     case "lease_lost":
       target.metrics.runLeaseLosses.inc();
       break;
+    case "paused":
+      break;
   }
   return recorded;
 }
@@ -105,6 +112,7 @@ async function recordOnce(
 ): Promise<RecordedRun> {
   if (outcome.kind === "crashed") return recordCrash(db, target);
   try {
+    if (outcome.kind === "paused") return await recordPaused(db, target, outcome);
     return outcome.kind === "ended"
       ? await recordEnding(db, target, outcome)
       : await handBack(db, target, outcome.reason);
@@ -152,6 +160,21 @@ async function recordEnding(
     "run ended",
   );
   return { kind: "ended", ending };
+}
+
+async function recordPaused(
+  db: Db,
+  { fence, logger, notifySlotsAs }: RecordedTarget,
+  { paused, events }: RunOutcome & { kind: "paused" },
+): Promise<RecordedRun> {
+  if (events.lost) return { kind: "lease_lost" };
+  await events.settled();
+  if (!(await recordPause(db, fence, events.nextSeq, paused, notifySlotsAs ?? ""))) {
+    return { kind: "lease_lost" };
+  }
+  const call = paused.pause.pendingCalls[0];
+  logger.info({ tool: call?.name, tool_call_id: call?.id }, "run awaits approval");
+  return { kind: "paused" };
 }
 
 async function recordCrash(

@@ -5,6 +5,7 @@ import type { RunEnding } from "../claim/finish-run.ts";
 import { RunEventLog } from "../claim/run-event-log.ts";
 import { type RunOutcome, recordOutcome } from "../claim/run-recorder.ts";
 import { runLogFields } from "../run-log-fields.ts";
+import { isRunPause } from "../../approvals/record-pause.ts";
 import type { ChildRun } from "./create-child-run.ts";
 import { driveRun, type Execution } from "./drive-run.ts";
 import { RunControl } from "./run-control.ts";
@@ -64,6 +65,8 @@ export async function executeChildRun(
         },
         (grandchild, self, signal) => executeChildRun(deps, grandchild, self, signal),
       );
+      // Sub-agents get no approval policy (drive-run.ts), so they never pause.
+      if (isRunPause(ending)) throw new Error("a sub-agent paused for approval");
       return { kind: "ended", ending, events };
     });
   } catch (error) {

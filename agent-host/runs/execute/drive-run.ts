@@ -7,6 +7,9 @@ import type { TraceContext } from "../../../shared/telemetry/tracing.ts";
 import type { EgressRecord } from "../../egress/egress-record.ts";
 import { networkRequestEventData, type RunEgress } from "../../egress/run-egress.ts";
 import type { SandboxHandle } from "../../sandbox/sandbox-handle.ts";
+import { DEFAULT_APPROVAL_TIMEOUT_SECONDS } from "../../approvals/approval-policy.ts";
+import { openRunApprovals } from "../../approvals/open-run-approvals.ts";
+import type { RunPause } from "../../approvals/record-pause.ts";
 import {
   buildSystemPrompt,
   type ChatMessage,
@@ -60,12 +63,15 @@ export type RunChild = (
   parentSignal: AbortSignal,
 ) => Promise<SubagentOutcome>;
 
-/** Runs the agent loop of a prepared run; undefined when the lease was lost. */
+/**
+ * Runs the agent loop of a prepared run; undefined when the lease was lost, a RunPause when
+ * a root run's call waits for a person (../approvals/).
+ */
 export async function driveRun(
   deps: RunExecutorDeps,
   x: Execution,
   runChild: RunChild,
-): Promise<RunEnding | undefined> {
+): Promise<RunEnding | RunPause | undefined> {
   const { limits } = deps;
   const workspace = await deps.userWorkspaces.openUserWorkspace(x.run.uid, {
     signal: x.control.signal,
@@ -102,6 +108,14 @@ export async function driveRun(
     // The shell model executes the message text: it gets the user's own words, never
     // the variant with the attachment list in front.
     const userText = model.name === SHELL_MODEL_NAME ? x.input : x.visibleInput;
+    // Approvals are a root run's: a sub-agent's calls run under its parent's decision.
+    const approvals =
+      x.depth > 0
+        ? undefined
+        : await openRunApprovals(deps.db, x, {
+            defaultTimeoutSeconds: deps.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+            denialFails: model.name === SHELL_MODEL_NAME,
+          });
     // Every command and every host-side write into the Workdir runs under the Execution
     // Lease and leaves a change batch (docs/architecture.md §5).
     const scope = { fence: x.fence, workdirPath: x.workdirPath, tree: x.tree, logger: x.logger };
@@ -146,8 +160,26 @@ export async function driveRun(
       // The loop emits no terminal event: finishRun writes `run.completed` with the status.
       emit: (event) => x.events.append(event),
       logger: x.logger,
+      ...(approvals === undefined ? {} : { approvals: approvals.loop }),
     });
-    return runEndingOf(result, x.control, model.name === SHELL_MODEL_NAME);
+    if (result.status === "awaiting_approval") {
+      // Stopped meanwhile (cancel, shutdown): it ends as a stopped loop would, not paused.
+      if (x.control.reason !== undefined || approvals === undefined || !result.paused) {
+        return runEndingOf({ ...result, status: "cancelled" }, x.control);
+      }
+      const { timeoutSeconds } = approvals;
+      return {
+        kind: "paused",
+        pause: result.paused,
+        timeoutSeconds,
+        generation: x.handle.generation,
+      };
+    }
+    return runEndingOf(
+      { ...result, status: result.status },
+      x.control,
+      model.name === SHELL_MODEL_NAME,
+    );
   } catch (error) {
     if (domainReasonOf(error) === "lease_lost" || x.control.leaseLost) {
       x.control.stop("lease_lost");

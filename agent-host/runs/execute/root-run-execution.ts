@@ -11,6 +11,7 @@ import { type RecordedRun, type RunOutcome, recordOutcome } from "../claim/run-r
 import { isTransientDatabaseError } from "../database-retry.ts";
 import { databaseRetryOf } from "../run-limits.ts";
 import { runLogFields } from "../run-log-fields.ts";
+import { isRunPause } from "../../approvals/record-pause.ts";
 import { executeChildRun } from "./child-run-execution.ts";
 import { driveRun } from "./drive-run.ts";
 import { type Preparation, prepareRun } from "./prepare-run.ts";
@@ -199,6 +200,9 @@ async function prepareAndDrive(
     );
     // Sub-agents have ended: every command of the tree has its batch, committed or kept.
     const unrepaired = await deps.leasedCommands.settle(tree, log);
+    if (isRunPause(ending)) {
+      return { outcome: { kind: "paused", paused: ending, events }, handle: ready.handle };
+    }
     return {
       outcome: {
         kind: "ended",

@@ -43,4 +43,6 @@ export interface RunExecutorDeps {
   readonly quota?: RunQuotaGate;
   /** A run's network (decision 0117); absent: no run has network (today's sandboxes). */
   readonly egress?: OpenRunEgress;
+  /** How long an approval waits when the run does not say (default a day, ../approvals/). */
+  readonly approvalTimeoutSeconds?: number;
 }

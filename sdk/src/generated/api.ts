@@ -65,6 +65,20 @@ export interface paths {
      */
     get: operations["listRunChanges"];
   };
+  "/v1/admin/users/{uid}/approvals": {
+    /** A user's approval policy (admin only) */
+    get: operations["getUserApprovals"];
+    /** Set a user's approval policy (admin only); runs cannot loosen it */
+    put: operations["putUserApprovals"];
+  };
+  "/v1/runs/{run_id}/approvals": {
+    /** A run's approvals (pending and decided) */
+    get: operations["listApprovals"];
+  };
+  "/v1/runs/{run_id}/approvals/{approval_id}": {
+    /** Approve or deny a pending approval (once); the run resumes on any node */
+    post: operations["decideApproval"];
+  };
   "/v1/runs/{run_id}/events": {
     /**
      * The run's events as Server-Sent Events
@@ -204,7 +218,7 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     /** @description One event of a run's event stream. */
-    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["NetworkRequestEvent"] | components["schemas"]["RunCompletedEvent"];
+    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["NetworkRequestEvent"] | components["schemas"]["ApprovalRequestedEvent"] | components["schemas"]["ApprovalResolvedEvent"] | components["schemas"]["RunCompletedEvent"];
     RunStatusEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
@@ -229,7 +243,7 @@ export interface components {
          * @description The new status.
          * @enum {string}
          */
-        status: "pending" | "running" | "succeeded" | "failed" | "cancelled";
+        status: "pending" | "running" | "awaiting_approval" | "succeeded" | "failed" | "cancelled";
       };
     };
     MessageDeltaEvent: {
@@ -498,6 +512,117 @@ export interface components {
        */
       started_at: string;
     };
+    ApprovalRequestedEvent: {
+      /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
+      seq: number;
+      /**
+       * Format: uuid
+       * @description The run.
+       */
+      run_id: string;
+      /**
+       * Format: date-time
+       * @description When the event was recorded.
+       */
+      created_at: string;
+      /**
+       * @description Event type.
+       * @enum {string}
+       */
+      type: "approval.requested";
+      data: components["schemas"]["Approval"];
+    };
+    /** @description The run waits for a person: the approval it asked for (decide it with POST /v1/runs/{run_id}/approvals/{approval_id}). */
+    Approval: {
+      /**
+       * Format: uuid
+       * @description Approval id.
+       */
+      approval_id: string;
+      /**
+       * Format: uuid
+       * @description The run that waits.
+       */
+      run_id: string;
+      /**
+       * @description `tool`: a tool call; `network`: a connection.
+       * @enum {string}
+       */
+      kind: "tool" | "network";
+      /**
+       * @description pending → approved | denied | expired.
+       * @enum {string}
+       */
+      status: "pending" | "approved" | "denied" | "expired";
+      /** @description The tool the agent wants to call. */
+      tool?: string;
+      /** @description The call's exact arguments (JSON), what an approval lets run. */
+      arguments?: unknown;
+      /** @description The host asked for (network). */
+      host?: string;
+      /** @description The port asked for (network). */
+      port?: number;
+      /**
+       * Format: date-time
+       * @description When the run asked.
+       */
+      requested_at: string;
+      /**
+       * Format: date-time
+       * @description When a pending approval expires (a denial).
+       */
+      expires_at: string;
+      /**
+       * Format: date-time
+       * @description When it was decided or expired.
+       */
+      decided_at?: string;
+      /** @description Who decided (a uid). */
+      decided_by?: string;
+      /** @description The decider's note. */
+      note?: string;
+      /**
+       * @description An approval's reach: this call (`once`) or the tool for the rest of the run.
+       * @enum {string}
+       */
+      scope?: "once" | "run";
+    };
+    ApprovalResolvedEvent: {
+      /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
+      seq: number;
+      /**
+       * Format: uuid
+       * @description The run.
+       */
+      run_id: string;
+      /**
+       * Format: date-time
+       * @description When the event was recorded.
+       */
+      created_at: string;
+      /**
+       * @description Event type.
+       * @enum {string}
+       */
+      type: "approval.resolved";
+      /** @description An approval was decided (or expired); the run goes on. */
+      data: {
+        /**
+         * Format: uuid
+         * @description The approval.
+         */
+        approval_id: string;
+        /**
+         * @description How it was decided.
+         * @enum {string}
+         */
+        status: "approved" | "denied" | "expired";
+        /** @description Who decided. */
+        decided_by?: string;
+        /** @description The decider's note. */
+        note?: string;
+      };
+    };
     RunCompletedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
@@ -690,10 +815,10 @@ export interface components {
        */
       runtime_scope_id: string;
       /**
-       * @description pending → running → succeeded | failed | cancelled.
+       * @description pending → running (⇄ awaiting_approval) → succeeded | failed | cancelled.
        * @enum {string}
        */
-      status: "pending" | "running" | "succeeded" | "failed" | "cancelled";
+      status: "pending" | "running" | "awaiting_approval" | "succeeded" | "failed" | "cancelled";
       /** @description True once a cancel was requested. */
       cancel_requested: boolean;
       /** @description Present when the run failed. */
@@ -744,10 +869,10 @@ export interface components {
        */
       runtime_scope_id: string;
       /**
-       * @description pending → running → succeeded | failed | cancelled.
+       * @description pending → running (⇄ awaiting_approval) → succeeded | failed | cancelled.
        * @enum {string}
        */
-      status: "pending" | "running" | "succeeded" | "failed" | "cancelled";
+      status: "pending" | "running" | "awaiting_approval" | "succeeded" | "failed" | "cancelled";
       /** @description True once a cancel was requested. */
       cancel_requested: boolean;
       /** @description Present when the run failed. */
@@ -798,6 +923,15 @@ export interface components {
           /** @description Hosts this run may reach: each must be covered by the user's policy, else 422. */
           allow: string[];
         };
+        /** @description Which of the run's actions wait for a person's decision. */
+        approvals?: {
+          /** @description Tool calls that wait for a person: a list of tool names, or `all`. */
+          tools?: "all" | string[];
+          /** @description A host outside the allow-list asks instead of being refused (not built yet: refused as before). */
+          network?: boolean;
+          /** @description How long a request waits before it expires as a denial (default: the deployment's; never longer than the user's admin policy allows). */
+          timeout_seconds?: number;
+        };
       };
     };
     /** @description The new run and the thread created for it. */
@@ -836,6 +970,15 @@ export interface components {
         network?: {
           /** @description Hosts this run may reach: each must be covered by the user's policy, else 422. */
           allow: string[];
+        };
+        /** @description Which of the run's actions wait for a person's decision. */
+        approvals?: {
+          /** @description Tool calls that wait for a person: a list of tool names, or `all`. */
+          tools?: "all" | string[];
+          /** @description A host outside the allow-list asks instead of being refused (not built yet: refused as before). */
+          network?: boolean;
+          /** @description How long a request waits before it expires as a denial (default: the deployment's; never longer than the user's admin policy allows). */
+          timeout_seconds?: number;
         };
       };
     };
@@ -895,6 +1038,39 @@ export interface components {
       truncated: boolean;
       /** @description True while the batch's commit failed and its facts wait on the agent-host for the repair pass. */
       pending_repair: boolean;
+    };
+    /** @description A user's approval policy. */
+    AdminApprovalPolicy: {
+      /** @description A user id: the OIDC subject (`sub`) of the caller. */
+      uid: string;
+      policy: components["schemas"]["UserApprovalPolicy"];
+    };
+    /** @description An admin's approval policy for one user. */
+    UserApprovalPolicy: {
+      /** @description Tools whose calls always ask, whatever the run says. */
+      tools: "all" | string[];
+      /** @description The longest any of the user's approvals waits; null: the deployment's. */
+      max_timeout_seconds: number | null;
+    };
+    /** @description A run's approvals, oldest first. */
+    ApprovalList: {
+      /** @description The items, all of them. */
+      items: components["schemas"]["Approval"][];
+    };
+    /** @description A person's decision on a pending approval. */
+    ApprovalDecision: {
+      /**
+       * @description Let the action run, or refuse it.
+       * @enum {string}
+       */
+      decision: "approve" | "deny";
+      /**
+       * @description `run`: approve the same tool for the rest of the run (default `once`).
+       * @enum {string}
+       */
+      scope?: "once" | "run";
+      /** @description Shown to the agent with a denial, and kept with the decision. */
+      note?: string;
     };
     /** @description A URL that reads this one run's events and nothing else, for at most an hour. */
     EventTicket: {
@@ -2212,6 +2388,239 @@ export interface operations {
       };
       /** @description No such run for this user, or no such batch of the run. */
       404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** A user's approval policy (admin only) */
+  getUserApprovals: {
+    parameters: {
+      path: {
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    responses: {
+      /** @description The user's approval policy */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminApprovalPolicy"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Set a user's approval policy (admin only); runs cannot loosen it */
+  putUserApprovals: {
+    parameters: {
+      path: {
+        /** @description A user id: the OIDC subject (`sub`) of the caller. */
+        uid: string;
+      };
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "tools": [
+         *     "bash"
+         *   ],
+         *   "max_timeout_seconds": 86400
+         * }
+         */
+        "application/json": components["schemas"]["UserApprovalPolicy"];
+      };
+    };
+    responses: {
+      /** @description The user's approval policy */
+      200: {
+        content: {
+          "application/json": components["schemas"]["AdminApprovalPolicy"];
+        };
+      };
+      /** @description Bad body. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The caller is not an admin. */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** A run's approvals (pending and decided) */
+  listApprovals: {
+    parameters: {
+      path: {
+        /** @description Run id; a malformed id answers 404 like an unknown one. */
+        run_id: string;
+      };
+    };
+    responses: {
+      /** @description The run's approvals, oldest first */
+      200: {
+        content: {
+          "application/json": components["schemas"]["ApprovalList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such run for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Approve or deny a pending approval (once); the run resumes on any node */
+  decideApproval: {
+    parameters: {
+      path: {
+        /** @description Run id; a malformed id answers 404 like an unknown one. */
+        run_id: string;
+        /** @description Approval id; a malformed id answers 404 like an unknown one. */
+        approval_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *   "decision": "approve",
+         *   "scope": "once",
+         *   "note": "checked the command"
+         * }
+         */
+        "application/json": components["schemas"]["ApprovalDecision"];
+      };
+    };
+    responses: {
+      /** @description The decided approval */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Approval"];
+        };
+      };
+      /** @description Bad body. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such run or approval for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Already decided or expired (approval_decided). */
+      409: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

@@ -16,7 +16,14 @@ import { createdAt, enumCheck, timestamptz } from "./columns.ts";
 import { conversations } from "./conversations.ts";
 import { requests } from "./requests.ts";
 
-export const RUN_STATUSES = ["pending", "running", "succeeded", "failed", "cancelled"] as const;
+export const RUN_STATUSES = [
+  "pending",
+  "running",
+  "awaiting_approval",
+  "succeeded",
+  "failed",
+  "cancelled",
+] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const TERMINAL_RUN_STATUSES = ["succeeded", "failed", "cancelled"] as const;
 
@@ -137,6 +144,8 @@ export const agentRuns = pgTable(
       .where(sql`${t.status} = 'running'`),
     // Execution-tree cleanup: active runs of one (uid, runtime scope).
     index("agent_runs_scope_idx").on(t.uid, t.runtimeScopeId, t.status),
+    // Runs waiting for a person (the awaiting gauge, thread badges).
+    index("agent_runs_awaiting_idx").on(t.threadId).where(sql`${t.status} = 'awaiting_approval'`),
     // Runs of a thread (active-run check on thread delete, listings).
     index("agent_runs_thread_idx").on(t.threadId, t.createdAt),
   ],

@@ -132,6 +132,7 @@ describe("run sweep", () => {
           releasedSandbox: { generation: deadSandbox.generation, nodeId: DEAD_NODE },
         },
       ],
+      expiredApprovals: [],
       dispatch: { ran: true, sent: [lost.run_id], failed: [] },
     });
     expect(await h.drainDispatches()).toEqual([lost.run_id]);
@@ -171,6 +172,7 @@ describe("run sweep", () => {
     expect(await sweep()).toEqual({
       lostNodes: { scopes: [], releasedSandboxes: [] },
       nodeLost: [],
+      expiredApprovals: [],
       dispatch: { ran: true, sent: [], failed: [] },
     });
     expect((await eventsOf(dead.run_id)).length).toBe(3);

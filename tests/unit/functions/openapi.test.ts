@@ -50,6 +50,10 @@ const API_MD_ROUTES = [
   "PUT /v1/secrets/{name}",
   "GET /v1/secrets",
   "DELETE /v1/secrets/{name}",
+  "GET /v1/runs/{run_id}/approvals",
+  "POST /v1/runs/{run_id}/approvals/{approval_id}",
+  "GET /v1/admin/users/{uid}/approvals",
+  "PUT /v1/admin/users/{uid}/approvals",
 ];
 // docs/decisions/0007-skills.md: the presigned upload of a skill archive.
 // docs/decisions/0023-thread-history.md: the conversation history of the web console.

@@ -192,6 +192,25 @@ describe("run events", () => {
           started_at: "2026-01-01T00:00:00.000Z",
         },
       },
+      {
+        ...base,
+        type: "approval.requested",
+        data: {
+          approval_id: ID,
+          run_id: ID,
+          kind: "tool",
+          status: "pending",
+          tool: "bash",
+          arguments: { command: "rm -rf outputs" },
+          requested_at: "2026-01-01T00:00:00.000Z",
+          expires_at: "2026-01-02T00:00:00.000Z",
+        },
+      },
+      {
+        ...base,
+        type: "approval.resolved",
+        data: { approval_id: ID, status: "denied", decided_by: "alice", note: "no" },
+      },
       { ...base, type: "run.completed", data: { status: "succeeded" } },
     ];
     expect([...new Set(events.map((e) => e.type))].sort()).toEqual([...RUN_EVENT_TYPES].sort());

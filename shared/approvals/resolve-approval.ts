@@ -1,0 +1,82 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { DbTransaction } from "../db/client.ts";
+import { agentRuns, type RunApprovalRow, runApprovals, runEvents } from "../db/schema.ts";
+import { RUN_EVENTS_CHANNEL } from "../runs/run-channels.ts";
+
+export interface ApprovalResolution {
+  readonly status: "approved" | "denied" | "expired";
+  readonly decidedBy: string | null;
+  readonly note?: string;
+  readonly scope?: "once" | "run";
+  /**
+   * True: the caller sends the run's dispatch itself after commit (the decide route); false:
+   * `dispatched_at` is left empty, so the sweeper's dispatch step sends it at once.
+   */
+  readonly dispatching: boolean;
+}
+
+/**
+ * Records the one decision of a pending approval in `tx` (which holds its run's row lock):
+ * the approval row, the run back to `pending` for a node to resume (dispatched now, the
+ * caller sends the message after commit; the sweeper sends it again if that is lost) and
+ * the `approval.resolved` event, with its NOTIFY. Undefined when the approval is no longer
+ * pending (a second decision, an expiry that lost the race): then nothing was written.
+ */
+export async function resolveApproval(
+  tx: DbTransaction,
+  approval: Pick<RunApprovalRow, "approvalId" | "runId" | "uid">,
+  resolution: ApprovalResolution,
+): Promise<RunApprovalRow | undefined> {
+  const [row] = await tx
+    .update(runApprovals)
+    .set({
+      status: resolution.status,
+      decidedAt: sql`now()`,
+      decidedBy: resolution.decidedBy,
+      note: resolution.note ?? null,
+      scope: resolution.status === "approved" ? (resolution.scope ?? "once") : null,
+    })
+    .where(
+      and(eq(runApprovals.approvalId, approval.approvalId), eq(runApprovals.status, "pending")),
+    )
+    .returning();
+  if (row === undefined) return undefined;
+  await tx
+    .update(agentRuns)
+    .set({
+      status: "pending",
+      dispatchedAt: resolution.dispatching ? sql`now()` : null,
+      waitingSince: null,
+    })
+    .where(and(eq(agentRuns.runId, row.runId), eq(agentRuns.status, "awaiting_approval")));
+  await tx.insert(runEvents).values({
+    runId: row.runId,
+    uid: row.uid,
+    seq: sql`(select coalesce(max(${runEvents.seq}), 0) + 1 from ${runEvents} where ${runEvents.runId} = ${row.runId})`,
+    type: "approval.resolved",
+    data: {
+      approval_id: row.approvalId,
+      status: row.status,
+      ...(row.decidedBy === null ? {} : { decided_by: row.decidedBy }),
+      ...(row.note === null ? {} : { note: row.note }),
+    },
+  });
+  await tx.execute(sql`select pg_notify(${RUN_EVENTS_CHANNEL}::text, ${row.runId}::text)`);
+  return row;
+}
+
+/**
+ * Closes the pending approvals of a run that ends while it waits (a cancel): denied by
+ * `decidedBy`, so a late decision gets 409 and the sweeper has nothing to expire.
+ */
+export async function closePendingApprovals(
+  tx: DbTransaction,
+  runId: string,
+  decidedBy: string,
+  note: string,
+): Promise<void> {
+  await tx
+    .update(runApprovals)
+    .set({ status: "denied", decidedAt: sql`now()`, decidedBy, note })
+    .where(and(eq(runApprovals.runId, runId), eq(runApprovals.status, "pending")));
+}

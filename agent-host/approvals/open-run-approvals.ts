@@ -4,7 +4,7 @@ import { approvalArguments, approvalHash } from "../../shared/approvals/approval
 import type { Db } from "../../shared/db/client.ts";
 import { type AgentRun, type RunApprovalRow, runApprovals } from "../../shared/db/schema.ts";
 import type { RunError } from "../runs/agent/agent-event.ts";
-import type { RunFence } from "../runs/run-fence.ts";
+import type { RunFence } from "../runs/claim/run-fence.ts";
 import { loadApprovalPolicy, toolAsks } from "./approval-policy.ts";
 import type { LoopApprovals, LoopPause, ResumeDecision } from "./loop-approvals.ts";
 

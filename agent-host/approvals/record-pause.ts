@@ -4,7 +4,7 @@ import { approvalArguments, approvalHash } from "../../shared/approvals/approval
 import type { Db } from "../../shared/db/client.ts";
 import { agentRuns, runApprovals, runEvents } from "../../shared/db/schema.ts";
 import { RUN_EVENTS_CHANNEL, RUN_SLOTS_CHANNEL } from "../../shared/runs/run-channels.ts";
-import { fencedRun, type RunFence } from "../runs/run-fence.ts";
+import { fencedRun, type RunFence } from "../runs/claim/run-fence.ts";
 import type { LoopPause } from "./loop-approvals.ts";
 
 /** A root run's loop stopped before a call that needs a person (drive-run → recorder). */

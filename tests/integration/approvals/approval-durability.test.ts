@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { LABEL } from "../../../agent-host/sandbox/container-labels.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { cancelRun } from "../../../functions/runs/cancel-run.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { recordPause } from "../../../agent-host/approvals/record-pause.ts";
-import { claimRun } from "../../../agent-host/runs/claim-run.ts";
-import { nextEventSeq } from "../../../agent-host/runs/run-event-log.ts";
+import { claimRun } from "../../../agent-host/runs/claim/claim-run.ts";
+import { nextEventSeq } from "../../../agent-host/runs/claim/run-event-log.ts";
 import type { ApprovalBody } from "../../../shared/contracts/approval.ts";
 import type { Run, RunSubmitResponse } from "../../../shared/contracts/run.ts";
 import { ALICE, BOB, type ErrorJson, jsonOf } from "../functions/support/functions-harness.ts";

@@ -76,6 +76,9 @@ const sandboxConfig = sandboxConfigSchema.parse({
   idleTimeoutMs: env.SANDBOX_IDLE_TIMEOUT_SECONDS * 1000,
   nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
   keepWarmMs: env.SANDBOX_KEEP_WARM_SECONDS * 1000,
+  ...(env.SANDBOX_TMPFS_BUDGET_MB === undefined
+    ? {}
+    : { tmpfsBudgetBytes: env.SANDBOX_TMPFS_BUDGET_MB * MIB }),
   dockerCallTimeoutMs: env.DOCKER_CALL_TIMEOUT_SECONDS * 1000,
 });
 

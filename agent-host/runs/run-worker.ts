@@ -151,6 +151,8 @@ export class RunWorker {
       limits: this.#limits,
       logger: this.#log,
       ...(deps.quota === undefined ? {} : { quota: deps.quota }),
+      // Bound late: the slots are built below, a lease wait happens only once they run.
+      lendSlot: (rootRunId) => this.#slots.lend(rootRunId),
     });
     this.#executorDeps = {
       leasedCommands: this.#batches.commands,

@@ -7,8 +7,8 @@ const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
 
 const positiveInt = () => z.number().int().positive();
-/** Warm sandboxes may pin at most 1/this of the host's memory by default (decision 0106). */
-const WARM_MEMORY_SHARE = 4;
+/** Live sandboxes' tmpfs may pin at most 1/this of the host's memory by default (decision 0142). */
+const TMPFS_MEMORY_SHARE = 2;
 const NANO_CPUS_PER_CPU = 1_000_000_000;
 /** The smallest CPU limit a sandbox gets, whatever the share (a tenth of a CPU). */
 const MIN_SANDBOX_NANO_CPUS = NANO_CPUS_PER_CPU / 10;
@@ -94,13 +94,13 @@ export const sandboxConfigSchema = z
       .describe(
         "After an execution tree ends, its sandbox stays live this long for the conversation's next turn (0: destroy at once).",
       ),
-    warmMemoryBudgetBytes: z
+    tmpfsBudgetBytes: z
       .number()
       .int()
       .nonnegative()
-      .default(() => Math.floor(totalmem() / WARM_MEMORY_SHARE))
+      .default(() => Math.floor(totalmem() / TMPFS_MEMORY_SHARE))
       .describe(
-        "Memory the node's warm sandboxes may pin, each counted at its /tmp plus home tmpfs sizes (default a quarter of the host's memory); keeping one more warm first evicts the oldest warm sandboxes of any user.",
+        "Memory the node's live sandboxes (running and kept warm) may pin in tmpfs, each counted at its /tmp plus home sizes (SANDBOX_TMPFS_BUDGET_MB; default half the host's memory). Keeping one warm or creating one over it evicts the oldest warm sandboxes of any user first; a create that still does not fit is refused (sandbox_memory_budget).",
       ),
     reaperIntervalMs: positiveInt()
       .default(15 * SECOND_MS)
@@ -146,10 +146,10 @@ export type SandboxTimings = Pick<
   | "destroyingStaleMs"
   | "killGraceMs"
   | "nodeTtlMs"
-  // Keep-warm eviction counts each warm sandbox at its tmpfs sizes (decision 0106).
+  // The tmpfs budget counts each live sandbox at its tmpfs sizes (decisions 0106, 0142).
   | "tmpSizeBytes"
   | "homeSizeBytes"
-  | "warmMemoryBudgetBytes"
+  | "tmpfsBudgetBytes"
 >;
 
 /** The limits both tiers enforce on one sandbox. */

@@ -54,6 +54,8 @@ export const DEFAULT_DOCKER_CALL_TIMEOUT_SECONDS = 30;
 export const MAX_DOCKER_CALL_TIMEOUT_SECONDS = 600;
 export const MAX_MODEL_REQUEST_TIMEOUT_SECONDS = 3_600;
 export const MAX_SANDBOX_KEEP_WARM_SECONDS = 3_600;
+/** Bounds of SANDBOX_TMPFS_BUDGET_MB (decision 0142): 1 MiB to 1 TiB. */
+export const MAX_SANDBOX_TMPFS_BUDGET_MB = 1_048_576;
 export const DEFAULT_WORKER_CONCURRENCY = 4;
 export const MAX_WORKER_CONCURRENCY = 256;
 export const MAX_NODE_ID_CHARS = 63;
@@ -140,6 +142,11 @@ export const agentHostEnvSchema = z.object({
     .optional()
     .describe(
       "CPU limit per sandbox, fractions allowed (default: the node's share, its CPUs / WORKER_CONCURRENCY).",
+    ),
+  SANDBOX_TMPFS_BUDGET_MB: intVar(1, MAX_SANDBOX_TMPFS_BUDGET_MB)
+    .optional()
+    .describe(
+      "Memory this node's live sandboxes (running and kept warm) may pin in /tmp and home tmpfs, each counted at its full tmpfs sizes, in MiB (default: half the host's memory). Over it the oldest warm sandboxes are evicted first; a create that still does not fit fails sandbox_memory_budget.",
     ),
   SANDBOX_PIDS_LIMIT: intVar(MIN_SANDBOX_PIDS_LIMIT, MAX_SANDBOX_PIDS_LIMIT)
     .default(DEFAULT_SANDBOX_PIDS_LIMIT)

@@ -91,6 +91,7 @@ export class LeasedCommands {
       signal,
       kept?.leaseSeq,
       admission,
+      tree.rootRunId,
     );
     if (!acquired.ok) {
       if (acquired.reason === "cancelled") throw signal.reason;

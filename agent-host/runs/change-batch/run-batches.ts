@@ -5,6 +5,7 @@ import type { RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../../workspace/index.ts";
 import { ExecutionLeases } from "../execution-lease/execution-leases.ts";
 import { LeaseWakeups } from "../execution-lease/lease-wakeups.ts";
+import type { LendSlot } from "../fair-share/lent-slots.ts";
 import type { RunWorkerLimits } from "../run-limits.ts";
 import { LeasedCommands } from "./leased-commands.ts";
 import { runRepairPass } from "./repair-pass.ts";
@@ -21,6 +22,8 @@ export interface RunBatchesDeps {
   readonly logger: Logger;
   /** Every command is admitted and counted against the UserWorkspace quota. */
   readonly quota?: RunQuotaGate;
+  /** A command waiting for its lease lends its run's worker slot (decision 0141). */
+  readonly lendSlot?: LendSlot;
 }
 
 /**
@@ -54,6 +57,7 @@ export class RunBatches {
         pollIntervalMs: limits.leasePollIntervalMs,
         statementTimeoutMs: limits.leaseStatementTimeoutMs,
         logger,
+        ...(deps.lendSlot === undefined ? {} : { lendSlot: deps.lendSlot }),
       }),
       repairs: this.#records,
       userWorkspaces: deps.userWorkspaces,

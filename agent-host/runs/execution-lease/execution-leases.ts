@@ -6,6 +6,7 @@ import type { Db, DbOrTransaction } from "../../../shared/db/client.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import type { QuotaAdmission } from "../../quota/run-quota-gate.ts";
 import type { RunFence } from "../claim/run-fence.ts";
+import type { LendSlot } from "../fair-share/lent-slots.ts";
 import { leaseRootKey } from "./lease-root.ts";
 import { EXECUTION_LEASE_CHANNEL, type LeaseWakeups } from "./lease-wakeups.ts";
 
@@ -24,6 +25,11 @@ export interface ExecutionLeaseDeps {
    */
   readonly statementTimeoutMs: number;
   readonly logger: Logger;
+  /**
+   * Lends the waiting run tree's worker slot to another run until the grant (decision
+   * 0141); without it (tests of the lease alone) a wait keeps its slot.
+   */
+  readonly lendSlot?: LendSlot;
 }
 
 /** A granted lease; release it exactly once (release() or releaseIn()). */
@@ -79,7 +85,8 @@ export class ExecutionLeases {
    * after-scan it kept; the granted lease then says whether that scan is still current
    * (`rootUnchanged`, docs/decisions/0036). `admission`: the uid's measured usage; the
    * same statement then reads the uid's limits and arrives only when the usage is within
-   * them (docs/decisions/0067).
+   * them (docs/decisions/0067). `rootRunId`: the run tree whose worker slot is lent while
+   * the command waits.
    */
   async acquire(
     fence: RunFence,
@@ -87,6 +94,7 @@ export class ExecutionLeases {
     signal: AbortSignal,
     previousSeq?: number,
     admission?: QuotaAdmission,
+    rootRunId?: string,
   ): Promise<AcquireResult> {
     if (signal.aborted) return { ok: false, reason: "cancelled" };
     const leaseId = randomUUID();
@@ -131,11 +139,42 @@ export class ExecutionLeases {
     if (first === undefined) return { ok: false, reason: "run_not_live" };
     const seq = Number(first.out_seq);
     const lease = { leaseId, uid: fence.uid, workdirPath, seq };
-    const granted = (waited: boolean, rootUnchanged: boolean): AcquireResult => ({
+    if (first.out_state === "granted") {
+      return {
+        ok: true,
+        lease: { ...lease, waited: false, rootUnchanged: first.out_root_unchanged },
+      };
+    }
+    // Waiting does nothing but wait: the tree's slot serves another run meanwhile, and the
+    // grant takes one back before the command runs (issue 37 item 8).
+    const lent = rootRunId === undefined ? undefined : this.#deps.lendSlot?.(rootRunId);
+    try {
+      const result = await this.#wait(fence, lease, rootKey, previous, signal);
+      if (result.ok && lent !== undefined) {
+        await lent.takeBack(signal);
+        if (signal.aborted) {
+          await this.#withdraw(lease);
+          return { ok: false, reason: "cancelled" };
+        }
+      }
+      return result;
+    } finally {
+      lent?.forgo();
+    }
+  }
+
+  async #wait(
+    fence: RunFence,
+    lease: Pick<HeldExecutionLease, "leaseId" | "uid" | "workdirPath" | "seq">,
+    rootKey: string,
+    previous: number | null,
+    signal: AbortSignal,
+  ): Promise<AcquireResult> {
+    const seq = lease.seq;
+    const granted = (rootUnchanged: boolean): AcquireResult => ({
       ok: true,
-      lease: { ...lease, waited, rootUnchanged },
+      lease: { ...lease, waited: true, rootUnchanged },
     });
-    if (first.out_state === "granted") return granted(false, first.out_root_unchanged);
     while (true) {
       await this.#deps.wakeups.next(fence.uid, this.#deps.pollIntervalMs, signal);
       if (signal.aborted) {
@@ -147,7 +186,7 @@ export class ExecutionLeases {
         [outcome] = await executeRows<{ out_state: Grant; out_root_unchanged: boolean }>(
           this.#deps.db,
           sql`select * from workcell_grant_execution_lease(
-            ${leaseId}::uuid, ${fence.uid}, ${rootKey}, ${seq}::bigint, ${previous}::bigint,
+            ${lease.leaseId}::uuid, ${fence.uid}, ${rootKey}, ${seq}::bigint, ${previous}::bigint,
             ${this.#deps.statementTimeoutMs}::int)`,
         );
       } catch (error) {
@@ -156,7 +195,7 @@ export class ExecutionLeases {
         this.#deps.logger.warn({ err: error }, "execution lease check failed; retrying");
         continue;
       }
-      if (outcome?.out_state === "granted") return granted(true, outcome.out_root_unchanged);
+      if (outcome?.out_state === "granted") return granted(outcome.out_root_unchanged);
       if (outcome === undefined || outcome.out_state === "gone") {
         return { ok: false, reason: "run_not_live" };
       }

@@ -7,6 +7,8 @@ import type { ClaimOutcome } from "../claim/claim-run.ts";
 import { claimWaitingRun, type UnavailableTiers } from "../claim/claim-waiting-run.ts";
 import type { RunWorkerLimits } from "../run-limits.ts";
 import { runLogFields } from "../run-log-fields.ts";
+import { claimWaitingRun, type UnavailableTiers } from "../claim/claim-waiting-run.ts";
+import { type LentSlot, LentSlots } from "./lent-slots.ts";
 import { fromOtherNode, notifySlotFreed } from "./park-run.ts";
 
 export interface FairRunSlotsDeps {
@@ -61,6 +63,8 @@ export const IDLE_UID_SLOTS = 1;
 export class FairRunSlots {
   readonly #deps: FairRunSlotsDeps;
   readonly #inflight = new Set<Promise<void>>();
+  /** Slots of runs waiting for an Execution Lease, serving other runs meanwhile. */
+  readonly #lent = new LentSlots(() => this.wake());
   #filling: Promise<void> | undefined;
   #again = false;
   /**
@@ -90,7 +94,7 @@ export class FairRunSlots {
     const { limits } = this.#deps;
     await this.#subscription.start();
     this.#timer = setInterval(() => {
-      if (this.#inflight.size < limits.concurrency + IDLE_UID_SLOTS) this.wake();
+      if (this.#busy() < limits.concurrency + IDLE_UID_SLOTS) this.wake();
     }, limits.waitingPollMs);
     this.#timer.unref?.();
     this.wake();
@@ -98,7 +102,11 @@ export class FairRunSlots {
 
   /** Looks for a waiting run to claim now (coalesced with a fill in progress). */
   wake(): void {
-    if (this.#stopped) return;
+    if (this.#stopped) {
+      // No new claims, but the runs in flight still take their slots back as they free.
+      this.#lent.serve(() => this.#busy() < this.#deps.limits.concurrency);
+      return;
+    }
     if (this.#filling !== undefined) {
       this.#again = true;
       return;
@@ -120,6 +128,14 @@ export class FairRunSlots {
     await this.#subscription.stop();
   }
 
+  /**
+   * Lends the slot of a root run whose command waits for an Execution Lease (decision
+   * 0141); undefined when the run is not in one of these slots.
+   */
+  lend(rootRunId: string): LentSlot | undefined {
+    return this.#lent.lend(rootRunId);
+  }
+
   /** Runs still executing. */
   inflight(): Promise<void>[] {
     return [...this.#inflight];
@@ -130,7 +146,9 @@ export class FairRunSlots {
     // Set before the first await: a wake during a fill runs another one, which looks again.
     this.#nothingWaits = false;
     let contended = 0;
-    while (!this.#stopped && this.#inflight.size < limits.concurrency + IDLE_UID_SLOTS) {
+    // Granted commands take their slots back first; a new claim waits behind them.
+    this.#lent.serve(() => this.#busy() < limits.concurrency);
+    while (!this.#stopped && this.#busy() < limits.concurrency + IDLE_UID_SLOTS) {
       if (this.#deps.canClaim?.() === false) return;
       let claim: Awaited<ReturnType<typeof claimWaitingRun>>;
       try {
@@ -138,7 +156,8 @@ export class FairRunSlots {
           nodeId,
           leaseTtlMs: limits.leaseTtlMs,
           defaultMaxConcurrentRuns: limits.defaultMaxConcurrentRuns,
-          idleUidsOnly: this.#inflight.size >= limits.concurrency,
+          // A regular slot a granted command waits for is not claimed by anyone else.
+          idleUidsOnly: this.#busy() >= limits.concurrency || this.#lent.returning,
           affinityWaitMs: limits.affinityWaitMs,
           nodeTtlMs: limits.nodeTtlMs,
           ...(this.#deps.unavailableTiers === undefined
@@ -164,8 +183,14 @@ export class FairRunSlots {
     }
   }
 
+  /** Slots in use: runs executing here, less those lent while their command waits. */
+  #busy(): number {
+    return this.#inflight.size - this.#lent.out;
+  }
+
   #track(claim: ClaimOutcome & { readonly ok: true }): void {
     const { logger, db, nodeId } = this.#deps;
+    this.#lent.track(claim.run.runId);
     const work = (async () => {
       let notified = false;
       try {
@@ -186,9 +211,10 @@ export class FairRunSlots {
     this.#inflight.add(work);
     void work.finally(() => {
       this.#inflight.delete(work);
+      this.#lent.untrack(claim.run.runId);
       // Nothing waited when the last fill looked, and a run that started waiting since
       // woke the slots (a park here, another node's NOTIFY; the poll if that was lost).
-      if (!this.#nothingWaits) this.wake();
+      if (!this.#nothingWaits || this.#lent.returning) this.wake();
     });
   }
 }

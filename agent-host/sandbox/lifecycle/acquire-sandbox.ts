@@ -15,6 +15,8 @@ import { destroyGeneration } from "./destroy-generation.ts";
 import { register } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
+import { type SandboxTier, tierOfContainerId } from "../sandbox-tier.ts";
+import { type TmpfsBudgetRefusal, tmpfsBudgetError } from "../tmpfs-budget.ts";
 
 export type AcquireRequest = {
   /** The logical uid (OIDC sub) of the run's owner. */
@@ -42,7 +44,9 @@ export type AcquireRefusal =
    */
   | { ok: false; reason: "sandbox_busy" }
   /** The host directories refused the create (symlink, missing Workdir). */
-  | { ok: false; reason: CreateRefusal; detail: string };
+  | { ok: false; reason: CreateRefusal; detail: string }
+  /** The node's live sandboxes hold its whole tmpfs budget and none is warm (decision 0142). */
+  | TmpfsBudgetRefusal;
 
 export type AcquireResult = { ok: true; handle: SandboxHandle; created: boolean } | AcquireRefusal;
 
@@ -80,6 +84,8 @@ export function acquireRefusalError(refusal: AcquireRefusal): WorkcellError {
     case "symlink_refused":
     case "workdir_missing":
       return domainError(refusal.reason, { details: { detail: refusal.detail } });
+    case "sandbox_memory_budget":
+      return tmpfsBudgetError(refusal);
   }
 }
 

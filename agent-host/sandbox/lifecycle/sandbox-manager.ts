@@ -17,6 +17,7 @@ import { forget } from "./live-registry.ts";
 import { type ReconcileOptions, type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
 import type { SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
 import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
+import { admitCreate, tmpfsCapacity, WARM_AT_ANY_AGE } from "./tmpfs-budget.ts";
 
 /**
  * Warm (kept after their tree ended) generations one uid may hold on a node: each pins up
@@ -26,8 +27,6 @@ import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
  * to continue); older ones are destroyed when another is kept.
  */
 export const MAX_WARM_PER_UID = 2;
-/** A reap window no running generation is idle for: eviction selects by release alone. */
-const NEVER_IDLE_MS = 100 * 365 * 24 * 3600 * 1000;
 
 /** A sandbox generation the idle reaper may destroy, as observed when it looked. */
 export type IdleCandidate = { sandboxId: string; generation: number };
@@ -44,6 +43,8 @@ export class SandboxManager {
   #loops: AbortController | undefined;
   readonly #background: BackgroundTasks;
   readonly #trackFn = (work: Promise<unknown>): void => this.#background.track(work);
+  /** Creates admitted within the tmpfs budget and not yet settled (tmpfs-budget.ts). */
+  readonly #admitted = new Set<string>();
 
   constructor(deps: SandboxManagerDeps) {
     this.#ctx = {
@@ -77,13 +78,20 @@ export class SandboxManager {
     if (this.#quiesced) return { ok: false, reason: "node_quiesced" };
     const warm = await this.#acquireWarm(id, workdirPath, request);
     if (warm) return warm;
-    return acquireCoalesced(
-      this.#ctx,
-      { quiesced: () => this.#quiesced, track: this.#trackFn },
-      id,
-      { ...request, workdirPath },
-      signal,
-    );
+    // A new generation must fit the node's tmpfs budget (issue 37 item 1, decision 0142).
+    const admitted = await admitCreate(this.#ctx, id, this.#admitted, signal);
+    if (!admitted.ok) return admitted;
+    try {
+      return await acquireCoalesced(
+        this.#ctx,
+        { quiesced: () => this.#quiesced, track: this.#trackFn },
+        id,
+        { ...request, workdirPath },
+        signal,
+      );
+    } finally {
+      admitted.settle();
+    }
   }
 
   /** The fast path: a generation this process holds, confirmed live by one conditional touch. */
@@ -176,25 +184,26 @@ export class SandboxManager {
 
   /**
    * Keeps at most MAX_WARM_PER_UID of the uid's warm generations on this node, then at most
-   * what the node's warm memory budget holds (each counted at its /tmp plus home tmpfs
-   * sizes) of anyone's, destroying the oldest others now (fenced like a reap: only while
-   * still released and unused), so finished runs cannot pin a node's memory for the
-   * keep-warm window (issue 37 item 1, decision 0106). Returns the sandbox ids destroyed.
+   * what the node's tmpfs budget leaves beside the generations in use (each counted at its
+   * /tmp plus home tmpfs sizes) of anyone's, destroying the oldest others now (fenced like
+   * a reap: only while still released and unused), so finished runs cannot pin a node's
+   * memory for the keep-warm window (issue 37 item 1, decisions 0106, 0142). Returns the
+   * sandbox ids destroyed.
    */
   async evictWarm(uid: string, signal: AbortSignal): Promise<string[]> {
-    const { config, nodeId, store } = this.#ctx;
-    const perSandbox = config.tmpSizeBytes + config.homeSizeBytes;
-    const nodeKeeps = Math.floor(config.warmMemoryBudgetBytes / perSandbox);
+    const { nodeId, store } = this.#ctx;
     const evicted: string[] = [];
-    // Released at any time ago qualifies; a generation taken back meanwhile does not.
-    const warm: ReapWindow = { idleMs: NEVER_IDLE_MS, keepWarmMs: 0 };
+    const nodeKeeps = async () => {
+      const inUse = (await store.runningRows(nodeId)).filter((r) => r.releasedAt === null);
+      return Math.max(0, tmpfsCapacity(this.#ctx) - inUse.length);
+    };
     for (const rows of [
       () => store.warmBeyond(nodeId, uid, MAX_WARM_PER_UID),
-      () => store.warmBeyond(nodeId, undefined, nodeKeeps),
+      async () => store.warmBeyond(nodeId, undefined, await nodeKeeps()),
     ]) {
       for (const row of await rows()) {
         const out = await destroyGeneration(this.#ctx, row.sandboxId, row.generation, signal, {
-          idle: warm,
+          idle: WARM_AT_ANY_AGE,
         });
         if (out.ok) evicted.push(row.sandboxId);
       }

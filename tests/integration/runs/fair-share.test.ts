@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { and, eq, isNull } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -76,16 +76,35 @@ function maxOverlap(runs: AgentRun[]): number {
   return most;
 }
 
+// Each of A's runs in its own Workdir (projects/<id>) waiting for one gate beside them:
+// runs on one Workdir would wait for each other's Execution Lease and lend their slots
+// (decision 0141), and this test is about runs that really hold them.
+const GATED_BESIDE = `until [ -e ../${GATE} ]; do sleep 0.05; done; echo a`;
+
+function openGateBeside(project: Project): void {
+  const projects = join(
+    world.dataRoot.path,
+    "users",
+    uidDirname(project.uid),
+    "workspace",
+    "projects",
+  );
+  mkdirSync(projects, { recursive: true });
+  writeFileSync(join(projects, GATE), "");
+}
+
 it("a new user's run starts while another user fills every slot of the node, not after one of their runs ends (issue 37 item 8)", async () => {
   const slots = 3;
   await world.worker({ limits: { concurrency: slots, waitingPollMs: 200 } });
   const projectA = await world.project({ uid: "tenant-a" });
-  const threadA = await world.thread(projectA);
   const projectB = await world.project({ uid: "tenant-b" });
   const threadB = await world.thread(projectB);
 
   const aRuns: string[] = [];
-  for (let i = 0; i < 20; i++) aRuns.push(await world.submit(threadA, GATED));
+  for (let i = 0; i < 20; i++) {
+    const thread = await world.thread(await world.project({ uid: "tenant-a" }));
+    aRuns.push(await world.submit(thread, GATED_BESIDE));
+  }
   // A holds every regular slot (its default limit, 4, is above this node's 3), the rest
   // wait; the node's idle-user slot (IDLE_UID_SLOTS) is not A's to take.
   const aFilled = async () => {
@@ -103,7 +122,7 @@ it("a new user's run starts while another user fills every slot of the node, not
   const bWaitMs = (b.startedAt?.getTime() ?? Number.NaN) - b.createdAt.getTime();
   console.info(`issue 37 item 8: B's run started ${bWaitMs} ms after its submission`);
 
-  openGate(projectA);
+  openGateBeside(projectA);
   const a = await Promise.all(aRuns.map((id) => world.waitForRun(id, undefined, 120_000)));
   expect(a.map((r) => r.status)).toEqual(aRuns.map(() => "succeeded"));
   // A never had more than the node's slots: the extra one is only for a uid with none.

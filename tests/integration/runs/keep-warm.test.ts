@@ -189,7 +189,7 @@ it("one user's finished runs keep at most MAX_WARM_PER_UID sandboxes warm, oldes
 it("over the node's warm memory budget the oldest warm sandbox of any user is evicted, and its conversation's next turn still runs", async () => {
   // Each warm sandbox counts at its tmpfs sizes (16 + 16 MiB in tests): room for two.
   const perSandbox = 32 * 1024 * 1024;
-  const w = await runWorld({ keepWarmMs: 60_000, warmMemoryBudgetBytes: 2.5 * perSandbox });
+  const w = await runWorld({ keepWarmMs: 60_000, tmpfsBudgetBytes: 2.5 * perSandbox });
   world = w;
   await w.worker();
   const state = async (uid: string, thread: string) => {

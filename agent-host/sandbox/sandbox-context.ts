@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { FileView } from "../../shared/paths/file-view.ts";
+import type { DatabaseRetry } from "../runs/database-retry.ts";
 import type { AcquireResult } from "./acquire-sandbox.ts";
 import type { SandboxDriver } from "./driver.ts";
 import type { PinSet } from "./pin-set.ts";
@@ -21,6 +22,11 @@ export type SandboxManagerDeps = {
   config: SandboxTimings;
   /** The agent-host's series (creates, destroys, exec seconds, reconciler actions). */
   metrics?: WorkcellMetrics;
+  /**
+   * How an exec's fence touch waits for a database that does not answer (decision 0147);
+   * default: the run worker's default policy (run-limits.ts).
+   */
+  databaseRetry?: DatabaseRetry;
 };
 
 /** A generation this process knows to be live, with its in-flight uses. */

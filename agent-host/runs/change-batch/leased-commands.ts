@@ -161,7 +161,8 @@ export class LeasedCommands {
       return { value: outcome.value, batch };
     } finally {
       if (!released) {
-        await this.#deps.leases.release(lease).catch((error: unknown) => {
+        // Tried again while the run lives (the row would hold its next command back).
+        await this.#deps.leases.release(lease, signal).catch((error: unknown) => {
           log.warn({ err: error }, "execution lease release failed; it lapses with the run lease");
         });
       }

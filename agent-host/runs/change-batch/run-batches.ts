@@ -5,7 +5,7 @@ import type { RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../../workspace/index.ts";
 import { ExecutionLeases } from "../execution-lease/execution-leases.ts";
 import { LeaseWakeups } from "../execution-lease/lease-wakeups.ts";
-import type { RunWorkerLimits } from "../run-limits.ts";
+import { databaseRetryOf, type RunWorkerLimits } from "../run-limits.ts";
 import { LeasedCommands } from "./leased-commands.ts";
 import { runRepairPass } from "./repair-pass.ts";
 import { RepairRecords } from "./repair-records.ts";
@@ -54,6 +54,7 @@ export class RunBatches {
         pollIntervalMs: limits.leasePollIntervalMs,
         statementTimeoutMs: limits.leaseStatementTimeoutMs,
         logger,
+        retry: databaseRetryOf(limits),
       }),
       repairs: this.#records,
       userWorkspaces: deps.userWorkspaces,

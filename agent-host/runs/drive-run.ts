@@ -104,7 +104,13 @@ export async function driveRun(
     const userText = model.name === SHELL_MODEL_NAME ? x.input : x.visibleInput;
     // Every command and every host-side write into the Workdir runs under the Execution
     // Lease and leaves a change batch (docs/architecture.md §5).
-    const scope = { fence: x.fence, workdirPath: x.workdirPath, tree: x.tree, logger: x.logger };
+    const scope = {
+      fence: x.fence,
+      workdirPath: x.workdirPath,
+      tree: x.tree,
+      logger: x.logger,
+      silence: x.control.silence,
+    };
     const result = await runAgentLoop({
       model,
       tools: leasedTools(

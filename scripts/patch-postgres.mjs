@@ -1,13 +1,21 @@
-// Applied by `npm install`/`npm ci` (package.json "postinstall"; decision 0111): guards
-// postgres.js 3.4.9's deferred write against a connection that closed before it ran.
-// Upstream (porsager/postgres#1154, #1066, #1208; fixes #1168/#1209 unmerged, 3.4.10 still
-// unguarded) a small write is flushed from a setImmediate; when the socket closed in
-// between, `socket.write` runs on null and the TypeError is thrown from the immediate, where
-// no caller can catch it, so one dropped connection ends the whole process. The guard
-// settles the connection's queries with CONNECTION_CLOSED instead (what the pool already
-// does for a close it sees), which every caller handles as a database error.
-// Idempotent; fails the install loudly if the driver's text is not the one this patch knows
-// (a new version must be checked against the upstream fix, not patched blindly).
+// Applied by `npm install`/`npm ci` (package.json "postinstall"; decisions 0111, 0146):
+// two places where postgres.js 3.4.9 lets a connection closing under it end the process.
+// Idempotent (each patch has its own marker); fails the install loudly if the driver's text
+// is not the one a patch knows (a new version must be checked against upstream, not patched
+// blindly).
+//
+// 1. The deferred write (porsager/postgres#1154, #1066, #1208; fixes #1168/#1209 unmerged,
+//    3.4.10 still unguarded): a small write is flushed from a setImmediate; when the socket
+//    closed in between, `socket.write` runs on null and the TypeError is thrown from the
+//    immediate, where no caller can catch it. The guard settles the connection's queries
+//    with CONNECTION_CLOSED instead (what the pool already does for a close it sees).
+// 2. The array-type fetch (decision 0146): on a new connection's first ReadyForQuery the
+//    driver starts `fetchArrayTypes()`, an async function nobody awaits. When the connection
+//    is cut while its types query is in flight, that query is rejected with the socket's
+//    error (ECONNRESET, a stack of Node's net internals only) and so is the function's
+//    promise: an unhandled rejection, which Node turns into an uncaught exception that
+//    names no driver frame. The same error has already been delivered to the query that
+//    opened the connection (errored() rejects `initial`), so the duplicate is dropped.
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,35 +23,55 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const driver = join(root, "node_modules", "postgres");
 const builds = ["src", "cjs/src", "cf/src"];
-const unguarded = "  function nextWrite(fn) {\n    const x = socket.write(chunk, fn)\n";
-const marker = "workcell patch: porsager/postgres#1208";
-const guarded = [
-  "  function nextWrite(fn) {",
-  `    if (!socket) { // ${marker} (scripts/patch-postgres.mjs)`,
-  "      chunk = nextWriteTimer = null",
-  "      error(Errors.connection('CONNECTION_CLOSED', options, socket))",
-  "      return false",
-  "    }",
-  "    const x = socket.write(chunk, fn)",
-  "",
-].join("\n");
+
+const deferredWrite = "workcell patch: porsager/postgres#1208";
+const arrayTypes = "workcell patch: unawaited fetchArrayTypes";
+const patches = [
+  {
+    marker: deferredWrite,
+    unguarded: "  function nextWrite(fn) {\n    const x = socket.write(chunk, fn)\n",
+    guarded: [
+      "  function nextWrite(fn) {",
+      `    if (!socket) { // ${deferredWrite} (scripts/patch-postgres.mjs)`,
+      "      chunk = nextWriteTimer = null",
+      "      error(Errors.connection('CONNECTION_CLOSED', options, socket))",
+      "      return false",
+      "    }",
+      "    const x = socket.write(chunk, fn)",
+      "",
+    ].join("\n"),
+  },
+  {
+    marker: arrayTypes,
+    unguarded: "        return fetchArrayTypes()\n",
+    guarded: `        return fetchArrayTypes().catch(noop) // ${arrayTypes} (scripts/patch-postgres.mjs)\n`,
+  },
+];
 
 async function patchFile(file) {
-  const text = await readFile(file, "utf8");
-  if (text.includes(marker)) return "already patched";
-  if (!text.includes(unguarded)) {
-    throw new Error(
-      `${file}: nextWrite is not the 3.4.9 text this patch knows; check the new postgres version against porsager/postgres#1208 and update scripts/patch-postgres.mjs`,
-    );
+  let text = await readFile(file, "utf8");
+  const outcomes = [];
+  for (const { marker, unguarded, guarded } of patches) {
+    if (text.includes(marker)) {
+      outcomes.push("already patched");
+      continue;
+    }
+    if (text.split(unguarded).length !== 2) {
+      throw new Error(
+        `${file}: the text '${unguarded.trim()}' is not the 3.4.9 text this patch knows (${marker}); check the new postgres version upstream and update scripts/patch-postgres.mjs`,
+      );
+    }
+    text = text.replace(unguarded, guarded);
+    outcomes.push("patched");
   }
-  await writeFile(file, text.replace(unguarded, guarded));
-  return "patched";
+  await writeFile(file, text);
+  return outcomes.join(", ");
 }
 
 const version = JSON.parse(await readFile(join(driver, "package.json"), "utf8")).version;
 if (version !== "3.4.9") {
   throw new Error(
-    `postgres ${version} installed; scripts/patch-postgres.mjs knows 3.4.9 only (decision 0111)`,
+    `postgres ${version} installed; scripts/patch-postgres.mjs knows 3.4.9 only (decisions 0111, 0146)`,
   );
 }
 for (const build of builds) {

@@ -1,7 +1,7 @@
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
-import { destroyGeneration } from "./destroy-generation.ts";
-import type { SandboxContext } from "./sandbox-context.ts";
-import type { ReapWindow, SandboxRow } from "./sandbox-store.ts";
+import { destroyGeneration } from "./lifecycle/destroy-generation.ts";
+import type { SandboxContext } from "./lifecycle/sandbox-context.ts";
+import type { ReapWindow, SandboxRow } from "./lifecycle/sandbox-store.ts";
 
 /** A reap window no running generation is idle for: eviction selects by release alone. */
 const NEVER_IDLE_MS = 100 * 365 * 24 * 3600 * 1000;

@@ -37,16 +37,21 @@ export function isDatabaseDriverFault(error: unknown): boolean {
  * other error is logged and ends the process as Node would. Returns the uninstaller.
  */
 export function guardDatabaseDriverFaults(deps: DriverFaultGuardDeps): () => void {
-  const handler = (error: unknown) => {
+  // `origin` says whether it was thrown or a promise nobody handled ("unhandledRejection"):
+  // a rejection carries the stack of where its error was made, not of who dropped it.
+  const handler = (error: unknown, origin: NodeJS.UncaughtExceptionOrigin) => {
     if (isDatabaseDriverFault(error)) {
       deps.onContained?.();
       deps.logger.error(
-        { err: error },
+        { err: error, origin },
         "a database connection failed outside any query; that connection is dropped and the pool opens a new one, so the process keeps running",
       );
       return;
     }
-    deps.logger.fatal({ err: error }, "uncaught error; the process ends (its service restarts it)");
+    deps.logger.fatal(
+      { err: error, origin },
+      "uncaught error; the process ends (its service restarts it)",
+    );
     deps.exit(1);
   };
   process.on("uncaughtException", handler);

@@ -3,11 +3,14 @@ import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import type { ChangeBatchTool } from "../../../shared/db/schema.ts";
 import { domainError, domainReasonOf } from "../../../shared/errors/domain-errors.ts";
-import { overQuota, type RunQuotaGate } from "../../quota/run-quota-gate.ts";
+import { overQuota, type QuotaAdmission, type RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import { scanGrowth } from "../../quota/scan-growth.ts";
 import type { MetadataScan, MetadataScanLimits, UserWorkspaces } from "../../workspace/index.ts";
 import type { RunFence } from "../claim/run-fence.ts";
 import type { ExecutionLeases } from "../execution-lease/execution-leases.ts";
+import type { RunFence } from "../claim/run-fence.ts";
+import type { RunSilence } from "../run-silence.ts";
+import { diffWorkdirSnapshots, UNKNOWN_CHANGES } from "./workdir-changes.ts";
 import { batchCommandText, type ChangeBatch } from "./change-batch.ts";
 import { commitChangeBatch } from "./commit-change-batch.ts";
 import type { RepairRecords } from "./repair-records.ts";
@@ -44,6 +47,8 @@ export interface CommandScope {
   readonly tree: TreeBatches;
   /** The run's logger (uid, run_id, request_id, sandbox); default: one with uid and run_id. */
   readonly logger?: Logger;
+  /** The run's silence (decision 0148): a command waits out a suspension and counts as busy. */
+  readonly silence?: RunSilence;
 }
 
 export interface CommandInfo {
@@ -79,11 +84,32 @@ export class LeasedCommands {
     signal: AbortSignal,
     body: (signal: AbortSignal) => Promise<T>,
   ): Promise<{ value: T; batch: ChangeBatch }> {
-    const { fence, workdirPath, tree } = scope;
+    const { fence } = scope;
     const log = scope.logger ?? this.#deps.logger.child({ uid: fence.uid, run_id: fence.runId });
     // The usage is measured first (cached, no statement); the limits are read by the
     // lease's own statement, which does not arrive over quota (docs/decisions/0067).
     const admission = await this.#deps.quota?.measure(fence.uid, signal);
+    // From here until its after-scan the command may act in the sandbox (decision 0148).
+    const leave = (await scope.silence?.enter(signal)) ?? (() => {});
+    try {
+      return await this.#leased(scope, info, signal, body, { admission, log, leave });
+    } finally {
+      leave();
+    }
+  }
+
+  async #leased<T>(
+    scope: CommandScope,
+    info: CommandInfo,
+    signal: AbortSignal,
+    body: (signal: AbortSignal) => Promise<T>,
+    {
+      admission,
+      log,
+      leave,
+    }: { admission: QuotaAdmission | undefined; log: Logger; leave: () => void },
+  ): Promise<{ value: T; batch: ChangeBatch }> {
+    const { fence, workdirPath, tree } = scope;
     const kept = tree.lastScan(workdirPath);
     const acquired = await this.#deps.leases.acquire(
       fence,
@@ -133,6 +159,8 @@ export class LeasedCommands {
         undefined,
       );
       tree.keepScan(workdirPath, after && { leaseSeq: lease.seq, scan: after });
+      // Nothing more happens in the sandbox: the commit and release are fenced writes.
+      leave();
       this.#deps.quota?.settle(fence.uid, scanGrowth(before, after));
       const changes =
         before === undefined || after === undefined
@@ -162,7 +190,8 @@ export class LeasedCommands {
       return { value: outcome.value, batch };
     } finally {
       if (!released) {
-        await this.#deps.leases.release(lease).catch((error: unknown) => {
+        // Tried again while the run lives (the row would hold its next command back).
+        await this.#deps.leases.release(lease, signal).catch((error: unknown) => {
           log.warn({ err: error }, "execution lease release failed; it lapses with the run lease");
         });
       }

@@ -58,6 +58,7 @@ export class RunBatches {
         statementTimeoutMs: limits.leaseStatementTimeoutMs,
         logger,
         ...(deps.lendSlot === undefined ? {} : { lendSlot: deps.lendSlot }),
+        retry: databaseRetryOf(limits),
       }),
       repairs: this.#records,
       userWorkspaces: deps.userWorkspaces,

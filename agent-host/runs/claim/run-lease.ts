@@ -4,6 +4,7 @@ import { abortable } from "../../../shared/async/abortable.ts";
 import type { Db } from "../../../shared/db/client.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
 import { fencedRun, type RunFence } from "./run-fence.ts";
+import type { RunSilence } from "./run-silence.ts";
 
 export interface RunLeaseDeps {
   readonly db: Db;
@@ -15,6 +16,11 @@ export interface RunLeaseDeps {
   readonly onCancelRequested: () => void;
   /** The lease is gone: the fence failed, or no heartbeat succeeded for a whole TTL (called once). */
   readonly onLost: () => void;
+  /**
+   * The run's commands (decision 0148): with it, a whole TTL of silence while no command
+   * is in the sandbox suspends the run instead of losing it, until a beat answers.
+   */
+  readonly silence?: RunSilence;
 }
 
 /**
@@ -28,6 +34,9 @@ export interface RunLeaseDeps {
  * run's stop). Loss by silence is decided by a timer, not by the catch of a failed beat:
  * once no beat has succeeded for a whole TTL, the sweeper may already have ended the run,
  * so the worker assumes the lease lost and stops acting, even if every beat since hangs.
+ * Unless no command of the run is in the sandbox (decision 0148): then it only suspends
+ * the run's commands and keeps beating; the first beat that answers decides (a row: the
+ * fence held, nobody took the run, it resumes; none: lost).
  */
 export class RunLease {
   readonly #deps: RunLeaseDeps;
@@ -86,10 +95,16 @@ export class RunLease {
     if (this.#lossTimer !== undefined) clearTimeout(this.#lossTimer);
     const remainingMs = Math.max(0, this.#deps.leaseTtlMs - (performance.now() - sentAt));
     this.#lossTimer = setTimeout(() => {
-      this.#deps.logger.warn(
-        { silent_ms: this.#deps.leaseTtlMs },
-        "no run heartbeat succeeded for a whole lease",
-      );
+      const { silence, logger, leaseTtlMs } = this.#deps;
+      if (silence !== undefined && !silence.busy) {
+        silence.suspend();
+        logger.warn(
+          { silent_ms: leaseTtlMs },
+          "no run heartbeat succeeded for a whole lease; no command is running, so the run waits for the database (its next beat re-checks the fence)",
+        );
+        return;
+      }
+      logger.warn({ silent_ms: leaseTtlMs }, "no run heartbeat succeeded for a whole lease");
       this.#lost();
     }, remainingMs);
   }
@@ -119,6 +134,10 @@ export class RunLease {
     if (row === undefined) {
       this.#lost();
       return;
+    }
+    if (this.#deps.silence?.suspended) {
+      logger.info("the database answered again and the run is still ours; resuming");
+      this.#deps.silence.resume();
     }
     this.#armLossTimer(sentAt);
     if (row.cancelRequested && !this.#cancelSeen) {

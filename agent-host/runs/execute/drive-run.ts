@@ -118,7 +118,13 @@ export async function driveRun(
           });
     // Every command and every host-side write into the Workdir runs under the Execution
     // Lease and leaves a change batch (docs/architecture.md §5).
-    const scope = { fence: x.fence, workdirPath: x.workdirPath, tree: x.tree, logger: x.logger };
+    const scope = {
+      fence: x.fence,
+      workdirPath: x.workdirPath,
+      tree: x.tree,
+      logger: x.logger,
+      silence: x.control.silence,
+    };
     const result = await runAgentLoop({
       model,
       tools: leasedTools(

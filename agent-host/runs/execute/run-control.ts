@@ -1,3 +1,5 @@
+import { RunSilence } from "./run-silence.ts";
+
 /**
  * Why a run is being stopped before it ended by itself:
  * - `cancel`: the user asked (cancel_requested), or its parent run is being cancelled;
@@ -24,6 +26,8 @@ export class RunStopped extends Error {
  */
 export class RunControl {
   readonly #controller = new AbortController();
+  /** Its commands and its heartbeat's silence (decision 0148). */
+  readonly silence = new RunSilence();
   #reason: StopReason | undefined;
   #leaseLost = false;
 

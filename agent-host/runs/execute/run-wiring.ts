@@ -47,6 +47,7 @@ export async function withRunWiring<T>(
     logger: run.logger,
     onCancelRequested: () => control.stop("cancel"),
     onLost: () => control.stop("lease_lost"),
+    silence: control.silence,
   });
   const unwatch = deps.cancelWatcher.watch(run.runId, () => control.stop("cancel"));
   const onShutdown = () => control.stop("shutdown");

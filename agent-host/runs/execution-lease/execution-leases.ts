@@ -4,9 +4,12 @@ import type { Logger } from "pino";
 import type { WorkspaceQuota } from "../../../shared/capability/capability-claims.ts";
 import type { Db, DbOrTransaction } from "../../../shared/db/client.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
+import { PG_UNIQUE_VIOLATION, sqlStateOf } from "../../../shared/db/pg-error.ts";
 import type { QuotaAdmission } from "../../quota/run-quota-gate.ts";
 import type { RunFence } from "../claim/run-fence.ts";
 import type { LendSlot } from "../fair-share/lent-slots.ts";
+import type { DatabaseRetry } from "../database-retry.ts";
+import { retryDatabaseWhile } from "../retry-database-while.ts";
 import { leaseRootKey } from "./lease-root.ts";
 import { EXECUTION_LEASE_CHANNEL, type LeaseWakeups } from "./lease-wakeups.ts";
 
@@ -30,6 +33,11 @@ export interface ExecutionLeaseDeps {
    * 0141); without it (tests of the lease alone) a wait keeps its slot.
    */
   readonly lendSlot?: LendSlot;
+  /**
+   * The arrival and the release are tried again while the database does not answer
+   * (decision 0147), for as long as the command's signal allows. Absent: one try each.
+   */
+  readonly retry?: DatabaseRetry;
 }
 
 /** A granted lease; release it exactly once (release() or releaseIn()). */
@@ -102,27 +110,18 @@ export class ExecutionLeases {
     const previous = previousSeq ?? null;
     // One round trip (a server-side function, migration 0012): the uid's arrival lock,
     // the row (only for a live run) and, when the root is free, the grant.
-    const arrive = sql`workcell_acquire_execution_lease(
-        ${leaseId}::uuid, ${fence.uid}, ${rootKey}, ${fence.runId}::uuid, ${fence.attempt}::int,
-        ${this.#deps.nodeId}, ${previous}::bigint, ${this.#deps.statementTimeoutMs}::int)`;
-    const [first] = await executeRows<ArrivalRow>(
-      this.#deps.db,
-      admission === undefined
-        ? sql`select * from ${arrive}`
-        : // The limits row, and the arrival only under it. The condition refers to the
-          // outer row alone, so PostgreSQL plans it as a one-time filter over the function
-          // scan: over quota, the function is not called at all (OFFSET 0 keeps the
-          // subquery from being flattened into a join filter, which would call it first).
-          sql`select q.limit_bytes, q.limit_inodes, a.*
-            from (select coalesce(u.workspace_bytes, ${admission.defaults.workspace_bytes}::bigint)::float8 as limit_bytes,
-                         coalesce(u.workspace_inodes, ${admission.defaults.workspace_inodes}::bigint)::float8 as limit_inodes
-                  from (select 1) one left join user_limits u on u.uid = ${fence.uid}) q
-            left join lateral (
-              select * from ${arrive}
-              where q.limit_bytes >= ${admission.used.bytes}::float8
-                and q.limit_inodes >= ${admission.used.inodes}::float8
-              offset 0) a on true`,
-    );
+    let first: ArrivalRow | undefined;
+    try {
+      first = await this.#arriveRetried(leaseId, signal, () =>
+        this.#arrive(fence, leaseId, rootKey, previous, admission),
+      );
+    } catch (error) {
+      // Cancelled while the database did not answer: an arrival whose answer was lost
+      // must not stay queued.
+      if (!signal.aborted) throw error;
+      await this.#withdraw({ leaseId, uid: fence.uid });
+      return { ok: false, reason: "cancelled" };
+    }
     if (admission !== undefined && first !== undefined && first.out_seq === null) {
       const quota = {
         workspace_bytes: Number(first.limit_bytes),
@@ -202,9 +201,92 @@ export class ExecutionLeases {
     }
   }
 
-  /** Releases in its own statement (see releaseIn to join the batch commit). */
-  async release(lease: HeldExecutionLease): Promise<void> {
-    await releaseIn(this.#deps.db, lease);
+  /** The arrival statement: the row and, when the root is free, the grant (see acquire). */
+  async #arrive(
+    fence: RunFence,
+    leaseId: string,
+    rootKey: string,
+    previous: number | null,
+    admission: QuotaAdmission | undefined,
+  ): Promise<ArrivalRow | undefined> {
+    const arrive = sql`workcell_acquire_execution_lease(
+        ${leaseId}::uuid, ${fence.uid}, ${rootKey}, ${fence.runId}::uuid, ${fence.attempt}::int,
+        ${this.#deps.nodeId}, ${previous}::bigint, ${this.#deps.statementTimeoutMs}::int)`;
+    const [row] = await executeRows<ArrivalRow>(
+      this.#deps.db,
+      admission === undefined
+        ? sql`select * from ${arrive}`
+        : // The limits row, and the arrival only under it. The condition refers to the
+          // outer row alone, so PostgreSQL plans it as a one-time filter over the function
+          // scan: over quota, the function is not called at all (OFFSET 0 keeps the
+          // subquery from being flattened into a join filter, which would call it first).
+          sql`select q.limit_bytes, q.limit_inodes, a.*
+            from (select coalesce(u.workspace_bytes, ${admission.defaults.workspace_bytes}::bigint)::float8 as limit_bytes,
+                         coalesce(u.workspace_inodes, ${admission.defaults.workspace_inodes}::bigint)::float8 as limit_inodes
+                  from (select 1) one left join user_limits u on u.uid = ${fence.uid}) q
+            left join lateral (
+              select * from ${arrive}
+              where q.limit_bytes >= ${admission.used.bytes}::float8
+                and q.limit_inodes >= ${admission.used.inodes}::float8
+              offset 0) a on true`,
+    );
+    return row;
+  }
+
+  /**
+   * The arrival, tried again while the database does not answer. Sound because the lease
+   * id is chosen once: a retry first looks for that id's row, so an arrival whose answer
+   * was lost is taken up (as waiting: the wait loop's grant check says the rest), never
+   * made twice (a second row of the same run would queue the run behind itself).
+   */
+  async #arriveRetried(
+    leaseId: string,
+    signal: AbortSignal,
+    arrive: () => Promise<ArrivalRow | undefined>,
+  ): Promise<ArrivalRow | undefined> {
+    const { retry, db, logger } = this.#deps;
+    if (retry === undefined) return arrive();
+    const arrived = async (): Promise<ArrivalRow | undefined> => {
+      const [row] = await executeRows<{ seq: string | number }>(
+        db,
+        sql`select seq from execution_leases where lease_id = ${leaseId}::uuid`,
+      );
+      return row && { out_seq: row.seq, out_state: "waiting", out_root_unchanged: false };
+    };
+    return retryDatabaseWhile(
+      retry,
+      "execution lease arrival",
+      logger,
+      signal,
+      async (_, state) => {
+        if (state.failures === 0) return arrive();
+        const earlier = await arrived();
+        if (earlier !== undefined) return earlier;
+        try {
+          return await arrive();
+        } catch (error) {
+          // An abandoned attempt still running in the server committed the id meanwhile.
+          if (sqlStateOf(error) !== PG_UNIQUE_VIOLATION) throw error;
+          return arrived();
+        }
+      },
+    );
+  }
+
+  /**
+   * Releases in its own statement (see releaseIn to join the batch commit). With `signal`
+   * (the command's), tried again while the database does not answer and the signal holds
+   * (a delete: a retry after a lost answer deletes nothing); else once. A row left behind
+   * would queue the run's next command on this root behind its own finished one.
+   */
+  async release(lease: HeldExecutionLease, signal?: AbortSignal): Promise<void> {
+    const { retry, db, logger } = this.#deps;
+    if (retry === undefined || signal === undefined || signal.aborted) {
+      return releaseIn(db, lease);
+    }
+    await retryDatabaseWhile(retry, "execution lease release", logger, signal, () =>
+      releaseIn(db, lease),
+    );
   }
 
   /** A cancelled wait leaves nothing queued; if the delete fails the row dies with the run. */

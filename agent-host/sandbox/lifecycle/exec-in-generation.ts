@@ -1,8 +1,12 @@
 import type { ExecOutcome, ExecRequest, ExecResult } from "../driver.ts";
 import { type SandboxHandle, STALE_GENERATION } from "../sandbox-handle.ts";
 import { tierOfContainerId } from "../sandbox-tier.ts";
+import { retryDatabaseWhile } from "../../runs/retry-database-while.ts";
+import { DEFAULT_RUN_WORKER_LIMITS, databaseRetryOf } from "../../runs/run-limits.ts";
 import { forget } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
+
+const DEFAULT_FENCE_RETRY = databaseRetryOf(DEFAULT_RUN_WORKER_LIMITS);
 
 export type ManagedExecOutcome =
   | { ok: true; result: ExecResult }
@@ -29,7 +33,16 @@ export async function execInGeneration(
     // destroyed this generation) and keeps the reaper away while the exec runs. The
     // driver prepares while it is in flight and starts the command only once it said
     // yes (decision 0083); it is awaited here too, so its refusal or error is ours.
-    const fence = store.touch(db, handle.sandboxId, handle.generation);
+    // A database that does not answer is waited for while the exec's signal holds (the
+    // touch is idempotent; nothing has run before its yes), not turned into a failed
+    // command (decision 0147).
+    const fence = retryDatabaseWhile(
+      ctx.databaseRetry ?? DEFAULT_FENCE_RETRY,
+      "sandbox exec fence",
+      ctx.logger,
+      signal,
+      () => store.touch(db, handle.sandboxId, handle.generation),
+    );
     fence.catch(() => {});
     const started = performance.now();
     let out: ExecOutcome;

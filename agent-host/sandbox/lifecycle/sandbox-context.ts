@@ -6,6 +6,7 @@ import type { SandboxDriver } from "../driver.ts";
 import type { SandboxTimings } from "../sandbox-config.ts";
 import type { SandboxHandle } from "../sandbox-handle.ts";
 import type { SandboxTier } from "../sandbox-tier.ts";
+import type { DatabaseRetry } from "../../runs/database-retry.ts";
 import type { AcquireResult } from "./acquire-sandbox.ts";
 import type { PinSet } from "./pin-set.ts";
 import type { SandboxStore } from "./sandbox-store.ts";
@@ -21,6 +22,11 @@ export type SandboxManagerDeps = {
   config: SandboxTimings;
   /** The agent-host's series (creates, destroys, exec seconds, reconciler actions). */
   metrics?: WorkcellMetrics;
+  /**
+   * How an exec's fence touch waits for a database that does not answer (decision 0147);
+   * default: the run worker's default policy (run-limits.ts).
+   */
+  databaseRetry?: DatabaseRetry;
 };
 
 /** A generation this process knows to be live, with its in-flight uses. */

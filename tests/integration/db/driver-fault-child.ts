@@ -22,7 +22,13 @@ const args = JSON.parse(process.argv[2] ?? "{}") as DriverFaultChildArgs;
 const say = (event: string, fields: object = {}) =>
   process.stdout.write(`${JSON.stringify({ event, ...fields })}\n`);
 // Observes without changing what Node does with the error (the test reads why it died).
-process.on("uncaughtExceptionMonitor", (error) => say("uncaught", { message: String(error) }));
+process.on("uncaughtExceptionMonitor", (error, origin) =>
+  say("uncaught", {
+    message: String(error),
+    origin,
+    stack: error instanceof Error ? error.stack : "",
+  }),
+);
 if (args.guard) {
   guardDatabaseDriverFaults({
     logger: { error: () => {}, fatal: () => {} },

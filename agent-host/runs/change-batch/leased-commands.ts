@@ -5,7 +5,12 @@ import type { ChangeBatchTool } from "../../../shared/db/schema.ts";
 import { domainError, domainReasonOf } from "../../../shared/errors/domain-errors.ts";
 import { overQuota, type RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import { scanGrowth } from "../../quota/scan-growth.ts";
-import type { MetadataScan, MetadataScanLimits, UserWorkspaces } from "../../workspace/index.ts";
+import type {
+  MetadataScan,
+  MetadataScanLimits,
+  MetadataScanner,
+  UserWorkspaces,
+} from "../../workspace/index.ts";
 import type { ExecutionLeases } from "../execution-lease/execution-leases.ts";
 import type { RunFence } from "../run-fence.ts";
 import { diffWorkdirSnapshots, UNKNOWN_CHANGES } from "../workdir-changes.ts";
@@ -35,6 +40,8 @@ export interface LeasedCommandsDeps {
    * each command's growth is counted. Without it (tests of the lease alone) nothing is checked.
    */
   readonly quota?: RunQuotaGate;
+  /** Incremental scans (incremental-scans.ts); without it every scan walks in full. */
+  readonly scanner?: MetadataScanner;
 }
 
 /** Who runs a command and where: the run (fence), its writable root, its tree. */
@@ -219,7 +226,11 @@ export class LeasedCommands {
         signal,
       });
       try {
-        return await workdir.scanMetadata("", this.#deps.limits.scan, { signal });
+        const scanner = this.#deps.scanner;
+        return await workdir.scanMetadata("", this.#deps.limits.scan, {
+          signal,
+          ...(scanner === undefined ? {} : { scanner }),
+        });
       } finally {
         workdir.close();
       }

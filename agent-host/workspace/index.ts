@@ -1,7 +1,9 @@
 export type { CopyOptions } from "./copy-entry.ts";
 export { parseDataPlanePath } from "./data-plane-path.ts";
 export type { EntryInfo, EntryKind } from "./entry-kind.ts";
+export { type FanotifyFeed, openFanotifyFeed } from "./fanotify-feed.ts";
 export type { Owner } from "./fs-context.ts";
+export { IncrementalScans } from "./incremental-scans.ts";
 export { createLibcSyscalls, type LibcSyscallsOptions } from "./libc-syscalls.ts";
 export type { ListOptions, ListResult } from "./list-directory.ts";
 export type { MakeDirectoryOptions } from "./make-directory.ts";
@@ -25,7 +27,12 @@ export {
   WORKDIR_OUTPUTS_DIR,
   WORKDIR_UPLOADS_DIR,
 } from "./user-workspaces.ts";
-export { createWorkspaceFs, type WorkspaceFs, type WorkspaceFsDeps } from "./workspace-fs.ts";
+export {
+  createWorkspaceFs,
+  type MetadataScanner,
+  type WorkspaceFs,
+  type WorkspaceFsDeps,
+} from "./workspace-fs.ts";
 export * from "./workspace-limits.ts";
 export type { BatchFile, BatchOptions } from "./write-batch.ts";
 export type { WriteOptions } from "./write-file.ts";

@@ -56,6 +56,8 @@ const OPEN_DIR = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLL
  * used on purpose: about ten times faster per entry than the layer's FFI calls, which is
  * what makes a scan per command affordable; the walk yields every ENTRIES_PER_YIELD entries.
  *
+ * `onDir` sees each directory's descriptor before it is listed.
+ *
  * Throws only when `dirFd` itself cannot be listed, or when `signal` aborts.
  */
 export async function scanMetadata(
@@ -63,6 +65,7 @@ export async function scanMetadata(
   limits: MetadataScanLimits,
   names: NameLimits,
   signal: AbortSignal,
+  onDir?: (rel: string, fd: number) => void,
 ): Promise<MetadataScan> {
   const deadline = performance.now() + limits.timeoutMs;
   const files = new Map<string, MetadataStamp>();
@@ -72,6 +75,8 @@ export async function scanMetadata(
 
   const walk = async (fd: number, rel: string, depth: number): Promise<void> => {
     const base = `/proc/self/fd/${fd}`;
+    // Before its listing: whoever tracks changes (incremental-scans.ts) learns its identity.
+    onDir?.(rel, fd);
     const listing = readdirSync(base, { withFileTypes: true });
     listing.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     let listedAll = true;
@@ -144,7 +149,7 @@ export async function scanMetadata(
 }
 
 /** d_type when the filesystem gives it, else one lstat (DT_UNKNOWN on some filesystems). */
-function kindOf(entry: Dirent, base: string): "file" | "dir" | "other" {
+export function kindOf(entry: Dirent, base: string): "file" | "dir" | "other" {
   if (entry.isFile()) return "file";
   if (entry.isDirectory()) return "dir";
   if (

@@ -58,13 +58,16 @@ export interface WorkspaceFs {
   scanMetadata(
     path: string,
     limits: MetadataScanLimits,
-    options?: { readonly signal?: AbortSignal },
+    options?: { readonly signal?: AbortSignal; readonly scanner?: MetadataScanner },
   ): Promise<MetadataScan>;
   /** A WorkspaceFs bound to a subdirectory (opened no-follow); the caller closes it. */
   openSubdir(path: string, options?: { readonly signal?: AbortSignal }): Promise<WorkspaceFs>;
   close(): void;
   [Symbol.dispose](): void;
 }
+
+/** scanMetadata or a scanner that returns what it would (incremental-scans.ts). */
+export type MetadataScanner = typeof scanMetadata;
 
 export interface WorkspaceFsDeps extends FsContextOptions {
   /** An open descriptor of the directory; the WorkspaceFs takes ownership of it. */
@@ -133,7 +136,7 @@ export function createWorkspaceFs(deps: WorkspaceFsDeps): WorkspaceFs {
             ? rootFd
             : openDirectory(ctx, rootFd, names, errCtx, { finalFileCode: "invalid_request" });
         try {
-          return await scanMetadata(
+          return await (options.scanner ?? scanMetadata)(
             fd,
             limits,
             ctx.limits,

@@ -38,6 +38,8 @@ export interface LeasedCommandsDeps {
    * each command's growth is counted. Without it (tests of the lease alone) nothing is checked.
    */
   readonly quota?: RunQuotaGate;
+  /** Incremental scans (incremental-scans.ts); without it every scan walks in full. */
+  readonly scanner?: MetadataScanner;
 }
 
 /** Who runs a command and where: the run (fence), its writable root, its tree. */
@@ -249,7 +251,11 @@ export class LeasedCommands {
         signal,
       });
       try {
-        return await workdir.scanMetadata("", this.#deps.limits.scan, { signal });
+        const scanner = this.#deps.scanner;
+        return await workdir.scanMetadata("", this.#deps.limits.scan, {
+          signal,
+          ...(scanner === undefined ? {} : { scanner }),
+        });
       } finally {
         workdir.close();
       }

@@ -3,6 +3,7 @@ import type { Db } from "../../../shared/db/client.ts";
 import type { ListenFn } from "../../../shared/listen/listen-fn.ts";
 import type { RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../../workspace/index.ts";
+import { openWorkdirScanner, type WorkdirScanner } from "../../workspace/open-workdir-scanner.ts";
 import { ExecutionLeases } from "../execution-lease/execution-leases.ts";
 import { LeaseWakeups } from "../execution-lease/lease-wakeups.ts";
 import type { LendSlot } from "../fair-share/lent-slots.ts";
@@ -36,6 +37,7 @@ export class RunBatches {
   readonly #deps: RunBatchesDeps;
   readonly #wakeups: LeaseWakeups;
   readonly #records: RepairRecords;
+  readonly #scanner: WorkdirScanner;
   #timer: NodeJS.Timeout | undefined;
   #pass: Promise<void> = Promise.resolve();
   #stopped = false;
@@ -48,6 +50,8 @@ export class RunBatches {
       logger,
     });
     this.#records = new RepairRecords(deps.dataRoot);
+    this.#scanner = openWorkdirScanner(deps.dataRoot, logger);
+    const scanner = this.#scanner.scanner;
     this.commands = new LeasedCommands({
       db: deps.db,
       leases: new ExecutionLeases({
@@ -72,6 +76,7 @@ export class RunBatches {
       },
       logger,
       ...(deps.quota === undefined ? {} : { quota: deps.quota }),
+      ...(scanner === undefined ? {} : { scanner }),
     });
   }
 
@@ -85,6 +90,7 @@ export class RunBatches {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     await this.#pass;
     await this.#wakeups.stop();
+    this.#scanner.close();
   }
 
   #runPass(): void {

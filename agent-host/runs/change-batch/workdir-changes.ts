@@ -59,7 +59,7 @@ export function diffWorkdirSnapshots(
 ): WorkdirChanges {
   const knownBefore = knownDirectories(before);
   const knownAfter = knownDirectories(after);
-  const paths = new Set([...before.files.keys(), ...after.files.keys()]);
+  const paths = candidatePaths(before, after);
   const items: WorkdirChange[] = [];
   let truncated = before.truncated || after.truncated;
   for (const path of [...paths].sort()) {
@@ -116,4 +116,18 @@ function knownDirectories(snapshot: WorkdirSnapshot): (dir: string) => boolean {
 function parentOf(path: string): string {
   const slash = path.lastIndexOf("/");
   return slash < 0 ? "" : path.slice(0, slash);
+}
+
+/**
+ * Every path either snapshot has, or, when `after` says it equals `before` except at a few
+ * paths (incremental-scans.ts, both complete), only those: the rest cannot differ.
+ */
+function candidatePaths(before: WorkdirSnapshot, after: WorkdirSnapshot): Set<string> {
+  const derived = (after as { derivedFrom?: { base: unknown; changed: ReadonlySet<string> } })
+    .derivedFrom;
+  if (before === after) return new Set();
+  if (derived?.base === before && !before.truncated && !after.truncated) {
+    return new Set(derived.changed);
+  }
+  return new Set([...before.files.keys(), ...after.files.keys()]);
 }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import postgres from "postgres";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { SandboxManager } from "../../../agent-host/sandbox/sandbox-manager.ts";
+import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { changeBatches, executionLeases } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";

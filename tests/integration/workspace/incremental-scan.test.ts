@@ -19,7 +19,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { diffWorkdirSnapshots } from "../../../agent-host/runs/workdir-changes.ts";
+import { diffWorkdirSnapshots } from "../../../agent-host/runs/change-batch/workdir-changes.ts";
 import {
   type FanotifyFeed,
   openFanotifyFeed,

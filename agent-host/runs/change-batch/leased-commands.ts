@@ -5,12 +5,15 @@ import type { ChangeBatchTool } from "../../../shared/db/schema.ts";
 import { domainError, domainReasonOf } from "../../../shared/errors/domain-errors.ts";
 import { overQuota, type QuotaAdmission, type RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import { scanGrowth } from "../../quota/scan-growth.ts";
-import type { MetadataScan, MetadataScanLimits, UserWorkspaces } from "../../workspace/index.ts";
+import type {
+  MetadataScan,
+  MetadataScanLimits,
+  MetadataScanner,
+  UserWorkspaces,
+} from "../../workspace/index.ts";
 import type { RunFence } from "../claim/run-fence.ts";
 import type { ExecutionLeases } from "../execution-lease/execution-leases.ts";
-import type { RunFence } from "../claim/run-fence.ts";
 import type { RunSilence } from "../run-silence.ts";
-import { diffWorkdirSnapshots, UNKNOWN_CHANGES } from "./workdir-changes.ts";
 import { batchCommandText, type ChangeBatch } from "./change-batch.ts";
 import { commitChangeBatch } from "./commit-change-batch.ts";
 import type { RepairRecords } from "./repair-records.ts";

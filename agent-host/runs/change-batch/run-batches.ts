@@ -7,7 +7,7 @@ import { openWorkdirScanner, type WorkdirScanner } from "../../workspace/open-wo
 import { ExecutionLeases } from "../execution-lease/execution-leases.ts";
 import { LeaseWakeups } from "../execution-lease/lease-wakeups.ts";
 import type { LendSlot } from "../fair-share/lent-slots.ts";
-import type { RunWorkerLimits } from "../run-limits.ts";
+import { databaseRetryOf, type RunWorkerLimits } from "../run-limits.ts";
 import { LeasedCommands } from "./leased-commands.ts";
 import { runRepairPass } from "./repair-pass.ts";
 import { RepairRecords } from "./repair-records.ts";

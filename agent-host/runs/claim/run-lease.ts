@@ -3,8 +3,8 @@ import type { Logger } from "pino";
 import { abortable } from "../../../shared/async/abortable.ts";
 import type { Db } from "../../../shared/db/client.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
+import type { RunSilence } from "../run-silence.ts";
 import { fencedRun, type RunFence } from "./run-fence.ts";
-import type { RunSilence } from "./run-silence.ts";
 
 export interface RunLeaseDeps {
   readonly db: Db;

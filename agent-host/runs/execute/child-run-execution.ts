@@ -1,11 +1,11 @@
 import { and, eq } from "drizzle-orm";
 import { agentRuns } from "../../../shared/db/schema.ts";
+import { isRunPause } from "../../approvals/record-pause.ts";
 import type { SubagentOutcome } from "../agent/index.ts";
 import type { RunEnding } from "../claim/finish-run.ts";
 import { RunEventLog } from "../claim/run-event-log.ts";
 import { type RunOutcome, recordOutcome } from "../claim/run-recorder.ts";
 import { runLogFields } from "../run-log-fields.ts";
-import { isRunPause } from "../../approvals/record-pause.ts";
 import type { ChildRun } from "./create-child-run.ts";
 import { driveRun, type Execution } from "./drive-run.ts";
 import { RunControl } from "./run-control.ts";

@@ -4,12 +4,12 @@ import type { AgentRun } from "../../../shared/db/schema.ts";
 import { domainReasonOf } from "../../../shared/errors/domain-errors.ts";
 import { MAX_NETWORK_REQUESTS_PER_RUN } from "../../../shared/network/network-request-bounds.ts";
 import type { TraceContext } from "../../../shared/telemetry/tracing.ts";
-import type { EgressRecord } from "../../egress/egress-record.ts";
-import { networkRequestEventData, type RunEgress } from "../../egress/run-egress.ts";
-import type { SandboxHandle } from "../../sandbox/sandbox-handle.ts";
 import { DEFAULT_APPROVAL_TIMEOUT_SECONDS } from "../../approvals/approval-policy.ts";
 import { openRunApprovals } from "../../approvals/open-run-approvals.ts";
 import type { RunPause } from "../../approvals/record-pause.ts";
+import type { EgressRecord } from "../../egress/egress-record.ts";
+import { networkRequestEventData, type RunEgress } from "../../egress/run-egress.ts";
+import type { SandboxHandle } from "../../sandbox/sandbox-handle.ts";
 import {
   buildSystemPrompt,
   type ChatMessage,

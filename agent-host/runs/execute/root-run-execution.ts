@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { AgentRun } from "../../../shared/db/schema.ts";
 import { traceLogFields } from "../../../shared/telemetry/trace-log-fields.ts";
 import { inSpan, ROOT_CONTEXT, type TraceContext } from "../../../shared/telemetry/tracing.ts";
+import { isRunPause } from "../../approvals/record-pause.ts";
 import { withAttachmentContext } from "../../attachments/attachment-context.ts";
 import type { SandboxHandle } from "../../sandbox/sandbox-handle.ts";
 import { TreeBatches } from "../change-batch/tree-batches.ts";
@@ -11,7 +12,6 @@ import { type RecordedRun, type RunOutcome, recordOutcome } from "../claim/run-r
 import { isTransientDatabaseError } from "../database-retry.ts";
 import { databaseRetryOf } from "../run-limits.ts";
 import { runLogFields } from "../run-log-fields.ts";
-import { isRunPause } from "../../approvals/record-pause.ts";
 import { executeChildRun } from "./child-run-execution.ts";
 import { driveRun } from "./drive-run.ts";
 import { type Preparation, prepareRun } from "./prepare-run.ts";

@@ -1,4 +1,4 @@
-import { RunSilence } from "./run-silence.ts";
+import { RunSilence } from "../run-silence.ts";
 
 /**
  * Why a run is being stopped before it ended by itself:

@@ -7,7 +7,6 @@ import type { ClaimOutcome } from "../claim/claim-run.ts";
 import { claimWaitingRun, type UnavailableTiers } from "../claim/claim-waiting-run.ts";
 import type { RunWorkerLimits } from "../run-limits.ts";
 import { runLogFields } from "../run-log-fields.ts";
-import { claimWaitingRun, type UnavailableTiers } from "../claim/claim-waiting-run.ts";
 import { type LentSlot, LentSlots } from "./lent-slots.ts";
 import { fromOtherNode, notifySlotFreed } from "./park-run.ts";
 

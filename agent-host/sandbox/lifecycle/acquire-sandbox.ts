@@ -5,6 +5,7 @@ import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-vie
 import type { ContainerRef, CreateRefusal, SandboxContainer } from "../driver.ts";
 import { handleFromRow, type SandboxHandle, sandboxHandle } from "../sandbox-handle.ts";
 import { type SandboxTier, tierOfContainerId } from "../sandbox-tier.ts";
+import { type TmpfsBudgetRefusal, tmpfsBudgetError } from "../tmpfs-budget.ts";
 import {
   type AcquireDecision,
   type DecidedRefusal,
@@ -15,8 +16,6 @@ import { destroyGeneration } from "./destroy-generation.ts";
 import { register } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
-import { type SandboxTier, tierOfContainerId } from "../sandbox-tier.ts";
-import { type TmpfsBudgetRefusal, tmpfsBudgetError } from "../tmpfs-budget.ts";
 
 export type AcquireRequest = {
   /** The logical uid (OIDC sub) of the run's owner. */

@@ -1,8 +1,8 @@
+import { retryDatabaseWhile } from "../../runs/retry-database-while.ts";
+import { DEFAULT_RUN_WORKER_LIMITS, databaseRetryOf } from "../../runs/run-limits.ts";
 import type { ExecOutcome, ExecRequest, ExecResult } from "../driver.ts";
 import { type SandboxHandle, STALE_GENERATION } from "../sandbox-handle.ts";
 import { tierOfContainerId } from "../sandbox-tier.ts";
-import { retryDatabaseWhile } from "../../runs/retry-database-while.ts";
-import { DEFAULT_RUN_WORKER_LIMITS, databaseRetryOf } from "../../runs/run-limits.ts";
 import { forget } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
 

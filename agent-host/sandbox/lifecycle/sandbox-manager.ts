@@ -7,6 +7,7 @@ import { isCanonicalUuid } from "../../../shared/paths/canonical-uuid.ts";
 import { normalizeWorkdirPath } from "../../../shared/paths/normalize-workdir-path.ts";
 import type { ExecRequest } from "../driver.ts";
 import { type FencedOutcome, type SandboxHandle, STALE_GENERATION } from "../sandbox-handle.ts";
+import { admitCreate, tmpfsCapacity, WARM_AT_ANY_AGE } from "../tmpfs-budget.ts";
 import type { AcquireRequest, AcquireResult } from "./acquire-sandbox.ts";
 import { BackgroundTasks } from "./background-tasks.ts";
 import { acquireCoalesced } from "./coalesced-acquire.ts";
@@ -17,7 +18,6 @@ import { forget } from "./live-registry.ts";
 import { type ReconcileOptions, type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
 import type { SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
 import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
-import { admitCreate, tmpfsCapacity, WARM_AT_ANY_AGE } from "./tmpfs-budget.ts";
 
 /**
  * Warm (kept after their tree ended) generations one uid may hold on a node: each pins up

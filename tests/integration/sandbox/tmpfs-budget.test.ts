@@ -1,8 +1,8 @@
 import { eq } from "drizzle-orm";
 import { afterEach, expect, it } from "vitest";
 import { acquireRefusalError } from "../../../agent-host/sandbox/lifecycle/acquire-sandbox.ts";
-import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
 import type { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
+import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { sandboxId as sandboxIdOf } from "../../../shared/identity/sandbox-id.ts";
 import { freshScope, type ManagerWorld, managerWorld } from "./manager-fixture.ts";

@@ -11,9 +11,9 @@ import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/
 import type { EgressRecord } from "../../../agent-host/egress/egress-record.ts";
 import { createRunEgressOpener, type RunEgress } from "../../../agent-host/egress/run-egress.ts";
 import { EGRESS_PRELUDE } from "../../../agent-host/egress/sandbox-egress-env.ts";
-import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { CreateResult, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { sandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
 import { generateDeploymentCa } from "../../../agent-host/secrets/deployment-ca.ts";
 import { type NodeSecrets, prepareNodeSecrets } from "../../../agent-host/secrets/node-secrets.ts";

@@ -8,9 +8,9 @@ import {
 } from "../../../../agent-host/egress/container-egress-dir.ts";
 import type { EgressProxy } from "../../../../agent-host/egress/egress-proxy.ts";
 import { EGRESS_PRELUDE, egressEnv } from "../../../../agent-host/egress/sandbox-egress-env.ts";
-import { containerName, LABEL } from "../../../../agent-host/sandbox/instance/container-labels.ts";
 import { DockerDriver } from "../../../../agent-host/sandbox/container/docker-driver.ts";
 import type { CreateResult, SandboxDriver } from "../../../../agent-host/sandbox/driver.ts";
+import { containerName, LABEL } from "../../../../agent-host/sandbox/instance/container-labels.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../../shared/env/agent-host-env.ts";
 import { removeContainersLabelled } from "../../../support/docker.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../../support/process-tier.ts";

@@ -6,6 +6,7 @@ import type { Db } from "../../shared/db/client.ts";
 import { userLimits } from "../../shared/db/schema.ts";
 import { WorkcellError } from "../../shared/errors/index.ts";
 import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
+import { watchCommandQuota } from "./command-quota-watch.ts";
 import type { WorkspaceQuotaAccounting } from "./workspace-quota.ts";
 import type { WorkspaceUsage } from "./workspace-usage.ts";
 
@@ -16,9 +17,9 @@ export const USAGE_CHECK_TIMEOUT_MS = 60_000;
 
 /**
  * The run worker's side of the accounting mode (docs/decisions/0050): no new run and no
- * next command of a uid whose UserWorkspace is over its quota. A command is not stopped
- * mid-write (there is no filesystem quota to stop it), so a workspace can pass its quota
- * by what one command writes; the command after it is refused.
+ * next command of a uid whose UserWorkspace is over its quota. There is no filesystem quota
+ * to stop a write, so a running command is watched and stopped once the workspace is over
+ * (`watch`, decision 0143): it passes its quota by a bounded overrun; the next is refused.
  */
 export interface RunQuotaGate {
   /**
@@ -42,6 +43,17 @@ export interface RunQuotaGate {
    * measurement (at most the accounting's cache age later). Never throws.
    */
   settle(uid: string, grew: WorkspaceUsage | undefined): void;
+  /**
+   * While a command runs: walks the uid's UserWorkspace afresh (command-quota-watch.ts)
+   * and calls `over` with the error to stop it with once the workspace is past `quota`
+   * (decision 0143). Resolves when `signal` aborts (the command ended); never rejects.
+   */
+  watch(
+    uid: string,
+    quota: WorkspaceQuota,
+    signal: AbortSignal,
+    over: (stop: WorkcellError) => void,
+  ): Promise<void>;
 }
 
 /** What a command's lease statement compares against the uid's user_limits row. */
@@ -121,6 +133,14 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
     settle(uid, grew) {
       if (grew === undefined) deps.accounting.markStale(uid);
       else deps.accounting.record(uid, grew);
+    },
+    watch(uid, quota, signal, over) {
+      // Each look is a fresh walk, and it refreshes the node's figure the data plane uses.
+      const measure = (s: AbortSignal) => {
+        deps.accounting.markStale(uid);
+        return deps.accounting.usage(uid, s);
+      };
+      return watchCommandQuota({ measure, quota, over, signal });
     },
   };
 }

@@ -74,8 +74,8 @@ type Mutable = { bytes: number; inodes: number };
  * UserWorkspace (a no-follow walk, cached for maxUsageAgeMs) and refuses any data-plane
  * write that would take it over its quota. In-flight writes hold reservations, so two
  * concurrent uploads cannot both take the last free bytes. Commands in the sandbox are
- * not stopped mid-write in this mode; the run worker refuses new runs and commands once
- * over (run-quota-gate.ts).
+ * stopped once the workspace is over (command-quota-watch.ts, decision 0143), and the run
+ * worker refuses new runs and commands once over (run-quota-gate.ts).
  */
 export function createAccountingQuota(options: AccountingQuotaOptions): WorkspaceQuotaAccounting {
   const maxAgeMs = options.maxUsageAgeMs ?? DEFAULT_MAX_USAGE_AGE_MS;

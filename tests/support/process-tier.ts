@@ -90,9 +90,11 @@ export async function processTierFixture(p: {
   config: SandboxConfig;
   logger: Logger;
   runtimeDir?: string;
+  /** Default: a fresh directory in the temp dir (whose parents others may search). */
+  stateDir?: string;
 }): Promise<ProcessTierFixture> {
   const id = randomBytes(6).toString("hex");
-  const stateDir = join(tmpdir(), `workcell-test-process-${id}`);
+  const stateDir = p.stateDir ?? join(tmpdir(), `workcell-test-process-${id}`);
   const cgroupParent = `workcell-test/${id}`;
   const parts = await requireProcessTier(stateDir, cgroupParent);
   const runtimeDir = p.runtimeDir ?? (await busyboxRuntimeDir());
@@ -120,6 +122,11 @@ export async function processTierFixture(p: {
       for (const name of await readdir(parts.stateDir).catch(() => [])) {
         const c = await driver.inspect(name, signal).catch(() => undefined);
         if (c) await driver.destroy(c, signal);
+      }
+      if (parts.stateDir !== stateDir) {
+        // Reached through an alias (a closed parent, decision 0144): unbind it first.
+        await parts.mounts.unmount(parts.stateDir, { lazy: true });
+        await rm(stateDir, { recursive: true, force: true });
       }
       await rm(parts.stateDir, { recursive: true, force: true });
       await parts.cgroups.removeParent().catch(() => {});

@@ -149,11 +149,27 @@ export class LeasedCommands {
             );
       const startedAt = new Date().toISOString();
       let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+      // Accounting mode: the command is stopped once the workspace passes its quota
+      // (decision 0143), instead of only the next command being refused.
+      const stop = new AbortController();
+      const ended = new AbortController();
+      const watch =
+        this.#deps.quota !== undefined && lease.quota !== undefined
+          ? this.#deps.quota.watch(fence.uid, lease.quota, ended.signal, (error) => {
+              log.warn({ err: error }, "command stopped: workspace over its quota");
+              stop.abort(error);
+            })
+          : undefined;
       try {
-        outcome = { ok: true, value: await body(signal) };
+        outcome = { ok: true, value: await body(AbortSignal.any([signal, stop.signal])) };
       } catch (error) {
         outcome = { ok: false, error };
+      } finally {
+        ended.abort();
+        await watch;
       }
+      // Stopped by the watch: the command's own result (killed) says less than why.
+      if (stop.signal.aborted) outcome = { ok: false, error: stop.signal.reason };
       const finishedAt = new Date().toISOString();
       // Not the run's signal: a cancelled command still records what it changed.
       const after = await this.#scan(

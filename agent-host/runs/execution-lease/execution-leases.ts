@@ -55,6 +55,8 @@ export interface HeldExecutionLease {
    * root as that lease's after-scan saw it.
    */
   readonly rootUnchanged: boolean;
+  /** The uid's quota as the arrival read it (only when asked with an admission). */
+  readonly quota?: WorkspaceQuota;
 }
 
 /**
@@ -137,7 +139,20 @@ export class ExecutionLeases {
     }
     if (first === undefined) return { ok: false, reason: "run_not_live" };
     const seq = Number(first.out_seq);
-    const lease = { leaseId, uid: fence.uid, workdirPath, seq };
+    const lease = {
+      leaseId,
+      uid: fence.uid,
+      workdirPath,
+      seq,
+      ...(first.limit_bytes === undefined || first.limit_inodes === undefined
+        ? {}
+        : {
+            quota: {
+              workspace_bytes: Number(first.limit_bytes),
+              workspace_inodes: Number(first.limit_inodes),
+            },
+          }),
+    };
     if (first.out_state === "granted") {
       return {
         ok: true,
@@ -164,7 +179,7 @@ export class ExecutionLeases {
 
   async #wait(
     fence: RunFence,
-    lease: Pick<HeldExecutionLease, "leaseId" | "uid" | "workdirPath" | "seq">,
+    lease: Pick<HeldExecutionLease, "leaseId" | "uid" | "workdirPath" | "seq" | "quota">,
     rootKey: string,
     previous: number | null,
     signal: AbortSignal,

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
 import { access, chmod, lstat, mkdir, readFile, realpath, stat } from "node:fs/promises";
-import { delimiter, dirname, join } from "node:path";
+import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { DEFAULT_SANDBOX_STATE_DIR } from "../../../shared/env/agent-host-env.ts";
 import { createHostMounts, type HostMounts } from "../instance/host-mounts.ts";
@@ -10,6 +10,7 @@ import { createHostSpawner, type HostSpawner } from "./host-spawner.ts";
 import { runSandboxProbe } from "./run-sandbox-probe.ts";
 import { detectCgroups, type SandboxCgroups } from "./sandbox-cgroups.ts";
 import { buildSeccompFilter, seccompSupported } from "./seccomp-filter.ts";
+import { reachableStateDir } from "./state-dir-alias.ts";
 
 const run = promisify(execFile);
 const PROBE_TIMEOUT_MS = 10_000;
@@ -147,6 +148,16 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
   if (smoke) return { ready: false, missing: smoke };
   const stateProblem = await stateDirProblem(input.stateDir);
   if (stateProblem) return { ready: false, missing: stateProblem };
+  let stateDir: string;
+  try {
+    // Below a parent others cannot search, bwrap reaches it through an alias (0144).
+    stateDir = await reachableStateDir(await realpath(input.stateDir), mounts);
+  } catch (error) {
+    return {
+      ready: false,
+      missing: `the sandbox state directory ${input.stateDir} is below a directory others cannot search and could not be made reachable for bubblewrap: ${(error as Error).message}`,
+    };
+  }
   return {
     ready: true,
     parts: {
@@ -156,7 +167,7 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
       seccompFilter,
       mounts,
       spawner,
-      stateDir: await realpath(input.stateDir),
+      stateDir,
     },
     detail: `${version}, cgroup ${cgroups.cgroups.version}`,
   };
@@ -167,7 +178,8 @@ export async function processPreflight(input: ProcessPreflightInput): Promise<Pr
  * 0711 (made so, or set so when found otherwise), each generation's own directory below
  * it searchable by that generation's owner uid alone. bwrap runs as that uid and resolves
  * its bind sources as paths (bubblewrap 0.8), so every parent must let others search it:
- * a parent of mode 0700 would fail every exec; it is refused here, naming it, instead.
+ * below a parent of mode 0700 the directory is reached through an alias instead
+ * (state-dir-alias.ts, decision 0144).
  */
 async function stateDirProblem(dir: string): Promise<string | undefined> {
   try {
@@ -177,13 +189,7 @@ async function stateDirProblem(dir: string): Promise<string | undefined> {
       return `the sandbox state directory ${dir} must be a directory of root's (found uid ${found.uid}); remove it or set SANDBOX_STATE_DIR elsewhere`;
     }
     if ((found.mode & 0o777) !== 0o711) await chmod(dir, 0o711);
-    for (let parent = dirname(await realpath(dir)); ; parent = dirname(parent)) {
-      const mode = (await stat(parent)).mode;
-      if ((mode & 0o001) === 0) {
-        return `${parent} (a parent of the sandbox state directory ${dir}) is mode ${(mode & 0o777).toString(8)}: bubblewrap runs as each sandbox's own uid and must pass through it; chmod o+x ${parent} or set SANDBOX_STATE_DIR below a directory others may search (the default is ${DEFAULT_SANDBOX_STATE_DIR})`;
-      }
-      if (parent === "/") return undefined;
-    }
+    return undefined;
   } catch (error) {
     return `the sandbox state directory ${dir} cannot be prepared: ${(error as Error).message}`;
   }

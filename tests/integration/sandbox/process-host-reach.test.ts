@@ -1,10 +1,12 @@
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
+import { STATE_ALIAS_ROOT } from "../../../agent-host/sandbox/process/state-dir-alias.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import { materializeWorkdir, silentLogger, testConfig } from "./sandbox-fixture.ts";
@@ -48,18 +50,31 @@ async function asHostAccount(uid: number, generationDir: string, sandboxPid: num
   return stdout;
 }
 
-describe("process tier: host accounts and live sandboxes", () => {
+// Both layouts (decision 0144): the state directory below parents others may search, and
+// below a 0700 parent (a private state root), where bwrap reaches it through an alias.
+describe.each([
+  ["a state directory others may pass through", false],
+  ["a state directory below a 0700 parent", true],
+])("process tier: host accounts and live sandboxes (%s)", (_layout, closedParent) => {
   let dataRoot: DataRoot;
   let fixture: ProcessTierFixture;
   let ref: ContainerRef;
+  let parent: string | undefined;
 
   beforeAll(async () => {
     dataRoot = await freshDataRoot();
+    if (closedParent) {
+      parent = await mkdtemp(join(tmpdir(), "workcell-test-private-root-"));
+      await chmod(parent, 0o700);
+    }
     fixture = await processTierFixture({
       dataRoot: dataRoot.path,
       config: testConfig("unused"),
       logger: silentLogger,
+      ...(parent === undefined ? {} : { stateDir: join(parent, "state") }),
     });
+    // Below the closed parent the generations live behind the alias, not the real path.
+    expect(fixture.parts.stateDir.startsWith(`${STATE_ALIAS_ROOT}/`)).toBe(closedParent);
     const workspace = await materializeWorkdir(dataRoot.path, "victim", "work/private");
     await writeFile(join(workspace, "work/private/secret.txt"), "victim-secret");
     const created = await fixture.driver.create(
@@ -79,6 +94,7 @@ describe("process tier: host accounts and live sandboxes", () => {
   afterAll(async () => {
     await fixture?.cleanup();
     await dataRoot?.remove();
+    if (parent !== undefined) await rm(parent, { recursive: true, force: true });
   });
 
   async function sh(script: string) {

@@ -19,6 +19,7 @@ import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-ma
 import { DEFAULT_EXEC_SHIM } from "../../../agent-host/sandbox/process/exec-shim-check.ts";
 import { processPreflight } from "../../../agent-host/sandbox/process/process-preflight.ts";
 import { sandboxDriverStatus } from "../../../agent-host/sandbox/sandbox-driver-status.ts";
+import { STATE_ALIAS_ROOT } from "../../../agent-host/sandbox/process/state-dir-alias.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
@@ -137,9 +138,9 @@ describe("process tier preflight", () => {
   });
 
   // Issue 37 item 6: the state directory is root's 0711 (tightened when found looser), and
-  // a parent others cannot search (a 0700 state root) is named here instead of every exec
-  // failing later: bwrap resolves its binds as paths, as an unprivileged uid (decision 0106).
-  it("makes the state directory root's 0711, and refuses one below a directory others cannot search, naming it", async () => {
+  // below a parent others cannot search (a 0700 state root) bwrap, which resolves its binds
+  // as paths as an unprivileged uid, is given an alias of it (decisions 0106, 0144).
+  it("makes the state directory root's 0711, and reaches one below a directory others cannot search through an alias", async () => {
     const parent = await mkdtemp(join(tmpdir(), "workcell-state-parent-"));
     try {
       const loose = join(parent, "loose");
@@ -161,10 +162,27 @@ describe("process tier preflight", () => {
         stateDir: hidden,
         cgroupParent: "workcell-test/preflight-state",
       });
-      expect(found.ready).toBe(false);
-      expect(!found.ready && found.missing).toContain(
-        `${parent} (a parent of the sandbox state directory ${hidden}) is mode 700`,
-      );
+      if (!found.ready) throw new Error(found.missing);
+      const alias = found.parts.stateDir;
+      try {
+        expect(alias.startsWith(`${STATE_ALIAS_ROOT}/`)).toBe(true);
+        const [real, shown] = [await stat(hidden), await stat(alias)];
+        expect([shown.dev, shown.ino]).toEqual([real.dev, real.ino]);
+        expect([shown.uid, shown.mode & 0o777]).toEqual([0, 0o711]);
+        // The closed parent stays closed.
+        expect((await stat(parent)).mode & 0o777).toBe(0o700);
+        // A second start reuses the alias rather than stacking another bind.
+        const again = await processPreflight({
+          stateDir: hidden,
+          cgroupParent: "workcell-test/preflight-state",
+        });
+        expect(again.ready && again.parts.stateDir).toBe(alias);
+        if (again.ready) await again.parts.cgroups.removeParent();
+      } finally {
+        await found.parts.mounts.unmount(alias, { lazy: true });
+        await rm(alias, { recursive: true, force: true });
+        await found.parts.cgroups.removeParent();
+      }
     } finally {
       await rm(parent, { recursive: true, force: true });
     }

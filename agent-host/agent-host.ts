@@ -11,6 +11,7 @@ import type { ListenFn } from "../shared/listen/listen-fn.ts";
 import { createWorkcellMetrics, type WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
+import { createRunWorker } from "./create-run-worker.ts";
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { createThreadRevocations } from "./data-plane/thread-revocations.ts";
@@ -28,7 +29,6 @@ import { SandboxManager } from "./sandbox/lifecycle/sandbox-manager.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
 import { type SandboxDriverStatus, sandboxDriverStatus } from "./sandbox/sandbox-driver-status.ts";
 import { type AgentHostSkills, createAgentHostSkills } from "./skills/agent-host-skills.ts";
-import { startRunWorker } from "./start-run-worker.ts";
 import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
 import { createPathResolver } from "./workspace/path-resolver.ts";
 import { createUserWorkspaces } from "./workspace/user-workspaces.ts";
@@ -189,8 +189,9 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     readiness = node.readiness;
     const sandboxes = node.manager ?? noIsolationSandboxes(sandboxDriver.detail);
     const parts = { node, sandboxes, egress, userWorkspaces, quota, skills, metrics, logger };
-    const runWorker = await startRunWorker(deps, parts);
+    const runWorker = createRunWorker(deps, parts);
     worker = runWorker;
+    await runWorker.start();
     stops.push(() => runWorker.stop());
 
     return {

@@ -49,13 +49,14 @@ export type RunWorkerParts = {
   logger: Logger;
 };
 
-/** The node's run worker, consuming once started (the last part of an agent-host to start). */
-export async function startRunWorker(
-  deps: RunWorkerHostDeps,
-  parts: RunWorkerParts,
-): Promise<RunWorker> {
+/**
+ * The node's run worker, not started yet: the caller holds it before start() so that a
+ * tier recovery during the start can already wake it (the last part of an agent-host to
+ * start).
+ */
+export function createRunWorker(deps: RunWorkerHostDeps, parts: RunWorkerParts): RunWorker {
   const { node, skills, logger, metrics } = parts;
-  const worker = new RunWorker({
+  return new RunWorker({
     ...(parts.egress === undefined ? {} : { egress: parts.egress.open }),
     db: deps.db,
     dataRoot: deps.dataRoot,
@@ -110,6 +111,4 @@ export async function startRunWorker(
       if (failure) throw failure;
     },
   });
-  await worker.start();
-  return worker;
 }

@@ -1,4 +1,3 @@
-import { basename, dirname } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Logger } from "pino";
@@ -10,40 +9,26 @@ import { createRequestRateLimiter } from "../shared/limits/request-rate-limiter.
 import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
 import type { ListenFn } from "../shared/listen/listen-fn.ts";
 import { createWorkcellMetrics, type WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
-import { failRunsOfNode } from "../shared/runs/fail-node-runs.ts";
-import { DEFAULT_NODE_HEARTBEAT_INTERVAL_MS } from "../shared/runs/node-liveness.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
+import { createRunWorker } from "./create-run-worker.ts";
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { createThreadRevocations } from "./data-plane/thread-revocations.ts";
 import { type NodeEgressConfig, startNodeEgress } from "./egress/start-node-egress.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
-import { followNodeState } from "./node/follow-node-state.ts";
-import { NodeHeartbeat } from "./node/node-heartbeat.ts";
-import { createNodeReadiness, type ReadinessCheck } from "./node/node-readiness.ts";
-import { registerNode } from "./node/register-node.ts";
-import { TierWatch } from "./node/tier-watch.ts";
-import { createRunQuotaGate } from "./quota/run-quota-gate.ts";
+import type { NodeHeartbeat } from "./node/node-heartbeat.ts";
+import type { ReadinessCheck } from "./node/node-readiness.ts";
+import { startNode } from "./node/start-node.ts";
 import { createAccountingQuota } from "./quota/workspace-quota.ts";
 import type { ModelConfig } from "./runs/agent/model-config.ts";
-import { modelClientFactoryFor } from "./runs/execute/model-client-factory.ts";
-import type { RunSandboxes } from "./runs/execute/run-sandboxes.ts";
-import { runtimeShellFor } from "./runs/execute/runtime-shell-for.ts";
-import { createSqsWorkQueue } from "./runs/queue/sqs-work-queue.ts";
-import { RunWorker } from "./runs/run-worker.ts";
+import type { RunWorker } from "./runs/run-worker.ts";
 import type { RuntimeAssetsReport } from "./runtime/runtime-assets.ts";
-import { runtimeAssetsImage } from "./runtime/sandbox-image.ts";
-import { startRuntimeReport } from "./runtime/start-runtime-report.ts";
-import { type StagingSweep, sweepStagedBinds } from "./sandbox/container/staged-binds.ts";
-import { sweepLegacyStagedBinds } from "./sandbox/container/sweep-legacy-staged-binds.ts";
 import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import { SandboxManager } from "./sandbox/lifecycle/sandbox-manager.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
 import { type SandboxDriverStatus, sandboxDriverStatus } from "./sandbox/sandbox-driver-status.ts";
-import { SANDBOX_TIERS } from "./sandbox/sandbox-tier.ts";
 import { type AgentHostSkills, createAgentHostSkills } from "./skills/agent-host-skills.ts";
-import { refreshFailureError } from "./skills/refresh-handler.ts";
 import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
 import { createPathResolver } from "./workspace/path-resolver.ts";
 import { createUserWorkspaces } from "./workspace/user-workspaces.ts";
@@ -108,10 +93,11 @@ export type AgentHost = {
 
 /**
  * Starts one agent-host (docs/architecture.md §1): the owner of workspace bytes (data plane),
- * skill projections, sandboxes and the run worker on this node. Order matters: the node
- * row exists before the sandbox manager reconciles, builtin skills are registered before
- * anything refreshes a projection, and the worker consumes only once all it needs is up.
- * Stopping runs the other way round: the worker hands back or finishes its runs first.
+ * skill projections, sandboxes and the run worker on this node. Order matters: builtin
+ * skills are registered before anything refreshes a projection, the node (node/start-node.ts)
+ * exists before its sandbox manager reconciles, and the worker consumes only once all it
+ * needs is up. Stopping runs the other way round: the worker hands back or finishes its
+ * runs first, then the node releases its sandboxes and marks itself stopped.
  */
 export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
   const logger = deps.logger.child({ node_id: deps.nodeId });
@@ -171,201 +157,40 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       }),
     });
     stops.push(() => server.close());
-    const dataPlaneUrl = deps.dataPlane.publicUrl ?? server.url;
-    await registerNode(deps.db, { nodeId: deps.nodeId, dataPlaneUrl });
-    // Runs a previous process of this node left running are over; ending them first
-    // releases their sandboxes, so the reconciler below removes rather than adopts them.
-    const ended = await failRunsOfNode(deps.db, deps.nodeId);
-    const endedRuns = ended.reduce((sum, scope) => sum + scope.runIds.length, 0);
-    if (endedRuns > 0) metrics.runs.inc({ status: "failed" }, endedRuns);
-    if (ended.length > 0) {
-      logger.warn(
-        { run_ids: ended.flatMap((s) => s.runIds) },
-        "ended runs a previous process of this node left running (node_lost)",
-      );
-    }
-
-    // Staging mounts of creates a previous process of this node died in the middle of
-    // (root-only binds of users' directories) go before this process creates anything;
-    // a failure is logged and the node starts (decision 0060).
-    // Then what creates left in the layout from before per-node staging (decision 0073).
-    const staging = deps.sandboxTiers.bindStagingDir;
-    const failedSweep = (error: unknown): StagingSweep => ({
-      removed: [],
-      failed: [{ name: ".", error: (error as Error).message }],
-    });
-    const own = await sweepStagedBinds(staging, starting.signal).catch(failedSweep);
-    const legacy = await sweepLegacyStagedBinds(
-      dirname(staging),
-      basename(staging),
-      starting.signal,
-    ).catch(failedSweep);
-    const swept: StagingSweep = {
-      removed: [...own.removed, ...legacy.removed.map((name) => `../${name}`)],
-      failed: [...own.failed, ...legacy.failed.map((f) => ({ ...f, name: `../${f.name}` }))],
-    };
-    if (swept.removed.length > 0) {
-      logger.warn({ staging: swept.removed }, "removed staging mounts a previous process left");
-    }
-    if (swept.failed.length > 0) {
-      logger.error({ failed: swept.failed }, "could not remove stale staging mounts");
-    }
-
-    const sandboxDriver = sandboxDriverStatus(deps.sandboxTiers);
     const egress =
       deps.egress === undefined
         ? undefined
         : startNodeEgress({ db: deps.db, logger, metrics }, deps.egress);
     if (egress !== undefined) stops.push(() => egress.stop());
-    const { runtime, stop: stopRuntimeReport } = await startRuntimeReport(
-      {
-        db: deps.db,
-        nodeId: deps.nodeId,
-        dataRoot: deps.dataRoot,
-        sandboxTiers: deps.sandboxTiers,
-        logger,
-        ...(egress === undefined ? {} : { egress: egress.status }),
-      },
-      starting.signal,
-    );
-    stops.push(stopRuntimeReport);
-    let sandboxes: RunSandboxes;
-    let manager: SandboxManager | undefined;
-    if (sandboxDriver.kind !== "none") {
-      manager = new SandboxManager({
-        db: deps.db,
-        driver: deps.sandboxTiers.driver,
-        logger,
-        metrics,
-        nodeId: deps.nodeId,
-        config: deps.sandboxConfig,
-      });
-      await manager.start(starting.signal);
-      const started = manager;
-      stops.push(() => started.stop());
-      sandboxes = manager;
-    } else {
-      logger.warn({ detail: sandboxDriver.detail }, "no sandbox driver: runs will be refused");
-      sandboxes = noIsolationSandboxes(sandboxDriver.detail);
-    }
 
-    // Docker going away at run time (the tiers were ready at start): the node stops
-    // claiming and says not ready until the probe finds every tier again, then one
-    // reconcile pass removes what a create cut off by the outage left (decision 0058).
+    const dataPlaneUrl = deps.dataPlane.publicUrl ?? server.url;
+    const sandboxDriver = sandboxDriverStatus(deps.sandboxTiers);
     let worker: RunWorker | undefined;
-    // The tier a run naming none gets here (tiered-driver.ts defaultTier: the first ready).
-    const readyTiers = deps.sandboxTiers.statuses.filter((s) => s.ready).map((s) => s.tier);
-    const defaultTier = SANDBOX_TIERS.find((t) => readyTiers.includes(t));
-    const tierWatch = new TierWatch({
-      expected:
-        manager === undefined
-          ? []
-          : deps.sandboxTiers.statuses.filter((s) => s.ready).map((s) => s.tier),
-      probe: (signal) =>
-        manager === undefined ? Promise.resolve([]) : deps.sandboxTiers.probe(signal),
-      onRecovered: async () => {
-        const report = await manager?.reconcile(
-          AbortSignal.timeout(deps.sandboxConfig.createTimeoutMs),
-          { afterOutage: true },
-        );
-        if (report !== undefined && report.destroyed.length > 0)
-          logger.info({ destroyed: report.destroyed }, "removed containers left by the outage");
-        worker?.wake();
-      },
-      logger,
-    });
-    stops.push(() => tierWatch.settled());
-    const heartbeat = new NodeHeartbeat({
-      db: deps.db,
-      nodeId: deps.nodeId,
-      intervalMs: deps.nodeHeartbeatIntervalMs ?? DEFAULT_NODE_HEARTBEAT_INTERVAL_MS,
-      beatTimeoutMs: deps.nodeHeartbeatIntervalMs ?? DEFAULT_NODE_HEARTBEAT_INTERVAL_MS,
-      nodeTtlMs: deps.sandboxConfig.nodeTtlMs,
-      tiers: (signal) => tierWatch.probe(signal),
-      onState: (state) => followNodeState(manager, state, logger),
-      logger,
-    });
-    await heartbeat.start();
-    readiness = createNodeReadiness({
+    const node = await startNode({
       db: deps.db,
       sqs: deps.sqs,
       runQueueUrl: deps.runQueueUrl,
-      tiers: (signal) => tierWatch.probe(signal),
-      degraded: () => tierWatch.degraded,
-      quiesced: () => manager?.quiesced ?? false,
-    });
-    stops.push(() => heartbeat.stop({ markStopped: true }));
-    if (manager !== undefined) {
-      // Runs after the worker stopped (stops run in reverse): no live row is left
-      // pointing at a node that is going away.
-      const draining = manager;
-      stops.push(async () => {
-        const { destroyed } = await draining.releaseAll(
-          AbortSignal.timeout(
-            deps.sandboxConfig.drainTimeoutMs + deps.sandboxConfig.createTimeoutMs,
-          ),
-        );
-        if (destroyed.length > 0)
-          logger.info({ destroyed: destroyed.length }, "released sandboxes on stop");
-      });
-    }
-
-    worker = new RunWorker({
-      ...(egress === undefined ? {} : { egress: egress.open }),
-      db: deps.db,
-      dataRoot: deps.dataRoot,
-      queue: createSqsWorkQueue({
-        sqs: deps.sqs,
-        queueUrl: deps.runQueueUrl,
-        metrics,
-        ...(deps.deadLetterQueueUrl === undefined
-          ? {}
-          : { deadLetterQueueUrl: deps.deadLetterQueueUrl }),
-      }),
-      sandboxManager: sandboxes,
-      // A tier outage stops only that tier's runs (decision 0114): runs of a tier that
-      // still answers are claimed; with no tier answering, nothing is.
-      canClaim: () => tierWatch.someTierAnswers,
-      unavailableTiers: () => ({ tiers: tierWatch.missing, defaultTier }),
-      shell: runtimeShellFor(
-        runtime,
-        runtimeAssetsImage(deps.sandboxTiers.runtimeDir).then(
-          (image) => image === deps.sandboxConfig.image,
-        ),
-      ),
-      userWorkspaces,
-      skillProjection: skills.refresher,
-      modelClientFactory: modelClientFactoryFor(deps.modelConfig),
       nodeId: deps.nodeId,
-      logger,
-      ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
+      dataPlaneUrl,
+      dataRoot: deps.dataRoot,
+      sandboxTiers: deps.sandboxTiers,
+      sandboxConfig: deps.sandboxConfig,
+      ...(deps.nodeHeartbeatIntervalMs === undefined
+        ? {}
+        : { heartbeatIntervalMs: deps.nodeHeartbeatIntervalMs }),
+      ...(egress === undefined ? {} : { egressStatus: egress.status }),
+      startSandboxes: (signal) => startSandboxManager(deps, sandboxDriver, metrics, logger, signal),
+      onTiersRecovered: () => worker?.wake(),
       metrics,
-      ...(deps.listen === undefined ? {} : { listen: deps.listen }),
-      limits: {
-        ...(deps.workerConcurrency === undefined ? {} : { concurrency: deps.workerConcurrency }),
-        // Affinity needs the same liveness as the sandbox manager (decision 0113).
-        nodeTtlMs: deps.sandboxConfig.nodeTtlMs,
-      },
-      // The same accounting as the data plane: a run's commands and the Files API count
-      // against one figure per uid (docs/decisions/0050).
-      quota: createRunQuotaGate({ db: deps.db, accounting: quota, logger }),
-      // A refresh that could not finish goes back to the queue (or its DLQ) as an error.
-      // Its line names the API request that queued it, when it does (docs/decisions/0069).
-      skillsRefresh: async (message, signal, requestId) => {
-        const outcome = await skills.refreshHandler.handle(message, signal);
-        logger.info(
-          {
-            uid: message.uid,
-            ok: outcome.ok,
-            ...(requestId === undefined ? {} : { request_id: requestId }),
-          },
-          "skills refreshed from the queue",
-        );
-        const failure = refreshFailureError(outcome);
-        if (failure) throw failure;
-      },
+      logger,
+      signal: starting.signal,
     });
-    const runWorker = worker;
+    stops.push(node.stop);
+    readiness = node.readiness;
+    const sandboxes = node.manager ?? noIsolationSandboxes(sandboxDriver.detail);
+    const parts = { node, sandboxes, egress, userWorkspaces, quota, skills, metrics, logger };
+    const runWorker = createRunWorker(deps, parts);
+    worker = runWorker;
     await runWorker.start();
     stops.push(() => runWorker.stop());
 
@@ -374,8 +199,8 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       skills,
       sandboxDriver,
       egress: egress?.status,
-      runtime,
-      heartbeat,
+      runtime: node.runtime,
+      heartbeat: node.heartbeat,
       async stop() {
         for (const stop of stops.reverse()) await stop();
       },
@@ -385,4 +210,28 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     for (const stop of stops.reverse()) await stop().catch(() => {});
     throw error;
   }
+}
+
+/** The node's sandbox manager, started (reconciled); none when no tier is ready. */
+async function startSandboxManager(
+  deps: AgentHostDeps,
+  driver: SandboxDriverStatus,
+  metrics: WorkcellMetrics,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<SandboxManager | undefined> {
+  if (driver.kind === "none") {
+    logger.warn({ detail: driver.detail }, "no sandbox driver: runs will be refused");
+    return undefined;
+  }
+  const manager = new SandboxManager({
+    db: deps.db,
+    driver: deps.sandboxTiers.driver,
+    logger,
+    metrics,
+    nodeId: deps.nodeId,
+    config: deps.sandboxConfig,
+  });
+  await manager.start(signal);
+  return manager;
 }

@@ -12,7 +12,7 @@ export {
   NODE_LOST_ERROR,
 } from "../../shared/runs/fail-expired-leases.ts";
 export { RUN_CANCEL_CHANNEL, RUN_EVENTS_CHANNEL } from "../../shared/runs/run-channels.ts";
-export { type ClaimOutcome, claimRun, releaseClaim } from "./claim/claim-run.ts";
+export { type ClaimOutcome, releaseClaim } from "./claim/claim-run.ts";
 export type { CancelWatcher } from "./execute/cancel-watcher.ts";
 export {
   type ModelClientFactory,

@@ -263,8 +263,10 @@ export class RunWorker {
   }
 
   /**
-   * A dispatch only puts the run in line: it waits in Postgres (`waiting_since`) and the
-   * message goes, so a user's long queue never stands in front of another user's run in
+   * The message is a doorbell: it names a run id and nothing else is read from it (the
+   * run's row in Postgres is the truth; a duplicate or stale ring finds the run no longer
+   * pending and is dropped). A dispatch only puts the run in line: it waits in Postgres
+   * (`waiting_since`) and the message goes, so a user's long queue never stands in front of another user's run in
    * SQS, and waiting costs no receive count (docs/decisions/0037). The slots then claim
    * in fair order, this run or another.
    */

@@ -11,8 +11,7 @@ export const TREE_LOCK_NAMESPACE = "workcell.runs.tree:";
 
 /**
  * One lock per (uid, runtime scope): the scope's execution trees and their sandbox.
- * Claims of the scope's runs (claim-run.ts, and the fair-share claim of a waiting run,
- * fair-share/claim-waiting-run.ts), the tree cleanup's decision "is another run of the
+ * Claims of the scope's runs (agent-host/runs/claim/claim-waiting-run.ts), the tree cleanup's decision "is another run of the
  * scope running? then keep the sandbox, else this generation goes" (tree-cleanup.ts) and
  * the sweeps that end a lost node's runs and release their sandbox
  * (end-scope-node-lost.ts: expired leases, lost nodes, a restarted node's leftovers) all

@@ -141,8 +141,9 @@ function notOfUnavailableTiers(unavailable: UnavailableTiers | undefined): SQL {
 
 /**
  * Under the uid's slot lock the running count is read again (the candidate query did not
- * lock), then the run is claimed as claimRun does: pending → running, attempt + 1, lease
- * from the database clock, under the tree lock. `started_at` is the clock after the locks,
+ * lock), then the run is claimed: pending → running, attempt + 1 (the fence), lease from
+ * the database clock, under the tree lock (ordered against the tree cleanup's decision,
+ * shared/runs/tree-lock.ts). `started_at` is the clock after the locks,
  * so a run's start is never recorded before the end of the run whose slot it took.
  */
 async function claimIfUnderLimit(db: Db, runId: string, uid: string, request: WaitingClaimRequest) {

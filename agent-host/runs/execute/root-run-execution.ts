@@ -22,11 +22,11 @@ import type { RunExecutorDeps } from "./run-executor-deps.ts";
 import { withRunWiring } from "./run-wiring.ts";
 import { cleanupExecutionTree } from "./tree-cleanup.ts";
 
-/** A claimed root run (claim-run.ts). */
+/** A claimed root run (claim/claim-waiting-run.ts). */
 export interface ClaimedRun {
   readonly run: AgentRun;
   readonly fence: RunFence;
-  /** When the claim was sent (claim-run.ts); absent: the run's lease beats once first. */
+  /** When the claim was sent (claim/claim-run.ts ClaimOutcome); absent: the run's lease beats once first. */
   readonly claimedAt?: number;
 }
 

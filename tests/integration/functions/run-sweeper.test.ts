@@ -20,7 +20,7 @@ import { readSse } from "./support/sse.ts";
 // node died (lease expired) ends failed/node_lost with its run.completed event and its
 // sandbox row goes to the reconciler; a healthy running run is untouched; pending runs
 // whose message was lost are re-dispatched in the same sweep. Runs are claimed here the
-// way agent-host's claimRun writes them (status, attempt, owner, lease, started_at).
+// way agent-host's claim (claimWaitingRun) writes them (status, attempt, owner, lease, started_at).
 
 const logger = pino({ level: "silent" });
 const DEAD_NODE = "node-dead";

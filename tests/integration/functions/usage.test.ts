@@ -1,6 +1,5 @@
 import { exportJWK, generateKeyPair } from "jose";
 import { describe, expect, test } from "vitest";
-import { claimRun } from "../../../agent-host/runs/claim/claim-run.ts";
 import { createApp } from "../../../functions/app.ts";
 import { createCapabilityMinter } from "../../../functions/capability/create-capability-minter.ts";
 import { createHttpDataPlaneClient } from "../../../functions/data-plane/http-data-plane-client.ts";
@@ -11,6 +10,7 @@ import type { Usage } from "../../../shared/contracts/usage.ts";
 import { nodes } from "../../../shared/db/schema.ts";
 import { ed25519PrivateJwkVar } from "../../../shared/env/env-vars.ts";
 import { DEFAULT_USER_LIMITS } from "../../../shared/limits/user-limits.ts";
+import { claimParkedRun } from "../../support/claim-parked-run.ts";
 import { startSilentServer } from "../../support/silent-server.ts";
 import { ALICE, BOB, type ErrorJson, jsonOf } from "./support/functions-harness.ts";
 import { functionsHarnessForFile } from "./support/functions-harness-for-file.ts";
@@ -112,7 +112,7 @@ describe("GET /v1/usage", () => {
     // A run worker claims one (the agent-host's own claim), the caller cancels another.
     const nodeId = `usage-node-${crypto.randomUUID()}`;
     await h.db.insert(nodes).values({ nodeId, dataPlaneUrl: "http://127.0.0.1:1" });
-    const claim = await claimRun(h.db, { runId: first.run_id, nodeId, leaseTtlMs: 60_000 });
+    const claim = await claimParkedRun(h.db, { runId: first.run_id, nodeId, leaseTtlMs: 60_000 });
     expect(claim.ok).toBe(true);
     expect((await h.call("POST", `/v1/runs/${second.run_id}/cancel`, { uid })).status).toBe(202);
     expect(await usage(uid)).toMatchObject({ running_runs: 1, queued_runs: 1 });

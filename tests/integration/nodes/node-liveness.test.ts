@@ -3,12 +3,12 @@ import { eq, sql } from "drizzle-orm";
 import postgres from "postgres";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NodeHeartbeat } from "../../../agent-host/node/node-heartbeat.ts";
-import { claimRun } from "../../../agent-host/runs/claim/claim-run.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
 import { agentRuns, sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { failRunsOfNode } from "../../../shared/runs/fail-node-runs.ts";
+import { claimParkedRun } from "../../support/claim-parked-run.ts";
 import { startPausableProxy } from "../../support/pausable-proxy.ts";
 import { type RunWorld, runWorld, UID } from "../runs/run-harness.ts";
 import { registerNode } from "../sandbox/manager-fixture.ts";
@@ -88,7 +88,11 @@ describe("a node that comes back", () => {
     const busy = await scopeOf();
     const warm = await scopeOf();
     const runId = await world.commitRun(busy.runtimeScopeId, "was running when the node died");
-    const claim = await claimRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 3_600_000 });
+    const claim = await claimParkedRun(world.db, {
+      runId,
+      nodeId: world.nodeId,
+      leaseTtlMs: 3_600_000,
+    });
     expect(claim.ok).toBe(true);
     const busyOut = await world.sandboxManager.acquire(busy, signal());
     const warmOut = await world.sandboxManager.acquire(warm, signal());
@@ -124,9 +128,9 @@ describe("node heartbeat", () => {
     const out = await world.sandboxManager.acquire(request, signal());
     if (!out.ok) throw new Error("refused");
     const runId = await world.commitRun(request.runtimeScopeId, "counted");
-    expect((await claimRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 })).ok).toBe(
-      true,
-    );
+    expect(
+      (await claimParkedRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 })).ok,
+    ).toBe(true);
     const states: string[] = [];
     const beat = new NodeHeartbeat({
       db: world.db,
@@ -216,7 +220,7 @@ describe("run rows", () => {
     const scope = await scopeOf();
     const theirs = await world.commitRun(scope.runtimeScopeId, "another node's");
     expect(
-      (await claimRun(world.db, { runId: theirs, nodeId: other, leaseTtlMs: 60_000 })).ok,
+      (await claimParkedRun(world.db, { runId: theirs, nodeId: other, leaseTtlMs: 60_000 })).ok,
     ).toBe(true);
     expect(await failRunsOfNode(world.db, world.nodeId)).toEqual([]);
     const [row] = await world.db.select().from(agentRuns).where(eq(agentRuns.runId, theirs));

@@ -5,11 +5,11 @@ import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { ChangeBatch } from "../../../agent-host/runs/change-batch/change-batch.ts";
 import { finishRun } from "../../../agent-host/runs/claim/finish-run.ts";
-import { claimRun } from "../../../agent-host/runs/index.ts";
 import type { RunChange } from "../../../shared/contracts/run.ts";
 import { changeBatches, changeBatchItems } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
+import { claimParkedRun } from "../../support/claim-parked-run.ts";
 import { pollUntil } from "../../support/poll-until.ts";
 import { type RunApi, runApi } from "./run-api.ts";
 import { type Project, type RunWorld, runWorld, UID } from "./run-harness.ts";
@@ -267,7 +267,7 @@ it("the root run lists its execution tree's batches; a sub-agent's list is its o
 it("unrepaired placeholders are written by the fenced ending: a worker that lost its claim records none", async () => {
   const thread = await world.thread(await world.project());
   const runId = await world.commitRun(thread, "task");
-  const claim = await claimRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 });
+  const claim = await claimParkedRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 });
   if (!claim.ok) throw new Error("claim failed");
   const now = new Date().toISOString();
   const unrepaired: ChangeBatch[] = [

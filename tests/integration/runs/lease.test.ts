@@ -3,10 +3,11 @@ import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { finishRun } from "../../../agent-host/runs/claim/finish-run.ts";
 import { appendFencedEvent } from "../../../agent-host/runs/claim/run-event-log.ts";
-import { claimRun, releaseClaim } from "../../../agent-host/runs/index.ts";
+import { releaseClaim } from "../../../agent-host/runs/index.ts";
 import { agentRuns, sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
+import { claimParkedRun } from "../../support/claim-parked-run.ts";
 import { processesInSandbox } from "./processes-in-sandbox.ts";
 import { expectGapFree, type RunWorld, runWorld, UID } from "./run-harness.ts";
 
@@ -25,7 +26,7 @@ const FAR_FUTURE = new Date(Date.now() + 3_600_000);
 async function claimed() {
   const thread = await world.thread(await world.project());
   const runId = await world.commitRun(thread, "task");
-  const claim = await claimRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 });
+  const claim = await claimParkedRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 });
   if (!claim.ok) throw new Error("claim failed");
   return { thread, runId, fence: claim.fence };
 }
@@ -49,23 +50,29 @@ describe("claim", () => {
     const runId = await world.commitRun(thread, "task");
     const outcomes = await Promise.all(
       Array.from({ length: 16 }, () =>
-        claimRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 }),
+        claimParkedRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 }),
       ),
     );
     expect(outcomes.filter((o) => o.ok)).toHaveLength(1);
-    expect(outcomes.filter((o) => !o.ok && o.reason === "not_pending")).toHaveLength(15);
+    // The others found nothing left to claim, or lost the race for the one candidate.
+    expect(
+      outcomes.filter((o) => !o.ok && (o.reason === "none" || o.reason === "contended")),
+    ).toHaveLength(15);
     expect(await world.run(runId)).toMatchObject({ status: "running", attempt: 1 });
-    expect(await claimRun(world.db, { runId: randomUUID(), nodeId: "n", leaseTtlMs: 1 })).toEqual({
-      ok: false,
-      reason: "unknown",
-    });
+    expect(
+      await claimParkedRun(world.db, { runId: randomUUID(), nodeId: world.nodeId, leaseTtlMs: 1 }),
+    ).toEqual({ ok: false, reason: "none" });
   });
 
   it("a handed-back run can be claimed again, and the old claim's fence is dead", async () => {
     const { runId, fence } = await claimed();
     expect(await releaseClaim(world.db, fence)).toBe(true);
     expect(await world.run(runId)).toMatchObject({ status: "pending", ownerNode: null });
-    const again = await claimRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 });
+    const again = await claimParkedRun(world.db, {
+      runId,
+      nodeId: world.nodeId,
+      leaseTtlMs: 60_000,
+    });
     expect(again.ok && again.fence.attempt).toBe(2);
     expect(await appendFencedEvent(world.db, fence, 1, { type: "run.status", data: {} })).toBe(
       false,
@@ -149,7 +156,7 @@ describe("failExpiredLeases", () => {
     const expiredId = await world.commitRun(thread, "a");
     const stillRunningId = await world.commitRun(thread, "b");
     for (const runId of [expiredId, stillRunningId]) {
-      const c = await claimRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 });
+      const c = await claimParkedRun(world.db, { runId, nodeId: world.nodeId, leaseTtlMs: 60_000 });
       expect(c.ok).toBe(true);
     }
     await world.db

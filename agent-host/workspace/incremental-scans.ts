@@ -63,6 +63,7 @@ export class IncrementalScans {
   readonly #roots = new Map<string, Tracked>();
   /** Roots being walked in full, not yet indexed: they collect what the feed reports. */
   readonly #walking = new Set<Tracked>();
+  readonly #busy = new Map<string, Promise<void>>();
   readonly #timer: NodeJS.Timeout;
 
   constructor(deps: IncrementalScansDeps) {
@@ -81,6 +82,29 @@ export class IncrementalScans {
     const st = fstatSync(dirFd);
     if (st.dev !== this.#deps.feed.dev) return scanMetadata(dirFd, limits, names, signal);
     const key = `${st.dev}:${st.ino}`;
+    // One scan of a root at a time (the lease already orders commands on one root): an
+    // update awaits in the middle and must not interleave with another of the same root.
+    const previous = this.#busy.get(key) ?? Promise.resolve();
+    const mine = previous.then(() => this.#scanRoot(key, dirFd, limits, names, signal));
+    const settled = mine.then(
+      () => {},
+      () => {},
+    );
+    this.#busy.set(key, settled);
+    void settled.then(() => {
+      if (this.#busy.get(key) === settled) this.#busy.delete(key);
+    });
+    return mine;
+  };
+
+  async #scanRoot(
+    key: string,
+    dirFd: number,
+    limits: MetadataScanLimits,
+    names: NameLimits,
+    signal: AbortSignal,
+  ): Promise<MetadataScan> {
+    signal.throwIfAborted();
     this.#drain();
     const now = (this.#deps.now ?? Date.now)();
     let t = this.#roots.get(key);
@@ -97,7 +121,7 @@ export class IncrementalScans {
       this.#roots.delete(old);
     }
     return t.last;
-  };
+  }
 
   close(): void {
     clearInterval(this.#timer);

@@ -271,6 +271,21 @@ describe("incremental workdir scans", () => {
     }
   });
 
+  it("give two concurrent scans of one root the same exact answer", async () => {
+    tree(["d/b.txt", "e/c.txt"]);
+    const p = await pair();
+    for (let i = 0; i < 30; i++) writeFileSync(at(`d/n${i}.txt`), "n");
+    mkdirSync(at("new/deep/er"), { recursive: true });
+    writeFileSync(at("new/deep/er/x.txt"), "x");
+    const scan = () => workdir.scanMetadata("", WIDE, { signal: signal(), scanner: scans.scan });
+    const [one, two] = await Promise.all([scan(), scan()]);
+    const full = await workdir.scanMetadata("", WIDE, { signal: signal() });
+    expect(plain(one)).toEqual(plain(full));
+    expect(plain(two)).toEqual(plain(full));
+    const r = await p.step();
+    expect(r.batch.items).toHaveLength(31);
+  });
+
   it("report nothing, and re-list nothing, when nothing in the Workdir changed", async () => {
     tree(["d/b.txt"]);
     writeFileSync(join(root.path, "unrelated.txt"), "u");

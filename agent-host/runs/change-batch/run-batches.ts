@@ -48,7 +48,6 @@ export class RunBatches {
     });
     this.#records = new RepairRecords(deps.dataRoot);
     this.#scanner = openWorkdirScanner(deps.dataRoot, logger);
-    const scanner = this.#scanner.scanner;
     this.commands = new LeasedCommands({
       db: deps.db,
       leases: new ExecutionLeases({
@@ -71,7 +70,7 @@ export class RunBatches {
       },
       logger,
       ...(deps.quota === undefined ? {} : { quota: deps.quota }),
-      ...(scanner === undefined ? {} : { scanner }),
+      scanner: this.#scanner.scanner,
     });
   }
 

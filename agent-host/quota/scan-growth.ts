@@ -1,3 +1,4 @@
+import { DirFiles } from "../workspace/dir-files.ts";
 import type { MetadataScan } from "../workspace/index.ts";
 import type { WorkspaceUsage } from "./workspace-usage.ts";
 
@@ -16,6 +17,8 @@ export function scanGrowth(
     return undefined;
   }
   const bytes = (scan: MetadataScan) => {
+    // Incremental scans keep their sums by directory (dir-files.ts): no walk of every stamp.
+    if (scan.files instanceof DirFiles) return scan.files.bytes;
     let sum = 0;
     for (const stamp of scan.files.values()) sum += stamp.size;
     return sum;

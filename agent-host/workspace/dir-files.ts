@@ -12,12 +12,46 @@ export type FilesByDir = ReadonlyMap<string, ReadonlyMap<string, MetadataStamp>>
 export class DirFiles implements ReadonlyMap<string, MetadataStamp> {
   readonly byDir: FilesByDir;
   readonly size: number;
+  /** Bytes per directory already known (the last scan's, for directories it shares). */
+  #known: ReadonlyMap<string, number> | undefined;
+  #sums: Map<string, number> | undefined;
+  #bytes: number | undefined;
 
-  constructor(byDir: FilesByDir) {
+  constructor(byDir: FilesByDir, knownBytes?: ReadonlyMap<string, number>) {
     this.byDir = byDir;
+    this.#known = knownBytes;
     let size = 0;
     for (const files of byDir.values()) size += files.size;
     this.size = size;
+  }
+
+  /**
+   * The sum of the files' sizes (the quota's growth per command, scan-growth.ts): summed
+   * once, then per scan only for the directories it re-listed.
+   */
+  get bytes(): number {
+    if (this.#bytes === undefined) {
+      const sums = new Map<string, number>();
+      let total = 0;
+      for (const [dir, files] of this.byDir) {
+        let sum = this.#known?.get(dir);
+        if (sum === undefined) {
+          sum = 0;
+          for (const stamp of files.values()) sum += stamp.size;
+        }
+        sums.set(dir, sum);
+        total += sum;
+      }
+      this.#sums = sums;
+      this.#bytes = total;
+      this.#known = undefined;
+    }
+    return this.#bytes;
+  }
+
+  /** Bytes per directory, once `bytes` was asked for (for the next scan to reuse). */
+  get bytesByDir(): ReadonlyMap<string, number> | undefined {
+    return this.#sums ?? this.#known;
   }
 
   /** The same files, grouped (once) from a flat map. */
@@ -77,10 +111,12 @@ export class DirFiles implements ReadonlyMap<string, MetadataStamp> {
 export class DirFilesWriter {
   readonly #byDir: Map<string, ReadonlyMap<string, MetadataStamp>>;
   readonly #owned = new Map<string, Map<string, MetadataStamp>>();
+  readonly #from: DirFiles;
   #size: number;
 
   constructor(from: DirFiles) {
     this.#byDir = new Map(from.byDir);
+    this.#from = from;
     this.#size = from.size;
   }
 
@@ -105,7 +141,12 @@ export class DirFilesWriter {
 
   publish(): DirFiles {
     for (const [dir, files] of this.#owned) if (files.size === 0) this.#byDir.delete(dir);
-    return new DirFiles(this.#byDir);
+    const before = this.#from.bytesByDir;
+    if (before === undefined) return new DirFiles(this.#byDir);
+    // The shared directories' sums carry over; the written ones are summed again.
+    const known = new Map(before);
+    for (const dir of this.#owned.keys()) known.delete(dir);
+    return new DirFiles(this.#byDir, known);
   }
 
   #own(dir: string): Map<string, MetadataStamp> {

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
-import { openFanotifyFeed } from "./fanotify-feed.ts";
+import { type FanotifyFeed, openFanotifyFeed } from "./fanotify-feed.ts";
 import { IncrementalScans } from "./incremental-scans.ts";
+import { scanMetadata } from "./metadata-scan.ts";
 import type { MetadataScanner } from "./workspace-fs.ts";
 
 /** A full walk of a followed root at least this often (writes through shared mmap). */
@@ -9,33 +10,49 @@ const MAX_ROOTS = 32;
 const DRAIN_INTERVAL_MS = 200;
 
 export interface WorkdirScanner {
-  /** Undefined when the filesystem cannot be followed: every scan then walks in full. */
-  readonly scanner: MetadataScanner | undefined;
+  readonly scanner: MetadataScanner;
   close(): void;
 }
 
 /**
  * The Execution Lease's scanner for the Workdirs under `dataRoot`: incremental when the
  * kernel gives a fanotify filesystem mark on it (docs/decisions/0156), else the full walk,
- * with the reason logged once.
+ * with the reason logged once. The mark is asked for at the first scan, when the data
+ * root surely exists (a root's first scan is a full walk either way).
  */
 export function openWorkdirScanner(dataRoot: string, logger: Logger): WorkdirScanner {
-  const opened = openFanotifyFeed(dataRoot);
-  if (!opened.ok) {
-    logger.info({ reason: opened.reason }, "workdir scans walk in full (no fanotify mark)");
-    return { scanner: undefined, close() {} };
-  }
-  const scans = new IncrementalScans({
-    feed: opened.feed,
-    fullWalkEveryMs: FULL_WALK_EVERY_MS,
-    maxRoots: MAX_ROOTS,
-    drainIntervalMs: DRAIN_INTERVAL_MS,
-  });
+  let opened: { feed: FanotifyFeed; scans: IncrementalScans } | undefined;
+  let tried = false;
+  let closed = false;
+  const follow = () => {
+    if (tried || closed) return opened;
+    tried = true;
+    const feed = openFanotifyFeed(dataRoot);
+    if (!feed.ok) {
+      logger.info({ reason: feed.reason }, "workdir scans walk in full (no fanotify mark)");
+      return undefined;
+    }
+    const scans = new IncrementalScans({
+      feed: feed.feed,
+      fullWalkEveryMs: FULL_WALK_EVERY_MS,
+      maxRoots: MAX_ROOTS,
+      drainIntervalMs: DRAIN_INTERVAL_MS,
+    });
+    opened = { feed: feed.feed, scans };
+    return opened;
+  };
   return {
-    scanner: scans.scan,
+    scanner: (dirFd, limits, names, signal, onDir) => {
+      const following = follow();
+      return following === undefined
+        ? scanMetadata(dirFd, limits, names, signal, onDir)
+        : following.scans.scan(dirFd, limits, names, signal);
+    },
     close() {
-      scans.close();
-      opened.feed.close();
+      closed = true;
+      opened?.scans.close();
+      opened?.feed.close();
+      opened = undefined;
     },
   };
 }

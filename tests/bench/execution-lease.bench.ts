@@ -24,6 +24,7 @@ import {
   createPathResolver,
   createUserWorkspaces,
   type MetadataScanner,
+  openFanotifyFeed,
 } from "../../agent-host/workspace/index.ts";
 import { openWorkdirScanner } from "../../agent-host/workspace/open-workdir-scanner.ts";
 import { nodes } from "../../shared/db/schema/nodes.ts";
@@ -81,8 +82,12 @@ try {
   if (!acquired.ok) throw new Error(`acquire refused: ${acquired.reason}`);
   const handle = acquired.handle;
   const sys = createLibcSyscalls();
+  // The scanner degrades to the full walk without a fanotify mark: say so rather than
+  // measure the full walk under the incremental line's name.
+  const probe = openFanotifyFeed(dataRoot);
+  if (!probe.ok) throw new Error(`no fanotify mark on the data root: ${probe.reason}`);
+  probe.feed.close();
   const workdirScanner = openWorkdirScanner(dataRoot, logger);
-  if (workdirScanner.scanner === undefined) throw new Error("no fanotify feed on the data root");
   const makeLeased = (scanner: MetadataScanner | undefined) =>
     new LeasedCommands({
       ...(scanner === undefined ? {} : { scanner }),

@@ -38,6 +38,8 @@ const RAW_COLD_RUNS = 10;
 const targets = benchTargets("run-e2e", [
   { measure: "next-turn-warm", op: "<=", target: 2.5 },
   { measure: "new-thread-process", op: "<=", target: 3 },
+  // Issue 41 (item 2) asks the same ratio ≤ 2.0; the line above is issue 6's.
+  { measure: "new-thread-process-issue-41", op: "<=", target: 2 },
   { measure: "new-thread-container-vs-raw-lifecycle", op: "<=", target: 1.2 },
 ]);
 const UID = "bench";
@@ -212,6 +214,7 @@ try {
   );
   targets.record("next-turn-warm", sameThread.last.medianMs / exec.medianMs);
   targets.record("new-thread-process", processCold.last.medianMs / exec.medianMs);
+  targets.record("new-thread-process-issue-41", processCold.last.medianMs / exec.medianMs);
   targets.record(
     "new-thread-container-vs-raw-lifecycle",
     cold.last.medianMs / rawColdExec.medianMs,

@@ -16,7 +16,7 @@ import { benchTargets } from "./measure.ts";
 const USERS = (process.env.BENCH_USERS ?? "1,8,32,128").split(",").map(Number);
 const TURNS = 5;
 // No target is set for this table (issue 19 asked for the figures); issue 41's throughput
-// targets (item 3) are not built yet.
+// targets (item 3) are run-throughput.bench.ts's.
 benchTargets("run-scaling", [{ measure: "scaling-table", op: "<=", target: 1 }]).skip(
   "scaling-table",
   "informational: no target is set for this bench",

@@ -51,7 +51,6 @@ export class RunBatches {
     });
     this.#records = new RepairRecords(deps.dataRoot);
     this.#scanner = openWorkdirScanner(deps.dataRoot, logger);
-    const scanner = this.#scanner.scanner;
     this.commands = new LeasedCommands({
       db: deps.db,
       leases: new ExecutionLeases({
@@ -76,7 +75,7 @@ export class RunBatches {
       },
       logger,
       ...(deps.quota === undefined ? {} : { quota: deps.quota }),
-      ...(scanner === undefined ? {} : { scanner }),
+      scanner: this.#scanner.scanner,
     });
   }
 

@@ -18,6 +18,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { diffWorkdirSnapshots } from "../../../agent-host/runs/change-batch/workdir-changes.ts";
 import {
@@ -35,6 +36,7 @@ import {
   type MetadataScan,
   type WorkspaceFs,
 } from "../../../agent-host/workspace/index.ts";
+import { openWorkdirScanner } from "../../../agent-host/workspace/open-workdir-scanner.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 
@@ -268,6 +270,39 @@ describe("incremental workdir scans", () => {
       ]);
     } finally {
       lossy.close();
+    }
+  });
+
+  it("give two concurrent scans of one root the same exact answer", async () => {
+    tree(["d/b.txt", "e/c.txt"]);
+    const p = await pair();
+    for (let i = 0; i < 30; i++) writeFileSync(at(`d/n${i}.txt`), "n");
+    mkdirSync(at("new/deep/er"), { recursive: true });
+    writeFileSync(at("new/deep/er/x.txt"), "x");
+    const scan = () => workdir.scanMetadata("", WIDE, { signal: signal(), scanner: scans.scan });
+    const [one, two] = await Promise.all([scan(), scan()]);
+    const full = await workdir.scanMetadata("", WIDE, { signal: signal() });
+    expect(plain(one)).toEqual(plain(full));
+    expect(plain(two)).toEqual(plain(full));
+    const r = await p.step();
+    expect(r.batch.items).toHaveLength(31);
+  });
+
+  it("are what the run worker's scanner uses on this data root (openWorkdirScanner)", async () => {
+    tree(["d/b.txt"]);
+    const wired = openWorkdirScanner(root.path, pino({ level: "silent" }));
+    try {
+      const scan = () =>
+        workdir.scanMetadata("", WIDE, { signal: signal(), scanner: wired.scanner });
+      const first = await scan();
+      writeFileSync(at("d/c.txt"), "c");
+      const next = (await scan()) as DerivedScan;
+      expect(next.derivedFrom?.base).toBe(first);
+      expect(diffWorkdirSnapshots(first, next, 10).items).toEqual([
+        { path: "d/c.txt", change: "added", size: 1 },
+      ]);
+    } finally {
+      wired.close();
     }
   });
 

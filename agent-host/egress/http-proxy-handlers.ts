@@ -139,7 +139,7 @@ async function tunnel(deps: HttpProxyDeps, req: IncomingMessage, client: Duplex,
     return refuse(502, decided.host, target.port, "upstream_failed");
   }
   if (client.destroyed) {
-    upstream.destroy();
+    upstream.socket.destroy();
     return flow.finish();
   }
   client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -147,10 +147,10 @@ async function tunnel(deps: HttpProxyDeps, req: IncomingMessage, client: Duplex,
     if (!flow.count("up", head.length)) {
       flow.cut("egress_bytes_per_run");
       client.destroy();
-      upstream.destroy();
+      upstream.socket.destroy();
       return flow.finish();
     }
-    upstream.write(head);
+    upstream.socket.write(head);
   }
   relay(client, upstream, flow, deps.limits.idleTimeoutMs);
 }

@@ -85,9 +85,17 @@ export function dial(
  * against the run's budget; past it, or idle too long, both ends are cut and the flow says
  * why. Either end closing closes the other and ends the flow. Downloads take no stream
  * machinery: each upstream read is written to the sandbox as is, and reading pauses while
- * the sandbox's socket is full.
+ * the sandbox's socket is full. With `uploadLimit` (one forwarded HTTP request) only that
+ * many bytes of the sandbox's go upstream, the rest are dropped, and its half-close is not
+ * passed on (the upstream was asked to close after its answer).
  */
-export function relay(client: Duplex, upstream: Upstream, flow: EgressFlow, idleMs: number): void {
+export function relay(
+  client: Duplex,
+  upstream: Upstream,
+  flow: EgressFlow,
+  idleMs: number,
+  uploadLimit?: number,
+): void {
   const { socket } = upstream;
   const close = () => {
     client.destroy();
@@ -100,7 +108,6 @@ export function relay(client: Duplex, upstream: Upstream, flow: EgressFlow, idle
     close();
     return false;
   };
-  client.on("data", (chunk: Buffer) => void within("up", chunk.length));
   const down = (bytes: Buffer, release: () => void): boolean => {
     if (!within("down", bytes.length)) return false;
     if (client.write(bytes, release)) return true;
@@ -113,11 +120,25 @@ export function relay(client: Duplex, upstream: Upstream, flow: EgressFlow, idle
     flow.cut("idle_timeout");
     close();
   });
-  // The upstream's end is the sandbox's end of stream (a half-close, as pipe does).
+  // The upstream's end is the sandbox's end of stream (a half-close, as pipe does); the
+  // upstream then closing must not destroy the sandbox's socket while the last bytes are
+  // still queued for it (that cut the tail of answers): the flow ends when it closes.
   socket.on("end", () => client.end());
   client.on("error", close);
   socket.on("error", close);
   client.on("close", close);
-  socket.on("close", close);
-  client.pipe(socket);
+  socket.on("close", () => {
+    if (!client.writableEnded) close();
+  });
+  let room = uploadLimit ?? Number.POSITIVE_INFINITY;
+  client.on("data", (chunk: Buffer) => {
+    const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+    if (part.length === 0 || !within("up", part.length)) return;
+    room -= part.length;
+    if (!socket.write(part)) {
+      client.pause();
+      socket.once("drain", () => client.resume());
+    }
+  });
+  if (uploadLimit === undefined) client.on("end", () => socket.end());
 }

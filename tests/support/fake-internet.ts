@@ -31,7 +31,9 @@ export type FakeInternet = {
   /** Maps names to addresses in /etc/hosts until close (one line per pair). */
   addHosts(entries: readonly (readonly [string, string])[]): Promise<void>;
   /** Every request / connection the servers saw, oldest first. */
-  seen(): Promise<{ port: number; host: string | null; path: string | null }[]>;
+  seen(): Promise<
+    { port: number; host: string | null; path: string | null; method: string | null }[]
+  >;
   resetSeen(): Promise<void>;
   close(): Promise<void>;
 };
@@ -129,7 +131,10 @@ export async function startFakeInternet(
   }
   const control = (path: string) =>
     fetch(`http://${address}:9000${path}`, { signal: AbortSignal.timeout(10_000) }).then(
-      (res) => res.json() as Promise<{ port: number; host: string | null; path: string | null }[]>,
+      (res) =>
+        res.json() as Promise<
+          { port: number; host: string | null; path: string | null; method: string | null }[]
+        >,
     );
   await pollUntil(
     async () => (await control("/seen").catch(() => undefined)) !== undefined,

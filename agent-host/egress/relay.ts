@@ -3,9 +3,9 @@ import type { Duplex } from "node:stream";
 import type { EgressFlow } from "./egress-flow.ts";
 
 /** Bytes per read from an upstream (one read is one write to the sandbox's socket). */
-const READ_BYTES = 128 * 1024;
+const READ_BYTES = 256 * 1024;
 /** Read buffers kept for reuse per connection (the rest are left to the collector). */
-const POOL_MAX = 8;
+const POOL_MAX = 2;
 
 /**
  * An upstream socket whose reads land in a few reused buffers (net's `onread`), not in a

@@ -122,13 +122,15 @@ export function relay(
   });
   // The upstream's end is the sandbox's end of stream (a half-close, as pipe does); the
   // upstream then closing must not destroy the sandbox's socket while the last bytes are
-  // still queued for it (that cut the tail of answers): the flow ends when it closes.
+  // still queued for it (that cut the tail of answers): the flow ends once they are out.
   socket.on("end", () => client.end());
   client.on("error", close);
   socket.on("error", close);
   client.on("close", close);
   socket.on("close", () => {
-    if (!client.writableEnded) close();
+    if (!client.writableEnded) return close();
+    if (client.writableFinished) flow.finish();
+    else client.once("finish", () => flow.finish());
   });
   let room = uploadLimit ?? Number.POSITIVE_INFINITY;
   client.on("data", (chunk: Buffer) => {

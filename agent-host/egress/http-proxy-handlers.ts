@@ -193,7 +193,7 @@ async function tunnel(
     return refuse(502, decided.host, target.port, "upstream_failed");
   }
   if (client.destroyed) {
-    upstream.destroy();
+    upstream.socket.destroy();
     return flow.finish();
   }
   client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -201,10 +201,10 @@ async function tunnel(
     if (!flow.count("up", head.length)) {
       flow.cut("egress_bytes_per_run");
       client.destroy();
-      upstream.destroy();
+      upstream.socket.destroy();
       return flow.finish();
     }
-    upstream.write(head);
+    upstream.socket.write(head);
   }
   relay(client, upstream, flow, deps.limits.idleTimeoutMs);
 }

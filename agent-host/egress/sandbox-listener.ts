@@ -1,6 +1,8 @@
 import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server, type Socket } from "node:net";
 import { type HttpProxyDeps, handleHttpProxy } from "./http-proxy-handlers.ts";
+import { parseProxyRequestHead } from "./proxy-request-head.ts";
+import { forwardRawHttp } from "./raw-http-forward.ts";
 import { createSocksHandler } from "./socks-handler.ts";
 
 /** SOCKS4/5 greetings start with their version byte; HTTP with a letter of its method. */
@@ -20,7 +22,9 @@ export type ListenerHooks = {
  * One sandbox's Unix socket: every connection on it is that sandbox's (the identity is in
  * `deps.sandbox`, fixed here), so nothing the sandbox sends can claim another identity. The
  * first byte picks the protocol: SOCKS5 to the SOCKS handler, anything else to the HTTP
- * proxy, on the same socket, so one relay inside the sandbox serves both.
+ * proxy, on the same socket, so one relay inside the sandbox serves both. A plainly framed
+ * plain-HTTP request is forwarded as bytes (raw-http-forward.ts); CONNECT and everything
+ * else go to node:http.
  */
 export async function openSandboxListener(
   path: string,
@@ -42,16 +46,30 @@ export async function openSandboxListener(
     socket.once("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
     const timer = setTimeout(() => socket.destroy(), deps.limits.headersTimeoutMs);
-    socket.once("readable", () => {
+    let seen = Buffer.alloc(0);
+    const sniff = () => {
+      for (let chunk = socket.read(); chunk !== null; chunk = socket.read())
+        seen = Buffer.concat([seen, chunk as Buffer]);
+      if (seen.length === 0) return;
+      const socksGreeting = SOCKS_FIRST_BYTES.has(seen[0] ?? 0);
+      const head = socksGreeting ? undefined : parseProxyRequestHead(seen);
+      if (head === "incomplete") return;
+      socket.off("readable", sniff);
       clearTimeout(timer);
-      const peek: Buffer | null = socket.read(1);
-      if (peek === null || peek.length === 0) return socket.destroy();
-      socket.unshift(peek);
-      // Idle time of the sniff and the handshakes; relays then set their own.
+      // Idle time of the handshakes; relays then set their own.
       socket.setTimeout(deps.limits.idleTimeoutMs, () => socket.destroy());
-      if (SOCKS_FIRST_BYTES.has(peek[0] ?? 0)) socks(socket);
+      if (head !== undefined) {
+        // A plainly framed plain-HTTP request: forwarded as bytes (raw-http-forward.ts).
+        forwardRawHttp(deps, socket, head, seen.subarray(head.headLength)).catch(() =>
+          socket.destroy(),
+        );
+        return;
+      }
+      socket.unshift(seen);
+      if (socksGreeting) socks(socket);
       else http.emit("connection", socket);
-    });
+    };
+    socket.on("readable", sniff);
   });
   server.maxConnections = deps.limits.maxConnectionsPerSandbox;
   server.on("drop", hooks.onDropped);

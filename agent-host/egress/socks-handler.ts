@@ -44,7 +44,7 @@ export function createSocksHandler(deps: HttpProxyDeps): (socket: Duplex) => voi
     dial(address, conn.destPort, deps.limits.connectTimeoutMs, deps.signal).then(
       (upstream) => {
         if (conn.socket.destroyed) {
-          upstream.destroy();
+          upstream.socket.destroy();
           return flow.finish();
         }
         sendStatus("REQUEST_GRANTED");

@@ -54,6 +54,12 @@ export interface Execution {
   readonly logger: Logger;
   /** The root run's `run.execute` span: model calls and execs are its children. */
   readonly trace: TraceContext;
+  /**
+   * The root run's network, which its sub-agents share (they run in its sandbox): the same
+   * listener, so the same policy and narrowing, audited under the root run. Opened and
+   * closed by the root only.
+   */
+  readonly egress?: RunEgress;
 }
 
 /** Executes a sub-agent of `parent` (child-run-execution.ts); passed in to break the cycle. */
@@ -77,8 +83,11 @@ export async function driveRun(
     signal: x.control.signal,
   });
   let egress: RunEgress | undefined;
+  const ownsEgress = x.depth === 0;
   try {
-    egress = await openEgress(deps, x);
+    egress = ownsEgress ? await openEgress(deps, x) : x.egress;
+    // What its sub-agents inherit (child-run-execution.ts spreads the parent).
+    const self: Execution = egress === undefined ? x : { ...x, egress };
     const model = tracedModelClient(
       deps.modelClientFactory({
         runId: x.run.runId,
@@ -102,7 +111,7 @@ export async function driveRun(
             parentFence: x.fence,
             projectId: x.projectId,
             ...(x.model === undefined ? {} : { model: x.model }),
-            runChild: (child, signal) => runChild(child, x, signal),
+            runChild: (child, signal) => runChild(child, self, signal),
           })
         : undefined;
     // The shell model executes the message text: it gets the user's own words, never
@@ -194,16 +203,17 @@ export async function driveRun(
     throw error;
   } finally {
     workspace.close();
-    await egress?.close();
+    if (ownsEgress) await egress?.close();
   }
 }
 
 /**
- * The run's network, for a root run only: a sub-agent's commands run without (they would
- * otherwise get their user's ceiling, wider than a narrowed parent's).
+ * A root run's network. Its sub-agents never open their own (that would give them their
+ * user's ceiling, wider than a narrowed root's, and audit them apart): they use the root's
+ * (Execution.egress, docs/architecture.md §13).
  */
 async function openEgress(deps: RunExecutorDeps, x: Execution): Promise<RunEgress | undefined> {
-  if (deps.egress === undefined || x.depth > 0) return undefined;
+  if (deps.egress === undefined) return undefined;
   const agent = agentOptionsSchema.safeParse(x.run.agent);
   return deps.egress(
     {

@@ -1,5 +1,5 @@
 import { readFile, stat } from "node:fs/promises";
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts";
@@ -237,6 +237,31 @@ describe("egress proxy", () => {
     const origin = await proxyGet(egress.listenPath, "/x", { host: n("allowed") });
     expect(origin.status).toBe(400);
     expect(await seenHosts()).toEqual([n("allowed")]);
+    await egress.close();
+  });
+
+  test("one plain-HTTP request per connection: its body is sent exactly, a pipelined next request (to another host) never is", async () => {
+    const alice = sandbox("alice", "12");
+    const egress = await proxy.open(alice, 10_000_000, root.path);
+    await net.resetSeen();
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = connect(egress.listenPath);
+      const chunks: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+      socket.on("close", () => resolve(Buffer.concat(chunks).toString()));
+      socket.on("error", reject);
+      // Written, not ended: the answer comes on the open connection, which the proxy closes.
+      socket.write(
+        `POST http://${n("allowed")}/first HTTP/1.1\r\nHost: ${n("allowed")}\r\nContent-Length: 5\r\n\r\nhelloGET http://${n("denied")}/second HTTP/1.1\r\nHost: ${n("denied")}\r\n\r\n`,
+      );
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 200 /);
+    expect(reply).not.toContain(n("denied"));
+    expect((await net.seen()).map((s) => [s.method, s.host, s.path])).toEqual([
+      ["POST", n("allowed"), "/first"],
+    ]);
+    await expect.poll(() => recordsOf(alice).length).toBe(1);
+    expect(recordsOf(alice)[0]).toMatchObject({ host: n("allowed"), bytesUp: 5 });
     await egress.close();
   });
 

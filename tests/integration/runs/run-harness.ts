@@ -108,8 +108,9 @@ const isTerminal = (run: AgentRun) => ["succeeded", "failed", "cancelled"].inclu
 export async function runWorld(
   sandboxOverrides: Parameters<typeof managerWorld>[0] = {},
   tier: Parameters<typeof managerWorld>[1] = "container",
+  worldOptions: Parameters<typeof managerWorld>[2] = {},
 ): Promise<RunWorld> {
-  const base = await managerWorld(sandboxOverrides, tier);
+  const base = await managerWorld(sandboxOverrides, tier, worldOptions);
   const sqs = sqsClient();
   const queueUrl = await freshQueue(sqs, "runs");
   const dlqUrl = await freshQueue(sqs, "runs-dlq");

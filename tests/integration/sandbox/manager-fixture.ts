@@ -56,6 +56,8 @@ export type WorldOptions = {
   poolMax?: number;
   /** Both tiers ready (the tier argument is then only the world's label). */
   bothTiers?: boolean;
+  /** The process tier's /runtime (default: the busybox tree; the real Runtime Assets' tree). */
+  runtimeDir?: string;
 };
 
 export async function managerWorld(
@@ -72,7 +74,12 @@ export async function managerWorld(
   const config = testConfig(image, { drainTimeoutMs: 1_000, killGraceMs: 1_000, ...overrides });
   const process =
     tier === "process" || options.bothTiers
-      ? await processTierFixture({ dataRoot: dataRoot.path, config, logger: silentLogger })
+      ? await processTierFixture({
+          dataRoot: dataRoot.path,
+          config,
+          logger: silentLogger,
+          ...(options.runtimeDir === undefined ? {} : { runtimeDir: options.runtimeDir }),
+        })
       : undefined;
   const containers = tier === "container" || options.bothTiers;
   const drivers = new Map<SandboxTier, SandboxDriver>();

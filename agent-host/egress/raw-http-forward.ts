@@ -1,0 +1,90 @@
+import type { Socket } from "node:net";
+import { decideEgress } from "./egress-decision.ts";
+import { startFlow } from "./egress-flow.ts";
+import type { HttpProxyDeps } from "./http-proxy-handlers.ts";
+import type { ProxyRequestHead } from "./proxy-request-head.ts";
+import { refusalBody } from "./refusal-body.ts";
+import { dial, relay } from "./relay.ts";
+
+// Hop-by-hop and proxy headers never forwarded (RFC 9110 §7.6.1), and the client's Host:
+// the upstream's Host is always the checked URL's (as http-proxy-handlers.ts forwards).
+const DROPPED = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "host",
+]);
+
+function answer(client: Socket, status: 400 | 403 | 502, body: string): void {
+  const text = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" }[status];
+  client.end(
+    `HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** The head sent upstream: origin-form target, the checked Host, and one request only. */
+function upstreamHead(head: ProxyRequestHead): string {
+  const lines = [`${head.method} ${head.url.pathname}${head.url.search} HTTP/1.1`];
+  for (const [name, value] of head.headers) if (!DROPPED.has(name)) lines.push(`${name}: ${value}`);
+  lines.push(`host: ${head.url.host}`, "connection: close", "", "");
+  return lines.join("\r\n");
+}
+
+/**
+ * A plainly framed plain-HTTP request (proxy-request-head.ts), forwarded as bytes: the
+ * same decision as every connection, then the rewritten head, exactly its body, and the
+ * upstream's answer streamed back as read (no re-parse, no re-serialisation), the
+ * connection closed after it. One request per connection: a client's next request on it
+ * is never sent anywhere. Anything else takes node:http's path (http-proxy-handlers.ts).
+ */
+export async function forwardRawHttp(
+  deps: HttpProxyDeps,
+  client: Socket,
+  head: ProxyRequestHead,
+  rest: Buffer,
+): Promise<void> {
+  const flow = startFlow(deps, "http");
+  const port = head.url.port === "" ? 80 : Number(head.url.port);
+  flow.target(head.url.hostname, port, null);
+  const decided = await decideEgress(
+    deps.decision,
+    deps.sandbox,
+    head.url.hostname,
+    port,
+    deps.signal,
+  );
+  flow.target(decided.host, port, decided.address);
+  if (!decided.allowed) {
+    flow.deny(decided.reason);
+    return answer(client, 403, refusalBody(decided.host, port, decided.reason));
+  }
+  let upstream: Awaited<ReturnType<typeof dial>>;
+  try {
+    upstream = await dial(decided.address, port, deps.limits.connectTimeoutMs, deps.signal);
+  } catch {
+    flow.cut("upstream_failed");
+    flow.finish();
+    return answer(client, 502, refusalBody(decided.host, port, "upstream_failed"));
+  }
+  if (client.destroyed) {
+    upstream.socket.destroy();
+    return flow.finish();
+  }
+  upstream.socket.write(upstreamHead(head));
+  const body = rest.subarray(0, head.bodyLength);
+  if (body.length > 0) {
+    if (!flow.count("up", body.length)) {
+      flow.cut("egress_bytes_per_run");
+      client.destroy();
+      upstream.socket.destroy();
+      return flow.finish();
+    }
+    upstream.socket.write(body);
+  }
+  relay(client, upstream, flow, deps.limits.idleTimeoutMs, head.bodyLength - body.length);
+  client.resume();
+}

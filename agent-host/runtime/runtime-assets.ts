@@ -45,10 +45,12 @@ export const RUNTIME_ASSETS: readonly RuntimeAssetSpec[] = [
     expect: /^3\n$/,
   },
   {
+    // The project's own Node (.node-version) from the npm registry, not Debian's 18: a
+    // pseudo-package whose file list the build writes beside dpkg's (decision 0126).
     name: "node",
-    packages: ["nodejs", "libnode108"],
-    probe: ["node", "-e", "console.log(6*7)"],
-    expect: /^42\n$/,
+    packages: ["node-npm"],
+    probe: ["node", "-e", "console.log(6*7, process.versions.node.split('.')[0])"],
+    expect: /^42 24\n$/,
   },
   { name: "git", packages: ["git"], probe: ["git", "--version"], expect: /^git version / },
   {
@@ -317,10 +319,19 @@ function sha256(path: string): Promise<string> {
   });
 }
 
-/** tree-relative path → owning package, from dpkg's file lists (merged /usr folded in). */
+/**
+ * tree-relative path → owning package, from dpkg's file lists (merged /usr folded in) and
+ * the build's lists of what it took from the npm registry (var/lib/workcell/npm).
+ */
 async function fileOwners(treeDir: string): Promise<Map<string, string>> {
-  const infoDir = join(treeDir, "var/lib/dpkg/info");
   const owners = new Map<string, string>();
+  for (const dir of ["var/lib/dpkg/info", "var/lib/workcell/npm"]) {
+    await readFileLists(join(treeDir, dir), owners);
+  }
+  return owners;
+}
+
+async function readFileLists(infoDir: string, owners: Map<string, string>): Promise<void> {
   for (const name of await readdir(infoDir).catch(() => [])) {
     if (!name.endsWith(".list")) continue;
     const pkg = name.slice(0, -".list".length).split(":")[0] as string;
@@ -331,5 +342,4 @@ async function fileOwners(treeDir: string): Promise<Map<string, string>> {
       owners.set(merged.slice(1), pkg);
     }
   }
-  return owners;
 }

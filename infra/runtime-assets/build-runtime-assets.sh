@@ -21,7 +21,16 @@ here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-/var/lib/workcell/runtime-assets}"
 suite=bookworm
 packages="$(grep -v '^\s*#' "$here/packages.txt" | grep -v '^\s*$' | tr '\n' ',' | sed 's/,$//')"
-key="$(cat "$here/packages.txt" "$0" | sha256sum | cut -c1-16)"
+# The sandbox's Node is the project's own (.node-version), the official binary the npm
+# registry publishes as node-linux-<arch>: Debian bookworm's nodejs is 18, past its end of
+# life and blind to the proxy variables (NODE_USE_ENV_PROXY). Its version is in the key.
+node_version="$(cat "$here/../../.node-version")"
+case "$(uname -m)" in
+  x86_64) node_arch=x64 ;;
+  aarch64 | arm64) node_arch=arm64 ;;
+  *) echo "build-runtime-assets: no Node binary for $(uname -m)" >&2; exit 1 ;;
+esac
+key="$(cat "$here/packages.txt" "$0" "$here/../../.node-version" | sha256sum | cut -c1-16)"
 dest="$out/$key"
 
 if [ -f "$dest/manifest.json" ]; then
@@ -29,6 +38,7 @@ if [ -f "$dest/manifest.json" ]; then
   echo "runtime assets $key already built ($dest)"
   exit 0
 fi
+command -v npm >/dev/null || { echo "build-runtime-assets: npm is missing (it fetches Node from the npm registry): apt-get install -y npm" >&2; exit 1; }
 command -v mmdebstrap >/dev/null || { echo "build-runtime-assets: mmdebstrap is missing: apt-get install -y mmdebstrap" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "build-runtime-assets: run as root (files must belong to root)" >&2; exit 1; }
 
@@ -47,6 +57,15 @@ tar -C "$work/tree" -xf "$work/rootfs.tar" ./usr ./etc ./var/lib/dpkg
 rm "$work/rootfs.tar"
 # The merged-/usr links, so the tree is also a complete root for `docker import`.
 for l in bin sbin lib lib64; do [ -e "$work/tree/usr/$l" ] && ln -sfn "usr/$l" "$work/tree/$l"; done
+# Node from the npm registry at /usr/bin (where Debian puts its own), with a file
+# list beside dpkg's so verification knows the binary is the `node` asset's.
+npm install --prefix "$work/npm" --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
+  "node-linux-$node_arch@$node_version" >&2
+install -D -m 0755 "$work/npm/node_modules/node-linux-$node_arch/bin/node" "$work/tree/usr/bin/node"
+touch -d @1700000000 "$work/tree/usr/bin/node"
+rm -rf "$work/npm"
+mkdir -p "$work/tree/var/lib/workcell/npm"
+echo /usr/bin/node >"$work/tree/var/lib/workcell/npm/node-npm.list"
 grep -q '^gem:' "$work/tree/etc/passwd" || echo 'gem:x:1000:1000:gem:/home/gem:/bin/bash' >>"$work/tree/etc/passwd"
 grep -q '^gem:' "$work/tree/etc/group" || echo 'gem:x:1000:' >>"$work/tree/etc/group"
 mkdir -p "$work/tree/home/gem" "$work/tree/tmp" "$work/tree/runtime" "$work/tree/proc" "$work/tree/dev" "$work/tree/sys"
@@ -58,7 +77,8 @@ find "$work/tree" -xdev -type f -perm /6000 -exec chmod ug-s {} +
 (cd "$work/tree" && find usr etc var -type f -print0 | sort -z | xargs -0 sha256sum) >"$work/files.sha256"
 {
   printf '{"version":"%s-%s","key":"%s","suite":"%s","packages":{' "$suite" "$key" "$key" "$suite"
-  chroot "$work/tree" dpkg-query -W -f='"${Package}":"${Version}",' | sed 's/,$//'
+  chroot "$work/tree" dpkg-query -W -f='"${Package}":"${Version}",'
+  printf '"node-npm":"%s"' "$node_version"
   printf '}}\n'
 } >"$work/manifest.json"
 chmod -R go-w "$work/tree"

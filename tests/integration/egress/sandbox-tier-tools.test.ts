@@ -148,6 +148,32 @@ describe.each(["process", "container"] as const)("network tools (%s tier)", (tie
     ]);
   }, 180_000);
 
+  test("Node 24's own fetch goes through the proxy (NODE_USE_ENV_PROXY) to the allowed host; the denied name is refused and never reached", async () => {
+    await net.resetSeen();
+    const fetchJs = (url: string) =>
+      `node -e "fetch('${url}').then(async (r) => console.log(r.status, (await r.text()).trim()), () => console.log('fetch-failed'))"`;
+    const r = await boxes.withEgress("alice", (env) =>
+      boxes.sh(
+        "alice",
+        [
+          setup,
+          `node -p "process.versions.node.split('.')[0]"`,
+          `NODE_EXTRA_CA_CERTS="$d/ca.pem" ${fetchJs(`https://${n("allowed")}/node`)}`,
+          `NODE_EXTRA_CA_CERTS="$d/ca.pem" ${fetchJs(`https://${n("denied")}/`)}`,
+        ].join("\n"),
+        { ...env, ...secrets },
+      ),
+    );
+    expect(r.out.trim().split("\n"), r.err).toEqual([
+      "24",
+      `200 hello from ${n("allowed")} on 443`,
+      "fetch-failed",
+    ]);
+    expect((await net.seen()).map((s) => [s.port, s.host, s.path])).toEqual([
+      [443, n("allowed"), "/node"],
+    ]);
+  }, 180_000);
+
   test("pip installs a package into a venv from the fake index over HTTPS; from the denied name it fails and nothing is fetched", async () => {
     await net.resetSeen();
     records.length = 0;

@@ -10,6 +10,8 @@ import { domainError } from "../../shared/errors/domain-errors.ts";
 import type { NetworkPolicy } from "../../shared/network/network-policy.ts";
 import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts";
 import { containerName } from "../sandbox/instance/container-labels.ts";
+import { retryDatabaseWhile } from "../runs/retry-database-while.ts";
+import { DEFAULT_RUN_WORKER_LIMITS, databaseRetryOf } from "../runs/run-limits.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox/sandbox-tier.ts";
 import { createSandboxSecrets, type SecretSource } from "../secrets/sandbox-secrets.ts";
@@ -69,16 +71,26 @@ export type RunEgressDeps = {
  * (`agent.network`) where it cannot be given fails with `network_unavailable`; a run that
  * did not ask runs without, never with an open network.
  */
+const POLICY_READ_RETRY = databaseRetryOf(DEFAULT_RUN_WORKER_LIMITS);
+
 export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
   return async ({ uid, runId, agent, handle, notify }, signal) => {
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(deps.policyTimeoutMs)]);
-    const [ceiling, bytesPerRun] = await abortable(
-      Promise.all([
-        findNetworkCeiling(deps.db, uid, deps.networkDefault),
-        egressBytesPerRunOf(deps.db, uid, deps.bytesPerRun),
-      ]),
-      bounded,
+    // Pure reads, tried again while the database does not answer (decision 0147): a
+    // restart must not fail a run nothing of which has run yet.
+    const [ceiling, bytesPerRun] = await retryDatabaseWhile(
+      POLICY_READ_RETRY,
       "network policy read",
+      deps.logger,
+      signal,
+      (attempt) =>
+        abortable(
+          Promise.all([
+            findNetworkCeiling(deps.db, uid, deps.networkDefault),
+            egressBytesPerRunOf(deps.db, uid, deps.bytesPerRun),
+          ]),
+          AbortSignal.any([attempt, AbortSignal.timeout(deps.policyTimeoutMs)]),
+          "network policy read",
+        ),
     );
     if (ceiling.mode === "none") return undefined;
     const asked = agent.network !== undefined;

@@ -96,6 +96,8 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
     return new WorkcellError(
       "unavailable",
       "Your workspace usage could not be checked, so nothing was run: retry; if it persists, report it to the operator.",
+      // Kept so the run worker can tell a database blip (hand the run back) from the rest.
+      { cause: error },
     );
   };
   return {

@@ -21,7 +21,8 @@ import { startPostgresCluster } from "../setup/postgres-cluster.ts";
 import { sandboxTestImage } from "./bench-stack.ts";
 
 const THREADS = 10;
-const ROUNDS = 10;
+// AFFINITY_ROUNDS=30 makes it the 300-run soak (10 threads × 30 turns).
+const ROUNDS = Number(process.env.AFFINITY_ROUNDS ?? 10);
 const BOUND_MS = 900_000;
 
 const image = await sandboxTestImage();

@@ -124,6 +124,16 @@ try {
     }
   }
   const codes = notSucceeded.map((r) => r.end?.errorCode ?? r.end?.status).join(", ");
+  // What is known of each failure: its message, and what the nodes logged about the run.
+  const logLines = split.output().split("\n");
+  for (const run of notSucceeded) {
+    const [row] = await sql<{ error: { message?: string } | null }[]>`
+      select error from agent_runs where run_id = ${run.runId}`;
+    const said = logLines.filter((l) => l.includes(run.runId) && /"level":(?:40|50|60)/.test(l));
+    console.error(
+      `run ${run.runId} (${run.end?.errorCode}): ${row?.error?.message ?? "?"}\n${said.slice(-6).join("\n").slice(0, 3000)}`,
+    );
+  }
   const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
   console.log("\n## PostgreSQL dropped for 3 s under load, 10 times (split deployment)");
   console.log(

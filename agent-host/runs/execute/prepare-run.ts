@@ -78,6 +78,11 @@ export async function prepareRun(
         await step("quota.check", () => gate.admit(run.uid, signal));
       } catch (error) {
         signal.throwIfAborted();
+        // The database dropped the check's statements: nothing ran, back in line (issue 38).
+        if (isTransientDatabaseError(error)) {
+          log.warn({ err: error }, "database unavailable during the quota check; handing back");
+          return { kind: "hand_back", reason: "database_unavailable" };
+        }
         log.warn({ err: error }, "run refused by the workspace quota check");
         return failed(error, "quota_check_failed", "Your workspace usage could not be checked");
       }

@@ -4,6 +4,8 @@ import { eq } from "drizzle-orm";
 import postgres from "postgres";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
+import { createRunQuotaGate } from "../../../agent-host/quota/run-quota-gate.ts";
+import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { changeBatches, executionLeases } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
@@ -61,7 +63,17 @@ beforeEach(async () => {
     config: world.config,
     databaseRetry: { attemptTimeoutMs: 1_000, maxDelayMs: 300, giveUpAfterMs: 60_000 },
   });
-  await world.worker({ listen: false, limits: LIMITS, extra: { db, sandboxManager: manager } });
+  // The workspace quota gate as agent-host wires it, reading its limits through the proxy.
+  const quota = createRunQuotaGate({
+    db,
+    accounting: createAccountingQuota({ dataRoot: world.dataRoot.path }),
+    logger: silentLogger,
+  });
+  await world.worker({
+    listen: false,
+    limits: LIMITS,
+    extra: { db, sandboxManager: manager, quota },
+  });
 });
 afterEach(async () => {
   proxy.resume();
@@ -91,9 +103,9 @@ async function outageAt(statement: string, command: string): Promise<[string, Pr
   return [runId, project];
 }
 
-async function expectSucceededOnce(runId: string, project: Project, line: string) {
+async function expectSucceededOnce(runId: string, project: Project, line: string, attempt = 1) {
   const run = await world.waitForRun(runId);
-  expect(run).toMatchObject({ status: "succeeded", attempt: 1, error: null });
+  expect(run).toMatchObject({ status: "succeeded", attempt, error: null });
   const events = await world.events(runId);
   expectGapFree(events);
   expect(events.filter((e) => e.type === "tool.started")).toHaveLength(1);
@@ -135,4 +147,10 @@ it("PostgreSQL down at the sandbox's exec fence: the fence waits for it, the com
     "echo fenced >> once.txt",
   );
   await expectSucceededOnce(runId, project, "fenced");
+});
+
+it("PostgreSQL down at the run's workspace quota check: handed back (nothing ran), then it runs once", async () => {
+  const [runId, project] = await outageAt('from "user_limits"', "echo checked >> once.txt");
+  // Claimed twice: the first claim was handed back, not failed `unavailable`.
+  await expectSucceededOnce(runId, project, "checked", 2);
 });

@@ -1,0 +1,167 @@
+import { randomBytes } from "node:crypto";
+import { readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { AgentHost } from "../../../agent-host/agent-host.ts";
+import { resolveSandboxImage } from "../../../agent-host/runtime/sandbox-image.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
+import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
+import { detectCgroups } from "../../../agent-host/sandbox/process/sandbox-cgroups.ts";
+import type { Run } from "../../../shared/contracts/run.ts";
+import type { Thread } from "../../../shared/contracts/thread.ts";
+import { agentRuns } from "../../../shared/db/schema.ts";
+import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
+import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
+import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
+import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import { pollFor } from "../../support/poll-until.ts";
+import {
+  type FunctionsHarness,
+  jsonOf,
+  startFunctionsHarness,
+} from "../functions/support/functions-harness.ts";
+import { silentLogger, testConfig, uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
+import { startNodeAgentHost } from "./node-agent-host.ts";
+
+// Issue 38 ("a tier outage affects only that tier"), decision 0114: one real agent-host
+// with both tiers reaches dockerd only through a proxy on a unix socket; the test cuts it
+// (connections reset, new ones refused). The node keeps serving process-tier runs, and a
+// container-tier run submitted meanwhile waits, unclaimed, until Docker is back.
+
+const DOCKER_SOCKET = "/var/run/docker.sock";
+const EFFECTS = "effects.log";
+const { docker } = requireDocker();
+const treeDir = process.env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;
+let h: FunctionsHarness;
+let proxy: PausableProxy;
+let host: AgentHost | undefined;
+let nodeId: string;
+const stateDir = join(tmpdir(), `workcell-test-tier-cut-${randomBytes(6).toString("hex")}`);
+
+beforeAll(async () => {
+  h = await startFunctionsHarness({ dbMax: 20 });
+  nodeId = uniqueNodeId();
+  proxy = await startPausableProxy(
+    { path: DOCKER_SOCKET },
+    { listenPath: join(h.dataRoot, `docker-${randomBytes(4).toString("hex")}.sock`) },
+  );
+  // The real Runtime Assets (the process tier's bash) and their image, as node-runtime.test.ts.
+  const config = testConfig(
+    await resolveSandboxImage({ configured: undefined, runtimeDir: treeDir }),
+    { memoryBytes: 512 * 1024 * 1024, drainTimeoutMs: 500, killGraceMs: 500 },
+  );
+  host = await startNodeAgentHost(h, {
+    nodeId,
+    config,
+    heartbeatMs: 1_000,
+    sandboxTiers: await detectSandboxTiers({
+      logger: silentLogger,
+      dataRoot: h.dataRoot,
+      nodeId,
+      config,
+      runtimeDir: treeDir,
+      docker: new Docker({ socketPath: proxy.path as string }),
+      process: { stateDir, cgroupParent: `workcell-test/${nodeId}` },
+    }),
+  });
+}, 300_000);
+afterAll(async () => {
+  proxy?.resume();
+  await host?.stop();
+  await removeContainersLabelled(docker, LABEL.nodeId, nodeId);
+  await proxy?.close();
+  await rm(stateDir, { recursive: true, force: true });
+  const cgroups = await detectCgroups(`workcell-test/${nodeId}`);
+  if (cgroups.ok) await cgroups.cgroups.removeParent().catch(() => {});
+  await h?.close();
+}, 120_000);
+
+const until = <T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string) =>
+  pollFor(read, ok, {
+    what,
+    timeoutMs: 90_000,
+    intervalMs: 100,
+    detail: (last) => `last: ${JSON.stringify(last)?.slice(0, 2000)}`,
+  });
+
+type Submitted = { run: Run; thread: Thread; uid: string; tag: string };
+
+/** A new thread of a new user whose one run, in `tier`, appends its tag to EFFECTS. */
+async function submit(tier: "process" | "container"): Promise<Submitted> {
+  const uid = `${tier}-${randomBytes(3).toString("hex")}`;
+  const tag = `${tier}-${randomBytes(4).toString("hex")}`;
+  const res = await h.call("POST", "/v1/runs", {
+    uid,
+    body: { input: `echo ${tag} >> ${EFFECTS}`, agent: { sandbox: tier } },
+  });
+  expect(res.status, await res.clone().text()).toBe(202);
+  const { run, thread } = await jsonOf<{ run: Run; thread: Thread }>(res);
+  return { run, thread, uid, tag };
+}
+
+const runRow = async (runId: string) => {
+  const [row] = await h.db.select().from(agentRuns).where(eq(agentRuns.runId, runId));
+  if (row === undefined) throw new Error("no run");
+  return row;
+};
+
+const terminal = (runId: string) =>
+  until(
+    () => runRow(runId),
+    (r) => ["succeeded", "failed", "cancelled"].includes(r.status),
+    `run ${runId} to end`,
+  );
+
+async function effectsOf(s: Submitted): Promise<number> {
+  const file = join(
+    h.dataRoot,
+    "users",
+    uidDirname(s.uid),
+    "workspace",
+    s.thread.workdir_path,
+    EFFECTS,
+  );
+  const text = await readFile(file, "utf8").catch(() => "");
+  return text.split("\n").filter((line) => line === s.tag).length;
+}
+
+const tiersOf = async () => {
+  const res = await fetch(`${host?.dataPlaneUrl}/readyz`, { signal: AbortSignal.timeout(10_000) });
+  const body = (await res.json()) as { components?: { sandbox_tiers?: string[] } };
+  return { status: res.status, tiers: [...(body.components?.sandbox_tiers ?? [])].sort() };
+};
+
+it("Docker cut on a node with both tiers: its process-tier runs keep succeeding there, its container runs wait for Docker and then run once", async () => {
+  await until(tiersOf, (r) => r.tiers.join() === "container,process", "both tiers ready");
+
+  proxy.cut();
+  // The node's tier probe noticed: only the process tier is left.
+  await until(tiersOf, (r) => r.tiers.join() === "process", "the container tier gone");
+
+  const container = await submit("container");
+  const processRuns = [await submit("process"), await submit("process")];
+  for (const s of processRuns) {
+    // Claimed once, on this node, and run there although its Docker is gone.
+    expect(await terminal(s.run.run_id), s.tag).toMatchObject({
+      status: "succeeded",
+      ownerNode: nodeId,
+      attempt: 1,
+    });
+    expect(await effectsOf(s), s.tag).toBe(1);
+  }
+  // The container run was never claimed meanwhile (nothing to hand back or fail).
+  expect(await runRow(container.run.run_id)).toMatchObject({ status: "pending", attempt: 0 });
+  expect(await effectsOf(container)).toBe(0);
+
+  proxy.resume();
+  await until(tiersOf, (r) => r.tiers.join() === "container,process", "Docker back");
+  expect(await terminal(container.run.run_id)).toMatchObject({
+    status: "succeeded",
+    ownerNode: nodeId,
+    attempt: 1,
+  });
+  expect(await effectsOf(container)).toBe(1);
+}, 300_000);

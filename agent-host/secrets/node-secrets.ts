@@ -37,7 +37,7 @@ export function upstreamTrust(extra: readonly string[] = []): string[] {
   return [...(system.length > 0 ? system : getCACertificates("bundled")), ...extra];
 }
 
-export async function prepareNodeSecrets(db: Db, config: NodeSecretsConfig): Promise<NodeSecrets> {
+export function prepareNodeSecrets(db: Db, config: NodeSecretsConfig): NodeSecrets {
   const timeoutMs = config.readTimeoutMs ?? 5_000;
   return {
     source: (uid, signal) =>
@@ -47,7 +47,7 @@ export async function prepareNodeSecrets(db: Db, config: NodeSecretsConfig): Pro
         "secrets read",
       ),
     interception: {
-      issuer: createLeafIssuer(await signingCa(config.ca)),
+      issuer: createLeafIssuer(signingCa(config.ca)),
       upstreamCa: upstreamTrust(config.extraUpstreamCa),
     },
     caBundle: sandboxCaBundle(config.runtimeBundle, config.ca.certPem),

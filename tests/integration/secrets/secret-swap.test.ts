@@ -106,7 +106,7 @@ beforeAll(async () => {
   keys = createEnvKeyWrapper(randomBytes(32));
   await putSecret(db, keys, "alice", "GITHUB_TOKEN", bearerSecret(newValue()));
   await putSecret(db, keys, "bob", "GITHUB_TOKEN", bearerSecret(newValue()));
-  node = await prepareNodeSecrets(db, {
+  node = prepareNodeSecrets(db, {
     keys,
     ca: await generateDeploymentCa("Workcell test egress CA"),
     runtimeBundle: await readFile(join(treeDir, RUNTIME_CA_BUNDLE), "utf8"),

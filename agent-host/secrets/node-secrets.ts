@@ -1,4 +1,4 @@
-import { getCACertificates } from "node:tls";
+import { createSecureContext, getCACertificates } from "node:tls";
 import { abortable } from "../../shared/async/abortable.ts";
 import type { Db } from "../../shared/db/client.ts";
 import type { KeyWrapper } from "../../shared/secrets/secret-envelope.ts";
@@ -48,7 +48,7 @@ export function prepareNodeSecrets(db: Db, config: NodeSecretsConfig): NodeSecre
       ),
     interception: {
       issuer: createLeafIssuer(signingCa(config.ca)),
-      upstreamCa: upstreamTrust(config.extraUpstreamCa),
+      upstreamContext: createSecureContext({ ca: upstreamTrust(config.extraUpstreamCa) }),
     },
     caBundle: sandboxCaBundle(config.runtimeBundle, config.ca.certPem),
   };

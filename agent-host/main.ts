@@ -28,6 +28,7 @@ import { modelConfigFromEnv } from "./runs/execute/model-client-factory.ts";
 import { resolveSandboxImage } from "./runtime/sandbox-image.ts";
 import { detectSandboxTiers } from "./sandbox/detect-sandbox-tiers.ts";
 import { nodeShareNanoCpus, sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
+import { nodeSecretsFromEnv } from "./secrets/secrets-material.ts";
 
 const MIB = 1024 * 1024;
 const NANO_CPUS_PER_CPU = 1_000_000_000;
@@ -82,6 +83,8 @@ const sandboxConfig = sandboxConfigSchema.parse({
   dockerCallTimeoutMs: env.DOCKER_CALL_TIMEOUT_SECONDS * 1000,
 });
 
+// Secrets brokering (decision 0133): on only with the key and the CA.
+const nodeSecrets = await nodeSecretsFromEnv(env, logger);
 const host = await startAgentHost({
   db: createDb(sql),
   listen: postgresListen(sql),
@@ -130,6 +133,7 @@ const host = await startAgentHost({
       .filter((cidr) => cidr.length > 0),
     processStateDir: join(env.SANDBOX_STATE_DIR, env.NODE_ID),
     containerEgressRoot: nodeEgressRoot(env.DATA_ROOT, env.NODE_ID),
+    ...(nodeSecrets === undefined ? {} : { secrets: nodeSecrets }),
   },
 });
 const metricsServer = await serveProcessMetrics(metrics, {

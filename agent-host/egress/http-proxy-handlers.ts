@@ -165,6 +165,11 @@ async function tunnel(
   const target = parseAuthority(req.url ?? "");
   if (target === undefined) return refuse(400, req.url ?? "?", 0, "bad_host");
   flow.target(target.host, target.port, null);
+  // Whether a secret binds it is read alongside the policy (one round trip, not two).
+  const binding =
+    interceptor !== undefined && deps.secrets !== undefined
+      ? deps.secrets.binds(target.host, target.port, deps.signal).catch(() => undefined)
+      : Promise.resolve(false);
   const decided = await decideEgress(
     deps.decision,
     deps.sandbox,
@@ -174,16 +179,12 @@ async function tunnel(
   );
   flow.target(decided.host, target.port, decided.address);
   if (!decided.allowed) return refuse(403, decided.host, target.port, decided.reason);
-  if (interceptor !== undefined && deps.secrets !== undefined) {
-    // A host a secret binds is the only HTTPS the proxy opens (decision 0133).
-    const bound = await deps.secrets
-      .binds(decided.host, target.port, deps.signal)
-      .catch(() => undefined);
-    if (bound === undefined) return refuse(503, decided.host, target.port, "secrets_unavailable");
-    if (bound) {
-      const to = { host: decided.host, port: target.port, address: decided.address };
-      return interceptor.take(client, head, to, flow);
-    }
+  // A host a secret binds is the only HTTPS the proxy opens (decision 0133).
+  const bound = await binding;
+  if (bound === undefined) return refuse(503, decided.host, target.port, "secrets_unavailable");
+  if (bound && interceptor !== undefined) {
+    const to = { host: decided.host, port: target.port, address: decided.address };
+    return interceptor.take(client, head, to, flow);
   }
   let upstream: Awaited<ReturnType<typeof dial>>;
   try {

@@ -105,6 +105,7 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
       deps.logger.info({ run_id: runId, reason: why }, "run has no network");
       return undefined;
     }
+    const bounded = AbortSignal.any([signal, AbortSignal.timeout(deps.policyTimeoutMs)]);
     const live = deps.secrets === undefined ? [] : await deps.secrets.source(uid, bounded);
     const secrets =
       deps.secrets === undefined || live.length === 0

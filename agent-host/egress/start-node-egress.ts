@@ -4,7 +4,11 @@ import type { Db } from "../../shared/db/client.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { NetworkPolicy } from "../../shared/network/network-policy.ts";
 import { findNetworkCeiling } from "../../shared/network/network-policy-store.ts";
-import type { NodeSecrets } from "../secrets/node-secrets.ts";
+import {
+  type NodeSecrets,
+  type NodeSecretsConfig,
+  prepareNodeSecrets,
+} from "../secrets/node-secrets.ts";
 import { createAddressGuard } from "./address-guard.ts";
 import { DEFAULT_EGRESS_LIMITS } from "./egress-limits.ts";
 import { createEgressProxy, type EgressProxy } from "./egress-proxy.ts";
@@ -22,7 +26,7 @@ export type NodeEgressConfig = {
   /** The container tier's egress root; undefined on a node without it. */
   readonly containerEgressRoot: string | undefined;
   /** Secrets brokering on this node (decision 0133); undefined: no placeholder, no swap. */
-  readonly secrets?: NodeSecrets;
+  readonly secrets?: NodeSecretsConfig;
 };
 
 export type NodeEgress = {
@@ -43,6 +47,8 @@ export function startNodeEgress(
 ): NodeEgress {
   let proxy: EgressProxy | undefined;
   let failure = "";
+  const secrets: NodeSecrets | undefined =
+    config.secrets === undefined ? undefined : prepareNodeSecrets(deps.db, config.secrets);
   try {
     proxy = createEgressProxy({
       ceiling: (uid, signal) =>
@@ -59,7 +65,7 @@ export function startNodeEgress(
         timeoutMs: 10_000,
       }),
       onDropped: () => deps.metrics.egressConnections.inc({ decision: "dropped" }),
-      ...(config.secrets === undefined ? {} : { interception: config.secrets.interception }),
+      ...(secrets === undefined ? {} : { interception: secrets.interception }),
     });
   } catch (error) {
     failure = (error as Error).message;
@@ -74,9 +80,9 @@ export function startNodeEgress(
     containerEgressRoot: config.containerEgressRoot,
     bytesPerRun: config.bytesPerRun,
     policyTimeoutMs: DEFAULT_EGRESS_LIMITS.policyTimeoutMs,
-    ...(config.secrets === undefined
+    ...(secrets === undefined
       ? {}
-      : { secrets: { source: config.secrets.source, caBundle: config.secrets.caBundle } }),
+      : { secrets: { source: secrets.source, caBundle: secrets.caBundle } }),
   });
   const tiers = [
     config.processStateDir === undefined ? undefined : "process",
@@ -87,7 +93,7 @@ export function startNodeEgress(
       ? { ready: false, detail: `the egress proxy could not start: ${failure}` }
       : {
           ready: true,
-          detail: `tiers: ${tiers.join(", ") || "none"}; default policy: ${config.networkDefault.mode === "none" ? "none" : config.networkDefault.allow.join(",")}; ${config.openCidrs.length} opened CIDRs`,
+          detail: `tiers: ${tiers.join(", ") || "none"}; default policy: ${config.networkDefault.mode === "none" ? "none" : config.networkDefault.allow.join(",")}; ${config.openCidrs.length} opened CIDRs; secrets: ${secrets === undefined ? "off (no WORKCELL_SECRETS_KEY / CA)" : "brokered"}`,
         };
   return { open, status, stop: async () => proxy?.close() };
 }

@@ -22,7 +22,7 @@ export async function guardRequest(
   try {
     const rewritten = await secrets.rewrite(target, signal);
     if (!rewritten.ok) return { ok: false, status: 403, reason: rewritten.reason };
-    const needles = await secrets.forbiddenIn(target.host, target.port, signal);
+    const needles = rewritten.forbidden;
     return {
       ok: true,
       headers: rewritten.headers,

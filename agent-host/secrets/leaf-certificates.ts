@@ -20,7 +20,12 @@ type Cached = { readonly context: Promise<SecureContext>; readonly renewAt: numb
  * the key never leaves agent-host's memory) and kept until a day before they expire, so a
  * bound host costs one signature per node per week.
  */
-export function createLeafIssuer(ca: SigningCa, now: () => number = Date.now): LeafIssuer {
+export function createLeafIssuer(
+  signing: Promise<SigningCa>,
+  now: () => number = Date.now,
+): LeafIssuer {
+  // A CA that does not load fails each termination (502), never the process.
+  signing.catch(() => {});
   const cache = new Map<string, Cached>();
   const leafKeys = webcrypto.subtle.generateKey(CA_ALGORITHM, true, ["sign", "verify"]);
   const keyPem = leafKeys.then(async (keys) => {
@@ -28,6 +33,7 @@ export function createLeafIssuer(ca: SigningCa, now: () => number = Date.now): L
     return x509.PemConverter.encode(der, "PRIVATE KEY");
   });
   async function mint(host: string): Promise<SecureContext> {
+    const ca = await signing;
     const keys = await leafKeys;
     const at = now();
     const cert = await x509.X509CertificateGenerator.create({

@@ -1,4 +1,4 @@
-import { getCACertificates } from "node:tls";
+import { createSecureContext, getCACertificates } from "node:tls";
 import { abortable } from "../../shared/async/abortable.ts";
 import type { Db } from "../../shared/db/client.ts";
 import type { KeyWrapper } from "../../shared/secrets/secret-envelope.ts";
@@ -37,7 +37,7 @@ export function upstreamTrust(extra: readonly string[] = []): string[] {
   return [...(system.length > 0 ? system : getCACertificates("bundled")), ...extra];
 }
 
-export async function prepareNodeSecrets(db: Db, config: NodeSecretsConfig): Promise<NodeSecrets> {
+export function prepareNodeSecrets(db: Db, config: NodeSecretsConfig): NodeSecrets {
   const timeoutMs = config.readTimeoutMs ?? 5_000;
   return {
     source: (uid, signal) =>
@@ -47,8 +47,8 @@ export async function prepareNodeSecrets(db: Db, config: NodeSecretsConfig): Pro
         "secrets read",
       ),
     interception: {
-      issuer: createLeafIssuer(await signingCa(config.ca)),
-      upstreamCa: upstreamTrust(config.extraUpstreamCa),
+      issuer: createLeafIssuer(signingCa(config.ca)),
+      upstreamContext: createSecureContext({ ca: upstreamTrust(config.extraUpstreamCa) }),
     },
     caBundle: sandboxCaBundle(config.runtimeBundle, config.ca.certPem),
   };

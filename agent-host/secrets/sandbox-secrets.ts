@@ -17,7 +17,13 @@ export type OutgoingRequest = {
 };
 
 export type Rewritten =
-  | { readonly ok: true; readonly headers: Headers; readonly swapped: readonly string[] }
+  | {
+      readonly ok: true;
+      readonly headers: Headers;
+      readonly swapped: readonly string[];
+      /** Placeholders its body may not carry (every secret not bound to its host). */
+      readonly forbidden: readonly Buffer[];
+    }
   | {
       readonly ok: false;
       readonly reason: "secret_exfiltration";
@@ -32,8 +38,6 @@ export type SandboxSecrets = {
   binds(host: string, port: number, signal: AbortSignal): Promise<boolean>;
   /** The request with the values of the secrets bound to its host, or the refusal. */
   rewrite(request: OutgoingRequest, signal: AbortSignal): Promise<Rewritten>;
-  /** Placeholders (bytes) that may not go to `host:port` (every secret not bound to it). */
-  forbiddenIn(host: string, port: number, signal: AbortSignal): Promise<readonly Buffer[]>;
 };
 
 export const PLACEHOLDER_PREFIX = "wcs_";
@@ -88,15 +92,6 @@ export function createSandboxSecrets(
         return secret !== undefined && bindsHost(secret, host, port);
       });
     },
-    async forbiddenIn(host, port, signal) {
-      const live = await current(signal);
-      return [...placeholders]
-        .filter(([name]) => {
-          const secret = live.get(name);
-          return secret === undefined || !bindsHost(secret, host, port);
-        })
-        .map(([, placeholder]) => Buffer.from(placeholder, "latin1"));
-    },
     async rewrite(request, signal) {
       const texts = [request.url, ...Object.values(request.headers).flatMap(valuesOf)];
       const basic = texts
@@ -106,8 +101,15 @@ export function createSandboxSecrets(
       const seen = [...placeholders].filter(([, placeholder]) =>
         [...texts, ...basic].some((text) => text.includes(placeholder)),
       );
-      if (seen.length === 0) return { ok: true, headers: request.headers, swapped: [] };
+      // One read of the user's secrets per request: bindings and values as of now.
       const live = await current(signal);
+      const forbidden = [...placeholders]
+        .filter(([name]) => {
+          const secret = live.get(name);
+          return secret === undefined || !bindsHost(secret, request.host, request.port);
+        })
+        .map(([, placeholder]) => Buffer.from(placeholder, "latin1"));
+      if (seen.length === 0) return { ok: true, headers: request.headers, swapped: [], forbidden };
       const refused = seen
         .filter(([name]) => {
           const secret = live.get(name);
@@ -141,7 +143,7 @@ export function createSandboxSecrets(
           swapped.push(...seen.map(([name]) => name).filter((name) => !swapped.includes(name)));
         }
       }
-      return { ok: true, headers, swapped };
+      return { ok: true, headers, swapped, forbidden };
     },
   };
 }

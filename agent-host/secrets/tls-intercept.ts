@@ -1,8 +1,12 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { request as httpsRequest } from "node:https";
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { TLSSocket } from "node:tls";
+import { type SecureContext, TLSSocket, connect as tlsConnect } from "node:tls";
 import { type EgressFlow, startFlow } from "../egress/egress-flow.ts";
 import type { HttpProxyDeps } from "../egress/http-proxy-handlers.ts";
 import { answer, forwardHeaders } from "../egress/http-proxy-handlers.ts";
@@ -14,11 +18,21 @@ import type { LeafIssuer } from "./leaf-certificates.ts";
 /** The node's TLS termination towards bound hosts (decision 0133). */
 export type Interception = {
   readonly issuer: LeafIssuer;
-  /** What upstream certificates are verified against: the system's trust (+ a test CA). */
-  readonly upstreamCa: readonly string[];
+  /**
+   * What upstream certificates are verified against: the system's trust (+ a test CA),
+   * parsed once (a context per connection would parse every root again).
+   */
+  readonly upstreamContext: SecureContext;
 };
 
 type Target = { readonly host: string; readonly port: number; readonly address: string };
+
+/** The upstream connection, verified, made while the sandbox's handshake runs. */
+type Upstream = {
+  /** The connection, the first time; undefined after. */
+  take(): Promise<TLSSocket> | undefined;
+  drop(): void;
+};
 
 export type Interceptor = {
   /** Serves an allowed CONNECT to a bound host: terminate, swap, re-originate. */
@@ -37,6 +51,51 @@ const UNTRUSTED = new Set([
   "CERT_UNTRUSTED",
   "ERR_TLS_CERT_ALTNAME_INVALID",
 ]);
+
+function untrustedOrFailed(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code ?? "";
+  return UNTRUSTED.has(code) ? "upstream_untrusted" : "upstream_failed";
+}
+
+/** Dials and verifies the upstream now; the first request takes it, else it is closed. */
+function dialEarly(interception: Interception, to: Target, deps: HttpProxyDeps): Upstream {
+  let taken = false;
+  const socket = tlsConnect({
+    host: to.address,
+    port: to.port,
+    servername: to.host,
+    secureContext: interception.upstreamContext,
+    rejectUnauthorized: true,
+    ALPNProtocols: ["http/1.1"],
+  });
+  // A request is small writes (head, then end): no Nagle delay between them.
+  socket.setNoDelay(true);
+  const stop = () => socket.destroy();
+  deps.signal.addEventListener("abort", stop, { once: true });
+  socket.once("close", () => deps.signal.removeEventListener("abort", stop));
+  const ready = new Promise<TLSSocket>((resolve, reject) => {
+    socket.once("secureConnect", () => resolve(socket));
+    socket.once("error", reject);
+  });
+  ready.catch(() => socket.destroy());
+  socket.setTimeout(deps.limits.connectTimeoutMs, () =>
+    socket.destroy(new Error("connect timeout")),
+  );
+  ready.then(
+    () => socket.setTimeout(0),
+    () => {},
+  );
+  return {
+    take() {
+      if (taken) return undefined;
+      taken = true;
+      return ready;
+    },
+    drop() {
+      if (!taken) socket.destroy();
+    },
+  };
+}
 
 function refuseInside(
   deps: HttpProxyDeps,
@@ -59,6 +118,7 @@ async function reoriginate(
   res: ServerResponse,
   to: Target,
   flow: EgressFlow,
+  early: Upstream,
 ) {
   const authority = to.port === 443 ? to.host : `${to.host}:${to.port}`;
   const path = req.url ?? "/";
@@ -68,17 +128,24 @@ async function reoriginate(
     deps.signal,
   );
   if (!guarded.ok) return refuseInside(deps, res, to, guarded.status, guarded.reason);
+  // The first request rides the connection opened at CONNECT time; later ones dial anew,
+  // verified the same way (dialEarly), before any byte of the request is written.
+  let socket: TLSSocket | undefined;
+  try {
+    socket = await (early.take() ?? dialEarly(interception, to, deps).take());
+    if (socket === undefined) throw new Error("no upstream connection");
+  } catch (error) {
+    const reason = untrustedOrFailed(error);
+    flow.cut(reason);
+    return answer(res, 502, refusalBody(to.host, to.port, reason));
+  }
   // The Host is the CONNECT's checked name, whatever the client wrote inside the tunnel.
-  const upstream = httpsRequest({
-    host: to.address,
-    port: to.port,
-    servername: to.host,
-    ca: [...interception.upstreamCa],
-    rejectUnauthorized: true,
+  const upstream = httpRequest({
+    createConnection: () => socket as TLSSocket,
     method: req.method,
     path: path.startsWith("/") ? path : new URL(path).pathname,
     headers: guarded.headers,
-    agent: false,
+    // No agent: then Node uses createConnection (the verified socket), and only it.
     signal: deps.signal,
     timeout: deps.limits.idleTimeoutMs,
   });
@@ -89,7 +156,7 @@ async function reoriginate(
   };
   upstream.on("timeout", () => cut("idle_timeout"));
   upstream.on("error", (error: NodeJS.ErrnoException) => {
-    const reason = UNTRUSTED.has(error.code ?? "") ? "upstream_untrusted" : "upstream_failed";
+    const reason = untrustedOrFailed(error);
     flow.cut(reason);
     if (!res.headersSent) answer(res, 502, refusalBody(to.host, to.port, reason));
     else res.destroy();
@@ -122,7 +189,7 @@ async function reoriginate(
  * before any request byte (so any value) is sent.
  */
 export function createInterceptor(deps: HttpProxyDeps, interception: Interception): Interceptor {
-  const targets = new WeakMap<object, { to: Target; flow: EgressFlow }>();
+  const targets = new WeakMap<object, { to: Target; flow: EgressFlow; early: Upstream }>();
   const server = createServer({
     highWaterMark: 64 * 1024,
     headersTimeout: deps.limits.headersTimeoutMs,
@@ -132,7 +199,9 @@ export function createInterceptor(deps: HttpProxyDeps, interception: Interceptio
   server.on("request", (req, res) => {
     const found = targets.get(req.socket);
     if (found === undefined) return void res.destroy();
-    reoriginate(deps, interception, req, res, found.to, found.flow).catch(() => res.destroy());
+    reoriginate(deps, interception, req, res, found.to, found.flow, found.early).catch(() =>
+      res.destroy(),
+    );
   });
   server.on("upgrade", (_req, socket: Duplex) => socket.destroy());
   server.on("clientError", (_error, socket: Duplex) => socket.destroy());
@@ -147,6 +216,7 @@ export function createInterceptor(deps: HttpProxyDeps, interception: Interceptio
         return flow.finish();
       }
       if (client.destroyed) return flow.finish();
+      const early = dialEarly(interception, to, deps);
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length > 0) client.unshift(head);
       const tls = new TLSSocket(client as Socket, {
@@ -158,8 +228,11 @@ export function createInterceptor(deps: HttpProxyDeps, interception: Interceptio
         tls.destroy();
         client.destroy();
       });
-      tls.once("close", () => flow.finish());
-      targets.set(tls, { to, flow });
+      tls.once("close", () => {
+        early.drop();
+        flow.finish();
+      });
+      targets.set(tls, { to, flow, early });
       server.emit("connection", tls);
     },
   };

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import { SQSClient } from "@aws-sdk/client-sqs";
@@ -18,6 +18,8 @@ import {
 } from "../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import type { SandboxDriverStatus } from "../../agent-host/sandbox/sandbox-driver-status.ts";
+import { RUNTIME_CA_BUNDLE } from "../../agent-host/secrets/secrets-env.ts";
+import { loadOrCreateSecretsMaterial } from "../../agent-host/secrets/secrets-material.ts";
 import { createApp } from "../../functions/app.ts";
 import type { AppEnv } from "../../functions/app-env.ts";
 import { createAttachmentDeps } from "../../functions/attachments/create-attachment-deps.ts";
@@ -50,6 +52,7 @@ import {
   type WorkcellMetrics,
 } from "../../shared/metrics/workcell-metrics.ts";
 import { defaultPolicyFromEnv } from "../../shared/network/network-policy.ts";
+import { createEnvKeyWrapper } from "../../shared/secrets/secret-envelope.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import { migrate } from "../db/migrate.ts";
 import { LOCAL_S3_PROXY_PATH } from "./console/console-config.ts";
@@ -183,6 +186,9 @@ export async function startLocalStack(p: {
 
     // The same default ceiling for both planes (README "Network egress").
     const networkDefault = defaultPolicyFromEnv(p.env.WORKCELL_NETWORK_DEFAULT_ALLOW);
+    // Secrets (decisions 0131, 0133): a key and a CA made on the first start, kept in the data dir.
+    const brokered = await loadOrCreateSecretsMaterial(join(p.dataDir, "secrets-broker"));
+    const secretKeys = createEnvKeyWrapper(Buffer.from(brokered.keyBase64, "base64"));
     const dataRoot = join(p.dataDir, LOCAL_DATA_ROOT_DIR);
     await mkdir(dataRoot, { recursive: true, mode: 0o700 });
     const nodeId = localNodeId(p.dataDir);
@@ -245,6 +251,14 @@ export async function startLocalStack(p: {
           .filter((cidr) => cidr.length > 0),
         processStateDir: join(p.env.SANDBOX_STATE_DIR, nodeId),
         containerEgressRoot: nodeEgressRoot(dataRoot, nodeId),
+        secrets: {
+          keys: secretKeys,
+          ca: brokered.ca,
+          runtimeBundle: await readFile(
+            join(p.env.RUNTIME_ASSETS_DIR, RUNTIME_CA_BUNDLE),
+            "utf8",
+          ).catch(() => ""),
+        },
       },
     });
     stops.push(() => agentHost.stop());
@@ -276,6 +290,7 @@ export async function startLocalStack(p: {
     const app = createApp({
       ...tracing,
       networkDefault,
+      secretKeys,
       logger: p.logger,
       metrics,
       health: createHealthProbes({ db, sqs, runQueueUrl, s3, attachmentsBucket }),

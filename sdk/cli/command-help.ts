@@ -43,6 +43,14 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
   Personal access tokens for scripts and CI (needs a sign-in token, not a PAT). The new
   token is printed once on stdout; the server keeps only a hash. Default scopes: runs, files.
 `,
+  secrets: `usage: printf %s "$VALUE" | workcell secrets set <NAME> --host <pattern> [--host ...]
+                    [--header Authorization] [--template 'Bearer {value}']
+       workcell secrets list
+       workcell secrets rm <NAME>
+  Secrets your sandboxes use without holding them: a sandbox sees $NAME as a placeholder,
+  and the network proxy puts the value in only on requests to the hosts given. The value is
+  read from stdin (never an argument) and can never be read back.
+`,
   admin: `usage: workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime
                       | limits <uid> [name=value | name=default ...]
   Administrator commands (a token with the admin claim, or a PAT with the admin scope).

@@ -7,6 +7,7 @@ import { adminCommand, skillsCommand } from "./commands/admin-commands.ts";
 import { attachCommand, filesCommand } from "./commands/file-commands.ts";
 import { loginCommand } from "./commands/login-command.ts";
 import { runCommand } from "./commands/run-command.ts";
+import { secretsCommand } from "./commands/secrets-command.ts";
 import { cancelCommand, changesCommand, threadsCommand } from "./commands/thread-commands.ts";
 import { tokensCommand } from "./commands/tokens-command.ts";
 import { usageCommand } from "./commands/usage-command.ts";
@@ -28,6 +29,8 @@ export const HELP = `workcell: the Workcell API from a terminal
   workcell usage                                your workspace and runs against your limits
   workcell tokens create <name> [--scope s]... [--expires-days n] | list | revoke <id>
                                                 personal access tokens (wct_…) for scripts and CI
+  workcell secrets set <NAME> --host <pattern>... [--header H] [--template T] < value
+                 | list | rm <NAME>             secrets sandboxes use only as placeholders
   workcell admin skills | grant <slug> <uid> | revoke <slug> <uid> | nodes | runtime
                  | limits <uid> [name=value | name=default ...]
 
@@ -49,6 +52,7 @@ const COMMANDS: Record<string, (ctx: CliContext) => Promise<number>> = {
   skills: skillsCommand,
   usage: usageCommand,
   tokens: tokensCommand,
+  secrets: secretsCommand,
   admin: adminCommand,
 };
 
@@ -136,6 +140,9 @@ function parse(argv: readonly string[]) {
       scope: { type: "string", multiple: true },
       "expires-days": { type: "string" },
       allow: { type: "string" },
+      host: { type: "string", multiple: true },
+      header: { type: "string" },
+      template: { type: "string" },
     },
   });
 }

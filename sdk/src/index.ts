@@ -30,6 +30,7 @@ export {
   Runs,
   TERMINAL_RUN_STATUSES,
 } from "./runs.ts";
+export { type SecretData, Secrets, type SetSecretOptions } from "./secrets.ts";
 export {
   AdminSkills,
   type CatalogueSkill,

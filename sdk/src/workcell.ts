@@ -2,6 +2,7 @@ import { Admin } from "./admin.ts";
 import { Attachments } from "./attachments.ts";
 import type { components } from "./generated/api.ts";
 import { Runs } from "./runs.ts";
+import { Secrets } from "./secrets.ts";
 import { Skills } from "./skills.ts";
 import { Threads } from "./threads.ts";
 import { Tokens } from "./tokens.ts";
@@ -32,6 +33,8 @@ export class Workcell {
   readonly admin: Admin;
   /** Personal access tokens of the caller (needs a sign-in token). */
   readonly tokens: Tokens;
+  /** The caller's secrets (write-only values; sandboxes hold placeholders). */
+  readonly secrets: Secrets;
   /** The typed openapi-fetch client, for anything the resources above do not cover. */
   readonly api: Transport["api"];
   readonly #transport: Transport;
@@ -45,6 +48,7 @@ export class Workcell {
     this.skills = new Skills(this.#transport);
     this.admin = new Admin(this.#transport);
     this.tokens = new Tokens(this.#transport);
+    this.secrets = new Secrets(this.#transport);
   }
 
   get baseUrl(): string {

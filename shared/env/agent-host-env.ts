@@ -129,6 +129,16 @@ export const agentHostEnvSchema = z.object({
     ),
   WORKCELL_NETWORK_DEFAULT_ALLOW: networkDefaultAllowVar(),
   WORKCELL_SECRETS_KEY: secretsKeyVar(),
+  WORKCELL_SECRETS_CA_CERT: absolutePathVar()
+    .optional()
+    .describe(
+      "The deployment CA's certificate (PEM) for TLS towards hosts secrets are bound to (npm run secrets:ca).",
+    ),
+  WORKCELL_SECRETS_CA_KEY: absolutePathVar()
+    .optional()
+    .describe(
+      "The deployment CA's private key (PEM, 0600; nodes only). Without it and the certificate, secrets are not brokered.",
+    ),
   EGRESS_OPEN_CIDRS: z
     .string()
     .optional()

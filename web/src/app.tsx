@@ -14,6 +14,7 @@ import type { Session } from "./auth/session.ts";
 import { SignInPage } from "./auth/sign-in-page.tsx";
 import { ConsoleContext } from "./console-context.tsx";
 import { Layout } from "./layout.tsx";
+import { SecretsPage } from "./secrets/secrets-page.tsx";
 import { SkillsPage } from "./skills/skills-page.tsx";
 import { HomePage } from "./threads/home-page.tsx";
 import { ThreadPage } from "./threads/thread-page.tsx";
@@ -73,6 +74,7 @@ function SignedInGate({ config }: { config: ConsoleConfig }) {
           <Route path="skills" element={<SkillsPage />} />
           <Route path="usage" element={<UsagePage />} />
           <Route path="tokens" element={<TokensPage />} />
+          <Route path="secrets" element={<SecretsPage />} />
           <Route path="admin/skills" element={<AdminSkillsPage />} />
           <Route path="admin/nodes" element={<AdminNodesPage />} />
           <Route path="admin/runtime" element={<AdminRuntimePage />} />

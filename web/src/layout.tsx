@@ -20,6 +20,7 @@ export function Layout() {
           <NavLink to="/skills">Skills</NavLink>
           <NavLink to="/usage">Usage</NavLink>
           <NavLink to="/tokens">Tokens</NavLink>
+          <NavLink to="/secrets">Secrets</NavLink>
           {session.admin && (
             <NavLink to="/admin/skills" className={adminActive}>
               Admin

@@ -10,6 +10,7 @@ import type { RunPause } from "../../approvals/record-pause.ts";
 import type { EgressRecord } from "../../egress/egress-record.ts";
 import { networkRequestEventData, type RunEgress } from "../../egress/run-egress.ts";
 import type { SandboxHandle } from "../../sandbox/sandbox-handle.ts";
+import { secretsPrompt } from "../../secrets/secrets-prompt.ts";
 import {
   buildSystemPrompt,
   type ChatMessage,
@@ -252,6 +253,6 @@ function extraPrompt(
     egress === undefined
       ? undefined
       : `Network: commands reach only these hosts, through the proxy set in HTTP_PROXY / HTTPS_PROXY / ALL_PROXY: ${egress.hosts.join(", ")}. Anything else is refused with 403 (say so to the user: an admin can allow more hosts).`;
-  const parts = [deployment, network].filter((part) => part !== undefined);
+  const parts = [deployment, network, secretsPrompt(egress)].filter((part) => part !== undefined);
   return parts.length === 0 ? {} : { extra: parts.join("\n\n") };
 }

@@ -261,6 +261,32 @@ describe("the workcell CLI", () => {
     expect(local.output()).not.toContain(pat.slice(-43));
   }, 120_000);
 
+  test("secrets: set reads the value from stdin, list and the SDK never show it, rm deletes; nothing logs it", async () => {
+    const token = await local.token("sela");
+    const config = join(home, "sela.json");
+    const value = `ghp_cli_${Date.now().toString(36)}_secretvalue`;
+    const as = (args: string[], input = "") =>
+      workcellAt(config, [...args, "--token", token, "--url", local.url], input);
+    const set = await as(
+      ["secrets", "set", "GITHUB_TOKEN", "--host", "api.github.com", "--host", "github.com"],
+      `${value}\n`,
+    );
+    expect(set).toMatchObject({ code: 0 });
+    expect(set.stdout).toMatch(/stored GITHUB_TOKEN for api\.github\.com, github\.com/);
+    const listed = await as(["secrets", "list"]);
+    expect(listed.stdout).toMatch(
+      /GITHUB_TOKEN\s+api\.github\.com,github\.com\s+Authorization\s+Bearer \{value\}/,
+    );
+    const sdk = new Workcell({ baseUrl: local.url, token });
+    expect((await sdk.secrets.list()).map((s) => s.name)).toEqual(["GITHUB_TOKEN"]);
+    const noHost = await as(["secrets", "set", "OTHER"], "x\n");
+    expect(noHost.code).toBe(2);
+    expect((await as(["secrets", "rm", "GITHUB_TOKEN"])).code).toBe(0);
+    expect(await sdk.secrets.list()).toEqual([]);
+    for (const text of [set.stdout, set.stderr, listed.stdout, listed.stderr, local.output()])
+      expect(text).not.toContain(value);
+  }, 120_000);
+
   test("login --local mints a dev token; every command has its own --help; wrong input prints no stack", async () => {
     const config = join(home, "local.json");
     const login = await workcellAt(config, ["login", "--url", local.url, "--local", "lou"]);

@@ -117,6 +117,10 @@ describe("secrets", () => {
     const before = await tableText();
     const bad: [string, object, number][] = [
       ["lower_case", { value: value(), hosts: ["a.example.com"] }, 404],
+      // Names a sandbox's tools need are not secrets' (a malformed path name is 404).
+      ["PATH", { value: value(), hosts: ["a.example.com"] }, 404],
+      ["HTTPS_PROXY", { value: value(), hosts: ["a.example.com"] }, 404],
+      ["WORKCELL_EGRESS_SOCKET", { value: value(), hosts: ["a.example.com"] }, 404],
       ["IP_HOST", { value: value(), hosts: ["10.0.0.1"] }, 400],
       ["NO_HOSTS", { value: value(), hosts: [] }, 400],
       ["CRLF", { value: `${value()}\r\nX-Evil: 1`, hosts: ["a.example.com"] }, 400],

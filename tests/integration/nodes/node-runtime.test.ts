@@ -134,7 +134,8 @@ it("serves each node's tiers and verified Runtime Assets to an admin", async () 
   });
   expect(report.egress_proxy).toEqual({
     state: "ready",
-    detail: "tiers: process, container; default policy: none; 0 opened CIDRs",
+    detail:
+      "tiers: process, container; default policy: none; 0 opened CIDRs; secrets: off (no WORKCELL_SECRETS_KEY / CA)",
   });
 }, 300_000);
 

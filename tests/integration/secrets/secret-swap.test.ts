@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -106,7 +107,7 @@ beforeAll(async () => {
   keys = createEnvKeyWrapper(randomBytes(32));
   await putSecret(db, keys, "alice", "GITHUB_TOKEN", bearerSecret(newValue()));
   await putSecret(db, keys, "bob", "GITHUB_TOKEN", bearerSecret(newValue()));
-  node = await prepareNodeSecrets(db, {
+  node = prepareNodeSecrets(db, {
     keys,
     ca: await generateDeploymentCa("Workcell test egress CA"),
     runtimeBundle: await readFile(join(treeDir, RUNTIME_CA_BUNDLE), "utf8"),
@@ -267,15 +268,25 @@ describe.each(["process", "container"] as const)("brokered secrets (%s tier)", (
     expect(hit).toMatchObject({ port: 443, host: n("api"), auth: `Bearer ${values[0]}` });
     // Zero hits for any value: its output, every file of its Workdir, the proxy's records
     // (the run's network.request events), the node's log lines.
+    // Every file the sandbox could write or read from the host side: the Workdirs, the
+    // generations' state (the process tier's /tmp), the egress directories.
+    const dirs = [join(dataRoot.path, "users"), egressRoot, fixture?.stateDir].filter(
+      (dir): dir is string => dir !== undefined && existsSync(dir),
+    );
+    expect(dirs.length).toBeGreaterThan(1);
+    // grep exits 1 when nothing matched (what we want), 0 with the files that hold it.
     const workdirFiles = await run(
       "grep",
-      ["-rl", values[0] ?? "?", join(dataRoot.path, "users")],
+      ["-rlF", "-D", "skip", "--exclude=userns", values[0] ?? "?", ...dirs],
       {
         timeout: 30_000,
       },
     ).then(
       (found) => found.stdout,
-      () => "",
+      (error: { code?: number; stdout?: string; stderr?: string }) =>
+        error.code === 1
+          ? ""
+          : `grep failed: ${error.code} ${error.stdout ?? ""} ${error.stderr ?? ""}`,
     );
     for (const value of values) {
       expect(r.out + r.err).not.toContain(value);

@@ -3,6 +3,7 @@ import type {
   NetworkPolicy,
   NodeRuntimeData,
   PersonalTokenData,
+  SecretData,
   TokenScope,
   UsageData,
   UserLimitsData,
@@ -82,6 +83,16 @@ export interface ConsoleApi {
       options: { scopes: TokenScope[]; expiresInDays?: number },
     ): Promise<CreatedPersonalToken>;
     revoke(tokenId: string): Promise<void>;
+  };
+  /** The signed-in user's secrets (`/v1/secrets`): values go in, never come back. */
+  secrets: {
+    list(signal?: AbortSignal): Promise<SecretData[]>;
+    set(
+      name: string,
+      value: string,
+      options: { hosts: string[]; header?: string; template?: string },
+    ): Promise<SecretData>;
+    remove(name: string): Promise<void>;
   };
   /** Admin only; the server answers 403 otherwise. */
   admin: {

@@ -171,6 +171,11 @@ export function createSdkConsoleApi(p: {
       create: (name, options) => sdk(() => workcell.tokens.create(name, options)),
       revoke: (tokenId) => sdk(() => workcell.tokens.revoke(tokenId)),
     },
+    secrets: {
+      list: (signal) => sdk(() => workcell.secrets.list(opts(signal))),
+      set: (name, value, options) => sdk(() => workcell.secrets.set(name, value, options)),
+      remove: (name) => sdk(() => workcell.secrets.delete(name)),
+    },
     admin: {
       catalogue: (signal) =>
         sdk(async () => (await workcell.admin.skills.list(opts(signal))) as CatalogueSkill[]),

@@ -13,6 +13,7 @@ import { failRunsOfNode } from "../shared/runs/fail-node-runs.ts";
 import { DEFAULT_NODE_HEARTBEAT_INTERVAL_MS } from "../shared/runs/node-liveness.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
+import { startCheckpoints } from "./checkpoints/start-checkpoints.ts";
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
 import { createThreadRevocations } from "./data-plane/thread-revocations.ts";
@@ -131,6 +132,18 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     // No filesystem quota on the data roots this runs on so far: the accounting mode
     // (docs/decisions/0017).
     const quota = createAccountingQuota({ dataRoot: deps.dataRoot });
+    const checkpoints = startCheckpoints({
+      db: deps.db,
+      nodeId: deps.nodeId,
+      dataRoot: deps.dataRoot,
+      sys,
+      resolver: createPathResolver(sys),
+      ...(process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {}),
+      workspaceBytes: async (uid, signal) => (await quota.usage(uid, signal)).bytes,
+      defaultWorkspaceBytes: DEFAULT_USER_LIMITS.workspace_bytes,
+      logger,
+    });
+    stops.push(() => checkpoints.stop());
     const skills = createAgentHostSkills({
       db: deps.db,
       sys,
@@ -163,6 +176,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
           objects: createS3AttachmentObjectStore({ s3: deps.s3, bucket: deps.attachmentsBucket }),
         },
         skills,
+        checkpoints: checkpoints.checkpoints,
         readiness: () => readiness,
         ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
         ...(deps.dataPlane.corsOrigins === undefined
@@ -225,6 +239,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         sandboxTiers: deps.sandboxTiers,
         logger,
         ...(egress === undefined ? {} : { egress: egress.status }),
+        checkpoints: checkpoints.report,
       },
       starting.signal,
     );

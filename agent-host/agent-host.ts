@@ -13,6 +13,7 @@ import { failRunsOfNode } from "../shared/runs/fail-node-runs.ts";
 import { DEFAULT_NODE_HEARTBEAT_INTERVAL_MS } from "../shared/runs/node-liveness.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
+import { beforeRunCheckpoint } from "./checkpoints/before-run-checkpoint.ts";
 import { startCheckpoints } from "./checkpoints/start-checkpoints.ts";
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
@@ -364,6 +365,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       // The same accounting as the data plane: a run's commands and the Files API count
       // against one figure per uid (docs/decisions/0050).
       quota: createRunQuotaGate({ db: deps.db, accounting: quota, logger }),
+      beforeRun: beforeRunCheckpoint(checkpoints.checkpoints),
       // A refresh that could not finish goes back to the queue (or its DLQ) as an error.
       // Its line names the API request that queued it, when it does (docs/decisions/0069).
       skillsRefresh: async (message, signal, requestId) => {

@@ -149,6 +149,25 @@ const networkRequestEvent = z
   })
   .openapi("NetworkRequestEvent");
 
+const checkpointCreatedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("checkpoint.created").describe("Event type."),
+    data: z
+      .object({
+        checkpoint_id: uuidSchema.describe(
+          "Restore it to undo this run (POST …/checkpoints/{id}/restore).",
+        ),
+        files: z.number().int().nonnegative().describe("Regular files it holds."),
+        bytes: z.number().int().nonnegative().describe("Their logical size."),
+        mode: z.enum(["reflink", "copy"]).describe("How the node copied it."),
+      })
+      .describe(
+        "The Workdir was checkpointed before the run's first command (`agent.checkpoint`).",
+      ),
+  })
+  .openapi("CheckpointCreatedEvent");
+
 const runCompletedEvent = z
   .object({
     ...envelope,
@@ -179,6 +198,7 @@ export const RUN_EVENT_TYPES = [
   "subagent.started",
   "subagent.completed",
   "network.request",
+  "checkpoint.created",
   "run.completed",
 ] as const;
 
@@ -193,6 +213,7 @@ export const runEventSchema = z
     subagentStartedEvent,
     subagentCompletedEvent,
     networkRequestEvent,
+    checkpointCreatedEvent,
     runCompletedEvent,
   ])
   .openapi("RunEvent")

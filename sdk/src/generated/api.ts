@@ -212,7 +212,7 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     /** @description One event of a run's event stream. */
-    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["NetworkRequestEvent"] | components["schemas"]["RunCompletedEvent"];
+    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["NetworkRequestEvent"] | components["schemas"]["CheckpointCreatedEvent"] | components["schemas"]["RunCompletedEvent"];
     RunStatusEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
@@ -505,6 +505,42 @@ export interface components {
        * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
        */
       started_at: string;
+    };
+    CheckpointCreatedEvent: {
+      /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
+      seq: number;
+      /**
+       * Format: uuid
+       * @description The run.
+       */
+      run_id: string;
+      /**
+       * Format: date-time
+       * @description When the event was recorded.
+       */
+      created_at: string;
+      /**
+       * @description Event type.
+       * @enum {string}
+       */
+      type: "checkpoint.created";
+      /** @description The Workdir was checkpointed before the run's first command (`agent.checkpoint`). */
+      data: {
+        /**
+         * Format: uuid
+         * @description Restore it to undo this run (POST …/checkpoints/{id}/restore).
+         */
+        checkpoint_id: string;
+        /** @description Regular files it holds. */
+        files: number;
+        /** @description Their logical size. */
+        bytes: number;
+        /**
+         * @description How the node copied it.
+         * @enum {string}
+         */
+        mode: "reflink" | "copy";
+      };
     };
     RunCompletedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
@@ -806,6 +842,8 @@ export interface components {
           /** @description Hosts this run may reach: each must be covered by the user's policy, else 422. */
           allow: string[];
         };
+        /** @description Checkpoint the Workdir before the run's first command (a `checkpoint.created` event names it; restoring it undoes the run). Default: on where the node's checkpoints reflink, off where they copy. */
+        checkpoint?: boolean;
       };
     };
     /** @description The new run and the thread created for it. */
@@ -845,6 +883,8 @@ export interface components {
           /** @description Hosts this run may reach: each must be covered by the user's policy, else 422. */
           allow: string[];
         };
+        /** @description Checkpoint the Workdir before the run's first command (a `checkpoint.created` event names it; restoring it undoes the run). Default: on where the node's checkpoints reflink, off where they copy. */
+        checkpoint?: boolean;
       };
     };
     /** @description Files the run changed: the union of its change batches. */

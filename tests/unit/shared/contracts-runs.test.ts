@@ -192,6 +192,16 @@ describe("run events", () => {
           started_at: "2026-01-01T00:00:00.000Z",
         },
       },
+      {
+        ...base,
+        type: "checkpoint.created",
+        data: {
+          checkpoint_id: "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d",
+          files: 1000,
+          bytes: 104857600,
+          mode: "reflink",
+        },
+      },
       { ...base, type: "run.completed", data: { status: "succeeded" } },
     ];
     expect([...new Set(events.map((e) => e.type))].sort()).toEqual([...RUN_EVENT_TYPES].sort());

@@ -35,6 +35,8 @@ export type CheckpointsHarness = {
   dataPlaneUrl: string;
   capabilities: CapabilityMinter;
   call(method: string, path: string, options?: CallOptions): Promise<Response>;
+  /** A dev token of `uid` (what a CLI login stores). */
+  token(uid: string): Promise<string>;
   createThread(uid?: string): Promise<ThreadJson>;
   /** The Workdir on disk (made by the data plane's materialize, here by the test). */
   workdirOnDisk(workdirPath: string, uid?: string): string;
@@ -78,7 +80,7 @@ export async function startCheckpointsHarness(root: DataRoot): Promise<Checkpoin
     port: 0,
   });
   const capabilities = createCapabilityMinter({ privateJwk: keys.privateJwk });
-  const { app, call } = createTestFunctionsApp({
+  const { app, call, token } = createTestFunctionsApp({
     db,
     sqs,
     queueUrl,
@@ -96,6 +98,7 @@ export async function startCheckpointsHarness(root: DataRoot): Promise<Checkpoin
     dataPlaneUrl: server.url,
     capabilities,
     call,
+    token: (uid) => token(uid),
     async createThread(uid = ALICE) {
       const response = await call("POST", "/v1/threads", { uid, body: {} });
       if (response.status !== 201)

@@ -24,6 +24,8 @@ command -v bwrap >/dev/null 2>&1 || want+=(bubblewrap)
 # needs socat and ripgrep on Linux (decision 0028).
 command -v socat >/dev/null 2>&1 || want+=(socat)
 command -v rg >/dev/null 2>&1 || want+=(ripgrep)
+# Checkpoints' reflink mode is tested on an XFS loop filesystem with reflink=1 (issue 39).
+command -v mkfs.xfs >/dev/null 2>&1 || want+=(xfsprogs)
 # Runtime Assets (infra/runtime-assets/) are built from Debian packages by mmdebstrap.
 command -v mmdebstrap >/dev/null 2>&1 || want+=(mmdebstrap)
 # The kernel-budget test (#13) builds a static C helper that opens inotify instances, and

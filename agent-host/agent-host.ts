@@ -101,6 +101,8 @@ export type AgentHost = {
   sandboxDriver: SandboxDriverStatus;
   /** The egress proxy as reported in the runtime report; undefined when not configured. */
   egress: { ready: boolean; detail: string } | undefined;
+  /** How this node takes checkpoints (reflink or copy), as reported in the runtime report. */
+  checkpoints: { mode: "reflink" | "copy"; detail: string };
   /** The Runtime Assets as verified at start (checksums and probes), once done. */
   runtime: Promise<RuntimeAssetsReport>;
   /** This node's liveness as its heartbeat sees it (for /readyz). */
@@ -391,6 +393,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       skills,
       sandboxDriver,
       egress: egress?.status,
+      checkpoints: checkpoints.report,
       runtime,
       heartbeat,
       async stop() {

@@ -9,9 +9,6 @@ import { type SysResult, sysFail, sysOk } from "../workspace/syscalls.ts";
  */
 export const FICLONE = 0x40049409;
 
-/** renameat2(2) flag: swap two existing names atomically. */
-export const RENAME_EXCHANGE = 2;
-
 /** How a node copies checkpoint files (reported in GET /v1/admin/runtime). */
 export type CheckpointCopyMode = "reflink" | "copy";
 

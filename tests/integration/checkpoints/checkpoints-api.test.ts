@@ -130,6 +130,44 @@ describe.each(STORE_MODES)("the checkpoint API, %s mode", (mode) => {
     expect(existsSync(join(h.dataRoot, "users", BOB))).toBe(false);
   });
 
+  it("a browser's file capability cannot call the node's checkpoint endpoint (403, nothing done)", async () => {
+    const thread = await h.createThread();
+    const dir = await workdirOf(thread);
+    plantTree(dir);
+    const taken = await take(thread);
+    writeFileSync(join(dir, "a.txt"), "not to be undone by a file token");
+    const tree = treeManifest(dir, true);
+    const access = await h.call("POST", `/v1/threads/${thread.thread_id}/files/access`, {
+      body: { ops: ["read", "write", "delete"] },
+    });
+    const { base_url, token } = (await access.json()) as { base_url: string; token: string };
+    const [project] = await h.db.select().from(projects).where(eq(projects.id, thread.project_id));
+    for (const action of ["take", "restore", "fork"] as const) {
+      const response = await fetch(`${base_url}/internal/v1/checkpoints`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          workdir_path: project?.workdirPath,
+          thread_id: thread.thread_id,
+          action,
+          checkpoint_id: taken.checkpoint_id,
+          fork_workdir_path: "projects/3d9f7a1e-1b2c-4d3e-8f90-123456789abc",
+        }),
+      });
+      expect(response.status, action).toBe(403);
+      expect(((await response.json()) as ErrorJson).error.details).toMatchObject({
+        reason: "operation_not_granted",
+      });
+    }
+    expect(treeManifest(dir, true)).toEqual(tree);
+    expect(
+      await h.db.select().from(checkpoints).where(eq(checkpoints.threadId, thread.thread_id)),
+    ).toHaveLength(1);
+    expect(existsSync(h.workdirOnDisk("projects/3d9f7a1e-1b2c-4d3e-8f90-123456789abc"))).toBe(
+      false,
+    );
+  });
+
   it("refuses a restore (409) while a run of the thread is pending, and touches nothing", async () => {
     const thread = await h.createThread();
     const dir = await workdirOf(thread);

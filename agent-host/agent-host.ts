@@ -11,6 +11,7 @@ import type { ListenFn } from "../shared/listen/listen-fn.ts";
 import { createWorkcellMetrics, type WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
 import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
+import { startCheckpoints } from "./checkpoints/start-checkpoints.ts";
 import { createRunWorker } from "./create-run-worker.ts";
 import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
 import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
@@ -84,6 +85,8 @@ export type AgentHost = {
   sandboxDriver: SandboxDriverStatus;
   /** The egress proxy as reported in the runtime report; undefined when not configured. */
   egress: { ready: boolean; detail: string } | undefined;
+  /** How this node takes checkpoints (reflink or copy), as reported in the runtime report. */
+  checkpoints: { mode: "reflink" | "copy"; detail: string };
   /** The Runtime Assets as verified at start (checksums and probes), once done. */
   runtime: Promise<RuntimeAssetsReport>;
   /** This node's liveness as its heartbeat sees it (for /readyz). */
@@ -117,6 +120,18 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     // No filesystem quota on the data roots this runs on so far: the accounting mode
     // (docs/decisions/0017).
     const quota = createAccountingQuota({ dataRoot: deps.dataRoot });
+    const checkpoints = startCheckpoints({
+      db: deps.db,
+      nodeId: deps.nodeId,
+      dataRoot: deps.dataRoot,
+      sys,
+      resolver: createPathResolver(sys),
+      ...(process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {}),
+      workspaceBytes: async (uid, signal) => (await quota.usage(uid, signal)).bytes,
+      defaultWorkspaceBytes: DEFAULT_USER_LIMITS.workspace_bytes,
+      logger,
+    });
+    stops.push(() => checkpoints.stop());
     const skills = createAgentHostSkills({
       db: deps.db,
       sys,
@@ -149,6 +164,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
           objects: createS3AttachmentObjectStore({ s3: deps.s3, bucket: deps.attachmentsBucket }),
         },
         skills,
+        checkpoints: checkpoints.checkpoints,
         readiness: () => readiness,
         ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
         ...(deps.dataPlane.corsOrigins === undefined
@@ -179,6 +195,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
         ? {}
         : { heartbeatIntervalMs: deps.nodeHeartbeatIntervalMs }),
       ...(egress === undefined ? {} : { egressStatus: egress.status }),
+      checkpointsStatus: checkpoints.report,
       startSandboxes: (signal) => startSandboxManager(deps, sandboxDriver, metrics, logger, signal),
       onTiersRecovered: () => worker?.wake(),
       metrics,
@@ -188,7 +205,17 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
     stops.push(node.stop);
     readiness = node.readiness;
     const sandboxes = node.manager ?? noIsolationSandboxes(sandboxDriver.detail);
-    const parts = { node, sandboxes, egress, userWorkspaces, quota, skills, metrics, logger };
+    const parts = {
+      node,
+      sandboxes,
+      egress,
+      userWorkspaces,
+      quota,
+      skills,
+      checkpoints: checkpoints.checkpoints,
+      metrics,
+      logger,
+    };
     const runWorker = createRunWorker(deps, parts);
     worker = runWorker;
     await runWorker.start();
@@ -199,6 +226,7 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       skills,
       sandboxDriver,
       egress: egress?.status,
+      checkpoints: checkpoints.report,
       runtime: node.runtime,
       heartbeat: node.heartbeat,
       async stop() {

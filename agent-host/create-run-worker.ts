@@ -4,6 +4,8 @@ import type { Db } from "../shared/db/client.ts";
 import type { ListenFn } from "../shared/listen/listen-fn.ts";
 import type { WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
+import { beforeRunCheckpoint } from "./checkpoints/before-run-checkpoint.ts";
+import type { Checkpoints } from "./checkpoints/checkpoints.ts";
 import type { NodeEgress } from "./egress/start-node-egress.ts";
 import type { StartedNode } from "./node/start-node.ts";
 import { createRunQuotaGate } from "./quota/run-quota-gate.ts";
@@ -45,6 +47,7 @@ export type RunWorkerParts = {
   userWorkspaces: UserWorkspaces;
   quota: WorkspaceQuotaAccounting;
   skills: AgentHostSkills;
+  checkpoints: Checkpoints;
   metrics: WorkcellMetrics;
   logger: Logger;
 };
@@ -95,6 +98,7 @@ export function createRunWorker(deps: RunWorkerHostDeps, parts: RunWorkerParts):
     // The same accounting as the data plane: a run's commands and the Files API count
     // against one figure per uid (docs/decisions/0050).
     quota: createRunQuotaGate({ db: deps.db, accounting: parts.quota, logger }),
+    beforeRun: beforeRunCheckpoint(parts.checkpoints),
     // A refresh that could not finish goes back to the queue (or its DLQ) as an error.
     // Its line names the API request that queued it, when it does (docs/decisions/0069).
     skillsRefresh: async (message, signal, requestId) => {

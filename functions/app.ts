@@ -23,6 +23,7 @@ import { validationHook } from "./middleware/validation-hook.ts";
 import { documentApi } from "./openapi/document-api.ts";
 import { registerApprovalRoutes } from "./routes/approval-routes.ts";
 import { registerAttachmentRoutes } from "./routes/attachment-routes.ts";
+import { registerCheckpointRoutes } from "./routes/checkpoint-routes.ts";
 import { registerFilesAccessRoute } from "./routes/files-access-route.ts";
 import { registerHealthRoute } from "./routes/health-route.ts";
 import { registerLimitsRoutes } from "./routes/limits-routes.ts";
@@ -130,6 +131,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerRunEventsRoute(app, { db: deps.db, waiter: deps.runEvents, limits });
   registerRunEventTicketRoute(app, { db: deps.db, tickets: eventTickets, limits });
   registerFilesAccessRoute(app, deps);
+  registerCheckpointRoutes(app, deps);
   registerAttachmentRoutes(app, deps);
   registerSkillRoutes(app, deps);
   registerNodeRoutes(app, deps);

@@ -9,9 +9,6 @@ import { type SysResult, sysFail, sysOk } from "../workspace/syscalls.ts";
  */
 export const FICLONE = 0x40049409;
 
-/** renameat2(2) flag: swap two existing names atomically. */
-export const RENAME_EXCHANGE = 2;
-
 /** How a node copies checkpoint files (reported in GET /v1/admin/runtime). */
 export type CheckpointCopyMode = "reflink" | "copy";
 
@@ -24,6 +21,12 @@ export interface CheckpointSyscalls {
    * last digits, and a restore must give back mtimes exactly.
    */
   setTimes(fd: number, atimeNs: bigint, mtimeNs: bigint): SysResult<true>;
+  /**
+   * copy_file_range(2) of up to `length` bytes at both descriptors' file offsets: the
+   * kernel copies (and may share or offload) without the bytes passing through us.
+   * Returns the bytes copied, 0 at the end of the source.
+   */
+  copyRange(srcFd: number, dstFd: number, length: number): SysResult<number>;
 }
 
 const NS_PER_S = 1_000_000_000n;
@@ -39,6 +42,9 @@ export function createCheckpointSyscalls(
   const lib = load(libraryPath);
   const ioctl = lib.func("int ioctl(int fd, unsigned long request, int src)");
   const futimens = lib.func("int futimens(int fd, const void *times)");
+  const copyFileRange = lib.func(
+    "int64_t copy_file_range(int fd_in, void *off_in, int fd_out, void *off_out, size_t len, unsigned int flags)",
+  );
   return {
     clone(srcFd, dstFd) {
       return Number(ioctl(dstFd, FICLONE, srcFd)) === -1 ? sysFail(lastErrno()) : sysOk(true);
@@ -51,6 +57,10 @@ export function createCheckpointSyscalls(
       times.writeBigInt64LE(mtimeNs / NS_PER_S, 16);
       times.writeBigInt64LE(mtimeNs % NS_PER_S, 24);
       return Number(futimens(fd, times)) === -1 ? sysFail(lastErrno()) : sysOk(true);
+    },
+    copyRange(srcFd, dstFd, length) {
+      const copied = Number(copyFileRange(srcFd, null, dstFd, null, length, 0));
+      return copied === -1 ? sysFail(lastErrno()) : sysOk(copied);
     },
   };
 }

@@ -11,6 +11,8 @@ import {
 } from "../../shared/db/schema.ts";
 import { WorkcellError } from "../../shared/errors/index.ts";
 import type { CheckpointStore } from "./checkpoint-store.ts";
+import type { TreeStats } from "./copy-tree.ts";
+import { forkWorkdir } from "./fork-workdir.ts";
 import { restoreWorkdir } from "./restore-workdir.ts";
 
 export interface CheckpointsDeps {
@@ -68,22 +70,7 @@ export class Checkpoints {
   ): Promise<CheckpointRow> {
     const { store, db } = this.#deps;
     const measured = store.measure(target.uid, target.workdirPath, signal);
-    const [quota] = await executeRows<{ limit_bytes: string; used_bytes: string }>(
-      db,
-      sql`select coalesce((select workspace_bytes from user_limits where uid = ${target.uid}),
-                          ${this.#deps.defaultWorkspaceBytes}::bigint)::text as limit_bytes,
-                 coalesce((select sum(bytes) from checkpoints where uid = ${target.uid}), 0)::text as used_bytes`,
-    );
-    const workspace = await this.#deps.workspaceBytes(target.uid, signal);
-    const limit = Number(quota?.limit_bytes ?? 0);
-    const total = workspace + Number(quota?.used_bytes ?? 0) + measured.bytes;
-    if (total > limit) {
-      throw new WorkcellError(
-        "quota_exceeded",
-        "A checkpoint of this Workdir would take you over your quota (checkpoints count by their logical size): delete older checkpoints or files, or ask an administrator to raise your limits.",
-        { details: { limit_bytes: limit, needed_bytes: total, checkpoint_bytes: measured.bytes } },
-      );
-    }
+    await this.#checkQuota(target.uid, measured.bytes, signal);
     const checkpointId = randomUUID();
     const stats = await store.take(target.uid, target.workdirPath, checkpointId, signal);
     const [row] = await db
@@ -131,6 +118,49 @@ export class Checkpoints {
       "workdir restored",
     );
     return { restored, saved };
+  }
+
+  /**
+   * Fills the new, empty managed Workdir `forkWorkdirPath` of the same uid with checkpoint
+   * `checkpointId` of the thread, or with the thread's current Workdir. The copy adds to
+   * the UserWorkspace, so it is checked against the quota first (nothing written if over).
+   */
+  async fork(
+    target: CheckpointTarget,
+    checkpointId: string | undefined,
+    forkWorkdirPath: string,
+    signal: AbortSignal,
+  ): Promise<TreeStats> {
+    const { store } = this.#deps;
+    let bytes: number;
+    if (checkpointId !== undefined) {
+      const row = await this.find(target, checkpointId);
+      if (row === undefined) throw new WorkcellError("not_found", "No such checkpoint.");
+      bytes = row.bytes;
+    } else {
+      bytes = store.measure(target.uid, target.workdirPath, signal).bytes;
+    }
+    await this.#checkQuota(target.uid, bytes, signal);
+    return forkWorkdir(store, { ...target, checkpointId, forkWorkdirPath }, signal);
+  }
+
+  async #checkQuota(uid: string, bytes: number, signal: AbortSignal): Promise<void> {
+    const [quota] = await executeRows<{ limit_bytes: string; used_bytes: string }>(
+      this.#deps.db,
+      sql`select coalesce((select workspace_bytes from user_limits where uid = ${uid}),
+                          ${this.#deps.defaultWorkspaceBytes}::bigint)::text as limit_bytes,
+                 coalesce((select sum(bytes) from checkpoints where uid = ${uid}), 0)::text as used_bytes`,
+    );
+    const workspace = await this.#deps.workspaceBytes(uid, signal);
+    const limit = Number(quota?.limit_bytes ?? 0);
+    const total = workspace + Number(quota?.used_bytes ?? 0) + bytes;
+    if (total > limit) {
+      throw new WorkcellError(
+        "quota_exceeded",
+        "This would take your workspace and checkpoints over your quota (checkpoints count by their logical size): delete older checkpoints or files, or ask an administrator to raise your limits.",
+        { details: { limit_bytes: limit, needed_bytes: total, adding_bytes: bytes } },
+      );
+    }
   }
 
   /** The thread's checkpoint `checkpointId`, only if it is the uid's and this thread's. */

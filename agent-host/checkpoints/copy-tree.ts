@@ -54,6 +54,8 @@ const FILE_READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXE
 const FILE_CREATE_FLAGS = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 /** Errnos of FICLONE that mean "not here", so the bytes are copied instead. */
 const NO_CLONE = new Set([Errno.EOPNOTSUPP, Errno.EINVAL, Errno.EXDEV, Errno.ENOTTY, Errno.EPERM]);
+/** Errnos of copy_file_range that mean "not here": the bytes go through us instead. */
+const NO_COPY_RANGE = new Set([Errno.ENOSYS, Errno.EXDEV, Errno.EINVAL, Errno.EOPNOTSUPP]);
 
 /**
  * Copies the contents of directory `srcFd` into the empty directory `dstFd`, both held
@@ -193,12 +195,38 @@ async function copyContent(
     if (cloned.ok) return;
     if (!NO_CLONE.has(cloned.errno)) throw errnoError(cloned.errno, { op: "clone", path: "" });
   }
+  if (await copyInKernel(deps, srcFd, dstFd, size)) return;
   for (let position = 0; position < size; ) {
     const chunk = await readAt(srcFd, Math.min(COPY_CHUNK_BYTES, size - position), position);
     if (chunk.length === 0) break; // shrank under us: the copy is what was there
     await writeFully(dstFd, chunk, position);
     position += chunk.length;
   }
+}
+
+/**
+ * copy_file_range in chunks of COPY_CHUNK_BYTES, yielding to the event loop between them (the
+ * call is synchronous). False when the kernel refuses before anything was copied (EXDEV on
+ * old kernels, ENOSYS, EINVAL on some filesystems): the caller then copies the bytes itself.
+ */
+async function copyInKernel(
+  deps: TreeCopyDeps,
+  srcFd: number,
+  dstFd: number,
+  size: number,
+): Promise<boolean> {
+  let copied = 0;
+  while (copied < size) {
+    const step = deps.cp.copyRange(srcFd, dstFd, Math.min(COPY_CHUNK_BYTES * 8, size - copied));
+    if (!step.ok) {
+      if (copied === 0 && NO_COPY_RANGE.has(step.errno)) return false;
+      throw errnoError(step.errno, { op: "checkpoint", path: "" });
+    }
+    if (step.value === 0) break; // shrank under us: the copy is what was there
+    copied += step.value;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return true;
 }
 
 /** Gives a copied directory its source's mode, owner and times (after its children). */

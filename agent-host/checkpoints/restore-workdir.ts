@@ -22,57 +22,69 @@ import {
   RENAME_NOREPLACE,
 } from "../workspace/syscalls.ts";
 import { CHECKPOINTS_DIR, type CheckpointStore } from "./checkpoint-store.ts";
-import { RENAME_EXCHANGE } from "./checkpoint-syscalls.ts";
 import { finishDirectory, type TreeStats } from "./copy-tree.ts";
 import { removeTree } from "./remove-tree.ts";
 
 /**
  * The steps of a restore, in order; a test may stop the process at any of them
- * (`onStep`), and the next start must find the Workdir either old or restored.
+ * (`onStep`), and the next start must find the Workdir either old or restored. `clearing`
+ * and `filling` fire after the first entry moved, so a stop lands mid-phase.
  */
 export const RESTORE_STEPS = [
   "planned",
   "staged",
   "ready",
-  "exchanged",
+  "clearing",
+  "cleared",
+  "filling",
+  "filled",
   "finished",
   "cleaned",
 ] as const;
 export type RestoreStep = (typeof RESTORE_STEPS)[number];
 
-/** Hidden sibling of the Workdir that the checkpoint is copied into before the swap. */
+/** Hidden siblings of the Workdir: the checkpoint's copy, and where the old entries go. */
 export const STAGING_PREFIX = ".workcell-restore-";
+const TRASH_SUFFIX = "-old";
+
+/** How many names one pass moves; the directory is listed again until it is empty. */
+const NAMES_PER_PASS = 4096;
 
 const journalSchema = z.object({
   restore_id: z.uuid(),
   uid: z.string().min(1),
   workdir_path: z.string().min(1),
   checkpoint_id: z.uuid(),
-  phase: z.enum(["staging", "ready"]),
-  staging_ino: z.string().optional(),
+  phase: z.enum(["staging", "clearing", "filling"]),
   root: z.object({ mode: z.string(), atime_ns: z.string(), mtime_ns: z.string() }).optional(),
 });
 type Journal = z.output<typeof journalSchema>;
 
 export type RestoreOutcome = "completed" | "rolled_back";
 
+type Plan = { restoreId: string; uid: string; workdirPath: string; checkpointId: string };
+
 /**
- * Makes the Workdir exactly checkpoint `checkpointId`, crash-safe (docs/decisions/0152):
+ * Makes the Workdir exactly checkpoint `checkpointId`, crash-safe (docs/decisions/0152),
+ * keeping the Workdir directory itself (its inode: a sandbox that binds the Workdir on its
+ * own, the `workdir` file view, keeps seeing it):
  * 1. the plan is written (a journal in the store, fsync'd) before anything is touched;
  * 2. the checkpoint is copied into a hidden, agent-host-owned (0700) sibling of the Workdir
- *    (same directory, so same filesystem and quota project: reflinks and the swap work);
- * 3. the journal records the staging directory's inode, then one renameat2(RENAME_EXCHANGE)
- *    swaps it with the Workdir: the Workdir is the old tree before and the restored one
- *    after, never a mix, and nothing of the old tree is written, opened for writing or
- *    followed (a symlink or hard link the agent planted is only ever unlinked);
- * 4. the new root gets the checkpoint root's owner, mode and times; the old tree (now at
- *    the staging name) is removed; the journal is dropped.
- * recoverRestores() completes (the swap happened: the inode at the Workdir's name is the
- * staging one) or rolls back (it did not: the staging copy is removed) each journal left.
+ *    (same directory: same filesystem and quota project, so reflinks and renames work);
+ *    a crash before the journal says `clearing` is rolled back (the copy is removed);
+ * 3. `clearing`: every entry of the Workdir is renamed into a second hidden sibling (the
+ *    trash), then `filling`: every entry of the copy is renamed into the Workdir. Both are
+ *    renames of names only: nothing of the old tree is opened, written or followed (a
+ *    symlink or hard link the agent planted is only moved, then unlinked);
+ * 4. the Workdir gets the checkpoint root's mode and times; the trash is removed; the
+ *    journal is dropped.
+ * From `clearing` on, recoverRestores() rolls forward: in `clearing` everything still in
+ * the Workdir is old, in `filling` everything in it is restored, so finishing the phase
+ * and the next is always possible and always ends at the restored tree, never a mix.
  */
 export async function restoreWorkdir(
   store: CheckpointStore,
-  plan: { restoreId: string; uid: string; workdirPath: string; checkpointId: string },
+  plan: Plan,
   signal: AbortSignal,
   onStep: (step: RestoreStep) => void = () => {},
 ): Promise<TreeStats> {
@@ -88,33 +100,28 @@ export async function restoreWorkdir(
   const { sys } = store.deps;
   const parent = store.openWorkdirParent(plan.uid, plan.workdirPath);
   const staging = STAGING_PREFIX + plan.restoreId;
+  let forward = false;
   try {
-    const made = sys.mkdirat(parent.fd, staging, 0o700);
-    if (!made.ok) throw errnoError(made.errno, { op: "restore", path: staging });
-    const stagingFd = openDir(store, parent.fd, staging);
-    let stats: TreeStats;
-    let stagingIno: bigint;
-    try {
-      stats = await store.copyOut(plan.uid, plan.checkpointId, stagingFd, true, signal);
-      stagingIno = fstatSync(stagingFd, { bigint: true }).ino;
-    } finally {
-      sys.close(stagingFd);
+    for (const name of [staging, staging + TRASH_SUFFIX]) {
+      const made = sys.mkdirat(parent.fd, name, 0o700);
+      if (!made.ok) throw errnoError(made.errno, { op: "restore", path: name });
     }
+    const stats = await withDir(store, parent.fd, staging, (fd) =>
+      store.copyOut(plan.uid, plan.checkpointId, fd, true, signal),
+    );
     onStep("staged");
     const root = checkpointRootStat(store, plan.uid, plan.checkpointId);
-    writeJournal(store, { ...journal, phase: "ready", staging_ino: String(stagingIno), root });
+    // Opened before the point of no return: a Workdir that is not a real directory (a
+    // symlink the agent put there) fails here and the restore is rolled back.
+    sys.close(openDir(store, parent.fd, parent.name));
+    writeJournal(store, { ...journal, phase: "clearing", root });
+    forward = true;
     onStep("ready");
-    swap(store, parent.fd, staging, parent.name);
-    onStep("exchanged");
-    finishRoot(store, parent.fd, parent.name, stagingIno, root);
-    onStep("finished");
-    removeTree(sys, parent.fd, staging, store.deps.maxDepth + 2);
-    onStep("cleaned");
-    dropJournal(store, plan.uid, plan.restoreId);
+    rollForward(store, parent.fd, parent.name, { ...journal, phase: "clearing", root }, onStep);
     return stats;
   } catch (err) {
-    // Before the swap the Workdir is untouched: roll back now rather than at next start.
-    recoverOne(store, readJournal(store, plan.uid, plan.restoreId) ?? journal);
+    // Before `clearing` the Workdir is untouched: roll back now rather than at next start.
+    if (!forward) recoverOne(store, journal);
     throw err;
   } finally {
     sys.close(parent.fd);
@@ -143,65 +150,103 @@ function recoverOne(store: CheckpointStore, journal: Journal): RestoreOutcome {
   const staging = STAGING_PREFIX + journal.restore_id;
   const parent = store.openWorkdirParent(journal.uid, journal.workdir_path);
   try {
-    const at = sys.lstatAt(parent.fd, parent.name);
-    const swapped =
-      journal.phase === "ready" &&
-      at.ok &&
-      BigInt(at.value.ino) === BigInt(journal.staging_ino ?? -1);
-    if (swapped && journal.root !== undefined && journal.staging_ino !== undefined) {
-      finishRoot(store, parent.fd, parent.name, BigInt(journal.staging_ino), journal.root);
+    if (journal.phase !== "staging") {
+      rollForward(store, parent.fd, parent.name, journal, () => {});
+      return "completed";
     }
     removeTree(sys, parent.fd, staging, store.deps.maxDepth + 2);
+    removeTree(sys, parent.fd, staging + TRASH_SUFFIX, store.deps.maxDepth + 2);
     dropJournal(store, journal.uid, journal.restore_id);
-    return swapped ? "completed" : "rolled_back";
+    return "rolled_back";
   } finally {
     sys.close(parent.fd);
   }
 }
 
-function swap(store: CheckpointStore, parentFd: number, staging: string, name: string): void {
-  const { sys } = store.deps;
-  const exchanged = sys.renameat2(parentFd, staging, parentFd, name, RENAME_EXCHANGE);
-  if (exchanged.ok) return;
-  if (exchanged.errno !== Errno.ENOENT)
-    throw errnoError(exchanged.errno, { op: "restore", path: name });
-  // The Workdir itself was removed: the restored tree takes its name.
-  const renamed = sys.renameat2(parentFd, staging, parentFd, name, RENAME_NOREPLACE);
-  if (!renamed.ok) throw errnoError(renamed.errno, { op: "restore", path: name });
-}
-
-function finishRoot(
+/** `clearing` (if the journal says so), `filling`, the root's metadata, the cleanup. */
+function rollForward(
   store: CheckpointStore,
   parentFd: number,
   name: string,
-  stagingIno: bigint,
-  root: NonNullable<Journal["root"]>,
+  journal: Journal,
+  onStep: (step: RestoreStep) => void,
 ): void {
-  const fd = openDir(store, parentFd, name);
-  try {
-    const st = fstatSync(fd, { bigint: true });
-    if (st.ino !== stagingIno) return; // not ours: never chmod what the agent put there
-    finishDirectory(store.deps, fd, {
-      ...st,
-      mode: BigInt(root.mode),
-      atimeNs: BigInt(root.atime_ns),
-      mtimeNs: BigInt(root.mtime_ns),
-    } as typeof st);
-  } finally {
-    store.deps.sys.close(fd);
+  const { sys } = store.deps;
+  const staging = STAGING_PREFIX + journal.restore_id;
+  const trash = staging + TRASH_SUFFIX;
+  withDirSync(store, parentFd, name, (workdir) => {
+    if (journal.phase === "clearing") {
+      withDirSync(store, parentFd, trash, (trashFd) =>
+        moveAll(store, workdir, trashFd, () => onStep("clearing")),
+      );
+      onStep("cleared");
+      writeJournal(store, { ...journal, phase: "filling" });
+    }
+    // Gone only once everything was moved and the cleanup ran (a repeat after a crash).
+    if (exists(store, parentFd, staging)) {
+      withDirSync(store, parentFd, staging, (stagingFd) =>
+        moveAll(store, stagingFd, workdir, () => onStep("filling")),
+      );
+    }
+    onStep("filled");
+    if (journal.root !== undefined) {
+      const st = fstatSync(workdir, { bigint: true });
+      finishDirectory(store.deps, workdir, {
+        ...st,
+        mode: BigInt(journal.root.mode),
+        atimeNs: BigInt(journal.root.atime_ns),
+        mtimeNs: BigInt(journal.root.mtime_ns),
+      } as typeof st);
+    }
+  });
+  onStep("finished");
+  removeTree(sys, parentFd, staging, store.deps.maxDepth + 2);
+  removeTree(sys, parentFd, trash, store.deps.maxDepth + 2);
+  onStep("cleaned");
+  dropJournal(store, journal.uid, journal.restore_id);
+}
+
+function exists(store: CheckpointStore, parentFd: number, name: string): boolean {
+  const st = store.deps.sys.lstatAt(parentFd, name);
+  if (st.ok) return true;
+  if (st.errno === Errno.ENOENT) return false;
+  throw errnoError(st.errno, { op: "restore", path: name });
+}
+
+/** Renames every entry of `fromFd` into `toFd` (no-replace), calling `afterFirst` once. */
+function moveAll(
+  store: CheckpointStore,
+  fromFd: number,
+  toFd: number,
+  afterFirst: () => void,
+): void {
+  const { sys } = store.deps;
+  let moved = 0;
+  for (;;) {
+    const listed = sys.readdirAt(fromFd, NAMES_PER_PASS);
+    if (!listed.ok) throw errnoError(listed.errno, { op: "restore", path: "" });
+    if (listed.value.names.length === 0) return;
+    for (const entry of listed.value.names) {
+      const renamed = sys.renameat2(fromFd, entry, toFd, entry, RENAME_NOREPLACE);
+      if (!renamed.ok && renamed.errno !== Errno.ENOENT) {
+        throw errnoError(renamed.errno, { op: "restore", path: entry.toString() });
+      }
+      if (++moved === 1) afterFirst();
+    }
   }
 }
 
 function checkpointRootStat(store: CheckpointStore, uid: string, checkpointId: string) {
   const userDir = store.openUserDir(uid);
   try {
-    const fd = openDir(store, userDir, checkpointId);
-    try {
+    return withDirSync(store, userDir, checkpointId, (fd) => {
       const st = fstatSync(fd, { bigint: true });
-      return { mode: String(st.mode), atime_ns: String(st.atimeNs), mtime_ns: String(st.mtimeNs) };
-    } finally {
-      store.deps.sys.close(fd);
-    }
+      return {
+        mode: String(st.mode),
+        atime_ns: String(st.atimeNs),
+        mtime_ns: String(st.mtimeNs),
+      };
+    });
   } finally {
     store.deps.sys.close(userDir);
   }
@@ -215,6 +260,34 @@ function openDir(store: CheckpointStore, parentFd: number, name: string): number
   );
   if (!opened.ok) throw errnoError(opened.errno, { op: "restore", path: name });
   return opened.value;
+}
+
+function withDirSync<T>(
+  store: CheckpointStore,
+  parentFd: number,
+  name: string,
+  fn: (fd: number) => T,
+): T {
+  const fd = openDir(store, parentFd, name);
+  try {
+    return fn(fd);
+  } finally {
+    store.deps.sys.close(fd);
+  }
+}
+
+async function withDir<T>(
+  store: CheckpointStore,
+  parentFd: number,
+  name: string,
+  fn: (fd: number) => Promise<T>,
+): Promise<T> {
+  const fd = openDir(store, parentFd, name);
+  try {
+    return await fn(fd);
+  } finally {
+    store.deps.sys.close(fd);
+  }
 }
 
 // The journal lives in the store (`checkpoints/<uid dirname>/`, agent-host-owned 0700, no
@@ -235,16 +308,6 @@ function writeJournal(store: CheckpointStore, journal: Journal): void {
     closeSync(fd);
   }
   renameSync(temp, path);
-}
-
-function readJournal(store: CheckpointStore, uid: string, restoreId: string): Journal | undefined {
-  try {
-    return journalSchema.parse(
-      JSON.parse(readFileSync(journalPath(store, uid, restoreId), "utf8")),
-    );
-  } catch {
-    return undefined;
-  }
 }
 
 function dropJournal(store: CheckpointStore, uid: string, restoreId: string): void {

@@ -7,6 +7,7 @@ import { drainRefusedBody } from "../../shared/http/drain-refused-body.ts";
 import { traceRequests } from "../../shared/http/trace-requests.ts";
 import { createWorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { noTracing } from "../../shared/telemetry/tracing.ts";
+import { registerCheckpointHostRoute } from "../checkpoints/checkpoint-host-route.ts";
 import { requireCapability } from "./capability-auth.ts";
 import type { DataPlaneDeps } from "./data-plane-deps.ts";
 import type { DataPlaneEnv } from "./data-plane-env.ts";
@@ -121,6 +122,11 @@ export function createDataPlaneApp(deps: DataPlaneDeps): Hono<DataPlaneEnv> {
   registerDirsRoute(app, routeDeps);
   registerInternalRoutes(app, routeDeps);
   registerImportRoute(app, { ...routeDeps, attachments: deps.attachments });
+  registerCheckpointHostRoute(app, {
+    checkpoints: deps.checkpoints,
+    userWorkspaces: deps.userWorkspaces,
+    maxJsonBodyBytes: limits.maxJsonBodyBytes,
+  });
   registerSkillsInternalRoutes(app, { ...deps, skills: deps.skills, limits });
   registerUsageInternalRoute(app, { ...deps, limits, quota: deps.quota });
   return app;

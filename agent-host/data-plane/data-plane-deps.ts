@@ -5,6 +5,7 @@ import type { RequestRateLimiter } from "../../shared/limits/request-rate-limite
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AttachmentImportConfig } from "../attachments/attachment-import-config.ts";
+import type { Checkpoints } from "../checkpoints/checkpoints.ts";
 import type { ReadinessCheck } from "../node/node-readiness.ts";
 import type { WorkspaceQuotaAccounting } from "../quota/workspace-quota.ts";
 import type { UserWorkspaces } from "../workspace/user-workspaces.ts";
@@ -72,6 +73,11 @@ export interface DataPlaneDeps {
    * The internal routes are functions/'s own calls, already counted at the API.
    */
   readonly rateLimiter?: RequestRateLimiter;
+  /**
+   * Checkpoints of Workdirs for `POST /internal/v1/checkpoints` (docs/architecture.md §16).
+   * Without it that endpoint answers 503; everything else works.
+   */
+  readonly checkpoints?: Checkpoints;
   /** A SERVER span per request, continuing the caller's `traceparent`; default off. */
   readonly tracing?: Tracing;
 }

@@ -31,6 +31,8 @@ export type NodeDeps = {
   heartbeatIntervalMs?: number;
   /** Whether the node's egress proxy runs, for the runtime report. */
   egressStatus?: { ready: boolean; detail: string };
+  /** How the node takes checkpoints (reflink or copy), for the runtime report. */
+  checkpointsStatus?: { mode: "reflink" | "copy"; detail: string };
   /**
    * Starts this node's sandbox manager (undefined: no tier is ready). Called once the
    * node row exists, a previous process's runs are ended and its staging mounts are gone;
@@ -86,6 +88,7 @@ export async function startNode(deps: NodeDeps): Promise<StartedNode> {
         sandboxTiers: deps.sandboxTiers,
         logger,
         ...(deps.egressStatus === undefined ? {} : { egress: deps.egressStatus }),
+        ...(deps.checkpointsStatus === undefined ? {} : { checkpoints: deps.checkpointsStatus }),
       },
       deps.signal,
     );

@@ -22,6 +22,7 @@ import {
   type TraceContext,
   type Tracing,
 } from "../../shared/telemetry/tracing.ts";
+import type { BeforeRunCheckpoint } from "../checkpoints/before-run-checkpoint.ts";
 import type { OpenRunEgress } from "../egress/run-egress.ts";
 import type { RunQuotaGate } from "../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../workspace/index.ts";
@@ -47,6 +48,8 @@ import { runLogFields } from "./run-log-fields.ts";
 /** Everything the run worker needs, wired once in agent-host's main.ts. */
 export interface RunWorkerDeps {
   readonly db: Db;
+  /** Before-run checkpoints (agent-host/checkpoints/); absent: none. */
+  readonly beforeRun?: BeforeRunCheckpoint;
   /** The run queue (`run.dispatch` and `skills.refresh` messages): createSqsWorkQueue. */
   readonly queue: WorkQueue;
   /** This node's SandboxManager (started: reconciled, reaper running). */
@@ -170,6 +173,7 @@ export class RunWorker {
       ...(deps.shell === undefined ? {} : { shell: deps.shell }),
       ...(deps.egress === undefined ? {} : { egress: deps.egress }),
       ...(deps.quota === undefined ? {} : { quota: deps.quota }),
+      ...(deps.beforeRun === undefined ? {} : { beforeRun: deps.beforeRun }),
       ...(deps.agentTools === undefined ? {} : { agentTools: deps.agentTools }),
       ...(deps.agentLimits === undefined ? {} : { agentLimits: deps.agentLimits }),
       ...(deps.systemPromptExtra === undefined

@@ -16,6 +16,8 @@ export type RuntimeReportDeps = {
   logger: Logger;
   /** Whether the node's egress proxy runs (start-node-egress.ts), for the report. */
   egress?: { ready: boolean; detail: string };
+  /** How the node copies checkpoints (agent-host/checkpoints/), for the report. */
+  checkpoints?: { mode: "reflink" | "copy"; detail: string };
 };
 
 export type RuntimeReport = {
@@ -69,20 +71,19 @@ export async function startRuntimeReport(
       ready: false,
       detail: "not configured on this node: no run gets network",
     };
-    await recordNodeRuntime(db, nodeId, { tiers, quota, egress }, signal);
+    const checkpoints = deps.checkpoints;
+    const base = { tiers, quota, egress, ...(checkpoints === undefined ? {} : { checkpoints }) };
+    await recordNodeRuntime(db, nodeId, base, signal);
     recorded = runtime.then(async (report) => {
       for (const asset of report.assets.filter((a) => !a.ready)) {
         logger.warn({ asset: asset.name, reason: asset.reason }, "runtime asset not ready");
       }
-      await recordNodeRuntime(
-        db,
-        nodeId,
-        { tiers, quota, egress, assets: report },
-        stopping.signal,
-      ).catch((error: unknown) => {
-        if (!stopping.signal.aborted)
-          logger.warn({ err: error }, "could not record the Runtime Assets report");
-      });
+      await recordNodeRuntime(db, nodeId, { ...base, assets: report }, stopping.signal).catch(
+        (error: unknown) => {
+          if (!stopping.signal.aborted)
+            logger.warn({ err: error }, "could not record the Runtime Assets report");
+        },
+      );
     });
   } catch (error) {
     await stop();

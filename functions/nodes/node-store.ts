@@ -79,6 +79,10 @@ export async function listNodeRuntimes(db: Db, nodeTtlMs: number): Promise<Admin
               state: runtime.egress.ready ? ("ready" as const) : ("not_ready" as const),
               detail: runtime.egress.detail,
             },
+      checkpoints: runtime?.checkpoints ?? {
+        mode: "unknown" as const,
+        detail: "the node never reported its checkpoint mode",
+      },
       runtime_assets:
         runtime === undefined
           ? { state: "unknown", version: "unknown", assets: [] }

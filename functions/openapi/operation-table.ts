@@ -17,6 +17,7 @@ export const TAGS = {
   Runs: "Agent runs: submit, follow the events, cancel, list changed files.",
   Files: "Capabilities for the data plane's Workdir files API.",
   Attachments: "Presigned uploads confirmed into a thread's Workdir.",
+  Checkpoints: "Copies of a thread's Workdir: undo a run, restore, fork a thread.",
   Skills: "Skills visible to the caller.",
   Usage: "The caller's workspace usage and runs against their limits.",
   Tokens: "Personal access tokens (wct_…) for scripts and CI; managed with a sign-in token.",
@@ -87,6 +88,25 @@ export const OPERATIONS: Readonly<Record<string, OperationInfo>> = {
   "DELETE /v1/threads/{thread_id}/attachments/{file_id}": {
     operationId: "deleteAttachment",
     tag: "Attachments",
+  },
+  "POST /v1/threads/{thread_id}/checkpoints": {
+    operationId: "createCheckpoint",
+    tag: "Checkpoints",
+    example: { label: "before the refactor" },
+  },
+  "GET /v1/threads/{thread_id}/checkpoints": { operationId: "listCheckpoints", tag: "Checkpoints" },
+  "POST /v1/threads/{thread_id}/checkpoints/{checkpoint_id}/restore": {
+    operationId: "restoreCheckpoint",
+    tag: "Checkpoints",
+  },
+  "DELETE /v1/threads/{thread_id}/checkpoints/{checkpoint_id}": {
+    operationId: "deleteCheckpoint",
+    tag: "Checkpoints",
+  },
+  "POST /v1/threads/{thread_id}/fork": {
+    operationId: "forkThread",
+    tag: "Checkpoints",
+    example: { checkpoint_id: "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d", title: "Another try" },
   },
   "GET /v1/skills": { operationId: "listSkills", tag: "Skills" },
   "GET /v1/admin/skills": { operationId: "listSkillCatalogue", tag: "Admin" },

@@ -1,6 +1,6 @@
 import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "../../shared/db/client.ts";
-import { agentRuns, conversations } from "../../shared/db/schema.ts";
+import { agentRuns, checkpoints, conversations } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/workcell-error.ts";
 import { findActiveThread } from "./thread-store.ts";
@@ -39,5 +39,9 @@ export async function deleteThread(db: Db, uid: string, threadId: string): Promi
       .update(conversations)
       .set({ status: "deleted", deletedAt: new Date() })
       .where(and(eq(conversations.threadId, threadId), eq(conversations.uid, uid)));
+    // Its checkpoints go with it; the node's reconciler removes their directories.
+    await tx
+      .delete(checkpoints)
+      .where(and(eq(checkpoints.threadId, threadId), eq(checkpoints.uid, uid)));
   });
 }

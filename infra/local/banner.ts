@@ -24,6 +24,7 @@ export function printBanner(p: { url: string; dataDir: string; stack: LocalStack
       `  SQS + S3       ${p.stack.awsEndpoint}   (fauxqs)`,
       `  Sandbox        ${sandbox}`,
       `  Network        ${network}`,
+      `  Checkpoints    ${p.stack.checkpoints.mode} (${p.stack.checkpoints.detail}${p.stack.checkpoints.mode === "copy" ? "; before-run checkpoints are off unless a run asks" : ""})`,
       `  Data           ${p.dataDir}`,
       "  Stop           Ctrl-C (data is kept)",
       "",

@@ -110,6 +110,8 @@ export type LocalStack = {
   sandboxDriver: SandboxDriverStatus;
   /** The egress proxy (README "Network egress"); undefined when not configured. */
   egress: { ready: boolean; detail: string } | undefined;
+  /** How the node takes checkpoints (docs/architecture.md §16). */
+  checkpoints: { mode: "reflink" | "copy"; detail: string };
   stop(): Promise<void>;
 };
 
@@ -350,6 +352,7 @@ export async function startLocalStack(p: {
       secrets,
       sandboxDriver: agentHost.sandboxDriver,
       egress: agentHost.egress,
+      checkpoints: agentHost.checkpoints,
       async stop() {
         for (const stop of stops.reverse()) await stop();
       },

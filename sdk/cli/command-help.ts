@@ -10,9 +10,10 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
             sign in with the OIDC device flow (where the issuer offers it: a code to enter
             in a browser); a personal access token for this machine is then created and stored
 `,
-  run: `usage: workcell run "<input>" [--thread <id>] [--max-steps n] [--model m] [--json]
+  run: `usage: workcell run "<input>" [--thread <id>] [--max-steps n] [--model m] [--checkpoint] [--json]
   Starts a run (a new thread unless --thread) and streams it: the reply on stdout, tool
-  calls, live output and the outcome on stderr.
+  calls, live output and the outcome on stderr. --checkpoint: checkpoint the Workdir
+  first ('workcell undo' then gives its files back; on by default where the node reflinks).
   Exit status: the command's own exit code for a shell-model run ("command failed (exit N)"),
   0 for a succeeded model run, 1 for a failed or timed-out run, 130 when cancelled or
   interrupted (Ctrl-C leaves the run going on the server: 'workcell cancel' stops it).
@@ -30,6 +31,18 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
 `,
   cancel: `usage: workcell cancel [<run_id>]
   Asks the run (default: your last) to stop; its 'workcell run' then exits 130.
+`,
+  checkpoints: `usage: workcell checkpoints [ls | create [label] | rm <id>] [--thread <id>] [--json]
+  Copies of the Workdir of --thread (else of your last 'workcell run'), newest first.
+`,
+  restore: `usage: workcell restore <checkpoint_id> [--thread <id>] [--json]
+  Makes the Workdir exactly the checkpoint; the files it replaces become a new checkpoint.
+`,
+  undo: `usage: workcell undo [<run_id>] [--json]
+  Restores the checkpoint taken before the run (default: your last).
+`,
+  fork: `usage: workcell fork [<checkpoint_id>] [--thread <id>] [--json]
+  A new thread in a new project whose Workdir is a copy of the checkpoint (or the current Workdir).
 `,
   skills: `usage: workcell skills [--json]
   The skills your sandboxes see under /home/gem/skills.

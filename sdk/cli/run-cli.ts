@@ -4,6 +4,12 @@ import { configPath, loadConfig } from "./cli-config.ts";
 import { type CliContext, type CliIo, createContext, EXIT, UsageError } from "./cli-context.ts";
 import { COMMAND_HELP } from "./command-help.ts";
 import { adminCommand, skillsCommand } from "./commands/admin-commands.ts";
+import {
+  checkpointsCommand,
+  forkCommand,
+  restoreCommand,
+  undoCommand,
+} from "./commands/checkpoint-commands.ts";
 import { attachCommand, filesCommand } from "./commands/file-commands.ts";
 import { loginCommand } from "./commands/login-command.ts";
 import { runCommand } from "./commands/run-command.ts";
@@ -16,7 +22,7 @@ export const HELP = `workcell: the Workcell API from a terminal
 
   workcell login --url <api> [--token <t> | --local <uid>]   store the API and your token
                                                 (pasted on stdin without --token)
-  workcell run "<input>" [--thread <id>] [--max-steps n] [--model m]
+  workcell run "<input>" [--thread <id>] [--max-steps n] [--model m] [--checkpoint]
                                                 start a run and stream it; exits with the
                                                 command's exit code (shell model), 1 if the
                                                 run failed or timed out, 130 if cancelled
@@ -25,6 +31,10 @@ export const HELP = `workcell: the Workcell API from a terminal
   workcell attach <file>... [--thread <id>]     attachments into uploads/
   workcell changes [<run_id>]                   files a run changed
   workcell cancel [<run_id>]
+  workcell checkpoints [ls | create [label] | rm <id>]   copies of the Workdir [--thread <id>]
+  workcell restore <checkpoint_id>              the Workdir becomes the checkpoint [--thread <id>]
+  workcell undo [<run_id>]                      restore the checkpoint taken before the run
+  workcell fork [<checkpoint_id>]               a new thread from a checkpoint (or the Workdir)
   workcell skills
   workcell usage                                your workspace and runs against your limits
   workcell tokens create <name> [--scope s]... [--expires-days n] | list | revoke <id>
@@ -49,6 +59,10 @@ const COMMANDS: Record<string, (ctx: CliContext) => Promise<number>> = {
   attach: attachCommand,
   changes: changesCommand,
   cancel: cancelCommand,
+  checkpoints: checkpointsCommand,
+  restore: restoreCommand,
+  undo: undoCommand,
+  fork: forkCommand,
   skills: skillsCommand,
   usage: usageCommand,
   tokens: tokensCommand,
@@ -143,6 +157,7 @@ function parse(argv: readonly string[]) {
       host: { type: "string", multiple: true },
       header: { type: "string" },
       template: { type: "string" },
+      checkpoint: { type: "boolean" },
     },
   });
 }

@@ -11,6 +11,12 @@ export {
   type UserNetworkData,
 } from "./admin.ts";
 export { type AttachmentData, Attachments, type AttachmentUpload } from "./attachments.ts";
+export {
+  type CheckpointData,
+  Checkpoints,
+  type ForkedThreadData,
+  type RestoreResultData,
+} from "./checkpoints.ts";
 export * from "./errors.ts";
 export type { components, paths } from "./generated/api.ts";
 export {

@@ -1,5 +1,6 @@
 import { Admin } from "./admin.ts";
 import { Attachments } from "./attachments.ts";
+import { Checkpoints } from "./checkpoints.ts";
 import type { components } from "./generated/api.ts";
 import { Runs } from "./runs.ts";
 import { Secrets } from "./secrets.ts";
@@ -29,6 +30,8 @@ export class Workcell {
   readonly threads: Threads;
   readonly runs: Runs;
   readonly attachments: Attachments;
+  /** Checkpoints of a thread's Workdir: undo a run, restore, fork. */
+  readonly checkpoints: Checkpoints;
   readonly skills: Skills;
   readonly admin: Admin;
   /** Personal access tokens of the caller (needs a sign-in token). */
@@ -45,6 +48,7 @@ export class Workcell {
     this.threads = new Threads(this.#transport);
     this.runs = new Runs(this.#transport);
     this.attachments = new Attachments(this.#transport);
+    this.checkpoints = new Checkpoints(this.#transport);
     this.skills = new Skills(this.#transport);
     this.admin = new Admin(this.#transport);
     this.tokens = new Tokens(this.#transport);

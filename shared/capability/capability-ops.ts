@@ -10,6 +10,8 @@
  *   without being able to read anything in it. `read` implies `check`.
  * * `materialize`: create a managed Workdir (and the UserWorkspace) if missing.
  * * `import`: copy attachment objects from S3 into the Workdir (the confirm flow).
+ * * `checkpoint`: take, restore or fork from a checkpoint of the Workdir
+ *   (docs/architecture.md §16); the thread was authorised by functions/.
  */
 export const CAPABILITY_OPS = [
   "read",
@@ -18,6 +20,7 @@ export const CAPABILITY_OPS = [
   "check",
   "materialize",
   "import",
+  "checkpoint",
 ] as const;
 
 export type CapabilityOp = (typeof CAPABILITY_OPS)[number];

@@ -46,6 +46,8 @@ export const storedNodeRuntimeSchema = z.object({
   tiers: z.array(
     z.object({ tier: z.enum(SANDBOX_TIER_VALUES), ready: z.boolean(), detail: z.string() }),
   ),
+  /** How the node copies checkpoints (issue 39); absent in a report from an older agent-host. */
+  checkpoints: z.object({ mode: z.enum(["reflink", "copy"]), detail: z.string() }).optional(),
   /** The node's egress proxy (issue #34); absent in a report from an older agent-host. */
   egress: z.object({ ready: z.boolean(), detail: z.string() }).optional(),
   /** Absent while the node is still verifying its Runtime Assets. */
@@ -78,6 +80,16 @@ export const adminNodeRuntimeSchema = z
         detail: z.string().describe("Why not ready, or how the proxy is set up."),
       })
       .describe("The node's egress proxy (network for sandboxes)."),
+    checkpoints: z
+      .object({
+        mode: z
+          .enum(["reflink", "copy", "unknown"])
+          .describe(
+            "`reflink`: a checkpoint shares extents with the Workdir (FICLONE; costs metadata only); `copy`: its bytes are copied (slower, and before-run checkpoints are off by default); `unknown`: the node never reported.",
+          ),
+        detail: z.string(),
+      })
+      .describe("How the node takes checkpoints (docs/architecture.md §16)."),
     runtime_assets: z.object({
       state: z
         .enum(RUNTIME_ASSETS_STATES)

@@ -174,6 +174,24 @@ const approvalResolvedEvent = z
       .describe("An approval was decided (or expired); the run goes on."),
   })
   .openapi("ApprovalResolvedEvent");
+const checkpointCreatedEvent = z
+  .object({
+    ...envelope,
+    type: z.literal("checkpoint.created").describe("Event type."),
+    data: z
+      .object({
+        checkpoint_id: uuidSchema.describe(
+          "Restore it to undo this run (POST …/checkpoints/{id}/restore).",
+        ),
+        files: z.number().int().nonnegative().describe("Regular files it holds."),
+        bytes: z.number().int().nonnegative().describe("Their logical size."),
+        mode: z.enum(["reflink", "copy"]).describe("How the node copied it."),
+      })
+      .describe(
+        "The Workdir was checkpointed before the run's first command (`agent.checkpoint`).",
+      ),
+  })
+  .openapi("CheckpointCreatedEvent");
 
 const runCompletedEvent = z
   .object({
@@ -207,6 +225,7 @@ export const RUN_EVENT_TYPES = [
   "network.request",
   "approval.requested",
   "approval.resolved",
+  "checkpoint.created",
   "run.completed",
 ] as const;
 
@@ -223,6 +242,7 @@ export const runEventSchema = z
     networkRequestEvent,
     approvalRequestedEvent,
     approvalResolvedEvent,
+    checkpointCreatedEvent,
     runCompletedEvent,
   ])
   .openapi("RunEvent")

@@ -60,6 +60,12 @@ export const agentOptionsSchema = z
       .describe(`Stop the agent loop after this many steps (1 to ${MAX_AGENT_STEPS}).`),
     network: runNetworkOptionsSchema.optional(),
     approvals: runApprovalOptionsSchema.optional(),
+    checkpoint: z
+      .boolean()
+      .optional()
+      .describe(
+        "Checkpoint the Workdir before the run's first command (a `checkpoint.created` event names it; restoring it undoes the run). Default: on where the node's checkpoints reflink, off where they copy.",
+      ),
   })
   .strict()
   .describe("Agent options; more fields may be added.");

@@ -13,12 +13,12 @@ const IMAGE_BYTES = 512 * 1024 * 1024;
  * image (needs root and xfsprogs: scripts/ensure-system.sh). The default data root (tmpfs
  * or ext4) is the copy mode; this one is the reflink mode of the same suite.
  */
-export async function xfsLoopDataRoot(): Promise<DataRoot> {
+export async function xfsLoopDataRoot(imageBytes = IMAGE_BYTES): Promise<DataRoot> {
   const dir = await mkdtemp(join(tmpdir(), "workcell-xfs-"));
   const image = join(dir, "fs.img");
   const mount = join(dir, "mnt");
   writeFileSync(image, "");
-  truncateSync(image, IMAGE_BYTES);
+  truncateSync(image, imageBytes);
   execFileSync("mkfs.xfs", ["-q", "-m", "reflink=1", image], { timeout: 60_000 });
   mkdirSync(mount);
   execFileSync("mount", ["-o", "loop", image, mount], { timeout: 60_000 });

@@ -75,6 +75,31 @@ export class LeasedCommands {
   constructor(deps: LeasedCommandsDeps) {
     this.#deps = deps;
   }
+  /**
+   * Runs `fn` holding the Execution Lease on the run's Workdir, with no change batch: for
+   * work that only reads the Workdir while no command may write it (a before-run
+   * checkpoint, docs/architecture.md §16). Undefined when the lease was not granted (the
+   * run is not live any more); the wait ends with `signal`.
+   */
+  async withLease<T>(
+    fence: RunFence,
+    workdirPath: string,
+    signal: AbortSignal,
+    fn: () => Promise<T>,
+  ): Promise<T | undefined> {
+    const acquired = await this.#deps.leases.acquire(fence, workdirPath, signal);
+    if (!acquired.ok) return undefined;
+    try {
+      return await fn();
+    } finally {
+      await this.#deps.leases.release(acquired.lease).catch((error: unknown) => {
+        this.#deps.logger.warn(
+          { err: error },
+          "execution lease release failed; it lapses with the run lease",
+        );
+      });
+    }
+  }
 
   /**
    * `body` runs only once the lease is held; aborting `signal` while waiting gives up the

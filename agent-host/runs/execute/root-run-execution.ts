@@ -170,6 +170,11 @@ async function prepareAndDrive(
     generation: ready.handle.generation,
   });
   log.info({ created: ready.created }, "run started");
+  await deps.beforeRun?.(
+    { run, fence, workdirPath: context.workdirPath, agent: context.agent, events, logger: log },
+    deps.leasedCommands,
+    control.signal,
+  );
   const tree = new TreeBatches(run.runId);
   try {
     const ending = await driveRun(

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import type { WorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../../../shared/telemetry/tracing.ts";
+import type { BeforeRunCheckpoint } from "../../checkpoints/before-run-checkpoint.ts";
 import type { OpenRunEgress } from "../../egress/run-egress.ts";
 import type { RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import type { UserWorkspaces } from "../../workspace/index.ts";
@@ -41,6 +42,8 @@ export interface RunExecutorDeps {
   readonly shell?: ShellFor;
   /** A uid over its workspace quota gets no new run (prepare-run.ts) and no next command. */
   readonly quota?: RunQuotaGate;
+  /** Before-run checkpoints (agent-host/checkpoints/before-run-checkpoint.ts); absent: none. */
+  readonly beforeRun?: BeforeRunCheckpoint;
   /** A run's network (decision 0117); absent: no run has network (today's sandboxes). */
   readonly egress?: OpenRunEgress;
   /** How long an approval waits when the run does not say (default a day, ../approvals/). */

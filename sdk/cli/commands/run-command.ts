@@ -46,6 +46,8 @@ function agentOptions(ctx: CliContext): { agent?: AgentOptions } {
     agent.max_steps = steps;
   }
   if (typeof flags.model === "string") agent.model = flags.model;
+  // Checkpoint the Workdir before the run, so 'workcell undo' can give its files back.
+  if (flags.checkpoint === true) agent.checkpoint = true;
   const allow = allowFlag(flags.allow);
   if (allow !== undefined) agent.network = { allow };
   return Object.keys(agent).length === 0 ? {} : { agent };

@@ -100,6 +100,24 @@ export interface paths {
      */
     post: operations["createFilesAccess"];
   };
+  "/v1/threads/{thread_id}/checkpoints": {
+    /** The thread's checkpoints, newest first */
+    get: operations["listCheckpoints"];
+    /** Checkpoint the thread's Workdir now */
+    post: operations["createCheckpoint"];
+  };
+  "/v1/threads/{thread_id}/checkpoints/{checkpoint_id}/restore": {
+    /** Make the Workdir exactly the checkpoint (after saving the current state) */
+    post: operations["restoreCheckpoint"];
+  };
+  "/v1/threads/{thread_id}/checkpoints/{checkpoint_id}": {
+    /** Delete a checkpoint */
+    delete: operations["deleteCheckpoint"];
+  };
+  "/v1/threads/{thread_id}/fork": {
+    /** A new thread in a new managed project, starting from a checkpoint or the current Workdir */
+    post: operations["forkThread"];
+  };
   "/v1/attachments/uploads": {
     /**
      * Presigned PUT URLs for files to attach (step 1 of 2)
@@ -218,7 +236,7 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     /** @description One event of a run's event stream. */
-    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["NetworkRequestEvent"] | components["schemas"]["ApprovalRequestedEvent"] | components["schemas"]["ApprovalResolvedEvent"] | components["schemas"]["RunCompletedEvent"];
+    RunEvent: components["schemas"]["RunStatusEvent"] | components["schemas"]["MessageDeltaEvent"] | components["schemas"]["MessageCompletedEvent"] | components["schemas"]["ToolStartedEvent"] | components["schemas"]["ToolOutputEvent"] | components["schemas"]["ToolCompletedEvent"] | components["schemas"]["SubagentStartedEvent"] | components["schemas"]["SubagentCompletedEvent"] | components["schemas"]["NetworkRequestEvent"] | components["schemas"]["ApprovalRequestedEvent"] | components["schemas"]["ApprovalResolvedEvent"] | components["schemas"]["CheckpointCreatedEvent"] | components["schemas"]["RunCompletedEvent"];
     RunStatusEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
@@ -623,6 +641,42 @@ export interface components {
         note?: string;
       };
     };
+    CheckpointCreatedEvent: {
+      /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
+      seq: number;
+      /**
+       * Format: uuid
+       * @description The run.
+       */
+      run_id: string;
+      /**
+       * Format: date-time
+       * @description When the event was recorded.
+       */
+      created_at: string;
+      /**
+       * @description Event type.
+       * @enum {string}
+       */
+      type: "checkpoint.created";
+      /** @description The Workdir was checkpointed before the run's first command (`agent.checkpoint`). */
+      data: {
+        /**
+         * Format: uuid
+         * @description Restore it to undo this run (POST …/checkpoints/{id}/restore).
+         */
+        checkpoint_id: string;
+        /** @description Regular files it holds. */
+        files: number;
+        /** @description Their logical size. */
+        bytes: number;
+        /**
+         * @description How the node copied it.
+         * @enum {string}
+         */
+        mode: "reflink" | "copy";
+      };
+    };
     RunCompletedEvent: {
       /** @description Position in the run's event stream, from 1, without gaps; the SSE `id`. */
       seq: number;
@@ -932,6 +986,8 @@ export interface components {
           /** @description How long a request waits before it expires as a denial (default: the deployment's; never longer than the user's admin policy allows). */
           timeout_seconds?: number;
         };
+        /** @description Checkpoint the Workdir before the run's first command (a `checkpoint.created` event names it; restoring it undoes the run). Default: on where the node's checkpoints reflink, off where they copy. */
+        checkpoint?: boolean;
       };
     };
     /** @description The new run and the thread created for it. */
@@ -980,6 +1036,8 @@ export interface components {
           /** @description How long a request waits before it expires as a denial (default: the deployment's; never longer than the user's admin policy allows). */
           timeout_seconds?: number;
         };
+        /** @description Checkpoint the Workdir before the run's first command (a `checkpoint.created` event names it; restoring it undoes the run). Default: on where the node's checkpoints reflink, off where they copy. */
+        checkpoint?: boolean;
       };
     };
     /** @description Files the run changed: the union of its change batches. */
@@ -1104,6 +1162,57 @@ export interface components {
     FilesAccessRequest: {
       /** @description Operations the capability should allow. */
       ops: ("read" | "write" | "delete")[];
+    };
+    CheckpointList: {
+      items: components["schemas"]["Checkpoint"][];
+    };
+    Checkpoint: {
+      /** Format: uuid */
+      checkpoint_id: string;
+      /** Format: uuid */
+      thread_id: string;
+      /**
+       * Format: uuid
+       * @description The run it was taken before (source `run`).
+       */
+      run_id?: string;
+      label?: string;
+      /**
+       * @description `manual` (asked for), `run` (before a run), `restore` (the state a restore replaced).
+       * @enum {string}
+       */
+      source: "manual" | "run" | "restore";
+      /** @description Regular files it holds. */
+      files: number;
+      /** @description Their logical size: what counts against the quota. */
+      bytes: number;
+      /** @description Symlinks and special files of the Workdir that were not kept (never restored). */
+      skipped: number;
+      /**
+       * @description How the node copied it.
+       * @enum {string}
+       */
+      mode: "reflink" | "copy";
+      /**
+       * Format: date-time
+       * @description An RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z.
+       */
+      created_at: string;
+    };
+    CreateCheckpointRequest: {
+      label?: string;
+    };
+    RestoreResult: {
+      restored: components["schemas"]["Checkpoint"];
+      saved: components["schemas"]["Checkpoint"];
+    };
+    ForkRequest: {
+      /**
+       * Format: uuid
+       * @description Start from this checkpoint; absent: the current Workdir.
+       */
+      checkpoint_id?: string;
+      title?: string;
     };
     /** @description Where to upload each file. */
     UploadsResponse: {
@@ -1363,6 +1472,15 @@ export interface components {
          */
         state: "ready" | "not_ready" | "unknown";
         /** @description Why not ready, or how the proxy is set up. */
+        detail: string;
+      };
+      /** @description How the node takes checkpoints (docs/architecture.md §16). */
+      checkpoints: {
+        /**
+         * @description `reflink`: a checkpoint shares extents with the Workdir (FICLONE; costs metadata only); `copy`: its bytes are copied (slower, and before-run checkpoints are off by default); `unknown`: the node never reported.
+         * @enum {string}
+         */
+        mode: "reflink" | "copy" | "unknown";
         detail: string;
       };
       runtime_assets: {
@@ -2803,6 +2921,282 @@ export interface operations {
       };
       /** @description No such thread for this user. */
       404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** The thread's checkpoints, newest first */
+  listCheckpoints: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    responses: {
+      /** @description All of them */
+      200: {
+        content: {
+          "application/json": components["schemas"]["CheckpointList"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread (or checkpoint) for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Checkpoint the thread's Workdir now */
+  createCheckpoint: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *   "label": "before the refactor"
+         * }
+         */
+        "application/json": components["schemas"]["CreateCheckpointRequest"];
+      };
+    };
+    responses: {
+      /** @description The checkpoint */
+      201: {
+        content: {
+          "application/json": components["schemas"]["Checkpoint"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread (or checkpoint) for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A run of the thread's project is pending or running. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Make the Workdir exactly the checkpoint (after saving the current state) */
+  restoreCheckpoint: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+        /** @description Checkpoint id; a malformed id answers 404 like an unknown one. */
+        checkpoint_id: string;
+      };
+    };
+    responses: {
+      /** @description Restored; `saved` undoes it */
+      200: {
+        content: {
+          "application/json": components["schemas"]["RestoreResult"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread (or checkpoint) for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A run of the thread's project is pending or running. */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** Delete a checkpoint */
+  deleteCheckpoint: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+        /** @description Checkpoint id; a malformed id answers 404 like an unknown one. */
+        checkpoint_id: string;
+      };
+    };
+    responses: {
+      /** @description Deleted */
+      204: {
+        content: never;
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread (or checkpoint) for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Rate limited (requests_per_minute, open event streams, or too many queued runs); carries Retry-After. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Internal error (no internals in the message). */
+      500: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A dependency is temporarily unavailable. */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /** A new thread in a new managed project, starting from a checkpoint or the current Workdir */
+  forkThread: {
+    parameters: {
+      path: {
+        /** @description Thread id; a malformed id answers 404 like an unknown one. */
+        thread_id: string;
+      };
+    };
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *   "checkpoint_id": "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d",
+         *   "title": "Another try"
+         * }
+         */
+        "application/json": components["schemas"]["ForkRequest"];
+      };
+    };
+    responses: {
+      /** @description The new thread */
+      201: {
+        content: {
+          "application/json": components["schemas"]["Thread"];
+        };
+      };
+      /** @description Missing or invalid token. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such thread (or checkpoint) for this user. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description A run of the thread's project is pending or running. */
+      409: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

@@ -88,6 +88,10 @@ describe("web console: administration", () => {
     if (node.runtime_assets.assets.length > 0) {
       expect(await count(assets.locator("tbody tr"))).toBe(node.runtime_assets.assets.length);
     }
+    // How the node takes checkpoints, as it reported it (issue 39).
+    expect(node.checkpoints.mode).not.toBe("unknown");
+    expect(await text(card.getByTestId("checkpoint-mode"))).toContain(node.checkpoints.mode);
+    expect(await text(card.getByTestId("checkpoint-mode"))).toContain(node.checkpoints.detail);
     await screenshot(admin, "12-admin-runtime");
 
     const user = await freshPage();

@@ -17,14 +17,14 @@ export function plantTree(dir: string): void {
   writeFileSync(join(dir, "a.txt"), "alpha\n");
   writeFileSync(join(dir, "empty.txt"), "");
   writeFileSync(join(dir, "bin", "run.sh"), "#!/bin/sh\necho run\n", { mode: 0o755 });
-  writeFileSync(join(dir, "docs", "notes.md"), "# notes\n");
+  writeFileSync(join(dir, "docs", "notes.txt"), "# notes\n");
   writeFileSync(join(dir, "docs", "deep", "x.bin"), Buffer.alloc(300_000, 7));
   chmodSync(join(dir, "docs", "deep", "x.bin"), 0o640);
   const paths = [
     "a.txt",
     "empty.txt",
     "bin/run.sh",
-    "docs/notes.md",
+    "docs/notes.txt",
     "docs/deep/x.bin",
     "docs/deep",
     "docs",
@@ -41,7 +41,7 @@ export function agentRun(dir: string): void {
   mkdirSync(join(dir, "added", "sub"), { recursive: true });
   writeFileSync(join(dir, "added", "sub", "f"), "x");
   writeFileSync(join(dir, "a.txt"), "changed\n");
-  rmSync(join(dir, "docs", "notes.md"));
+  rmSync(join(dir, "docs", "notes.txt"));
   renameSync(join(dir, "bin", "run.sh"), join(dir, "bin", "go.sh"));
   chmodSync(join(dir, "docs", "deep", "x.bin"), 0o600);
   symlinkSync("/etc", join(dir, "etc-link"));

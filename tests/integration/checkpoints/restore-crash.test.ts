@@ -9,8 +9,16 @@ import { STORE_MODES, type StoreEnv, setupStore, UID, WORKDIR } from "./checkpoi
 import { treeManifest } from "./tree-manifest.ts";
 
 const CHILD = new URL("./restore-child.ts", import.meta.url);
-/** The steps after which the Workdir is already the restored tree. */
-const SWAPPED = new Set(["exchanged", "finished", "cleaned"]);
+/** The steps after which the next start rolls forward to the restored tree. */
+const SWAPPED = new Set([
+  "ready",
+  "clearing",
+  "cleared",
+  "filling",
+  "filled",
+  "finished",
+  "cleaned",
+]);
 
 describe.each(STORE_MODES)("a restore killed with -9, %s mode", (mode) => {
   let env: StoreEnv | undefined;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { restoreWorkdir } from "../../../agent-host/checkpoints/restore-workdir.ts";
@@ -40,6 +40,7 @@ describe.each(STORE_MODES)("checkpoint store, %s mode", (mode) => {
     const saved = await env.store.take(UID, WORKDIR, savedId, signal);
     expect(saved.skipped).toBe(2); // the symlink and the FIFO
     const restoreId = randomUUID();
+    const inode = lstatSync(env.workdir).ino;
     await restoreWorkdir(
       env.store,
       { restoreId, uid: UID, workdirPath: WORKDIR, checkpointId },
@@ -47,6 +48,8 @@ describe.each(STORE_MODES)("checkpoint store, %s mode", (mode) => {
     );
 
     expect(treeManifest(env.workdir, true)).toEqual(before);
+    // The same directory, refilled: a sandbox that binds the Workdir keeps seeing it.
+    expect(lstatSync(env.workdir).ino).toBe(inode);
     expect(treeManifest(join(env.storeDir, savedId), true)).toEqual(keptOnly(preRestore));
     // Nothing of the restore is left: no staging directory, no journal.
     expect(readdirSync(join(env.workdir, ".."))).toEqual([WORKDIR.split("/")[1]]);

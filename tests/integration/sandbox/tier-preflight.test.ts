@@ -18,8 +18,8 @@ import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-t
 import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import { DEFAULT_EXEC_SHIM } from "../../../agent-host/sandbox/process/exec-shim-check.ts";
 import { processPreflight } from "../../../agent-host/sandbox/process/process-preflight.ts";
-import { sandboxDriverStatus } from "../../../agent-host/sandbox/sandbox-driver-status.ts";
 import { STATE_ALIAS_ROOT } from "../../../agent-host/sandbox/process/state-dir-alias.ts";
+import { sandboxDriverStatus } from "../../../agent-host/sandbox/sandbox-driver-status.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";

@@ -211,6 +211,16 @@ describe("run events", () => {
         type: "approval.resolved",
         data: { approval_id: ID, status: "denied", decided_by: "alice", note: "no" },
       },
+      {
+        ...base,
+        type: "checkpoint.created",
+        data: {
+          checkpoint_id: "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d",
+          files: 1000,
+          bytes: 104857600,
+          mode: "reflink",
+        },
+      },
       { ...base, type: "run.completed", data: { status: "succeeded" } },
     ];
     expect([...new Set(events.map((e) => e.type))].sort()).toEqual([...RUN_EVENT_TYPES].sort());

@@ -79,6 +79,15 @@ function NodeRuntime({ node }: { node: NodeRuntimeData }) {
           ))}
         </tbody>
       </table>
+      <p className="row" data-testid="checkpoint-mode">
+        Checkpoints{" "}
+        <span
+          className={`badge badge-${node.checkpoints.mode === "reflink" ? "succeeded" : "pending"}`}
+        >
+          {node.checkpoints.mode}
+        </span>{" "}
+        <span className="muted">{node.checkpoints.detail}</span>
+      </p>
       <h4 className="row">
         Runtime Assets <code>{assets.version}</code>
         {assets.state === "verified" ? (

@@ -13,9 +13,11 @@ import type {
 import type {
   Attachment,
   CatalogueSkill,
+  Checkpoint,
   FileEntry,
   NodeInfo,
   Project,
+  RestoreResult,
   Run,
   RunChanges,
   RunEvent,
@@ -72,6 +74,13 @@ export interface ConsoleApi {
       options: { parse: boolean; onProgress?: (p: UploadProgress) => void },
     ): Promise<Attachment[]>;
     delete(threadId: string, fileId: string): Promise<void>;
+  };
+  /** Copies of a thread's Workdir (docs/api.md "Checkpoints"). */
+  checkpoints: {
+    list(threadId: string, signal?: AbortSignal): Promise<Checkpoint[]>;
+    create(threadId: string, label?: string): Promise<Checkpoint>;
+    restore(threadId: string, checkpointId: string): Promise<RestoreResult>;
+    fork(threadId: string, checkpointId?: string): Promise<Thread>;
   };
   /** The signed-in user's workspace and runs against their limits (`GET /v1/usage`). */
   usage(signal?: AbortSignal): Promise<UsageData>;

@@ -3,8 +3,10 @@ import { type ConsoleApi, ConsoleApiError, type WorkdirFiles } from "./console-a
 import type {
   Attachment,
   CatalogueSkill,
+  Checkpoint,
   NodeInfo,
   Project,
+  RestoreResult,
   Run,
   RunEvent,
   Skill,
@@ -164,6 +166,30 @@ export function createSdkConsoleApi(p: {
           })) as Attachment[];
         }),
       delete: (threadId, fileId) => sdk(() => workcell.attachments.delete(threadId, fileId)),
+    },
+    checkpoints: {
+      list: (threadId, signal) =>
+        sdk(async () => (await workcell.checkpoints.list(threadId, opts(signal))) as Checkpoint[]),
+      create: (threadId, label) =>
+        sdk(
+          async () =>
+            (await workcell.checkpoints.create(
+              threadId,
+              label === undefined ? {} : { label },
+            )) as Checkpoint,
+        ),
+      restore: (threadId, checkpointId) =>
+        sdk(
+          async () => (await workcell.checkpoints.restore(threadId, checkpointId)) as RestoreResult,
+        ),
+      fork: (threadId, checkpointId) =>
+        sdk(
+          async () =>
+            (await workcell.checkpoints.fork(
+              threadId,
+              checkpointId === undefined ? {} : { checkpointId },
+            )) as Thread,
+        ),
     },
     usage: (signal) => sdk(() => workcell.usage(opts(signal))),
     tokens: {

@@ -81,3 +81,17 @@ export type NodeInfo = {
   live_sandboxes: number;
   running_runs: number;
 };
+
+export type Checkpoint = {
+  checkpoint_id: string;
+  thread_id: string;
+  run_id?: string;
+  label?: string;
+  source: "manual" | "run" | "restore";
+  files: number;
+  bytes: number;
+  skipped: number;
+  mode: "reflink" | "copy";
+  created_at: string;
+};
+export type RestoreResult = { restored: Checkpoint; saved: Checkpoint };

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from "react";
 import { TERMINAL_STATUSES, type ThreadRun } from "../api/types.ts";
+import { UndoRunButton } from "../checkpoints/undo-run-button.tsx";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { RunView } from "./run-view.tsx";
@@ -64,6 +65,9 @@ export function Conversation({ threadId }: { threadId: string }) {
               status={run.status}
               {...(run.error ? { error: run.error } : {})}
             />
+            {TERMINAL_STATUSES.includes(run.status) && (
+              <UndoRunButton threadId={threadId} runId={run.run_id} />
+            )}
           </div>
         ))}
         <div ref={bottom} />

@@ -2,13 +2,17 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { NavLink, useNavigate, useParams } from "react-router";
 import { AttachmentsPanel } from "../attachments/attachments-panel.tsx";
 import { Conversation } from "../chat/conversation.tsx";
+import { CheckpointsPanel } from "../checkpoints/checkpoints-panel.tsx";
 import { useConsole } from "../console-context.tsx";
 import { FileBrowser } from "../files/file-browser.tsx";
 import { ConfirmDialog } from "../ui/confirm-dialog.tsx";
 import { ErrorMessage, isNotFound } from "../ui/error-message.tsx";
 import { threadLabel } from "../ui/format.ts";
 
-/** /threads/<id> (chat), /threads/<id>/files/<path> (files), /threads/<id>/attachments. */
+/**
+ * /threads/<id> (chat), /threads/<id>/files/<path> (files), /threads/<id>/attachments,
+ * /threads/<id>/checkpoints.
+ */
 export function ThreadPage() {
   const { api } = useConsole();
   const { threadId = "", "*": rest = "" } = useParams();
@@ -54,6 +58,7 @@ export function ThreadPage() {
           </NavLink>
           <NavLink to={`${base}/files`}>Files</NavLink>
           <NavLink to={`${base}/attachments`}>Attachments</NavLink>
+          <NavLink to={`${base}/checkpoints`}>Checkpoints</NavLink>
         </nav>
         <ConfirmDialog
           trigger={
@@ -72,6 +77,8 @@ export function ThreadPage() {
         <FileBrowser threadId={threadId} path={`/${pathParts.join("/")}`} />
       ) : section === "attachments" ? (
         <AttachmentsPanel threadId={threadId} />
+      ) : section === "checkpoints" ? (
+        <CheckpointsPanel threadId={threadId} />
       ) : (
         <Conversation threadId={threadId} />
       )}

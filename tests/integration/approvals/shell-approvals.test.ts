@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { putApprovalPolicy } from "../../../functions/approvals/approval-policy-store.ts";
 import { approvalHash } from "../../../shared/approvals/approval-hash.ts";
 import { expireApprovals } from "../../../shared/approvals/expire-approvals.ts";
 import { expectGapFree, type RunWorld, runWorld } from "../runs/run-harness.ts";
@@ -151,6 +152,22 @@ it("tampered shown arguments: an approval of other arguments than the call's is 
   const run = await world.waitForRun(runId);
   expect(run).toMatchObject({ status: "failed", error: { code: "approval_mismatch" } });
   expect(effectCount(world, project)).toBe(0);
+});
+
+it("an admin's per-user policy asks even when the run does not, and caps the run's wait", async () => {
+  await world.worker();
+  const project = await world.project();
+  await putApprovalPolicy(world.db, project.uid, { tools: ["bash"], max_timeout_seconds: 60 });
+  const runId = await world.submit(await world.thread(project), EFFECT_COMMAND, {
+    approvals: { tools: [], timeout_seconds: 3600 },
+  });
+  const approval = await awaitPause(world, runId);
+  expect(effectCount(world, project)).toBe(0);
+  // Both stamped by the pausing transaction's now(): the wait is exactly the admin's cap.
+  expect(approval.expiresAt.getTime() - approval.requestedAt.getTime()).toBe(60_000);
+  await decide(world, project.uid, approval, { decision: "approve" });
+  expect((await world.waitForRun(runId)).status).toBe("succeeded");
+  expect(effectCount(world, project)).toBe(1);
 });
 
 it("a run without a policy never asks", async () => {

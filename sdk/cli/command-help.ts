@@ -31,6 +31,13 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
   cancel: `usage: workcell cancel [<run_id>]
   Asks the run (default: your last) to stop; its 'workcell run' then exits 130.
 `,
+  approvals: `usage: workcell approvals [<run_id>] [--json]
+  The approvals a run (default: your last) asked for: the tool, its exact arguments, the status.
+`,
+  approve: `usage: workcell approve <approval_id> [--for-run | --deny] [--note <text>] [--run <run_id>]
+  Lets the waiting call run once (--for-run: the same tool for the rest of the run), or
+  refuses it (--deny). The run is your last unless --run names another.
+`,
   skills: `usage: workcell skills [--json]
   The skills your sandboxes see under /home/gem/skills.
 `,

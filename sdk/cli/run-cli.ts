@@ -4,6 +4,7 @@ import { configPath, loadConfig } from "./cli-config.ts";
 import { type CliContext, type CliIo, createContext, EXIT, UsageError } from "./cli-context.ts";
 import { COMMAND_HELP } from "./command-help.ts";
 import { adminCommand, skillsCommand } from "./commands/admin-commands.ts";
+import { approvalsCommand, approveCommand } from "./commands/approval-commands.ts";
 import { attachCommand, filesCommand } from "./commands/file-commands.ts";
 import { loginCommand } from "./commands/login-command.ts";
 import { runCommand } from "./commands/run-command.ts";
@@ -24,6 +25,8 @@ export const HELP = `workcell: the Workcell API from a terminal
   workcell attach <file>... [--thread <id>]     attachments into uploads/
   workcell changes [<run_id>]                   files a run changed
   workcell cancel [<run_id>]
+  workcell approvals [<run_id>]                 what a run asks a person to decide
+  workcell approve <approval_id> [--for-run | --deny] [--note text] [--run <id>]
   workcell skills
   workcell usage                                your workspace and runs against your limits
   workcell tokens create <name> [--scope s]... [--expires-days n] | list | revoke <id>
@@ -46,6 +49,8 @@ const COMMANDS: Record<string, (ctx: CliContext) => Promise<number>> = {
   attach: attachCommand,
   changes: changesCommand,
   cancel: cancelCommand,
+  approvals: approvalsCommand,
+  approve: approveCommand,
   skills: skillsCommand,
   usage: usageCommand,
   tokens: tokensCommand,
@@ -136,6 +141,10 @@ function parse(argv: readonly string[]) {
       scope: { type: "string", multiple: true },
       "expires-days": { type: "string" },
       allow: { type: "string" },
+      run: { type: "string" },
+      deny: { type: "boolean" },
+      "for-run": { type: "boolean" },
+      note: { type: "string" },
     },
   });
 }

@@ -121,6 +121,23 @@ describe("approvals over HTTP", () => {
     expect(await h.drainDispatches()).toEqual([runId]);
   });
 
+  test("deleting the thread cancels a run that awaits approval, and closes the approval", async () => {
+    const { runId, approvalId } = await pausedRun(ALICE);
+    const run = await runOf(ALICE, runId);
+    expect((await h.call("DELETE", `/v1/threads/${run.thread_id}`, { uid: ALICE })).status).toBe(
+      204,
+    );
+    const [row] = await h.database.sql<{ status: string }[]>`
+      select status from agent_runs where run_id = ${runId}`;
+    expect(row?.status).toBe("cancelled");
+    const [approval] = await h.database.sql<{ status: string }[]>`
+      select status from run_approvals where approval_id = ${approvalId}`;
+    expect(approval?.status).toBe("denied");
+    const [last] = await h.database.sql<{ type: string }[]>`
+      select type from run_events where run_id = ${runId} order by seq desc limit 1`;
+    expect(last?.type).toBe("run.completed");
+  });
+
   test("a bad decision body is 400 and decides nothing", async () => {
     const { runId, approvalId } = await pausedRun(ALICE);
     const path = `/v1/runs/${runId}/approvals/${approvalId}`;

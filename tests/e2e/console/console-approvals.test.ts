@@ -15,18 +15,22 @@ const url = () => suite.workcell().url;
 const COMMAND = "mkdir -p outputs && echo approved-effect && echo ran >> outputs/effect.txt";
 
 async function cli(token: string, ...args: string[]) {
-  let stdout = "";
-  let stderr = "";
+  const out: string[] = [];
+  const err: string[] = [];
   const code = await runCli(
     [...args, "--url", url(), "--token", token],
     {
-      stdout: (t) => void (stdout += t),
-      stderr: (t) => void (stderr += t),
+      stdout: (t) => {
+        out.push(t);
+      },
+      stderr: (t) => {
+        err.push(t);
+      },
       env: { WORKCELL_CONFIG: "/nonexistent/workcell-approvals-test.json" },
     },
     AbortSignal.timeout(60_000),
   );
-  return { code, stdout, stderr };
+  return { code, stdout: out.join(""), stderr: err.join("") };
 }
 
 async function pendingOf(client: Workcell, runId: string): Promise<Approval> {

@@ -1,9 +1,12 @@
+import { Registry } from "prom-client";
 import { describe, expect, test } from "vitest";
 import { recordPause } from "../../../agent-host/approvals/record-pause.ts";
 import { claimRun } from "../../../agent-host/runs/claim-run.ts";
 import { nextEventSeq } from "../../../agent-host/runs/run-event-log.ts";
+import { countAwaitingRuns } from "../../../functions/approvals/count-awaiting-runs.ts";
 import type { ApprovalBody } from "../../../shared/contracts/approval.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
+import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 import { ALICE, BOB, type ErrorJson, jsonOf } from "../functions/support/functions-harness.ts";
 import { functionsHarnessForFile } from "../functions/support/functions-harness-for-file.ts";
 
@@ -136,6 +139,25 @@ describe("approvals over HTTP", () => {
     const [last] = await h.database.sql<{ type: string }[]>`
       select type from run_events where run_id = ${runId} order by seq desc limit 1`;
     expect(last?.type).toBe("run.completed");
+  });
+
+  test("the workcell_runs_awaiting_approval gauge counts waiting runs at each scrape", async () => {
+    const registry = new Registry();
+    const metrics = createWorkcellMetrics(registry);
+    metrics.countAwaitingOnScrape((signal) => countAwaitingRuns(h.db, signal));
+    const scrape = async () => {
+      const text = await registry.metrics();
+      return Number(/^workcell_runs_awaiting_approval (\d+)$/m.exec(text)?.[1]);
+    };
+    const before = await scrape();
+    const { runId, approvalId } = await pausedRun(ALICE);
+    expect(await scrape()).toBe(before + 1);
+    await h.call("POST", `/v1/runs/${runId}/approvals/${approvalId}`, {
+      uid: ALICE,
+      body: { decision: "deny" },
+    });
+    await h.drainDispatches();
+    expect(await scrape()).toBe(before);
   });
 
   test("a bad decision body is 400 and decides nothing", async () => {

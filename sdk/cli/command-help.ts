@@ -16,6 +16,8 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
   Exit status: the command's own exit code for a shell-model run ("command failed (exit N)"),
   0 for a succeeded model run, 1 for a failed or timed-out run, 130 when cancelled or
   interrupted (Ctrl-C leaves the run going on the server: 'workcell cancel' stops it).
+  --ask bash,write_file | all: those tool calls wait for a person; on a terminal you are
+  asked right there (y once, r for the rest of the run, N deny), else 'workcell approve'.
 `,
   threads: `usage: workcell threads [ls | show <id> | rm <id>] [--json]
 `,

@@ -16,7 +16,7 @@ export const HELP = `workcell: the Workcell API from a terminal
 
   workcell login --url <api> [--token <t> | --local <uid>]   store the API and your token
                                                 (pasted on stdin without --token)
-  workcell run "<input>" [--thread <id>] [--max-steps n] [--model m]
+  workcell run "<input>" [--thread <id>] [--max-steps n] [--model m] [--ask bash|all]
                                                 start a run and stream it; exits with the
                                                 command's exit code (shell model), 1 if the
                                                 run failed or timed out, 130 if cancelled
@@ -142,6 +142,7 @@ function parse(argv: readonly string[]) {
       "expires-days": { type: "string" },
       allow: { type: "string" },
       run: { type: "string" },
+      ask: { type: "string" },
       deny: { type: "boolean" },
       "for-run": { type: "boolean" },
       note: { type: "string" },

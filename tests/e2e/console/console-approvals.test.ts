@@ -1,4 +1,7 @@
-import { describe, expect, test } from "vitest";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { runCli } from "../../../sdk/cli/run-cli.ts";
 import { type Approval, ConflictError, Workcell } from "../../../sdk/src/index.ts";
 import { screenshot } from "../../support/chromium.ts";
@@ -11,10 +14,26 @@ import { consoleSuite } from "./console-suite.ts";
 // the thread, and approving it there streams the rest of the run.
 
 const suite = consoleSuite();
+let configDir = "";
+beforeAll(async () => {
+  configDir = await mkdtemp(join(tmpdir(), "workcell-approvals-cli-"));
+});
+afterAll(async () => {
+  await rm(configDir, { recursive: true, force: true });
+});
 const url = () => suite.workcell().url;
 const COMMAND = "mkdir -p outputs && echo approved-effect && echo ran >> outputs/effect.txt";
 
 async function cli(token: string, ...args: string[]) {
+  return cliWith(token, undefined, ...args);
+}
+
+/** The CLI as a function, with `stdin` standing in for a terminal when given. */
+async function cliWith(
+  token: string,
+  stdin: { isTTY: boolean; readLine(): Promise<string> } | undefined,
+  ...args: string[]
+) {
   const out: string[] = [];
   const err: string[] = [];
   const code = await runCli(
@@ -26,7 +45,8 @@ async function cli(token: string, ...args: string[]) {
       stderr: (t) => {
         err.push(t);
       },
-      env: { WORKCELL_CONFIG: "/nonexistent/workcell-approvals-test.json" },
+      env: { WORKCELL_CONFIG: join(configDir, "config.json") },
+      ...(stdin === undefined ? {} : { stdin }),
     },
     AbortSignal.timeout(60_000),
   );
@@ -59,6 +79,29 @@ describe("approvals", () => {
     expect(approved.stdout).toContain("approved");
     expect((await run.wait()).status).toBe("succeeded");
     await expect(approval.deny({ note: "too late" })).rejects.toBeInstanceOf(ConflictError);
+  }, 180_000);
+
+  test("workcell run --ask bash on a terminal: asks, and the answer decides", async () => {
+    const token = await suite.workcell().token("lin");
+    const said: string[] = [];
+    const yes = {
+      isTTY: true,
+      readLine: async () => {
+        said.push("asked");
+        return "y";
+      },
+    };
+    const approved = await cliWith(token, yes, "run", "echo asked-and-ran", "--ask", "bash");
+    expect(said).toEqual(["asked"]);
+    expect(approved.stderr).toContain('approval needed: bash {"command":"echo asked-and-ran"}');
+    expect(approved.code).toBe(0);
+    expect(approved.stdout).toContain("asked-and-ran");
+
+    const no = { isTTY: true, readLine: async () => "n" };
+    const denied = await cliWith(token, no, "run", "echo never-ran", "--ask", "bash");
+    expect(denied.code).toBe(1);
+    expect(denied.stdout).not.toContain("never-ran");
+    expect(denied.stderr).toContain("approval_denied");
   }, 180_000);
 
   test("console: the pending call with its arguments, a thread badge, Approve streams the rest", async () => {

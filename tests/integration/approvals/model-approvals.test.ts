@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { modelConfigSchema } from "../../../agent-host/runs/agent/model-config.ts";
 import { modelClientFactoryFor } from "../../../agent-host/runs/index.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import {
   type ChatServer,
   openStream,
@@ -13,6 +14,7 @@ import {
 } from "../agent/chat-server.ts";
 import { type RunWorld, runWorld } from "../runs/run-harness.ts";
 import {
+  approvalsOf,
   awaitPause,
   decide,
   deliverResume,
@@ -111,4 +113,70 @@ it("with a model: the second call waits, a restarted node resumes with the whole
   expect(last[2]?.tool_calls?.[0]?.id).toBe("call_write");
   expect(last[4]?.tool_calls?.[0]?.id).toBe("call_bash");
   expect(last[5]?.content).toContain("done");
+});
+
+/** Two bash calls in two turns, then a final answer. */
+function twoCommands(request: RecordedRequest, res: ServerResponse): void {
+  const messages = request.body.messages as WireMessage[];
+  const tools = messages.filter((m) => m.role === "tool").length;
+  if (tools < 2) {
+    const args = JSON.stringify({ command: EFFECT_COMMAND });
+    const id = `call_${tools + 1}`;
+    reply(res, [toolChunk([{ index: 0, id, name: "bash", arguments: args }], "tool_calls")]);
+  } else {
+    reply(res, [textChunk("Twice."), textChunk("", "stop")]);
+  }
+}
+
+it('"approve for this run": the same tool runs again in the run without asking', async () => {
+  server = await startChatServer(twoCommands);
+  const model = modelClientFactoryFor(
+    modelConfigSchema.parse({
+      kind: "openai-compatible",
+      baseUrl: server.baseUrl,
+      model: "test-model",
+    }),
+  );
+  await world.worker({ model });
+  const project = await world.project();
+  const thread = await world.thread(project);
+  const runId = await world.submit(thread, "Run it twice.", { approvals: { tools: ["bash"] } });
+  const approval = await awaitPause(world, runId);
+  await decide(world, project.uid, approval, { decision: "approve", scope: "run" });
+  const run = await world.waitForRun(runId);
+  expect(run.status).toBe("succeeded");
+  expect(effectCount(world, project)).toBe(2);
+  const rows = await approvalsOf(world, runId);
+  expect(rows.map((r) => [r.status, r.scope])).toEqual([["approved", "run"]]);
+});
+
+it("approve once: the same tool asks again on its next call", async () => {
+  server = await startChatServer(twoCommands);
+  const model = modelClientFactoryFor(
+    modelConfigSchema.parse({
+      kind: "openai-compatible",
+      baseUrl: server.baseUrl,
+      model: "test-model",
+    }),
+  );
+  await world.worker({ model });
+  const project = await world.project();
+  const runId = await world.submit(await world.thread(project), "Run it twice.", {
+    approvals: { tools: ["bash"] },
+  });
+  const first = await awaitPause(world, runId);
+  await decide(world, project.uid, first, { decision: "approve" });
+  await pollUntil(async () => (await approvalsOf(world, runId)).length === 2, {
+    what: "the second call to ask",
+    intervalMs: 100,
+  });
+  const second = await awaitPause(world, runId);
+  expect(effectCount(world, project)).toBe(1);
+  await decide(world, project.uid, second, { decision: "deny", note: "once is enough" });
+  const run = await world.waitForRun(runId);
+  // A model goes on after a denial: the run ends as the model decides.
+  expect(run.status).toBe("succeeded");
+  expect(effectCount(world, project)).toBe(1);
+  const last = server.requests.at(-1)?.body.messages as WireMessage[];
+  expect(last.at(-1)?.content).toContain("once is enough");
 });

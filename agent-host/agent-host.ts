@@ -70,6 +70,8 @@ export type AgentHostDeps = {
   sandboxTiers: SandboxTierSet;
   sandboxConfig: SandboxConfig;
   modelConfig: ModelConfig;
+  /** The deployment's approval wait (APPROVAL_TIMEOUT_SECONDS); default a day. */
+  approvalTimeoutSeconds?: number;
   dataPlane: {
     port: number;
     hostname: string;
@@ -336,6 +338,9 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
       userWorkspaces,
       skillProjection: skills.refresher,
       modelClientFactory: modelClientFactoryFor(deps.modelConfig),
+      ...(deps.approvalTimeoutSeconds === undefined
+        ? {}
+        : { approvalTimeoutSeconds: deps.approvalTimeoutSeconds }),
       nodeId: deps.nodeId,
       logger,
       ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),

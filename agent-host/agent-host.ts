@@ -56,6 +56,8 @@ export type AgentHostDeps = {
   sandboxTiers: SandboxTierSet;
   sandboxConfig: SandboxConfig;
   modelConfig: ModelConfig;
+  /** The deployment's approval wait (APPROVAL_TIMEOUT_SECONDS); default a day. */
+  approvalTimeoutSeconds?: number;
   dataPlane: {
     port: number;
     hostname: string;

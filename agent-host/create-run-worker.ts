@@ -35,6 +35,8 @@ export type RunWorkerHostDeps = {
   sandboxTiers: SandboxTierSet;
   sandboxConfig: SandboxConfig;
   modelConfig: ModelConfig;
+  /** The deployment's approval wait (APPROVAL_TIMEOUT_SECONDS); default a day. */
+  approvalTimeoutSeconds?: number;
   workerConcurrency?: number;
   tracing?: Tracing;
 };
@@ -85,6 +87,9 @@ export function createRunWorker(deps: RunWorkerHostDeps, parts: RunWorkerParts):
     userWorkspaces: parts.userWorkspaces,
     skillProjection: skills.refresher,
     modelClientFactory: modelClientFactoryFor(deps.modelConfig),
+    ...(deps.approvalTimeoutSeconds === undefined
+      ? {}
+      : { approvalTimeoutSeconds: deps.approvalTimeoutSeconds }),
     nodeId: deps.nodeId,
     logger,
     ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),

@@ -120,6 +120,9 @@ const host = await startAgentHost({
       : { corsOrigins: env.DATA_PLANE_CORS_ORIGINS }),
   },
   workerConcurrency: env.WORKER_CONCURRENCY,
+  ...(env.APPROVAL_TIMEOUT_SECONDS === undefined
+    ? {}
+    : { approvalTimeoutSeconds: env.APPROVAL_TIMEOUT_SECONDS }),
   nodeHeartbeatIntervalMs: env.NODE_HEARTBEAT_SECONDS * 1000,
   logger,
   tracing: tracing.tracing,

@@ -68,6 +68,8 @@ export interface RunWorkerDeps {
   readonly shell?: ShellFor;
   /** A run's network (agent-host/egress/run-egress.ts); absent: no run gets network. */
   readonly egress?: OpenRunEgress;
+  /** How long an approval waits when the run does not say (../approvals/); default a day. */
+  readonly approvalTimeoutSeconds?: number;
   /** Built with `owner: {uid: 1000, gid: 1000}`, so the sandbox user owns what it creates. */
   readonly userWorkspaces: UserWorkspaces;
   /** agent-host/skills' refresher (createEmptySkillProjection in tests without skills). */
@@ -172,6 +174,9 @@ export class RunWorker {
       tracing: this.#tracing,
       ...(deps.shell === undefined ? {} : { shell: deps.shell }),
       ...(deps.egress === undefined ? {} : { egress: deps.egress }),
+      ...(deps.approvalTimeoutSeconds === undefined
+        ? {}
+        : { approvalTimeoutSeconds: deps.approvalTimeoutSeconds }),
       ...(deps.quota === undefined ? {} : { quota: deps.quota }),
       ...(deps.beforeRun === undefined ? {} : { beforeRun: deps.beforeRun }),
       ...(deps.agentTools === undefined ? {} : { agentTools: deps.agentTools }),

@@ -1,4 +1,5 @@
 import { and, eq, inArray } from "drizzle-orm";
+import { cancelAwaitingRuns } from "../../shared/approvals/cancel-awaiting-runs.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { agentRuns, checkpoints, conversations } from "../../shared/db/schema.ts";
 import { domainError } from "../../shared/errors/domain-errors.ts";
@@ -9,7 +10,8 @@ import { findActiveThread } from "./thread-store.ts";
 const ACTIVE_RUN_STATUSES = ["pending", "running"] as const;
 
 /**
- * Soft-deletes the caller's thread; 409 while one of its runs is active.
+ * Soft-deletes the caller's thread; 409 while one of its runs is active (a run awaiting
+ * approval is cancelled instead: nothing runs it).
  *
  * Race with a run submission: the submitter holds the thread row FOR SHARE until it
  * commits. We first take the row FOR UPDATE (waiting for any submitter), and only then
@@ -21,6 +23,8 @@ export async function deleteThread(db: Db, uid: string, threadId: string): Promi
   await db.transaction(async (tx) => {
     const found = await findActiveThread(tx, uid, threadId, "update");
     if (found === undefined) throw new WorkcellError("not_found", "No such thread.");
+    // A run waiting for a person has no worker to stop: deleting the thread ends it.
+    await cancelAwaitingRuns(tx, uid, threadId);
     const [active] = await tx
       .select({ runId: agentRuns.runId })
       .from(agentRuns)

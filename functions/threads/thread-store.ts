@@ -87,6 +87,8 @@ export async function listThreads(
     .select({
       thread: conversations,
       workdirPath: projects.workdirPath,
+      // The thread's runs waiting for a person (the console's badge), by the partial index.
+      awaiting: sql<number>`(select count(*)::int from agent_runs a where a.thread_id = ${conversations.threadId} and a.status = 'awaiting_approval')`,
       cursorAt: sql<string>`to_char(${conversations.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
     })
     .from(conversations)
@@ -108,5 +110,12 @@ export async function listThreads(
     rows.length > limit && last !== undefined
       ? { createdAt: last.cursorAt, threadId: last.thread.threadId }
       : undefined;
-  return { items: page.map(({ thread, workdirPath }) => ({ thread, workdirPath })), next };
+  return {
+    items: page.map(({ thread, workdirPath, awaiting }) => ({
+      thread,
+      workdirPath,
+      awaitingApproval: Number(awaiting),
+    })),
+    next,
+  };
 }

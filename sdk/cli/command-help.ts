@@ -17,6 +17,8 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
   Exit status: the command's own exit code for a shell-model run ("command failed (exit N)"),
   0 for a succeeded model run, 1 for a failed or timed-out run, 130 when cancelled or
   interrupted (Ctrl-C leaves the run going on the server: 'workcell cancel' stops it).
+  --ask bash,write_file | all: those tool calls wait for a person; on a terminal you are
+  asked right there (y once, r for the rest of the run, N deny), else 'workcell approve'.
 `,
   threads: `usage: workcell threads [ls | show <id> | rm <id>] [--json]
 `,
@@ -43,6 +45,13 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
 `,
   fork: `usage: workcell fork [<checkpoint_id>] [--thread <id>] [--json]
   A new thread in a new project whose Workdir is a copy of the checkpoint (or the current Workdir).
+`,
+  approvals: `usage: workcell approvals [<run_id>] [--json]
+  The approvals a run (default: your last) asked for: the tool, its exact arguments, the status.
+`,
+  approve: `usage: workcell approve <approval_id> [--for-run | --deny] [--note <text>] [--run <run_id>]
+  Lets the waiting call run once (--for-run: the same tool for the rest of the run), or
+  refuses it (--deny). The run is your last unless --run names another.
 `,
   skills: `usage: workcell skills [--json]
   The skills your sandboxes see under /home/gem/skills.

@@ -4,6 +4,7 @@ import { configPath, loadConfig } from "./cli-config.ts";
 import { type CliContext, type CliIo, createContext, EXIT, UsageError } from "./cli-context.ts";
 import { COMMAND_HELP } from "./command-help.ts";
 import { adminCommand, skillsCommand } from "./commands/admin-commands.ts";
+import { approvalsCommand, approveCommand } from "./commands/approval-commands.ts";
 import {
   checkpointsCommand,
   forkCommand,
@@ -23,6 +24,7 @@ export const HELP = `workcell: the Workcell API from a terminal
   workcell login --url <api> [--token <t> | --local <uid>]   store the API and your token
                                                 (pasted on stdin without --token)
   workcell run "<input>" [--thread <id>] [--max-steps n] [--model m] [--checkpoint]
+               [--ask bash|all]
                                                 start a run and stream it; exits with the
                                                 command's exit code (shell model), 1 if the
                                                 run failed or timed out, 130 if cancelled
@@ -35,6 +37,8 @@ export const HELP = `workcell: the Workcell API from a terminal
   workcell restore <checkpoint_id>              the Workdir becomes the checkpoint [--thread <id>]
   workcell undo [<run_id>]                      restore the checkpoint taken before the run
   workcell fork [<checkpoint_id>]               a new thread from a checkpoint (or the Workdir)
+  workcell approvals [<run_id>]                 what a run asks a person to decide
+  workcell approve <approval_id> [--for-run | --deny] [--note text] [--run <id>]
   workcell skills
   workcell usage                                your workspace and runs against your limits
   workcell tokens create <name> [--scope s]... [--expires-days n] | list | revoke <id>
@@ -63,6 +67,8 @@ const COMMANDS: Record<string, (ctx: CliContext) => Promise<number>> = {
   restore: restoreCommand,
   undo: undoCommand,
   fork: forkCommand,
+  approvals: approvalsCommand,
+  approve: approveCommand,
   skills: skillsCommand,
   usage: usageCommand,
   tokens: tokensCommand,
@@ -158,6 +164,11 @@ function parse(argv: readonly string[]) {
       header: { type: "string" },
       template: { type: "string" },
       checkpoint: { type: "boolean" },
+      run: { type: "string" },
+      ask: { type: "string" },
+      deny: { type: "boolean" },
+      "for-run": { type: "boolean" },
+      note: { type: "string" },
     },
   });
 }

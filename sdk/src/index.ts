@@ -10,6 +10,13 @@ export {
   type UserLimitsOverride,
   type UserNetworkData,
 } from "./admin.ts";
+export {
+  Approval,
+  type ApprovalData,
+  type ApprovalStatus,
+  type DecideOptions,
+  listApprovals,
+} from "./approvals.ts";
 export { type AttachmentData, Attachments, type AttachmentUpload } from "./attachments.ts";
 export {
   type CheckpointData,

@@ -1,3 +1,4 @@
+import { type Approval, listApprovals } from "./approvals.ts";
 import type { components } from "./generated/api.ts";
 import { type RunEvent, type RunEventsOptions, runEvents } from "./run-events.ts";
 import type { CallOptions, Transport } from "./transport.ts";
@@ -106,6 +107,11 @@ export class Run {
         api.GET("/v1/runs/{run_id}/network", { ...init, params: { path: { run_id: this.id } } }),
       options,
     );
+  }
+
+  /** Its approvals (pending and decided), oldest first; approve or deny the pending one. */
+  async approvals(options: CallOptions = {}): Promise<Approval[]> {
+    return listApprovals(this.#transport, this.id, options);
   }
 
   /** A URL for `new EventSource(url)` (browsers: no Authorization header needed), ≤ 1 h. */

@@ -43,6 +43,14 @@ export const threadSchema = z
       .enum(THREAD_STATUSES)
       .describe("Always `active` on the wire (deleted threads are 404)."),
     created_at: timestampSchema.describe("Creation time."),
+    awaiting_approval: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "In the thread list: how many of its runs wait for a person's approval (absent: none).",
+      ),
   })
   .openapi("Thread")
   .describe("A thread: one conversation.");

@@ -206,6 +206,11 @@ export const agentHostEnvSchema = z.object({
     .describe(
       "Model id sent to MODEL_BASE_URL, e.g. gpt-4o-mini or llama3.1; required with it (checked by modelConfigFromEnv).",
     ),
+  APPROVAL_TIMEOUT_SECONDS: intVar(10, 7 * 24 * 3600)
+    .optional()
+    .describe(
+      "How long an approval waits for a person when the run does not say (agent.approvals.timeout_seconds) before it expires as a denial (default 86400, a day).",
+    ),
   MODEL_REQUEST_TIMEOUT_SECONDS: intVar(1, MAX_MODEL_REQUEST_TIMEOUT_SECONDS)
     .optional()
     .describe(

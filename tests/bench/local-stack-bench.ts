@@ -29,6 +29,8 @@ export type BenchStack = {
   /** The sandbox image the stack runs. */
   image: string;
   api: Api;
+  /** The dev token of `uid` behind `api`, for calls it does not wrap (approvals bench). */
+  token: string;
   /** A client with a dev token of another user (the scaling benchmark's many tenants). */
   apiFor(uid: string): Promise<Api>;
   stop(): Promise<void>;
@@ -102,6 +104,7 @@ export async function startBenchStack(
         runtimeDir: env.RUNTIME_ASSETS_DIR,
       }),
       api: createApi(url, token),
+      token,
       apiFor: async (other) => createApi(url, await mintDevToken(secret, other)),
       stop,
     };
@@ -123,7 +126,10 @@ export type RunTimes = {
 };
 
 /** The run's `agent` options the benchmarks vary (docs/api.md "Runs"). */
-export type AgentOptions = { sandbox?: "container" | "process" };
+export type AgentOptions = {
+  sandbox?: "container" | "process";
+  approvals?: { tools: string[] | "all" };
+};
 
 export type Api = {
   /** A root thread (with its project: a new implicit one unless projectId is given). */

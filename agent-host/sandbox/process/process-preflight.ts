@@ -3,7 +3,6 @@ import { constants } from "node:fs";
 import { access, chmod, lstat, mkdir, readFile, realpath, stat } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
-import { DEFAULT_SANDBOX_STATE_DIR } from "../../../shared/env/agent-host-env.ts";
 import { createHostMounts, type HostMounts } from "../instance/host-mounts.ts";
 import { checkExecShim, DEFAULT_EXEC_SHIM } from "./exec-shim-check.ts";
 import { createHostSpawner, type HostSpawner } from "./host-spawner.ts";

@@ -2,6 +2,7 @@ import type { AgentOptions, RunEvent } from "../../src/index.ts";
 import { type CliContext, UsageError } from "../cli-context.ts";
 import { replyEchoFilter } from "../reply-echo-filter.ts";
 import { runOutcome } from "../run-outcome.ts";
+import { askApproval, askFlag } from "./approval-prompt.ts";
 import { allowFlag } from "./network-command.ts";
 
 /**
@@ -28,6 +29,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
     if (event.type === "run.completed") completed = event;
     if (ctx.json) ctx.io.stdout(`${JSON.stringify(event)}\n`);
     else printer.event(event);
+    if (event.type === "approval.requested" && !ctx.json) await askApproval(ctx, run, event);
   }
   const finished = await run.refresh({ signal: ctx.signal });
   const outcome = runOutcome(finished, completed);
@@ -50,6 +52,8 @@ function agentOptions(ctx: CliContext): { agent?: AgentOptions } {
   if (flags.checkpoint === true) agent.checkpoint = true;
   const allow = allowFlag(flags.allow);
   if (allow !== undefined) agent.network = { allow };
+  const ask = askFlag(flags.ask);
+  if (ask !== undefined) agent.approvals = ask;
   return Object.keys(agent).length === 0 ? {} : { agent };
 }
 

@@ -823,6 +823,8 @@ export interface components {
        * @description Creation time.
        */
       created_at: string;
+      /** @description In the thread list: how many of its runs wait for a person's approval (absent: none). */
+      awaiting_approval?: number;
     };
     /** @description Create a thread (conversation). `workdir_path` is refused with 422. */
     ThreadCreateRequest: {

@@ -1,9 +1,13 @@
+import { Registry } from "prom-client";
 import { describe, expect, test } from "vitest";
 import { recordPause } from "../../../agent-host/approvals/record-pause.ts";
-import { claimRun } from "../../../agent-host/runs/claim/claim-run.ts";
 import { nextEventSeq } from "../../../agent-host/runs/claim/run-event-log.ts";
+import { countAwaitingRuns } from "../../../functions/approvals/count-awaiting-runs.ts";
 import type { ApprovalBody } from "../../../shared/contracts/approval.ts";
-import type { Run, RunSubmitResponse } from "../../../shared/contracts/run.ts";
+import type { Run } from "../../../shared/contracts/run.ts";
+import { nodes } from "../../../shared/db/schema.ts";
+import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
+import { claimParkedRun } from "../../support/claim-parked-run.ts";
 import { ALICE, BOB, type ErrorJson, jsonOf } from "../functions/support/functions-harness.ts";
 import { functionsHarnessForFile } from "../functions/support/functions-harness-for-file.ts";
 
@@ -14,14 +18,18 @@ const h = functionsHarnessForFile();
 const COMMAND = { command: "rm -rf outputs" };
 
 async function pausedRun(uid: string): Promise<{ runId: string; approvalId: string }> {
-  const submitted = await jsonOf<RunSubmitResponse>(
+  const submitted = await jsonOf<{ run: Run }>(
     await h.call("POST", "/v1/runs", {
       uid,
       body: { input: "rm -rf outputs", agent: { approvals: { tools: ["bash"] } } },
     }),
   );
   const runId = submitted.run.run_id;
-  const claim = await claimRun(h.db, { runId, nodeId: "node-a", leaseTtlMs: 60_000 });
+  await h.db
+    .insert(nodes)
+    .values({ nodeId: "node-a", dataPlaneUrl: "http://127.0.0.1:1" })
+    .onConflictDoNothing();
+  const claim = await claimParkedRun(h.db, { runId, nodeId: "node-a", leaseTtlMs: 60_000 });
   if (!claim.ok) throw new Error("the run was not claimed");
   const paused = await recordPause(
     h.db,
@@ -119,6 +127,42 @@ describe("approvals over HTTP", () => {
     expect(winner).toMatchObject({ decided_by: ALICE, decided_at: expect.any(String) });
     expect((await runOf(ALICE, runId)).status).toBe("pending");
     expect(await h.drainDispatches()).toEqual([runId]);
+  });
+
+  test("deleting the thread cancels a run that awaits approval, and closes the approval", async () => {
+    const { runId, approvalId } = await pausedRun(ALICE);
+    const run = await runOf(ALICE, runId);
+    expect((await h.call("DELETE", `/v1/threads/${run.thread_id}`, { uid: ALICE })).status).toBe(
+      204,
+    );
+    const [row] = await h.database.sql<{ status: string }[]>`
+      select status from agent_runs where run_id = ${runId}`;
+    expect(row?.status).toBe("cancelled");
+    const [approval] = await h.database.sql<{ status: string }[]>`
+      select status from run_approvals where approval_id = ${approvalId}`;
+    expect(approval?.status).toBe("denied");
+    const [last] = await h.database.sql<{ type: string }[]>`
+      select type from run_events where run_id = ${runId} order by seq desc limit 1`;
+    expect(last?.type).toBe("run.completed");
+  });
+
+  test("the workcell_runs_awaiting_approval gauge counts waiting runs at each scrape", async () => {
+    const registry = new Registry();
+    const metrics = createWorkcellMetrics(registry);
+    metrics.countAwaitingOnScrape((signal) => countAwaitingRuns(h.db, signal));
+    const scrape = async () => {
+      const text = await registry.metrics();
+      return Number(/^workcell_runs_awaiting_approval (\d+)$/m.exec(text)?.[1]);
+    };
+    const before = await scrape();
+    const { runId, approvalId } = await pausedRun(ALICE);
+    expect(await scrape()).toBe(before + 1);
+    await h.call("POST", `/v1/runs/${runId}/approvals/${approvalId}`, {
+      uid: ALICE,
+      body: { decision: "deny" },
+    });
+    await h.drainDispatches();
+    expect(await scrape()).toBe(before);
   });
 
   test("a bad decision body is 400 and decides nothing", async () => {

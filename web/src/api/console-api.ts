@@ -11,6 +11,7 @@ import type {
   UserNetworkData,
 } from "@workcell/sdk";
 import type {
+  ApprovalDecision,
   Attachment,
   CatalogueSkill,
   Checkpoint,
@@ -62,6 +63,8 @@ export interface ConsoleApi {
     create(threadId: string, input: string): Promise<Run>;
     get(runId: string, signal?: AbortSignal): Promise<Run>;
     cancel(runId: string): Promise<void>;
+    /** Decides a pending approval of the run; 409 when it was decided already. */
+    decide(runId: string, approvalId: string, decision: ApprovalDecision): Promise<void>;
     changes(runId: string, signal?: AbortSignal): Promise<RunChanges>;
     /** Every event after `afterSeq` (0: from the start), resuming after a dropped connection. */
     events(runId: string, afterSeq: number, signal: AbortSignal): AsyncIterable<RunEvent>;

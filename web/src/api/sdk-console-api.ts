@@ -125,6 +125,14 @@ export function createSdkConsoleApi(p: {
         }),
       changes: (id, signal) =>
         sdk(async () => (await workcell.runs.get(id, opts(signal))).changes(opts(signal))),
+      decide: async (id, approvalId, decision) => {
+        await call(() =>
+          api.POST("/v1/runs/{run_id}/approvals/{approval_id}", {
+            params: { path: { run_id: id, approval_id: approvalId } },
+            body: decision,
+          }),
+        );
+      },
       async *events(id, afterSeq, signal) {
         try {
           const run = await workcell.runs.get(id, { signal });

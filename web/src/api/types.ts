@@ -18,9 +18,24 @@ export type Thread = {
   title: string | null;
   status: string;
   created_at: string;
+  /** In the thread list: its runs waiting for a person's approval. */
+  awaiting_approval?: number;
 };
 
-export type RunStatus = "pending" | "running" | "succeeded" | "failed" | "cancelled";
+export type RunStatus =
+  | "pending"
+  | "running"
+  | "awaiting_approval"
+  | "succeeded"
+  | "failed"
+  | "cancelled";
+
+/** A person's decision on a pending approval (docs/api.md "Approvals"). */
+export type ApprovalDecision = {
+  decision: "approve" | "deny";
+  scope?: "once" | "run";
+  note?: string;
+};
 export const TERMINAL_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
 
 export type RunError = { code: string; message: string };

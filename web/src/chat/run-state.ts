@@ -37,7 +37,18 @@ export type NetworkPart = {
   /** Why it was refused or cut; empty when it went through. */
   reason: string;
 };
-export type RunPart = TextPart | ToolCall | SubagentPart | NetworkPart;
+/** A call the run waits on a person for (`approval.requested`), and its decision. */
+export type ApprovalPart = {
+  kind: "approval";
+  approvalId: string;
+  tool: string;
+  arguments: unknown;
+  status: "pending" | "approved" | "denied" | "expired";
+  expiresAt: string;
+  decidedBy?: string;
+  note?: string;
+};
+export type RunPart = TextPart | ToolCall | SubagentPart | NetworkPart | ApprovalPart;
 
 /**
  * What a run looks like after the events seen so far: parts in the order they happened.
@@ -187,6 +198,35 @@ export function applyRunEvent(state: RunState, event: RunEvent): RunState {
         reason: str(d, "reason"),
       });
       break;
+    case "approval.requested":
+      next.status = "awaiting_approval";
+      parts.push({
+        kind: "approval",
+        approvalId: str(d, "approval_id"),
+        tool: str(d, "tool"),
+        arguments: d.arguments,
+        status: "pending",
+        expiresAt: str(d, "expires_at"),
+      });
+      break;
+    case "approval.resolved": {
+      const i = parts.findIndex(
+        (p) => p.kind === "approval" && p.approvalId === str(d, "approval_id"),
+      );
+      const found = parts[i];
+      if (found?.kind === "approval") {
+        const status = str(d, "status") as ApprovalPart["status"];
+        parts[i] = {
+          ...found,
+          status,
+          ...(str(d, "decided_by") === "" ? {} : { decidedBy: str(d, "decided_by") }),
+          ...(str(d, "note") === "" ? {} : { note: str(d, "note") }),
+        };
+      }
+      // Decided: the run is pending until a node resumes it.
+      if (next.status === "awaiting_approval") next.status = "pending";
+      break;
+    }
     case "run.completed":
       next.status = str(d, "status") as RunStatus;
       if (d.error !== undefined) next.error = d.error as RunError;

@@ -4,6 +4,7 @@ import { type RunError, type RunStatus, TERMINAL_STATUSES } from "../api/types.t
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
 import { formatBytes } from "../ui/format.ts";
+import { ApprovalCard } from "./approval-card.tsx";
 import { displayStatus, type RunState, repeatsToolResult, type ToolCall } from "./run-state.ts";
 import { useRunStream } from "./use-run-stream.ts";
 
@@ -159,6 +160,7 @@ export function RunView(p: {
           );
         }
         if (part.kind === "tool") return <ToolCallView key={key} call={part} />;
+        if (part.kind === "approval") return <ApprovalCard key={key} runId={p.runId} part={part} />;
         if (part.kind === "network") {
           return (
             <div

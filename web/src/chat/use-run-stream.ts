@@ -24,6 +24,10 @@ export function useRunStream(runId: string, status: RunStatus, error?: RunError)
             void queryClient.invalidateQueries({ queryKey: ["files"] });
             void queryClient.invalidateQueries({ queryKey: ["thread-runs"] });
           }
+          // The thread list's approval badge follows the run's waits and decisions.
+          if (event.type.startsWith("approval.") || event.type === "run.completed") {
+            void queryClient.invalidateQueries({ queryKey: ["threads"] });
+          }
         }
       } catch (err) {
         if (!controller.signal.aborted) setStreamError(err);

@@ -22,7 +22,18 @@ export function ThreadList() {
           ?.filter((t) => t.parent_thread_id === null)
           .map((t) => (
             <li key={t.thread_id}>
-              <NavLink to={`/threads/${t.thread_id}`}>{threadLabel(t)}</NavLink>
+              <NavLink to={`/threads/${t.thread_id}`}>
+                {threadLabel(t)}
+                {t.awaiting_approval !== undefined && (
+                  <span
+                    className="badge approval-badge"
+                    data-testid="approval-badge"
+                    title="A run of this thread waits for your approval"
+                  >
+                    {t.awaiting_approval} to approve
+                  </span>
+                )}
+              </NavLink>
             </li>
           ))}
       </ul>

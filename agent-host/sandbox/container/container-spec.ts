@@ -1,15 +1,12 @@
-import type { ContainerCreateOptions } from "dockerode";
+import type { ContainerCreateOptions, MountSettings } from "dockerode";
 import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-view.ts";
 import {
   runtimeWorkdirPath,
   SANDBOX_HOME,
   SANDBOX_PATH,
-  SANDBOX_RUNTIME_MOUNT,
-  SANDBOX_SKILLS_MOUNT,
-  SANDBOX_USER_DATA_MOUNT,
 } from "../../../shared/paths/runtime-paths.ts";
-import { CONTAINER_EGRESS_MOUNT } from "../../egress/container-egress-dir.ts";
 import { containerName, type LabelSource, sandboxLabels } from "../instance/container-labels.ts";
+import { type MountKey, sandboxMounts } from "../instance/mount-table.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
 
 /** Everything runs as the image's `gem` user (docs/architecture.md §3). */
@@ -78,56 +75,9 @@ export function containerCreateOptions(
     Tty: false,
     OpenStdin: false,
     HostConfig: {
-      Mounts: [
-        // The caller's whole UserWorkspace: the uid mount is the boundary between users;
-        // the Workdir below it is only a cwd (docs/architecture.md §2). Read-only in the
-        // `workdir` file view, with the Workdir bound read-write on top of itself (§5):
-        // Docker mounts by target depth, so the parent comes first.
-        {
-          Type: "bind",
-          Source: input.workspaceHostPath,
-          Target: SANDBOX_USER_DATA_MOUNT,
-          ReadOnly: fileView === "workdir",
-        },
-        ...(fileView === "workdir"
-          ? [
-              {
-                Type: "bind" as const,
-                Source: input.workdirHostPath as string,
-                Target: runtimeWorkdirPath(input.workdirPath),
-                ReadOnly: false,
-              },
-            ]
-          : []),
-        {
-          Type: "bind",
-          Source: input.skillsHostPath,
-          Target: SANDBOX_SKILLS_MOUNT,
-          ReadOnly: true,
-        },
-        ...(input.runtimeHostPath === undefined
-          ? []
-          : [
-              {
-                Type: "bind" as const,
-                Source: input.runtimeHostPath,
-                Target: SANDBOX_RUNTIME_MOUNT,
-                ReadOnly: true,
-              },
-            ]),
-        // The egress proxy's sockets of this container's runs with network (read-only:
-        // agent-host's directory; decision 0117). Empty while no such run executes.
-        ...(input.egressHostPath === undefined
-          ? []
-          : [
-              {
-                Type: "bind" as const,
-                Source: input.egressHostPath,
-                Target: CONTAINER_EGRESS_MOUNT,
-                ReadOnly: true,
-              },
-            ]),
-      ],
+      // The mount table's container binds (mount-table.ts); Docker mounts by target
+      // depth, so the Workdir lands on top of the read-only UserWorkspace.
+      Mounts: containerBinds(input, fileView),
       // Private, size-bounded scratch. Docker's tmpfs default is noexec; agents need to
       // run what they build or install under /tmp and ~, and noexec would not stop an
       // interpreter anyway, so exec is allowed. nosuid/nodev still hold.
@@ -164,4 +114,28 @@ export function containerCreateOptions(
       LogConfig: { Type: "none", Config: {} },
     },
   };
+}
+
+/**
+ * The container's bind mounts: the mount table's container rows for this view, each
+ * from its host source; a row whose optional source is absent (no Runtime Assets, no
+ * egress directory on this node) is not bound.
+ */
+export function containerBinds(input: ContainerSpecInput, fileView: FileView): MountSettings[] {
+  const sources: Partial<Record<MountKey, string>> = {
+    workspace: input.workspaceHostPath,
+    workdir: input.workdirHostPath,
+    skills: input.skillsHostPath,
+    runtime: input.runtimeHostPath,
+    egress: input.egressHostPath,
+  };
+  return sandboxMounts("container", fileView, runtimeWorkdirPath(input.workdirPath)).flatMap(
+    (mount) => {
+      const source = sources[mount.key];
+      if (mount.how !== "bind" || source === undefined) return [];
+      return [
+        { Type: "bind" as const, Source: source, Target: mount.target, ReadOnly: mount.readOnly },
+      ];
+    },
+  );
 }

@@ -1,9 +1,6 @@
-import {
-  SANDBOX_HOME,
-  SANDBOX_PATH,
-  SANDBOX_SKILLS_MOUNT,
-  SANDBOX_USER_DATA_MOUNT,
-} from "../../../shared/paths/runtime-paths.ts";
+import type { FileView } from "../../../shared/paths/file-view.ts";
+import { SANDBOX_HOME, SANDBOX_PATH } from "../../../shared/paths/runtime-paths.ts";
+import { EXEC_SHIM_MOUNT, type MountKey, sandboxMounts } from "../instance/mount-table.ts";
 import { runtimeRootArgs } from "./runtime-root-args.ts";
 
 // The bubblewrap command line of one process-tier exec. Pure, so the isolation boundary
@@ -36,12 +33,6 @@ export const CHILD_FD = {
    */
   spec: 9,
 } as const;
-
-/**
- * Where the exec shim (native/exec-shim.c) is bound, read-only, in every sandbox: the
- * command bwrap runs, which becomes the exec's command (decision 0088).
- */
-export const EXEC_SHIM_MOUNT = "/.workcell/exec-shim";
 
 /** Host paths bound into the sandbox (each below a directory only root can write). */
 export type SandboxSources = {
@@ -145,27 +136,10 @@ export function bwrapArgs(command: BwrapCommand): string[] {
     // such as /dev/null still work: writing a device needs no writable filesystem).
     "--remount-ro",
     "/dev",
-    "--bind",
-    command.sources.home,
-    SANDBOX_HOME,
-    workdirTarget === undefined ? "--bind" : "--ro-bind",
-    command.sources.workspace,
-    SANDBOX_USER_DATA_MOUNT,
-    // After (so on top of) the read-only UserWorkspace: its own mount point is the
-    // Workdir itself, which exists there. Where it landed is verified like the rest.
-    ...(workdirTarget === undefined || workdir === undefined
-      ? []
-      : ["--bind", workdir, workdirTarget]),
-    "--ro-bind",
-    command.sources.skills,
-    SANDBOX_SKILLS_MOUNT,
-    "--bind",
-    command.sources.tmp,
-    "/tmp",
-    // The exec shim, a static binary of root's: no part of /runtime runs before the command.
-    "--ro-bind",
-    command.execShim,
-    EXEC_SHIM_MOUNT,
+    // The mount table's process binds (mount-table.ts), in its order: home before the
+    // two mounts inside it, the Workdir (in the `workdir` view) on top of the read-only
+    // UserWorkspace. Where each landed is verified before the command may start.
+    ...processBindArgs(command),
     // Read-only after the binds were placed inside it: the root's own names (/usr, /etc,
     // mount points) cannot be replaced by the sandbox.
     "--remount-ro",
@@ -176,6 +150,34 @@ export function bwrapArgs(command: BwrapCommand): string[] {
     "--",
     EXEC_SHIM_MOUNT,
   ];
+}
+
+/** The file view a command is for: the `workdir` view is the one with a Workdir target. */
+export function bwrapFileView(command: Pick<BwrapCommand, "workdirTarget">): FileView {
+  return command.workdirTarget === undefined ? "workspace" : "workdir";
+}
+
+/**
+ * `--bind`/`--ro-bind` source target, for each of the mount table's process binds of the
+ * command's view (the runtime row is runtimeRootArgs'), from the command's sources.
+ */
+function processBindArgs(command: BwrapCommand): string[] {
+  const { sources } = command;
+  const from: Partial<Record<MountKey, string>> = {
+    home: sources.home,
+    workspace: sources.workspace,
+    workdir: sources.workdir,
+    skills: sources.skills,
+    tmp: sources.tmp,
+    execShim: command.execShim,
+  };
+  const mounts = sandboxMounts("process", bwrapFileView(command), command.workdirTarget ?? "");
+  return mounts.flatMap((mount) => {
+    if (mount.how !== "bind") return [];
+    const source = from[mount.key];
+    if (source === undefined) throw new Error(`the process tier has no source for ${mount.key}`);
+    return [mount.readOnly ? "--ro-bind" : "--bind", source, mount.target];
+  });
 }
 
 /**

@@ -3,16 +3,11 @@ import type { FileHandle } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FileView } from "../../../shared/paths/file-view.ts";
-import {
-  SANDBOX_HOME,
-  SANDBOX_RUNTIME_MOUNT,
-  SANDBOX_SKILLS_MOUNT,
-  SANDBOX_USER_DATA_MOUNT,
-} from "../../../shared/paths/runtime-paths.ts";
+import { type MountKey, sandboxMounts } from "../instance/mount-table.ts";
 import {
   bwrapArgs,
+  bwrapFileView,
   CHILD_FD,
-  EXEC_SHIM_MOUNT,
   type SandboxSources,
   TRAMPOLINE_GO,
 } from "./bwrap-args.ts";
@@ -56,15 +51,6 @@ export type PrebuildTarget = {
 export class MountVerificationError extends Error {
   override readonly name = "MountVerificationError";
 }
-
-/** The mount points checked, with the descriptor each must be. */
-const MOUNT_CHECKS = [
-  [SANDBOX_USER_DATA_MOUNT, "workspace"],
-  [SANDBOX_SKILLS_MOUNT, "skills"],
-  [SANDBOX_RUNTIME_MOUNT, "runtime"],
-  ["/tmp", "tmp"],
-  [SANDBOX_HOME, "home"],
-] as const;
 
 /**
  * Sends the go-ahead once the trampoline sits in its exec cgroups (so bwrap and all it
@@ -241,24 +227,30 @@ function readProcFile(path: string): string | undefined {
 
 type ExpectedMount = { target: string; stat: Stats | undefined };
 
-/** Device and inode of everything that is bound, with its mount point. */
+/**
+ * Device and inode of everything that is bound, with its mount point: every process row
+ * of the mount table for the command's view (mount-table.ts), the runtime root included.
+ */
 function expectedMounts(
   mounts: ExecMounts,
   target: Pick<PrebuildTarget, "workdirTarget" | "execShim">,
 ): ExpectedMount[] {
-  const checks: Array<readonly [string, FileHandle | undefined]> = MOUNT_CHECKS.map(
-    ([point, key]) => [point, mounts[key]] as const,
+  const handles: Partial<Record<MountKey, FileHandle>> = mounts;
+  return sandboxMounts("process", bwrapFileView(target), target.workdirTarget ?? "").map(
+    (mount) => {
+      // The shim's path is below root's directories only (preflight), so its lstat now is
+      // what bwrap binds; the check inside catches anything else all the same.
+      if (mount.key === "execShim") {
+        return { target: mount.target, stat: lstatOrUndefined(target.execShim) };
+      }
+      // fstat of a descriptor agent-host holds: no path, no disk, microseconds (decision 0086).
+      const handle = handles[mount.key];
+      return {
+        target: mount.target,
+        stat: handle === undefined ? undefined : fstatSync(handle.fd),
+      };
+    },
   );
-  if (target.workdirTarget !== undefined) checks.push([target.workdirTarget, mounts.workdir]);
-  // fstat of a descriptor agent-host holds: no path, no disk, microseconds (decision 0086).
-  const found = checks.map(([point, handle]) => ({
-    target: point,
-    stat: handle === undefined ? undefined : fstatSync(handle.fd),
-  }));
-  // The shim's path is below root's directories only (preflight), so its lstat now is
-  // what bwrap binds; the check inside catches anything else all the same.
-  found.push({ target: EXEC_SHIM_MOUNT, stat: lstatOrUndefined(target.execShim) });
-  return found;
 }
 
 function lstatOrUndefined(path: string): Stats | undefined {

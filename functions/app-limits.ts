@@ -24,6 +24,12 @@ export type AppLimits = {
   /** Event stream: first wait after finding no new events, doubled up to the max. */
   eventPollMinMs: number;
   eventPollMaxMs: number;
+  /**
+   * The same bound while a LISTEN is up (a NOTIFY wakes the stream): the re-read is then
+   * only the fallback for a lost notification or a worker that died without its terminal
+   * event, and bounds how stale such a stream can be (decision 0159).
+   */
+  eventPollNotifiedMaxMs: number;
   /** Comment line sent when nothing else was, so proxies do not cut an idle stream. */
   eventKeepAliveMs: number;
   /**
@@ -45,6 +51,7 @@ export const DEFAULT_APP_LIMITS: AppLimits = {
   queuedRunsRetryAfterSeconds: 10,
   eventPollMinMs: 100,
   eventPollMaxMs: 1_000,
+  eventPollNotifiedMaxMs: 8_000,
   eventKeepAliveMs: 15_000,
   eventStreamMaxMs: 10 * 60_000,
   eventBatchSize: 200,

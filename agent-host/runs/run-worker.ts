@@ -31,6 +31,7 @@ import { RunBatches } from "./change-batch/run-batches.ts";
 import type { ClaimOutcome } from "./claim/claim-run.ts";
 import type { UnavailableTiers } from "./claim/claim-waiting-run.ts";
 import type { RecordedRun } from "./claim/run-recorder.ts";
+import { BackgroundCleanups } from "./execute/background-cleanups.ts";
 import { CancelWatcher } from "./execute/cancel-watcher.ts";
 import type { ModelClientFactory } from "./execute/model-client-factory.ts";
 import { executeRootRun } from "./execute/root-run-execution.ts";
@@ -130,6 +131,8 @@ export class RunWorker {
   readonly #batches: RunBatches;
   readonly #consumer: RunConsumer;
   readonly #slots: FairRunSlots;
+  /** Execution-tree cleanups after their slot is free (decision 0158); stop() drains them. */
+  readonly #cleanups: BackgroundCleanups;
   /** Aborted when the grace period of stop() is over: runs still executing are stopped. */
   readonly #shutdown = new AbortController();
   readonly #tracing: Tracing;
@@ -159,7 +162,15 @@ export class RunWorker {
       // Bound late: the slots are built below, a lease wait happens only once they run.
       lendSlot: (rootRunId) => this.#slots.lend(rootRunId),
     });
+    this.#cleanups = new BackgroundCleanups({
+      logger: this.#log,
+      // As many as slots: a burst of endings past that holds slots again (backpressure).
+      concurrency: this.#limits.concurrency,
+      attempts: 3,
+      retryDelayMs: 200,
+    });
     this.#executorDeps = {
+      cleanups: this.#cleanups,
       leasedCommands: this.#batches.commands,
       db: deps.db,
       sandboxes: deps.sandboxManager,
@@ -251,6 +262,8 @@ export class RunWorker {
       }
     }
     this.#shutdown.abort();
+    // Each cleanup bounds itself (tree wait + destroy timeout): none is dropped on stop.
+    await this.#cleanups.drain();
     await this.#batches.stop();
     await this.#cancels.stop();
     this.#log.info("run worker stopped");

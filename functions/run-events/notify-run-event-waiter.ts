@@ -21,10 +21,21 @@ export function createNotifyRunEventWaiter(p: {
 }): NotifyRunEventWaiter {
   const waiting = new KeyedFanOut();
   let listening: Promise<(() => Promise<void>) | undefined> | undefined;
+  let up = false;
 
   const ensureListening = () => {
     listening ??= p
-      .listen(RUN_EVENTS_CHANNEL, (runId) => waiting.notify(runId))
+      .listen(
+        RUN_EVENTS_CHANNEL,
+        (runId) => waiting.notify(runId),
+        // Each time LISTEN is (re)established: what was notified while it was down (or
+        // before it was first up) is lost, so every waiting stream looks again now.
+        () => waiting.notifyAll(),
+      )
+      .then((stop) => {
+        up = true;
+        return stop;
+      })
       .catch((error: unknown) => {
         p.logger.warn({ err: error }, "LISTEN for run events failed; event streams poll instead");
         return undefined;
@@ -68,12 +79,14 @@ export function createNotifyRunEventWaiter(p: {
           notified = false;
           return outcome;
         },
+        listening: () => up,
         close: remove,
       };
     },
     async close() {
       const stop = await listening;
       listening = undefined;
+      up = false;
       await stop?.();
     },
   };

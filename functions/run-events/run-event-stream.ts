@@ -18,7 +18,12 @@ export type RunEventStreamDeps = {
   readonly logger: Logger;
   readonly limits: Pick<
     AppLimits,
-    "eventPollMinMs" | "eventPollMaxMs" | "eventKeepAliveMs" | "eventStreamMaxMs" | "eventBatchSize"
+    | "eventPollMinMs"
+    | "eventPollMaxMs"
+    | "eventPollNotifiedMaxMs"
+    | "eventKeepAliveMs"
+    | "eventStreamMaxMs"
+    | "eventBatchSize"
   >;
 };
 
@@ -95,6 +100,12 @@ export function runEventStream(
   let mustRead = true;
   let checkStatus = true;
 
+  // With LISTEN up a NOTIFY wakes the stream: the timed re-read is only the fallback for
+  // a lost notification or a worker that died without its terminal event, so it backs off
+  // further (decision 0159). Without it, polling is how events arrive.
+  const pollCeilingMs = () =>
+    watch?.listening() === true ? limits.eventPollNotifiedMaxMs : limits.eventPollMaxMs;
+
   const wait = async (waitMs: number) => {
     if (watch === undefined) {
       await deps.waiter.waitForEvents(request.runId, waitMs, signal);
@@ -117,7 +128,7 @@ export function runEventStream(
         }
         const waitMs = Math.min(pollMs, limits.eventKeepAliveMs - idleMs, deadline - Date.now());
         await wait(Math.max(waitMs, 0));
-        pollMs = Math.min(pollMs * 2, limits.eventPollMaxMs);
+        pollMs = Math.min(pollMs * 2, pollCeilingMs());
         if (signal.aborted) break;
       }
       mustRead = false;

@@ -23,6 +23,11 @@ export interface RunEventWatch {
    * abort. Reading right after it resolves sees every event notified before it did.
    */
   wait(timeoutMs: number, signal: AbortSignal): Promise<"notified" | "timeout">;
+  /**
+   * True while a notification is sure to wake the watch (the LISTEN is up): the stream's
+   * fallback re-read may then back off further (AppLimits.eventPollNotifiedMaxMs).
+   */
+  listening(): boolean;
   close(): void;
 }
 

@@ -21,6 +21,11 @@ export class KeyedFanOut {
     for (const callback of [...(this.#byKey.get(key) ?? [])]) callback();
   }
 
+  /** Calls every callback of every key (a LISTEN re-established: any payload may be lost). */
+  notifyAll(): void {
+    for (const key of [...this.#byKey.keys()]) this.notify(key);
+  }
+
   /**
    * Resolves at the next notify of `key`, after `timeoutMs`, or when `signal` aborts,
    * whichever comes first; never rejects (the caller checks its signal). `onWaiting` is

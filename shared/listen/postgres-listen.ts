@@ -6,8 +6,8 @@ import type { ListenFn } from "./listen-fn.ts";
  * reconnect). Only a type comes from postgres.js here: the caller brings the client.
  */
 export function postgresListen(sql: Sql): ListenFn {
-  return async (channel, onPayload) => {
-    const { unlisten } = await sql.listen(channel, onPayload);
+  return async (channel, onPayload, onListen) => {
+    const { unlisten } = await sql.listen(channel, onPayload, onListen);
     return unlisten;
   };
 }

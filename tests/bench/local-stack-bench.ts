@@ -57,6 +57,11 @@ export async function startBenchStack(
     DATA_PLANE_PORT: String(await freePort()),
     // BENCH_LOG_LEVEL=warn shows why a benchmark run failed; off by default (no I/O timed).
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "silent",
+    // BENCH_KEEP_WARM_SECONDS=0: ended threads' sandboxes are destroyed, not kept warm
+    // (hundreds of one-run threads otherwise fill the node's tmpfs budget with warm ones).
+    ...(process.env.BENCH_KEEP_WARM_SECONDS === undefined
+      ? {}
+      : { SANDBOX_KEEP_WARM_SECONDS: process.env.BENCH_KEEP_WARM_SECONDS }),
   });
   let stack: LocalStack | undefined;
   let server: ReturnType<typeof serve> | undefined;

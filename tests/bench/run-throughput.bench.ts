@@ -65,7 +65,9 @@ try {
     const seconds = (performance.now() - started) / 1000;
     const failed = ends.filter((e) => e.status !== "succeeded");
     if (failed.length > 0) {
-      throw new Error(`${failed.length} of ${n} runs did not succeed: ${failed[0]?.status}`);
+      throw new Error(
+        `${failed.length} of ${n} runs did not succeed: ${failed[0]?.status} ${JSON.stringify(failed[0]?.error)}`,
+      );
     }
     const rate = n / seconds;
     const p50 = [...ends.map((e) => e.terminalMs)].sort((a, b) => a - b)[Math.floor(n / 2)] ?? 0;

@@ -113,7 +113,12 @@ async function executeTraced(
   );
   // A handed-back run is pending again and may be claimed anew: its scope is not ours.
   if (recorded.kind !== "handed_back") {
-    await cleanupTree(deps, { run, logger }, root.handle);
+    const cleanup = () => cleanupTree(deps, run, root.handle);
+    // With a pool, after the slot is free: nothing the next run needs waits on it (a next
+    // turn of this scope claimed first is weighed by the cleanup's tree lock, as one
+    // claimed on another slot always was). Without one (tests of the executor), inline.
+    if (deps.cleanups !== undefined) await deps.cleanups.start(`tree ${run.runId}`, cleanup);
+    else await cleanup().catch((error: unknown) => logTreeCleanupFailure(logger, error));
   }
   return recorded;
 }
@@ -224,26 +229,27 @@ async function prepareAndDrive(
   }
 }
 
+/** One bounded attempt; it throws, so the pool can retry a transient failure. */
 async function cleanupTree(
   deps: RunExecutorDeps,
-  { run, logger }: { readonly run: AgentRun; readonly logger: Logger },
+  run: AgentRun,
   handle: SandboxHandle | undefined,
 ): Promise<void> {
   const { limits } = deps;
-  try {
-    await cleanupExecutionTree(
-      deps,
-      {
-        runId: run.runId,
-        uid: run.uid,
-        runtimeScopeId: run.runtimeScopeId,
-        originRequestId: run.originRequestId,
-      },
-      handle,
-      AbortSignal.timeout(limits.treeCleanupWaitMs + limits.sandboxDestroyTimeoutMs),
-    );
-  } catch (error) {
-    // The idle reaper and the reconciler remove what this could not.
-    logger.error({ err: error }, "execution-tree cleanup failed");
-  }
+  await cleanupExecutionTree(
+    deps,
+    {
+      runId: run.runId,
+      uid: run.uid,
+      runtimeScopeId: run.runtimeScopeId,
+      originRequestId: run.originRequestId,
+    },
+    handle,
+    AbortSignal.timeout(limits.treeCleanupWaitMs + limits.sandboxDestroyTimeoutMs),
+  );
+}
+
+function logTreeCleanupFailure(logger: Logger, error: unknown): void {
+  // The idle reaper and the reconciler remove what this could not.
+  logger.error({ err: error }, "execution-tree cleanup failed");
 }

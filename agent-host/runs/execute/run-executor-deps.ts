@@ -9,6 +9,7 @@ import type { UserWorkspaces } from "../../workspace/index.ts";
 import type { AgentLimits, AgentToolsOptions } from "../agent/index.ts";
 import type { LeasedCommands } from "../change-batch/leased-commands.ts";
 import type { RunWorkerLimits } from "../run-limits.ts";
+import type { BackgroundCleanups } from "./background-cleanups.ts";
 import type { CancelWatcher } from "./cancel-watcher.ts";
 import type { ModelClientFactory } from "./model-client-factory.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
@@ -46,6 +47,11 @@ export interface RunExecutorDeps {
   readonly beforeRun?: BeforeRunCheckpoint;
   /** A run's network (decision 0117); absent: no run has network (today's sandboxes). */
   readonly egress?: OpenRunEgress;
+  /**
+   * Where a root's execution-tree cleanup runs once its slot is free (decision 0158);
+   * absent: inline, holding the slot (tests of the executor alone).
+   */
+  readonly cleanups?: BackgroundCleanups;
   /** How long an approval waits when the run does not say (default a day, ../approvals/). */
   readonly approvalTimeoutSeconds?: number;
 }

@@ -32,6 +32,7 @@ import {
 import { parseQueueMessage } from "../../../../shared/contracts/queue-message.ts";
 import { createDb, type PostgresDb } from "../../../../shared/db/client.ts";
 import { ed25519PrivateJwkVar } from "../../../../shared/env/env-vars.ts";
+import type { ListenFn } from "../../../../shared/listen/listen-fn.ts";
 import { postgresListen } from "../../../../shared/listen/postgres-listen.ts";
 import type { Tracing } from "../../../../shared/telemetry/tracing.ts";
 import { freshBucket, freshQueue, s3Client, sqsClient } from "../../../support/aws.ts";
@@ -73,6 +74,8 @@ export type FunctionsHarness = {
 export type HarnessOptions = {
   limits?: Partial<AppLimits>;
   runEvents?: "notify" | "poll";
+  /** Wrap the event streams' LISTEN (e.g. one that loses notifications). */
+  listen?: (real: ListenFn) => ListenFn;
   /** Replace the SQS run queue (e.g. one on a fauxqs the test can stop). */
   runQueue?: (real: RunQueue) => RunQueue;
   queueUrl?: string;
@@ -133,7 +136,7 @@ export async function startFunctionsHarness(
     options.runEvents === "poll"
       ? withWaitingHook(createPollingRunEventWaiter(), onWaiting)
       : createNotifyRunEventWaiter({
-          listen: postgresListen(database.sql),
+          listen: (options.listen ?? ((real) => real))(postgresListen(database.sql)),
           logger,
           hooks: { onWaiting },
         });

@@ -7,8 +7,12 @@ import type { ReapWindow, SandboxRow } from "./lifecycle/sandbox-store.ts";
 const NEVER_IDLE_MS = 100 * 365 * 24 * 3600 * 1000;
 /** Released at any time ago qualifies; a generation taken back meanwhile does not. */
 export const WARM_AT_ANY_AGE: ReapWindow = { idleMs: NEVER_IDLE_MS, keepWarmMs: 0 };
-/** Evict-and-recount rounds before a create is refused (others may create meanwhile). */
-const MAX_ROUNDS = 3;
+/**
+ * Evict-and-recount rounds with no warm generation destroyed before a create is refused:
+ * concurrent creates evict the same oldest rows and recount, so a round may find its
+ * victim already gone; only rounds that find nothing left to evict count.
+ */
+const MAX_FRUITLESS_ROUNDS = 3;
 
 /** A create refused: the node's live sandboxes hold the whole tmpfs budget, none is warm. */
 export type TmpfsBudgetRefusal = {
@@ -50,17 +54,25 @@ export function evictionOrder(rows: readonly SandboxRow[]): SandboxRow[] {
  * already lives here needs no room (reuse, or a replace that destroys the old one first).
  * `admitted` is the manager's set of creates past this check and not yet settled: the
  * count and the admission happen with no await between them, so two acquires in this
- * process cannot both take the last room.
+ * process cannot both take the last room. `evicting` holds the warm generations another
+ * admission of this process is destroying, so concurrent creates evict different rows
+ * instead of all racing for the oldest one (seen as refusals under 100 concurrent new
+ * threads, issue 41's throughput bench).
  */
 export async function admitCreate(
   ctx: SandboxContext,
   sandboxId: string,
   admitted: Set<string>,
   signal: AbortSignal,
+  evicting: Map<string, Promise<boolean>> = new Map(),
 ): Promise<{ ok: true; settle: () => void } | TmpfsBudgetRefusal> {
   const capacity = tmpfsCapacity(ctx);
   let live = 0;
-  for (let round = 0; round < MAX_ROUNDS; round++) {
+  // Bounded: each fruitful round destroys a warm generation, of which there are finitely
+  // many (at most the capacity at a time), and fruitless rounds are capped.
+  let fruitless = 0;
+  for (let round = 0; fruitless < MAX_FRUITLESS_ROUNDS && round < 4 * capacity + 8; round++) {
+    signal.throwIfAborted();
     const rows = await ctx.store.runningRows(ctx.nodeId);
     if (rows.some((r) => r.sandboxId === sandboxId)) return { ok: true, settle: () => {} };
     const counted = new Set([...rows.map((r) => r.sandboxId), ...ctx.inflight.keys(), ...admitted]);
@@ -71,14 +83,31 @@ export async function admitCreate(
       admitted.add(sandboxId);
       return { ok: true, settle: () => admitted.delete(sandboxId) };
     }
-    const victims = evictionOrder(rows).slice(0, over);
-    // Evicting fewer than needed would destroy warm sandboxes and refuse anyway.
-    if (victims.length < over) break;
-    for (const row of victims) {
-      await destroyGeneration(ctx, row.sandboxId, row.generation, signal, {
-        idle: WARM_AT_ANY_AGE,
-      });
+    const warm = evictionOrder(rows);
+    const victims = warm.filter((r) => !evicting.has(r.sandboxId)).slice(0, over);
+    // Nothing warm at all: evicting cannot make room (the refusal below).
+    if (warm.length === 0) break;
+    if (victims.length === 0) {
+      // Every warm row is being evicted by another create: recount once one of them is gone.
+      fruitless++;
+      await Promise.race(warm.map((r) => evicting.get(r.sandboxId)));
+      continue;
     }
+    for (const row of victims) {
+      const destroyed = destroyGeneration(ctx, row.sandboxId, row.generation, signal, {
+        idle: WARM_AT_ANY_AGE,
+      }).finally(() => evicting.delete(row.sandboxId));
+      evicting.set(
+        row.sandboxId,
+        destroyed.then(
+          () => true,
+          () => false,
+        ),
+      );
+    }
+    const outcomes = await Promise.all(victims.map((r) => evicting.get(r.sandboxId)));
+    // A destroy that failed (Docker or the database away) made no room: not progress.
+    if (!outcomes.includes(true)) fruitless++;
   }
   return {
     ok: false,

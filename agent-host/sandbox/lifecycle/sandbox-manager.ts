@@ -45,6 +45,8 @@ export class SandboxManager {
   readonly #trackFn = (work: Promise<unknown>): void => this.#background.track(work);
   /** Creates admitted within the tmpfs budget and not yet settled (tmpfs-budget.ts). */
   readonly #admitted = new Set<string>();
+  /** Warm generations an admission of this process is evicting (tmpfs-budget.ts). */
+  readonly #evicting = new Map<string, Promise<boolean>>();
 
   constructor(deps: SandboxManagerDeps) {
     this.#ctx = {
@@ -79,7 +81,7 @@ export class SandboxManager {
     const warm = await this.#acquireWarm(id, workdirPath, request);
     if (warm) return warm;
     // A new generation must fit the node's tmpfs budget (issue 37 item 1, decision 0142).
-    const admitted = await admitCreate(this.#ctx, id, this.#admitted, signal);
+    const admitted = await admitCreate(this.#ctx, id, this.#admitted, signal, this.#evicting);
     if (!admitted.ok) return admitted;
     try {
       return await acquireCoalesced(

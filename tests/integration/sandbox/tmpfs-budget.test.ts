@@ -125,3 +125,19 @@ it("keeping a sandbox warm counts the sandboxes in use: only what the budget lea
   expect(await manager.evictWarm("tenant-a", signal())).toEqual([]);
   expect([await state(inUse), await state(second)]).toEqual(["warm", "warm"]);
 }, 180_000);
+
+it("concurrent creates over a full budget each evict a different warm sandbox: all fit, none is refused", async () => {
+  const { w, manager, create, state } = await budgetWorld(4);
+  const warm: SandboxHandle[] = [];
+  for (let i = 0; i < 4; i++) warm.push(await create(i % 2 === 0 ? "tenant-a" : "tenant-b"));
+  for (const handle of warm) expect(await manager.keepWarm(handle, w.db)).toBe("kept");
+
+  // Four creates at once, each needing one warm sandbox gone: before, all chose the oldest
+  // one, lost the race to each other and were refused after three rounds.
+  const created = await Promise.all([0, 1, 2, 3].map(() => create()));
+  for (const handle of warm) expect(await state(handle)).toBe("destroyed");
+  for (const handle of created) {
+    expect(await state(handle)).toBe("running");
+    expect(await runs(manager, handle)).toBe(true);
+  }
+}, 240_000);

@@ -23,8 +23,8 @@ export type ListenerHooks = {
  * `deps.sandbox`, fixed here), so nothing the sandbox sends can claim another identity. The
  * first byte picks the protocol: SOCKS5 to the SOCKS handler, anything else to the HTTP
  * proxy, on the same socket, so one relay inside the sandbox serves both. A plainly framed
- * plain-HTTP request is forwarded as bytes (raw-http-forward.ts); CONNECT and everything
- * else go to node:http.
+ * plain-HTTP request of a sandbox without secrets is forwarded as bytes
+ * (raw-http-forward.ts); CONNECT and everything else go to node:http.
  */
 export async function openSandboxListener(
   path: string,
@@ -52,7 +52,10 @@ export async function openSandboxListener(
         seen = Buffer.concat([seen, chunk as Buffer]);
       if (seen.length === 0) return;
       const socksGreeting = SOCKS_FIRST_BYTES.has(seen[0] ?? 0);
-      const head = socksGreeting ? undefined : parseProxyRequestHead(seen);
+      // A sandbox holding secrets never takes the raw path: its requests must pass the
+      // placeholder swap and the exfiltration guard of the node:http path (decision 0134).
+      const raw = !socksGreeting && (deps.secrets?.placeholders.size ?? 0) === 0;
+      const head = raw ? parseProxyRequestHead(seen) : undefined;
       if (head === "incomplete") return;
       socket.off("readable", sniff);
       clearTimeout(timer);

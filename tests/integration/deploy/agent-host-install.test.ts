@@ -200,13 +200,14 @@ describe("agent-host install", () => {
     const release = buildAgentHostRelease(repo, releaseDir);
     const tarball = `/release/${release.file.slice(releaseDir.length + 1)}`;
     // The Runtime Assets build this checkout's script would make (its key: the package
-    // list and the script), as scripts/ensure-system.sh built it on this machine. It is
+    // list, the script and the sandbox's Node version), as scripts/ensure-system.sh built it on this machine. It is
     // mounted read-only where install.sh looks, so the install takes the cached build
     // (the build itself runs in ensure-system.sh on every fresh CI machine) instead of a
     // second mmdebstrap of ~300 MB.
     const key = createHash("sha256")
       .update(await readFile(join(repo, "infra/runtime-assets/packages.txt")))
       .update(await readFile(join(repo, "infra/runtime-assets/build-runtime-assets.sh")))
+      .update(await readFile(join(repo, ".node-version")))
       .digest("hex")
       .slice(0, 16);
     const assetsBuild = `/var/lib/workcell/runtime-assets/${key}`;

@@ -5,6 +5,7 @@ import { domainReasonOf } from "../../../shared/errors/domain-errors.ts";
 import { MAX_NETWORK_REQUESTS_PER_RUN } from "../../../shared/network/network-request-bounds.ts";
 import type { TraceContext } from "../../../shared/telemetry/tracing.ts";
 import { DEFAULT_APPROVAL_TIMEOUT_SECONDS } from "../../approvals/approval-policy.ts";
+import { createNetworkAsk, networkApprovalTimeout } from "../../approvals/network-approvals.ts";
 import { openRunApprovals } from "../../approvals/open-run-approvals.ts";
 import type { RunPause } from "../../approvals/record-pause.ts";
 import type { EgressRecord } from "../../egress/egress-record.ts";
@@ -62,6 +63,9 @@ export interface Execution {
    */
   readonly egress?: RunEgress;
 }
+
+/** Each statement of a network approval (its insert, its polls). */
+const NETWORK_APPROVAL_DB_TIMEOUT_MS = 10_000;
 
 /** Executes a sub-agent of `parent` (child-run-execution.ts); passed in to break the cycle. */
 export type RunChild = (
@@ -216,6 +220,7 @@ export async function driveRun(
 async function openEgress(deps: RunExecutorDeps, x: Execution): Promise<RunEgress | undefined> {
   if (deps.egress === undefined) return undefined;
   const agent = agentOptionsSchema.safeParse(x.run.agent);
+  const ask = await networkAsk(deps, x);
   return deps.egress(
     {
       uid: x.run.uid,
@@ -223,9 +228,30 @@ async function openEgress(deps: RunExecutorDeps, x: Execution): Promise<RunEgres
       agent: agent.success ? agent.data : {},
       handle: x.handle,
       notify: networkEvents(x),
+      ...(ask === undefined ? {} : { ask }),
     },
     x.control.signal,
   );
+}
+
+/** With `agent.approvals.network`, a host outside the run's narrowing asks (decision 0137). */
+async function networkAsk(deps: RunExecutorDeps, x: Execution) {
+  const timeoutSeconds = await networkApprovalTimeout(
+    deps.db,
+    x.run,
+    deps.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  );
+  if (timeoutSeconds === undefined) return undefined;
+  return createNetworkAsk({
+    db: deps.db,
+    runId: x.run.runId,
+    uid: x.run.uid,
+    generation: x.handle.generation,
+    timeoutSeconds,
+    emit: (type, data) => x.events.append({ type, data }),
+    logger: x.logger,
+    dbTimeoutMs: NETWORK_APPROVAL_DB_TIMEOUT_MS,
+  });
 }
 
 /**

@@ -3,6 +3,7 @@ import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts"
 import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
 import { createRunEgressOpener } from "../../../agent-host/egress/run-egress.ts";
 import { decideApproval, listApprovals } from "../../../functions/approvals/approval-store.ts";
+import { cancelRun } from "../../../functions/runs/cancel-run.ts";
 import type { RunApprovalRow } from "../../../shared/db/schema.ts";
 import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
 import {
@@ -81,12 +82,12 @@ afterAll(async () => {
 });
 
 /** A run narrowed to the `allowed` host whose other hosts ask. */
-async function submitAsking(command: string): Promise<string> {
+async function submitAsking(command: string, timeoutSeconds = 300): Promise<string> {
   const project = await world.project({ uid: UID });
   const thread = await world.thread(project);
   return world.submit(thread, command, {
     network: { allow: [n("allowed")] },
-    approvals: { network: true, timeout_seconds: 300 },
+    approvals: { network: true, timeout_seconds: timeoutSeconds },
   });
 }
 
@@ -233,5 +234,69 @@ test("always-denied addresses (metadata, loopback) are refused without asking", 
   expect(output.match(/"reason":"private_address".* 403\n/g)?.length).toBe(2);
   expect(await listApprovals(world.db, UID, runId)).toEqual([]);
   expect(await approvalEvents(runId)).toEqual([]);
+  expect(await net.seen()).toEqual([]);
+}, 240_000);
+
+test("expired, through SOCKS: nobody decides within the timeout, the held SOCKS connection is refused and nothing reached the host", async () => {
+  await net.resetSeen();
+  const runId = await submitAsking(
+    `echo "$ALL_PROXY" | cut -c1-10; ${curl(`http://${n("asked")}/socks`, '--proxy "$ALL_PROXY"')}`,
+    10,
+  );
+  const pending = await pendingApproval(runId);
+  expect(pending).toMatchObject({ kind: "network", host: n("asked"), port: 80 });
+  const run = await world.waitForRun(runId, undefined, 120_000);
+  expect(run.status).toBe("succeeded");
+  const [output = ""] = toolOutputs(await world.events(runId));
+  expect(output).toBe("socks5h://\n 000\n");
+  const [row] = (await listApprovals(world.db, UID, runId)) ?? [];
+  expect(row).toMatchObject({ status: "expired", decidedBy: null });
+  expect(await approvalEvents(runId)).toEqual([
+    { type: "approval.requested", status: "pending" },
+    { type: "approval.resolved", status: "expired" },
+  ]);
+  expect(await net.seen()).toEqual([]);
+}, 240_000);
+
+test("a client that gives up ends the wait: its approval is closed and a late approval lets nothing through", async () => {
+  await net.resetSeen();
+  const runId = await submitAsking(
+    `curl -s --max-time 3 -w ' %{http_code}\\n' http://${n("asked")}/gave-up; echo "curl exit $?"`,
+  );
+  const pending = await pendingApproval(runId);
+  const run = await world.waitForRun(runId, undefined, 120_000);
+  expect(run.status).toBe("succeeded");
+  const [output = ""] = toolOutputs(await world.events(runId));
+  expect(output).toBe(" 000\ncurl exit 28\n");
+  const [row] = (await listApprovals(world.db, UID, runId)) ?? [];
+  expect(row).toMatchObject({
+    approvalId: pending.approvalId,
+    status: "denied",
+    note: "The connection closed before a decision.",
+  });
+  await expect(
+    decideApproval(
+      world.db,
+      UID,
+      { runId, approvalId: pending.approvalId },
+      { decision: "approve" },
+    ),
+  ).rejects.toMatchObject({ code: "conflict" });
+  expect(await net.seen()).toEqual([]);
+}, 240_000);
+
+test("cancel while a connection waits: the run ends cancelled, its approval is closed, nothing reached the host", async () => {
+  await net.resetSeen();
+  const runId = await submitAsking(curl(`http://${n("asked")}/cancelled`));
+  const pending = await pendingApproval(runId);
+  await cancelRun(world.db, UID, runId);
+  const run = await world.waitForRun(runId, undefined, 120_000);
+  expect(run.status).toBe("cancelled");
+  const rows = await pollFor(
+    () => listApprovals(world.db, UID, runId),
+    (r) => r?.[0]?.status !== "pending",
+    { what: "the approval closed", timeoutMs: 30_000, intervalMs: 100 },
+  );
+  expect(rows?.map((r) => [r.approvalId, r.status])).toEqual([[pending.approvalId, "denied"]]);
   expect(await net.seen()).toEqual([]);
 }, 240_000);

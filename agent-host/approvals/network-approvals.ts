@@ -54,6 +54,12 @@ export async function networkApprovalTimeout(
   return Math.min(wanted, admin?.max ?? Number.POSITIVE_INFINITY);
 }
 
+/** A run's asks, and a wait for all of them to be closed (after its listener closed). */
+export interface NetworkApprovals {
+  readonly ask: NetworkAsk;
+  settled(): Promise<void>;
+}
+
 const UNAVAILABLE: NetworkAnswer = {
   approved: false,
   reason: "approval_unavailable",
@@ -68,16 +74,20 @@ const UNAVAILABLE: NetworkAnswer = {
  * keeps one pending per run), so further connections wait their turn; a host approved with
  * scope `run` passes without asking for the rest of the run, also after a resume.
  */
-export function createNetworkAsk(deps: NetworkApprovalsDeps): NetworkAsk {
+export function createNetworkAsk(deps: NetworkApprovalsDeps): NetworkApprovals {
   const approvedForRun = new Set<string>();
   let turn: Promise<unknown> = Promise.resolve();
-  return (host, port, signal) => {
-    const asked = turn.then(() => askOnce(deps, approvedForRun, host, port, signal));
-    turn = asked.catch(() => {});
-    return asked.catch((error: unknown) => {
-      deps.logger.warn({ err: error, run_id: deps.runId, host, port }, "network approval failed");
-      return UNAVAILABLE;
-    });
+  return {
+    ask: (host, port, signal) => {
+      const asked = turn.then(() => askOnce(deps, approvedForRun, host, port, signal));
+      turn = asked.catch(() => {});
+      return asked.catch((error: unknown) => {
+        deps.logger.warn({ err: error, run_id: deps.runId, host, port }, "network approval failed");
+        return UNAVAILABLE;
+      });
+    },
+    // Each ask's every statement is bounded, so this ends once their connections are gone.
+    settled: () => turn.then(() => {}),
   };
 }
 

@@ -220,22 +220,32 @@ export async function driveRun(
 async function openEgress(deps: RunExecutorDeps, x: Execution): Promise<RunEgress | undefined> {
   if (deps.egress === undefined) return undefined;
   const agent = agentOptionsSchema.safeParse(x.run.agent);
-  const ask = await networkAsk(deps, x);
-  return deps.egress(
+  const approvals = await networkApprovals(deps, x);
+  const egress = await deps.egress(
     {
       uid: x.run.uid,
       runId: x.run.runId,
       agent: agent.success ? agent.data : {},
       handle: x.handle,
       notify: networkEvents(x),
-      ...(ask === undefined ? {} : { ask }),
+      ...(approvals === undefined ? {} : { ask: approvals.ask }),
     },
     x.control.signal,
   );
+  if (egress === undefined || approvals === undefined) return egress;
+  // Closed only once every held connection's approval is closed too: a pause recorded
+  // next must not meet a pending network approval (one pending per run).
+  return {
+    ...egress,
+    close: async () => {
+      await egress.close();
+      await approvals.settled();
+    },
+  };
 }
 
 /** With `agent.approvals.network`, a host outside the run's narrowing asks (decision 0137). */
-async function networkAsk(deps: RunExecutorDeps, x: Execution) {
+async function networkApprovals(deps: RunExecutorDeps, x: Execution) {
   const timeoutSeconds = await networkApprovalTimeout(
     deps.db,
     x.run,

@@ -39,7 +39,7 @@ async function askingRun(uid: string) {
     fence: claim.fence,
     nextSeq: await nextEventSeq(h.db, runId),
   });
-  const ask = createNetworkAsk({
+  const { ask } = createNetworkAsk({
     db: h.db,
     runId,
     uid,

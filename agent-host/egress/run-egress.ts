@@ -28,6 +28,8 @@ export type RunEgress = {
   readonly prelude: string;
   /** The patterns it may reach (its narrowing, else its user's ceiling), for its prompt. */
   readonly hosts: readonly string[];
+  /** True: a host outside `hosts` (inside the user's ceiling) asks a person (decision 0137). */
+  readonly asks: boolean;
   /** The user's secrets this run holds placeholders of (names and hosts, for its prompt). */
   readonly secrets: readonly { readonly name: string; readonly hosts: readonly string[] }[];
   close(): Promise<void>;
@@ -154,6 +156,8 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
       secrets: live.map((secret) => ({ name: secret.name, hosts: secret.hosts })),
       prelude: EGRESS_PRELUDE,
       hosts: agent.network?.allow ?? ceiling.allow,
+      // Only a narrowed run has hosts that ask: without one its hosts are the ceiling.
+      asks: ask !== undefined && agent.network !== undefined,
       close: egress.close,
     };
   };

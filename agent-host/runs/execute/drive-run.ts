@@ -288,7 +288,9 @@ function extraPrompt(
   const network =
     egress === undefined
       ? undefined
-      : `Network: commands reach only these hosts, through the proxy set in HTTP_PROXY / HTTPS_PROXY / ALL_PROXY: ${egress.hosts.join(", ")}. Anything else is refused with 403 (say so to the user: an admin can allow more hosts).`;
+      : egress.asks
+        ? `Network: commands reach these hosts, through the proxy set in HTTP_PROXY / HTTPS_PROXY / ALL_PROXY: ${egress.hosts.join(", ")}. A connection to another host waits until the user approves it (the command blocks meanwhile; approval_denied or approval_expired in a 403 means it was not approved); hosts outside the user's policy are refused with 403 (an admin can allow more).`
+        : `Network: commands reach only these hosts, through the proxy set in HTTP_PROXY / HTTPS_PROXY / ALL_PROXY: ${egress.hosts.join(", ")}. Anything else is refused with 403 (say so to the user: an admin can allow more hosts).`;
   const parts = [deployment, network, secretsPrompt(egress)].filter((part) => part !== undefined);
   return parts.length === 0 ? {} : { extra: parts.join("\n\n") };
 }

@@ -28,6 +28,7 @@ import { RUNTIME_TREE } from "./support/tier-sandboxes.ts";
 let world: RunWorld;
 let net: FakeInternet;
 let proxy: EgressProxy;
+let models: ReturnType<typeof scriptedModels>;
 const n = (label: string) => net.name(label);
 
 /** curl printing the body's end, then ` <status>`; `-p` tunnels plain HTTP with CONNECT. */
@@ -50,7 +51,7 @@ beforeAll(async () => {
     audit: () => {},
   });
   // The run's input is its one command (the scripted model calls bash with it).
-  const models = scriptedModels((request) => [
+  models = scriptedModels((request) => [
     { toolCalls: [{ name: "bash", arguments: { command: request.input } }] },
     { text: "done" },
   ]);
@@ -152,6 +153,11 @@ test("approved for the run: the held connection goes through, a second one (CONN
     { type: "approval.requested", status: "pending" },
     { type: "approval.resolved", status: "approved" },
   ]);
+  // The agent was told that other hosts wait for the user rather than fail.
+  const client = models.clients.find((c) => c.request.runId === runId)?.client;
+  expect(String(client?.requests[0]?.messages[0]?.content)).toContain(
+    "A connection to another host waits until the user approves it",
+  );
 }, 240_000);
 
 test("denied: the held connection gets 403 with the person's note, nothing reached the host, a second decision is 409", async () => {

@@ -53,9 +53,14 @@ export function ApprovalCard({ runId, part }: { runId: string; part: ApprovalPar
           {JSON.stringify(part.arguments, null, 2)}
         </pre>
       ) : (
-        <pre className="approval-args" data-testid="approval-host">
-          {`A command wants to connect to ${part.network.host}:${part.network.port}, outside this run's allow-list (the connection waits).`}
-        </pre>
+        <>
+          <pre className="approval-args" data-testid="approval-host">
+            {`${part.network.host}:${part.network.port}`}
+          </pre>
+          <div className="muted">
+            A command's connection to this host, outside the run's allow-list, waits for you.
+          </div>
+        </>
       )}
       <div className="muted" data-testid="approval-state">
         {decisionText(part)}

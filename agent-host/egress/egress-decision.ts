@@ -15,7 +15,34 @@ export type EgressRefusal =
   | "resolve_timeout"
   | "private_address"
   | "node_address"
-  | "bad_address";
+  | "bad_address"
+  | "approval_denied"
+  | "approval_expired"
+  | "approval_busy"
+  | "approval_unavailable";
+
+/**
+ * A person's answer for a host outside the run's narrowing (decision 0137): allowed, or a
+ * refusal with the reason and what the person said ("denied by <who>: <note>").
+ */
+export type NetworkAnswer =
+  | { readonly approved: true }
+  | {
+      readonly approved: false;
+      readonly reason:
+        | "approval_denied"
+        | "approval_expired"
+        | "approval_busy"
+        | "approval_unavailable";
+      readonly note: string;
+    };
+
+/** Asks for one connection and waits (bounded); `signal` aborts when its client goes. */
+export type NetworkAsk = (
+  host: string,
+  port: number,
+  signal: AbortSignal,
+) => Promise<NetworkAnswer>;
 
 export type EgressDecision =
   | { readonly allowed: true; readonly host: string; readonly address: string }
@@ -24,12 +51,16 @@ export type EgressDecision =
       readonly host: string;
       readonly reason: EgressRefusal;
       readonly address: string | null;
+      /** What a person said when the refusal is theirs. */
+      readonly note?: string;
     };
 
 export type EgressDecisionDeps = {
   readonly ceiling: CeilingSource;
   readonly guard: AddressGuard;
   readonly resolveTimeoutMs: number;
+  /** The run's network approvals (`agent.approvals.network`); undefined: refuse, never ask. */
+  readonly ask?: NetworkAsk;
 };
 
 const refuse = (host: string, reason: EgressRefusal, address: string | null = null) =>
@@ -63,7 +94,9 @@ export async function decideEgress(
   const narrowed =
     sandbox.runAllow === undefined ||
     policyAllows({ mode: "allowlist", allow: sandbox.runAllow }, host, port);
-  if (!narrowed || !policyAllows(ceiling, host, port)) return refuse(host, "not_in_policy");
+  // Outside the user's ceiling is the admin's refusal: a person's approval never widens it.
+  if (!policyAllows(ceiling, host, port)) return refuse(host, "not_in_policy");
+  if (!narrowed && deps.ask === undefined) return refuse(host, "not_in_policy");
   const resolved = await resolveDestination(host, deps.resolveTimeoutMs, signal);
   if (!resolved.ok) return refuse(host, resolved.reason);
   for (const address of resolved.addresses) {
@@ -72,5 +105,10 @@ export async function decideEgress(
   }
   const [address] = resolved.addresses;
   if (address === undefined) return refuse(host, "unresolved");
+  // Asked only once every check a person cannot override passed (always-denied never asks).
+  if (!narrowed && deps.ask !== undefined) {
+    const answer = await deps.ask(host, port, signal);
+    if (!answer.approved) return { ...refuse(host, answer.reason, address), note: answer.note };
+  }
   return { allowed: true, host, address };
 }

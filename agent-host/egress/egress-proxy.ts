@@ -2,6 +2,7 @@ import type { SandboxSecrets } from "../secrets/sandbox-secrets.ts";
 import type { Interception } from "../secrets/tls-intercept.ts";
 import type { AddressGuard } from "./address-guard.ts";
 import { createRunByteBudgets } from "./byte-meter.ts";
+import type { NetworkAsk } from "./egress-decision.ts";
 import { DEFAULT_EGRESS_LIMITS, type EgressLimits } from "./egress-limits.ts";
 import type { EgressAudit } from "./egress-record.ts";
 import type { CeilingSource, EgressSandbox } from "./egress-sandbox.ts";
@@ -24,6 +25,8 @@ export type SandboxExtras = {
   readonly secrets?: SandboxSecrets;
   /** Files placed beside the socket (name → text), e.g. its CA bundle. */
   readonly files?: Readonly<Record<string, string>>;
+  /** The run's network approvals: a host outside its narrowing asks (decision 0137). */
+  readonly ask?: NetworkAsk;
 };
 
 export type SandboxEgress = {
@@ -87,6 +90,7 @@ export function createEgressProxy(deps: EgressProxyDeps): EgressProxy {
             decision: {
               guard: deps.guard,
               resolveTimeoutMs: limits.resolveTimeoutMs,
+              ...(extras.ask === undefined ? {} : { ask: extras.ask }),
               ceiling: (uid, signal) =>
                 deps.ceiling(
                   uid,

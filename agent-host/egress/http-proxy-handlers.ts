@@ -8,6 +8,7 @@ import {
   type Interception,
   type Interceptor,
 } from "../secrets/tls-intercept.ts";
+import { holdForDecision } from "./client-gone.ts";
 import { decideEgress, type EgressDecisionDeps } from "./egress-decision.ts";
 import { type FlowDeps, startFlow } from "./egress-flow.ts";
 import type { EgressLimits } from "./egress-limits.ts";
@@ -85,11 +86,14 @@ async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerRes
     flow.deny("scheme_not_supported");
     return answer(res, 400, refusalBody(url.hostname, port, "scheme_not_supported"));
   }
-  const decided = await decideEgress(deps.decision, deps.sandbox, url.hostname, port, deps.signal);
+  // A decision that asks a person waits as long as the client does (and no longer).
+  const held = holdForDecision(req.socket, deps.signal, deps.limits.idleTimeoutMs);
+  const decided = await decideEgress(deps.decision, deps.sandbox, url.hostname, port, held.signal);
+  held.release();
   flow.target(decided.host, port, decided.address);
   if (!decided.allowed) {
     flow.deny(decided.reason);
-    return answer(res, 403, refusalBody(decided.host, port, decided.reason));
+    return answer(res, 403, refusalBody(decided.host, port, decided.reason, decided.note));
   }
   const guarded = await guardRequest(
     deps.secrets,
@@ -155,9 +159,9 @@ async function tunnel(
   head: Buffer,
 ) {
   const flow = startFlow(deps, "connect");
-  const refuse = (status: number, host: string, port: number, reason: string) => {
+  const refuse = (status: number, host: string, port: number, reason: string, note?: string) => {
     flow.deny(reason);
-    const body = refusalBody(host, port, reason);
+    const body = refusalBody(host, port, reason, note);
     client.end(
       `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Bad Request"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
@@ -170,15 +174,17 @@ async function tunnel(
     interceptor !== undefined && deps.secrets !== undefined
       ? deps.secrets.binds(target.host, target.port, deps.signal).catch(() => undefined)
       : Promise.resolve(false);
+  const held = holdForDecision(client, deps.signal, deps.limits.idleTimeoutMs);
   const decided = await decideEgress(
     deps.decision,
     deps.sandbox,
     target.host,
     target.port,
-    deps.signal,
+    held.signal,
   );
+  held.release();
   flow.target(decided.host, target.port, decided.address);
-  if (!decided.allowed) return refuse(403, decided.host, target.port, decided.reason);
+  if (!decided.allowed) return refuse(403, decided.host, target.port, decided.reason, decided.note);
   // A host a secret binds is the only HTTPS the proxy opens (decision 0133).
   const bound = await binding;
   if (bound === undefined) return refuse(503, decided.host, target.port, "secrets_unavailable");

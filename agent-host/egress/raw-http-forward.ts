@@ -1,4 +1,5 @@
 import type { Socket } from "node:net";
+import { holdForDecision } from "./client-gone.ts";
 import { decideEgress } from "./egress-decision.ts";
 import { startFlow } from "./egress-flow.ts";
 import type { HttpProxyDeps } from "./http-proxy-handlers.ts";
@@ -50,17 +51,19 @@ export async function forwardRawHttp(
   const flow = startFlow(deps, "http");
   const port = head.url.port === "" ? 80 : Number(head.url.port);
   flow.target(head.url.hostname, port, null);
+  const held = holdForDecision(client, deps.signal, deps.limits.idleTimeoutMs);
   const decided = await decideEgress(
     deps.decision,
     deps.sandbox,
     head.url.hostname,
     port,
-    deps.signal,
+    held.signal,
   );
+  held.release();
   flow.target(decided.host, port, decided.address);
   if (!decided.allowed) {
     flow.deny(decided.reason);
-    return answer(client, 403, refusalBody(decided.host, port, decided.reason));
+    return answer(client, 403, refusalBody(decided.host, port, decided.reason, decided.note));
   }
   let upstream: Awaited<ReturnType<typeof dial>>;
   try {

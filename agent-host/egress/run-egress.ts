@@ -17,6 +17,7 @@ import { PROCESS_ID_PREFIX } from "../sandbox/sandbox-tier.ts";
 import { createSandboxSecrets, type SecretSource } from "../secrets/sandbox-secrets.ts";
 import { CA_BUNDLE_FILE, secretsEnv } from "../secrets/secrets-env.ts";
 import { CONTAINER_EGRESS_MOUNT, containerEgressDir } from "./container-egress-dir.ts";
+import type { NetworkAsk } from "./egress-decision.ts";
 import type { EgressProxy } from "./egress-proxy.ts";
 import type { EgressAudit, EgressRecord } from "./egress-record.ts";
 import { EGRESS_PRELUDE, egressEnv } from "./sandbox-egress-env.ts";
@@ -27,6 +28,8 @@ export type RunEgress = {
   readonly prelude: string;
   /** The patterns it may reach (its narrowing, else its user's ceiling), for its prompt. */
   readonly hosts: readonly string[];
+  /** True: a host outside `hosts` (inside the user's ceiling) asks a person (decision 0137). */
+  readonly asks: boolean;
   /** The user's secrets this run holds placeholders of (names and hosts, for its prompt). */
   readonly secrets: readonly { readonly name: string; readonly hosts: readonly string[] }[];
   close(): Promise<void>;
@@ -39,6 +42,11 @@ export type RunEgressRequest = {
   readonly handle: SandboxHandle;
   /** Each connection as it ends (the run's `network.request` events); must not throw. */
   readonly notify?: EgressAudit;
+  /**
+   * The run's network approvals (agent-host/approvals/network-approvals.ts, decision 0137):
+   * a host its narrowing leaves out asks a person instead of being refused.
+   */
+  readonly ask?: NetworkAsk;
 };
 
 /** Opens a run's egress, or answers undefined: the run has no network (no socket, no variable). */
@@ -74,7 +82,7 @@ export type RunEgressDeps = {
 const POLICY_READ_RETRY = databaseRetryOf(DEFAULT_RUN_WORKER_LIMITS);
 
 export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
-  return async ({ uid, runId, agent, handle, notify }, signal) => {
+  return async ({ uid, runId, agent, handle, notify, ask }, signal) => {
     // Pure reads, tried again while the database does not answer (decision 0147): a
     // restart must not fail a run nothing of which has run yet.
     const [ceiling, bytesPerRun] = await retryDatabaseWhile(
@@ -126,9 +134,12 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
       bytesPerRun,
       place.hostDir,
       notify,
-      secrets === undefined
-        ? {}
-        : { secrets, files: { [CA_BUNDLE_FILE]: deps.secrets?.caBundle ?? "" } },
+      {
+        ...(secrets === undefined
+          ? {}
+          : { secrets, files: { [CA_BUNDLE_FILE]: deps.secrets?.caBundle ?? "" } }),
+        ...(ask === undefined ? {} : { ask }),
+      },
     );
     const bundle = egress.files[CA_BUNDLE_FILE];
     return {
@@ -145,6 +156,8 @@ export function createRunEgressOpener(deps: RunEgressDeps): OpenRunEgress {
       secrets: live.map((secret) => ({ name: secret.name, hosts: secret.hosts })),
       prelude: EGRESS_PRELUDE,
       hosts: agent.network?.allow ?? ceiling.allow,
+      // Only a narrowed run has hosts that ask: without one its hosts are the ceiling.
+      asks: ask !== undefined && agent.network !== undefined,
       close: egress.close,
     };
   };

@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import { createServer as createSocksServer } from "@pondwader/socks5-server";
+import { holdForDecision } from "./client-gone.ts";
 import { decideEgress } from "./egress-decision.ts";
 import { startFlow } from "./egress-flow.ts";
 import type { HttpProxyDeps } from "./http-proxy-handlers.ts";
@@ -18,14 +19,16 @@ export function createSocksHandler(deps: HttpProxyDeps): (socket: Duplex) => voi
   server.setRulesetValidator(async (conn) => {
     const flow = startFlow(deps, "socks5");
     flow.target(conn.destAddress, conn.destPort, null);
+    const held = holdForDecision(conn.socket, deps.signal, deps.limits.idleTimeoutMs);
     try {
       const decided = await decideEgress(
         deps.decision,
         deps.sandbox,
         conn.destAddress,
         conn.destPort,
-        deps.signal,
+        held.signal,
       );
+      held.release();
       flow.target(decided.host, conn.destPort, decided.address);
       if (!decided.allowed) {
         flow.deny(decided.reason);

@@ -136,6 +136,9 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: ApprovalR
       { run_id: runId, approval_id: approvalId, status: decided.status },
       "approval decided",
     );
+    // A network approval's run never stopped: its worker holds the connection and sees
+    // the decision (decision 0137); nothing to dispatch.
+    if (decided.kind === "network") return c.json(approvalBody(decided), 200);
     // Committed: the run is pending. A lost send is the dispatch sweeper's (dispatched_at).
     try {
       await withDeadline(deps.limits.queueSendTimeoutMs, (signal) =>

@@ -41,6 +41,9 @@ export async function resolveApproval(
     )
     .returning();
   if (row === undefined) return undefined;
+  // A network approval's run is running: its worker, which holds the connection and the
+  // run's event log, sees the decision and appends approval.resolved itself (decision 0137).
+  if (row.kind === "network") return row;
   await tx
     .update(agentRuns)
     .set({

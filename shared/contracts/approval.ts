@@ -29,7 +29,7 @@ export const runApprovalOptionsSchema = z
       .boolean()
       .optional()
       .describe(
-        "A host outside the allow-list asks instead of being refused (not built yet: refused as before).",
+        "A host the user's policy allows but the run's `network.allow` leaves out asks instead of being refused: the proxy holds that one connection until a person decides (never for always-denied addresses).",
       ),
     timeout_seconds: z
       .number()

@@ -5,6 +5,7 @@ import { domainReasonOf } from "../../../shared/errors/domain-errors.ts";
 import { MAX_NETWORK_REQUESTS_PER_RUN } from "../../../shared/network/network-request-bounds.ts";
 import type { TraceContext } from "../../../shared/telemetry/tracing.ts";
 import { DEFAULT_APPROVAL_TIMEOUT_SECONDS } from "../../approvals/approval-policy.ts";
+import { createNetworkAsk, networkApprovalTimeout } from "../../approvals/network-approvals.ts";
 import { openRunApprovals } from "../../approvals/open-run-approvals.ts";
 import type { RunPause } from "../../approvals/record-pause.ts";
 import type { EgressRecord } from "../../egress/egress-record.ts";
@@ -62,6 +63,9 @@ export interface Execution {
    */
   readonly egress?: RunEgress;
 }
+
+/** Each statement of a network approval (its insert, its polls). */
+const NETWORK_APPROVAL_DB_TIMEOUT_MS = 10_000;
 
 /** Executes a sub-agent of `parent` (child-run-execution.ts); passed in to break the cycle. */
 export type RunChild = (
@@ -216,16 +220,48 @@ export async function driveRun(
 async function openEgress(deps: RunExecutorDeps, x: Execution): Promise<RunEgress | undefined> {
   if (deps.egress === undefined) return undefined;
   const agent = agentOptionsSchema.safeParse(x.run.agent);
-  return deps.egress(
+  const approvals = await networkApprovals(deps, x);
+  const egress = await deps.egress(
     {
       uid: x.run.uid,
       runId: x.run.runId,
       agent: agent.success ? agent.data : {},
       handle: x.handle,
       notify: networkEvents(x),
+      ...(approvals === undefined ? {} : { ask: approvals.ask }),
     },
     x.control.signal,
   );
+  if (egress === undefined || approvals === undefined) return egress;
+  // Closed only once every held connection's approval is closed too: a pause recorded
+  // next must not meet a pending network approval (one pending per run).
+  return {
+    ...egress,
+    close: async () => {
+      await egress.close();
+      await approvals.settled();
+    },
+  };
+}
+
+/** With `agent.approvals.network`, a host outside the run's narrowing asks (decision 0137). */
+async function networkApprovals(deps: RunExecutorDeps, x: Execution) {
+  const timeoutSeconds = await networkApprovalTimeout(
+    deps.db,
+    x.run,
+    deps.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  );
+  if (timeoutSeconds === undefined) return undefined;
+  return createNetworkAsk({
+    db: deps.db,
+    runId: x.run.runId,
+    uid: x.run.uid,
+    generation: x.handle.generation,
+    timeoutSeconds,
+    emit: (type, data) => x.events.append({ type, data }),
+    logger: x.logger,
+    dbTimeoutMs: NETWORK_APPROVAL_DB_TIMEOUT_MS,
+  });
 }
 
 /**
@@ -252,7 +288,9 @@ function extraPrompt(
   const network =
     egress === undefined
       ? undefined
-      : `Network: commands reach only these hosts, through the proxy set in HTTP_PROXY / HTTPS_PROXY / ALL_PROXY: ${egress.hosts.join(", ")}. Anything else is refused with 403 (say so to the user: an admin can allow more hosts).`;
+      : egress.asks
+        ? `Network: commands reach these hosts, through the proxy set in HTTP_PROXY / HTTPS_PROXY / ALL_PROXY: ${egress.hosts.join(", ")}. A connection to another host waits until the user approves it (the command blocks meanwhile; approval_denied or approval_expired in a 403 means it was not approved); hosts outside the user's policy are refused with 403 (an admin can allow more).`
+        : `Network: commands reach only these hosts, through the proxy set in HTTP_PROXY / HTTPS_PROXY / ALL_PROXY: ${egress.hosts.join(", ")}. Anything else is refused with 403 (say so to the user: an admin can allow more hosts).`;
   const parts = [deployment, network, secretsPrompt(egress)].filter((part) => part !== undefined);
   return parts.length === 0 ? {} : { extra: parts.join("\n\n") };
 }

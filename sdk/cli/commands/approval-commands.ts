@@ -2,7 +2,14 @@ import type { Approval } from "../../src/index.ts";
 import { type CliContext, EXIT, listOutput, output, table, UsageError } from "../cli-context.ts";
 
 const argumentsText = (approval: Approval) =>
-  approval.data.arguments === undefined ? "" : JSON.stringify(approval.data.arguments);
+  approval.data.kind === "network"
+    ? `${approval.data.host ?? "?"}:${approval.data.port ?? "?"}`
+    : approval.data.arguments === undefined
+      ? ""
+      : JSON.stringify(approval.data.arguments);
+/** The tool, or `network` for a connection's approval (its host:port in ARGUMENTS). */
+const toolText = (approval: Approval) =>
+  approval.data.kind === "network" ? "network" : (approval.data.tool ?? "");
 
 /** `workcell approvals [<run_id>]`: a run's approvals (default: your last run's). */
 export async function approvalsCommand(ctx: CliContext): Promise<number> {
@@ -16,13 +23,7 @@ export async function approvalsCommand(ctx: CliContext): Promise<number> {
     () =>
       table([
         ["APPROVAL", "STATUS", "TOOL", "ARGUMENTS", "EXPIRES"],
-        ...approvals.map((a) => [
-          a.id,
-          a.status,
-          a.data.tool ?? "",
-          argumentsText(a),
-          a.data.expires_at,
-        ]),
+        ...approvals.map((a) => [a.id, a.status, toolText(a), argumentsText(a), a.data.expires_at]),
       ]),
     `Run ${runId} has asked for no approval.`,
   );
@@ -54,6 +55,6 @@ export async function approveCommand(ctx: CliContext): Promise<number> {
           ...note,
           scope: ctx.flags["for-run"] === true ? "run" : "once",
         });
-  output(ctx, data, () => `${data.status}: ${data.tool ?? ""} ${argumentsText(approval)}`);
+  output(ctx, data, () => `${data.status}: ${toolText(approval)} ${argumentsText(approval)}`);
   return EXIT.ok;
 }

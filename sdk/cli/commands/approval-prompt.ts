@@ -23,8 +23,12 @@ export async function askApproval(
   run: Run,
   event: RunEvent & { type: "approval.requested" },
 ): Promise<void> {
-  const { approval_id: id, tool, arguments: args } = event.data;
-  ctx.io.stderr(`\napproval needed: ${tool ?? "?"} ${JSON.stringify(args)}\n`);
+  const { approval_id: id, tool, arguments: args, kind, host, port } = event.data;
+  const what =
+    kind === "network"
+      ? `a connection to ${host ?? "?"}:${port ?? "?"}`
+      : `${tool ?? "?"} ${JSON.stringify(args)}`;
+  ctx.io.stderr(`\napproval needed: ${what}\n`);
   const stdin = ctx.io.stdin;
   if (stdin?.isTTY !== true) {
     ctx.io.stderr(`waiting: decide with 'workcell approve ${id} --run ${run.id}' (or --deny)\n`);

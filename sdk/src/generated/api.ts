@@ -983,7 +983,7 @@ export interface components {
         approvals?: {
           /** @description Tool calls that wait for a person: a list of tool names, or `all`. */
           tools?: "all" | string[];
-          /** @description A host outside the allow-list asks instead of being refused (not built yet: refused as before). */
+          /** @description A host the user's policy allows but the run's `network.allow` leaves out asks instead of being refused: the proxy holds that one connection until a person decides (never for always-denied addresses). */
           network?: boolean;
           /** @description How long a request waits before it expires as a denial (default: the deployment's; never longer than the user's admin policy allows). */
           timeout_seconds?: number;
@@ -1033,7 +1033,7 @@ export interface components {
         approvals?: {
           /** @description Tool calls that wait for a person: a list of tool names, or `all`. */
           tools?: "all" | string[];
-          /** @description A host outside the allow-list asks instead of being refused (not built yet: refused as before). */
+          /** @description A host the user's policy allows but the run's `network.allow` leaves out asks instead of being refused: the proxy holds that one connection until a person decides (never for always-denied addresses). */
           network?: boolean;
           /** @description How long a request waits before it expires as a denial (default: the deployment's; never longer than the user's admin policy allows). */
           timeout_seconds?: number;

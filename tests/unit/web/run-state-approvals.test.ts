@@ -53,4 +53,37 @@ describe("approvals in the chat", () => {
       state,
     );
   });
+
+  test("a network approval: the part shows its host and port, the run keeps running", () => {
+    let state = initialRunState("running");
+    state = applyRunEvent(
+      state,
+      event(1, "approval.requested", {
+        approval_id: APPROVAL,
+        run_id: RUN,
+        kind: "network",
+        status: "pending",
+        host: "api.example.com",
+        port: 443,
+        requested_at: "2026-01-01T00:00:00.000Z",
+        expires_at: "2026-01-02T00:00:00.000Z",
+      }),
+    );
+    expect(state.status).toBe("running");
+    expect(state.parts[0]).toMatchObject({
+      kind: "approval",
+      network: { host: "api.example.com", port: 443 },
+      status: "pending",
+    });
+    state = applyRunEvent(
+      state,
+      event(2, "approval.resolved", {
+        approval_id: APPROVAL,
+        status: "approved",
+        decided_by: "ada",
+      }),
+    );
+    expect(state.status).toBe("running");
+    expect(state.parts[0]).toMatchObject({ status: "approved", decidedBy: "ada" });
+  });
 });

@@ -19,7 +19,7 @@ function decisionText(part: ApprovalPart): string {
 
 /**
  * A call the run waits on a person for: the tool and its full arguments, exactly as they
- * will run, with Approve / Approve for this run / Deny while it is pending (docs/api.md
+ * will run (or, for a network approval, the host and port its held connection asks for), with Approve / Approve for this run / Deny while it is pending (docs/api.md
  * "Approvals"). The decision arrives back as an `approval.resolved` event.
  */
 export function ApprovalCard({ runId, part }: { runId: string; part: ApprovalPart }) {
@@ -34,14 +34,34 @@ export function ApprovalCard({ runId, part }: { runId: string; part: ApprovalPar
       className={`approval approval-${part.status}`}
       data-testid="approval"
       data-status={part.status}
-      aria-label={`Approval of a ${part.tool} call`}
+      aria-label={
+        part.network === undefined
+          ? `Approval of a ${part.tool} call`
+          : `Approval of a connection to ${part.network.host}`
+      }
     >
       <div className="approval-head">
-        <strong>Approval needed:</strong> <span className="tool-name">{part.tool}</span>
+        <strong>Approval needed:</strong>{" "}
+        {part.network === undefined ? (
+          <span className="tool-name">{part.tool}</span>
+        ) : (
+          <span className="tool-name">network</span>
+        )}
       </div>
-      <pre className="approval-args" data-testid="approval-arguments">
-        {JSON.stringify(part.arguments, null, 2)}
-      </pre>
+      {part.network === undefined ? (
+        <pre className="approval-args" data-testid="approval-arguments">
+          {JSON.stringify(part.arguments, null, 2)}
+        </pre>
+      ) : (
+        <>
+          <pre className="approval-args" data-testid="approval-host">
+            {`${part.network.host}:${part.network.port}`}
+          </pre>
+          <div className="muted">
+            A command's connection to this host, outside the run's allow-list, waits for you.
+          </div>
+        </>
+      )}
       <div className="muted" data-testid="approval-state">
         {decisionText(part)}
       </div>

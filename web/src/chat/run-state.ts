@@ -41,6 +41,8 @@ export type NetworkPart = {
 export type ApprovalPart = {
   kind: "approval";
   approvalId: string;
+  /** A network approval's connection (`kind: "network"`): no tool, no arguments. */
+  network?: { host: string; port: number };
   tool: string;
   arguments: unknown;
   status: "pending" | "approved" | "denied" | "expired";
@@ -198,17 +200,23 @@ export function applyRunEvent(state: RunState, event: RunEvent): RunState {
         reason: str(d, "reason"),
       });
       break;
-    case "approval.requested":
-      next.status = "awaiting_approval";
+    case "approval.requested": {
+      const network = str(d, "kind") === "network";
+      // A network approval holds one connection; the run itself keeps running.
+      if (!network) next.status = "awaiting_approval";
       parts.push({
         kind: "approval",
         approvalId: str(d, "approval_id"),
+        ...(network
+          ? { network: { host: str(d, "host"), port: typeof d.port === "number" ? d.port : 0 } }
+          : {}),
         tool: str(d, "tool"),
         arguments: d.arguments,
         status: "pending",
         expiresAt: str(d, "expires_at"),
       });
       break;
+    }
     case "approval.resolved": {
       const i = parts.findIndex(
         (p) => p.kind === "approval" && p.approvalId === str(d, "approval_id"),

@@ -44,15 +44,20 @@ export interface RunQuotaGate {
    */
   settle(uid: string, grew: WorkspaceUsage | undefined): void;
   /**
-   * While a command runs: walks the uid's UserWorkspace afresh (command-quota-watch.ts)
-   * and calls `over` with the error to stop it with once the workspace is past `quota`
-   * (decision 0143). Resolves when `signal` aborts (the command ended); never rejects.
+   * While a command runs: measures the uid's UserWorkspace (command-quota-watch.ts) and
+   * calls `over` with the error to stop it with once it is past `quota` (decision 0143).
+   * With `growth` (the command's growth so far, from incremental peeks of its Workdir,
+   * decision 0163) a look is the usage at the start plus what the uid's watched commands
+   * have added, so its cost follows what changed, not the workspace's size; without it,
+   * or when a look's growth is unknown, a look walks the UserWorkspace afresh. Resolves
+   * when `signal` aborts (the command ended); never rejects.
    */
   watch(
     uid: string,
     quota: WorkspaceQuota,
     signal: AbortSignal,
     over: (stop: WorkcellError) => void,
+    growth?: (signal: AbortSignal) => Promise<WorkspaceUsage | undefined>,
   ): Promise<void>;
 }
 
@@ -91,6 +96,9 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
       workspace_inodes: row?.inodes ?? defaults.workspace_inodes,
     };
   };
+  // The growth of every watched command, per uid: concurrent commands of one uid (other
+  // Workdirs) share one quota, so each look counts them all (decision 0163).
+  const live = new Map<string, Set<{ grew: WorkspaceUsage }>>();
   const unavailable = (error: unknown, uid: string): WorkcellError => {
     deps.logger.warn({ err: error, uid }, "workspace quota check failed");
     return new WorkcellError(
@@ -136,13 +144,35 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
       if (grew === undefined) deps.accounting.markStale(uid);
       else deps.accounting.record(uid, grew);
     },
-    watch(uid, quota, signal, over) {
-      // Each look is a fresh walk, and it refreshes the node's figure the data plane uses.
-      const measure = (s: AbortSignal) => {
+    watch(uid, quota, signal, over, growth) {
+      // A fresh walk, which also refreshes the node's figure the data plane uses.
+      const walk = (s: AbortSignal) => {
         deps.accounting.markStale(uid);
         return deps.accounting.usage(uid, s);
       };
-      return watchCommandQuota({ measure, quota, over, signal });
+      if (growth === undefined) return watchCommandQuota({ measure: walk, quota, over, signal });
+      const mine = { grew: { bytes: 0, inodes: 0 } };
+      const commands = live.get(uid) ?? new Set();
+      live.set(uid, commands);
+      commands.add(mine);
+      let base: WorkspaceUsage | undefined;
+      const measure = async (s: AbortSignal): Promise<WorkspaceUsage> => {
+        // The figure the command was admitted on (cached; a walk only if it has aged out).
+        base ??= await deps.accounting.usage(uid, s);
+        const grew = await growth(s);
+        if (grew === undefined) return walk(s);
+        mine.grew = grew;
+        let { bytes, inodes } = base;
+        for (const command of commands) {
+          bytes += command.grew.bytes;
+          inodes += command.grew.inodes;
+        }
+        return { bytes, inodes };
+      };
+      return watchCommandQuota({ measure, quota, over, signal }).finally(() => {
+        commands.delete(mine);
+        if (commands.size === 0 && live.get(uid) === commands) live.delete(uid);
+      });
     },
   };
 }

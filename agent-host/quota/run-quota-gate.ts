@@ -61,6 +61,14 @@ export interface RunQuotaGate {
   ): Promise<void>;
 }
 
+/** The watched commands of one uid (see `ledgers` in createRunQuotaGate). */
+type Ledger = {
+  base: WorkspaceUsage | undefined;
+  readonly commands: Set<{ grew: WorkspaceUsage; running: boolean }>;
+  /** No command of it runs any more: it ends at the next settle. */
+  closing: boolean;
+};
+
 /** What a command's lease statement compares against the uid's user_limits row. */
 export interface QuotaAdmission {
   readonly used: WorkspaceUsage;
@@ -96,9 +104,10 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
       workspace_inodes: row?.inodes ?? defaults.workspace_inodes,
     };
   };
-  // The growth of every watched command, per uid: concurrent commands of one uid (other
-  // Workdirs) share one quota, so each look counts them all (decision 0163).
-  const live = new Map<string, Set<{ grew: WorkspaceUsage }>>();
+  // Per uid while it has watched commands: the usage when the first began and the growth
+  // of each since, ended ones too until settled, so a look counts every command of the uid
+  // (other Workdirs share the quota) without counting one twice (decision 0163).
+  const ledgers = new Map<string, Ledger>();
   const unavailable = (error: unknown, uid: string): WorkcellError => {
     deps.logger.warn({ err: error, uid }, "workspace quota check failed");
     return new WorkcellError(
@@ -143,6 +152,8 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
     settle(uid, grew) {
       if (grew === undefined) deps.accounting.markStale(uid);
       else deps.accounting.record(uid, grew);
+      // The ended commands' growth is in the accounting's figure now.
+      if (ledgers.get(uid)?.closing) ledgers.delete(uid);
     },
     watch(uid, quota, signal, over, growth) {
       // A fresh walk, which also refreshes the node's figure the data plane uses.
@@ -151,27 +162,28 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
         return deps.accounting.usage(uid, s);
       };
       if (growth === undefined) return watchCommandQuota({ measure: walk, quota, over, signal });
-      const mine = { grew: { bytes: 0, inodes: 0 } };
-      const commands = live.get(uid) ?? new Set();
-      live.set(uid, commands);
-      commands.add(mine);
-      let base: WorkspaceUsage | undefined;
+      const ledger = ledgers.get(uid) ?? { base: undefined, commands: new Set(), closing: false };
+      ledgers.set(uid, ledger);
+      ledger.closing = false;
+      const mine = { grew: { bytes: 0, inodes: 0 }, running: true };
+      ledger.commands.add(mine);
       const measure = async (s: AbortSignal): Promise<WorkspaceUsage> => {
-        // The figure the command was admitted on (cached; a walk only if it has aged out).
-        base ??= await deps.accounting.usage(uid, s);
+        // The figure when the ledger opened (cached; a walk only if it has aged out).
+        ledger.base ??= await deps.accounting.usage(uid, s);
         const grew = await growth(s);
         if (grew === undefined) return walk(s);
         mine.grew = grew;
-        let { bytes, inodes } = base;
-        for (const command of commands) {
+        let { bytes, inodes } = ledger.base;
+        for (const command of ledger.commands) {
           bytes += command.grew.bytes;
           inodes += command.grew.inodes;
         }
         return { bytes, inodes };
       };
       return watchCommandQuota({ measure, quota, over, signal }).finally(() => {
-        commands.delete(mine);
-        if (commands.size === 0 && live.get(uid) === commands) live.delete(uid);
+        // What it wrote stays counted until it is settled into the accounting's figure.
+        mine.running = false;
+        ledger.closing = ![...ledger.commands].some((c) => c.running);
       });
     },
   };

@@ -23,8 +23,11 @@ import { scriptedModels, toolOutputs } from "./scripted-models.ts";
 
 let world: RunWorld;
 
+// The process tier, the default where both tiers are ready (decision 0106): a stop there
+// kills the process group at once. The container tier's stop goes through the Docker API,
+// whose latency under load adds to the overrun (0143's test covers that tier).
 beforeEach(async () => {
-  world = await runWorld();
+  world = await runWorld({}, "process");
 });
 afterEach(async () => {
   await world.cleanup();

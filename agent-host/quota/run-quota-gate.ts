@@ -44,17 +44,30 @@ export interface RunQuotaGate {
    */
   settle(uid: string, grew: WorkspaceUsage | undefined): void;
   /**
-   * While a command runs: walks the uid's UserWorkspace afresh (command-quota-watch.ts)
-   * and calls `over` with the error to stop it with once the workspace is past `quota`
-   * (decision 0143). Resolves when `signal` aborts (the command ended); never rejects.
+   * While a command runs: measures the uid's UserWorkspace (command-quota-watch.ts) and
+   * calls `over` with the error to stop it with once it is past `quota` (decision 0143).
+   * With `growth` (the command's growth so far, from incremental peeks of its Workdir,
+   * decision 0163) a look is the usage at the start plus what the uid's watched commands
+   * have added, so its cost follows what changed, not the workspace's size; without it,
+   * or when a look's growth is unknown, a look walks the UserWorkspace afresh. Resolves
+   * when `signal` aborts (the command ended); never rejects.
    */
   watch(
     uid: string,
     quota: WorkspaceQuota,
     signal: AbortSignal,
     over: (stop: WorkcellError) => void,
+    growth?: (signal: AbortSignal) => Promise<WorkspaceUsage | undefined>,
   ): Promise<void>;
 }
+
+/** The watched commands of one uid (see `ledgers` in createRunQuotaGate). */
+type Ledger = {
+  base: WorkspaceUsage | undefined;
+  readonly commands: Set<{ grew: WorkspaceUsage; running: boolean }>;
+  /** No command of it runs any more: it ends at the next settle. */
+  closing: boolean;
+};
 
 /** What a command's lease statement compares against the uid's user_limits row. */
 export interface QuotaAdmission {
@@ -91,6 +104,10 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
       workspace_inodes: row?.inodes ?? defaults.workspace_inodes,
     };
   };
+  // Per uid while it has watched commands: the usage when the first began and the growth
+  // of each since, ended ones too until settled, so a look counts every command of the uid
+  // (other Workdirs share the quota) without counting one twice (decision 0163).
+  const ledgers = new Map<string, Ledger>();
   const unavailable = (error: unknown, uid: string): WorkcellError => {
     deps.logger.warn({ err: error, uid }, "workspace quota check failed");
     return new WorkcellError(
@@ -135,14 +152,39 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
     settle(uid, grew) {
       if (grew === undefined) deps.accounting.markStale(uid);
       else deps.accounting.record(uid, grew);
+      // The ended commands' growth is in the accounting's figure now.
+      if (ledgers.get(uid)?.closing) ledgers.delete(uid);
     },
-    watch(uid, quota, signal, over) {
-      // Each look is a fresh walk, and it refreshes the node's figure the data plane uses.
-      const measure = (s: AbortSignal) => {
+    watch(uid, quota, signal, over, growth) {
+      // A fresh walk, which also refreshes the node's figure the data plane uses.
+      const walk = (s: AbortSignal) => {
         deps.accounting.markStale(uid);
         return deps.accounting.usage(uid, s);
       };
-      return watchCommandQuota({ measure, quota, over, signal });
+      if (growth === undefined) return watchCommandQuota({ measure: walk, quota, over, signal });
+      const ledger = ledgers.get(uid) ?? { base: undefined, commands: new Set(), closing: false };
+      ledgers.set(uid, ledger);
+      ledger.closing = false;
+      const mine = { grew: { bytes: 0, inodes: 0 }, running: true };
+      ledger.commands.add(mine);
+      const measure = async (s: AbortSignal): Promise<WorkspaceUsage> => {
+        // The figure when the ledger opened (cached; a walk only if it has aged out).
+        ledger.base ??= await deps.accounting.usage(uid, s);
+        const grew = await growth(s);
+        if (grew === undefined) return walk(s);
+        mine.grew = grew;
+        let { bytes, inodes } = ledger.base;
+        for (const command of ledger.commands) {
+          bytes += command.grew.bytes;
+          inodes += command.grew.inodes;
+        }
+        return { bytes, inodes };
+      };
+      return watchCommandQuota({ measure, quota, over, signal }).finally(() => {
+        // What it wrote stays counted until it is settled into the accounting's figure.
+        mine.running = false;
+        ledger.closing = ![...ledger.commands].some((c) => c.running);
+      });
     },
   };
 }

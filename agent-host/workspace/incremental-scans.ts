@@ -43,6 +43,8 @@ export class IncrementalScans {
   /** Roots being walked in full, not yet indexed: they collect what the feed reports. */
   readonly #walking = new Set<Tracked>();
   readonly #busy = new Map<string, Promise<void>>();
+  /** Results of `peek`: the next scan derives from what the peek derived from. */
+  readonly #peeks = new WeakSet<MetadataScan>();
   readonly #timer: NodeJS.Timeout;
 
   constructor(deps: IncrementalScansDeps) {
@@ -52,19 +54,40 @@ export class IncrementalScans {
   }
 
   /** scanMetadata's signature, so WorkspaceFs can use it in its place. */
-  readonly scan = async (
+  readonly scan = (
     dirFd: number,
     limits: MetadataScanLimits,
     names: NameLimits,
     signal: AbortSignal,
-  ): Promise<MetadataScan> => {
+  ): Promise<MetadataScan> => this.#serialized(dirFd, limits, names, signal, false);
+
+  /**
+   * A scan taken while a command runs (the quota watch, decision 0163): what `scan` would
+   * return, but it skips the periodic full walk (the command's after-scan takes it) and is
+   * transparent to the change batch: the next scan derives from the scan this one derived
+   * from, with both changed sets, so the batch's diff still compares only changed paths.
+   */
+  readonly peek = (
+    dirFd: number,
+    limits: MetadataScanLimits,
+    names: NameLimits,
+    signal: AbortSignal,
+  ): Promise<MetadataScan> => this.#serialized(dirFd, limits, names, signal, true);
+
+  async #serialized(
+    dirFd: number,
+    limits: MetadataScanLimits,
+    names: NameLimits,
+    signal: AbortSignal,
+    peek: boolean,
+  ): Promise<MetadataScan> {
     const st = fstatSync(dirFd);
     if (st.dev !== this.#deps.feed.dev) return scanMetadata(dirFd, limits, names, signal);
     const key = `${st.dev}:${st.ino}`;
     // One scan of a root at a time (the lease already orders commands on one root): an
     // update awaits in the middle and must not interleave with another of the same root.
     const previous = this.#busy.get(key) ?? Promise.resolve();
-    const mine = previous.then(() => this.#scanRoot(key, dirFd, limits, names, signal));
+    const mine = previous.then(() => this.#scanRoot(key, dirFd, limits, names, signal, peek));
     const settled = mine.then(
       () => {},
       () => {},
@@ -74,7 +97,7 @@ export class IncrementalScans {
       if (this.#busy.get(key) === settled) this.#busy.delete(key);
     });
     return mine;
-  };
+  }
 
   async #scanRoot(
     key: string,
@@ -82,12 +105,15 @@ export class IncrementalScans {
     limits: MetadataScanLimits,
     names: NameLimits,
     signal: AbortSignal,
+    peek: boolean,
   ): Promise<MetadataScan> {
     signal.throwIfAborted();
     this.#drain();
     const now = (this.#deps.now ?? Date.now)();
     let t = this.#roots.get(key);
-    if (t === undefined || t.stale || now - t.fullAt >= this.#deps.fullWalkEveryMs) {
+    const prior = t?.last;
+    const due = !peek && now - (t?.fullAt ?? 0) >= this.#deps.fullWalkEveryMs;
+    if (t === undefined || t.stale || due) {
       t = await this.#fullWalk(dirFd, limits, names, signal, now);
     } else {
       await this.#update(t, dirFd, limits, names, signal, now);
@@ -99,6 +125,9 @@ export class IncrementalScans {
       if (this.#roots.size <= this.#deps.maxRoots) break;
       this.#roots.delete(old);
     }
+    // Only a result this peek made is transparent (an unchanged root returns the last scan).
+    if (!peek) this.#peeks.delete(t.last);
+    else if (t.last !== prior) this.#peeks.add(t.last);
     return t.last;
   }
 
@@ -170,6 +199,8 @@ export class IncrementalScans {
     t.dirty = new Set();
     t.collecting = new Set();
     const before = t.last;
+    // After a peek the new scan derives from the peek's own base (see `peek`).
+    const via = this.#peeks.has(before) ? before.derivedFrom : undefined;
     const files = new DirFilesWriter(t.files);
     const changed = new Set<string>();
     const ctx: WalkContext = { limits, names, signal, dev: this.#deps.feed.dev, files, changed };
@@ -202,7 +233,10 @@ export class IncrementalScans {
       dirs,
       complete: dirs,
       truncated: false,
-      derivedFrom: { base: before, changed },
+      derivedFrom:
+        via === undefined
+          ? { base: before, changed }
+          : { base: via.base, changed: new Set([...via.changed, ...changed]) },
     };
   }
 }

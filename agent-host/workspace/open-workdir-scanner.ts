@@ -11,6 +11,11 @@ const DRAIN_INTERVAL_MS = 200;
 
 export interface WorkdirScanner {
   readonly scanner: MetadataScanner;
+  /**
+   * The scanner for a look while a command runs (IncrementalScans.peek, decision 0163),
+   * or undefined where scans walk in full (no fanotify mark): a look would cost a walk.
+   */
+  peeker(): MetadataScanner | undefined;
   close(): void;
 }
 
@@ -48,6 +53,7 @@ export function openWorkdirScanner(dataRoot: string, logger: Logger): WorkdirSca
         ? scanMetadata(dirFd, limits, names, signal, onDir)
         : following.scans.scan(dirFd, limits, names, signal);
     },
+    peeker: () => follow()?.scans.peek,
     close() {
       closed = true;
       opened?.scans.close();

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import type { ChangeBatchTool } from "../../../shared/db/schema.ts";
 import { domainError, domainReasonOf } from "../../../shared/errors/domain-errors.ts";
+import { commandGrowth } from "../../quota/command-growth.ts";
 import { overQuota, type QuotaAdmission, type RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import { scanGrowth } from "../../quota/scan-growth.ts";
 import type {
@@ -43,6 +44,11 @@ export interface LeasedCommandsDeps {
   readonly quota?: RunQuotaGate;
   /** Incremental scans (incremental-scans.ts); without it every scan walks in full. */
   readonly scanner?: MetadataScanner;
+  /**
+   * The scanner for looks while a command runs (IncrementalScans.peek), undefined where
+   * scans walk in full: the quota watch then walks the UserWorkspace (decision 0163).
+   */
+  readonly peeker?: () => MetadataScanner | undefined;
 }
 
 /** Who runs a command and where: the run (fence), its writable root, its tree. */
@@ -180,10 +186,16 @@ export class LeasedCommands {
       const ended = new AbortController();
       const watch =
         this.#deps.quota !== undefined && lease.quota !== undefined
-          ? this.#deps.quota.watch(fence.uid, lease.quota, ended.signal, (error) => {
-              log.warn({ err: error }, "command stopped: workspace over its quota");
-              stop.abort(error);
-            })
+          ? this.#deps.quota.watch(
+              fence.uid,
+              lease.quota,
+              ended.signal,
+              (error) => {
+                log.warn({ err: error }, "command stopped: workspace over its quota");
+                stop.abort(error);
+              },
+              this.#growthOf(fence.uid, workdirPath, before),
+            )
           : undefined;
       try {
         outcome = { ok: true, value: await body(AbortSignal.any([signal, stop.signal])) };
@@ -282,6 +294,41 @@ export class LeasedCommands {
     }
   }
 
+  /**
+   * The running command's growth, looked at through incremental peeks (decision 0163);
+   * undefined where scans walk in full or the before-scan is not exact.
+   */
+  #growthOf(uid: string, workdirPath: string, before: MetadataScan | undefined) {
+    const peeker = this.#deps.peeker?.();
+    if (peeker === undefined || before === undefined || before.truncated) return undefined;
+    return commandGrowth(before, async (signal) => {
+      try {
+        return await this.#scanWith(peeker, uid, workdirPath, signal);
+      } catch {
+        return undefined; // this look falls back to a walk of the UserWorkspace
+      }
+    });
+  }
+
+  async #scanWith(
+    scanner: MetadataScanner | undefined,
+    uid: string,
+    workdirPath: string,
+    signal: AbortSignal,
+  ): Promise<MetadataScan> {
+    const workdir = await this.#deps.userWorkspaces.openExistingWorkdir(uid, workdirPath, {
+      signal,
+    });
+    try {
+      return await workdir.scanMetadata("", this.#deps.limits.scan, {
+        signal,
+        ...(scanner === undefined ? {} : { scanner }),
+      });
+    } finally {
+      workdir.close();
+    }
+  }
+
   /** Undefined when nothing is known (the run's changes then say truncated). */
   async #scan(
     uid: string,
@@ -291,18 +338,7 @@ export class LeasedCommands {
     runSignal: AbortSignal | undefined,
   ): Promise<MetadataScan | undefined> {
     try {
-      const workdir = await this.#deps.userWorkspaces.openExistingWorkdir(uid, workdirPath, {
-        signal,
-      });
-      try {
-        const scanner = this.#deps.scanner;
-        return await workdir.scanMetadata("", this.#deps.limits.scan, {
-          signal,
-          ...(scanner === undefined ? {} : { scanner }),
-        });
-      } finally {
-        workdir.close();
-      }
+      return await this.#scanWith(this.#deps.scanner, uid, workdirPath, signal);
     } catch (error) {
       runSignal?.throwIfAborted();
       if (domainReasonOf(error) === "workdir_missing") {

@@ -76,6 +76,7 @@ export class RunBatches {
       logger,
       ...(deps.quota === undefined ? {} : { quota: deps.quota }),
       scanner: this.#scanner.scanner,
+      peeker: this.#scanner.peeker,
     });
   }
 

@@ -20,6 +20,7 @@ import {
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { commandGrowth } from "../../../agent-host/quota/command-growth.ts";
 import { diffWorkdirSnapshots } from "../../../agent-host/runs/change-batch/workdir-changes.ts";
 import {
   type FanotifyFeed,
@@ -313,5 +314,32 @@ describe("incremental workdir scans", () => {
     appendFileSync(join(root.path, "unrelated.txt"), "more");
     const r = await p.step();
     expect(r.batch).toEqual({ items: [], truncated: false });
+  });
+
+  it("peek while a command runs (the quota watch, decision 0163) without breaking the change batch's derivation", async () => {
+    tree(["d/a.txt", "e/b.txt"]);
+    const scan = (scanner: typeof scans.scan) =>
+      workdir.scanMetadata("", WIDE, { signal: signal(), scanner });
+    const before = await scan(scans.scan);
+    const growth = commandGrowth(before, () => scan(scans.peek));
+    // Nothing changed yet: no growth, and the peek is the last scan itself.
+    expect(await growth(signal())).toEqual({ bytes: 0, inodes: 0 });
+    writeFileSync(at("d/big.bin"), Buffer.alloc(4096));
+    expect(await growth(signal())).toEqual({ bytes: 4096, inodes: 1 });
+    mkdirSync(at("f"));
+    writeFileSync(at("f/c.txt"), "cc");
+    expect(await growth(signal())).toEqual({ bytes: 4098, inodes: 3 });
+    rmSync(at("e/b.txt"));
+    // The after-scan derives from the command's before-scan, with every change since.
+    const after = (await scan(scans.scan)) as DerivedScan;
+    expect(after.derivedFrom?.base).toBe(before);
+    const full = await workdir.scanMetadata("", WIDE, { signal: signal() });
+    expect(plain(after)).toEqual(plain(full));
+    expect(diffWorkdirSnapshots(before, after, 10)).toEqual(diffWorkdirSnapshots(before, full, 10));
+    expect(diffWorkdirSnapshots(before, after, 10).items).toHaveLength(3);
+    // A scan after the after-scan derives from it, not from the peeks' base.
+    appendFileSync(at("d/a.txt"), "more");
+    const next = (await scan(scans.scan)) as DerivedScan;
+    expect(next.derivedFrom?.base).toBe(after);
   });
 });

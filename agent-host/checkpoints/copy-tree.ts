@@ -78,6 +78,33 @@ export async function copyTree(
   return stats;
 }
 
+/**
+ * Copies one entry `name` of `srcParent` (a regular file, or a real directory with all
+ * below it) as `dstName` into `dstParent`, with copyTree's rules; anything else is skipped.
+ * A restore stages only what differs this way (restore-workdir.ts).
+ */
+export async function copyEntry(
+  deps: TreeCopyDeps,
+  srcParent: number,
+  name: Buffer,
+  dstParent: number,
+  dstName: Buffer,
+  mode: CheckpointCopyMode,
+  signal: AbortSignal,
+): Promise<TreeStats> {
+  const stats = emptyTreeStats();
+  const st = deps.sys.lstatAt(srcParent, name);
+  if (!st.ok) throw errnoError(st.errno, { op: "checkpoint", path: printable(name) });
+  if (st.value.isDirectory()) {
+    await copyDirectory(deps, srcParent, dstParent, name, mode, signal, stats, 1, dstName);
+  } else if (st.value.isFile()) {
+    await copyFile(deps, srcParent, dstParent, name, st.value.ino, mode, stats, dstName);
+  } else {
+    stats.skipped++;
+  }
+  return stats;
+}
+
 async function copyLevel(
   deps: TreeCopyDeps,
   srcFd: number,
@@ -122,6 +149,7 @@ async function copyDirectory(
   signal: AbortSignal,
   stats: TreeStats,
   depth: number,
+  dstName: Buffer = name,
 ): Promise<void> {
   const src = deps.sys.openat(srcParent, name, DIR_FLAGS);
   if (!src.ok) {
@@ -130,9 +158,9 @@ async function copyDirectory(
     return;
   }
   try {
-    const made = deps.sys.mkdirat(dstParent, name, 0o700);
+    const made = deps.sys.mkdirat(dstParent, dstName, 0o700);
     if (!made.ok) throw errnoError(made.errno, { op: "checkpoint", path: printable(name) });
-    const dst = deps.sys.openat(dstParent, name, DIR_FLAGS);
+    const dst = deps.sys.openat(dstParent, dstName, DIR_FLAGS);
     if (!dst.ok) throw errnoError(dst.errno, { op: "checkpoint", path: printable(name) });
     try {
       stats.dirs++;
@@ -154,6 +182,7 @@ async function copyFile(
   ino: number,
   mode: CheckpointCopyMode,
   stats: TreeStats,
+  dstName: Buffer = name,
 ): Promise<void> {
   const src = deps.sys.openat(srcParent, name, FILE_READ_FLAGS);
   if (!src.ok) {
@@ -168,7 +197,7 @@ async function copyFile(
       stats.skipped++;
       return;
     }
-    const dst = deps.sys.openat(dstParent, name, FILE_CREATE_FLAGS, 0o600);
+    const dst = deps.sys.openat(dstParent, dstName, FILE_CREATE_FLAGS, 0o600);
     if (!dst.ok) throw errnoError(dst.errno, { op: "checkpoint", path: printable(name) });
     try {
       await copyContent(deps, src.value, dst.value, Number(st.size), mode);

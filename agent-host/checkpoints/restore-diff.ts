@@ -1,4 +1,4 @@
-import { type BigIntStats, fstatSync, lstatSync, readSync } from "node:fs";
+import { type BigIntStats, fstatSync, readSync } from "node:fs";
 import { errnoError } from "../workspace/errno-error.ts";
 import {
   Errno,
@@ -11,6 +11,7 @@ import {
   O_RDONLY,
 } from "../workspace/syscalls.ts";
 import { KEPT_MODE_BITS } from "./copy-tree.ts";
+import { lstatNs } from "./lstat-ns.ts";
 
 /** One entry below the Workdir: its names, each hex-encoded (names are bytes, not UTF-8). */
 export type EntryPath = string[];
@@ -209,26 +210,6 @@ function list(deps: DiffDeps, dirFd: number): Buffer[] {
   if (!listed.ok) throw errnoError(listed.errno, { op: "restore", path: "" });
   return listed.value.names;
 }
-
-/**
- * lstat with nanoseconds of one name inside a held directory: the /proc magic link pins
- * the directory, and the last name is not followed (the workspace's lstatAt, in bigint).
- */
-function lstatNs(deps: DiffDeps, dirFd: number, name: Buffer): BigIntStats | undefined {
-  if (name.length === 0 || name.includes(0x2f) || name.equals(DOT) || name.equals(DOTDOT)) {
-    throw errnoError(Errno.EINVAL, { op: "restore", path: name.toString() });
-  }
-  const prefix = Buffer.from(`${deps.procFdDir ?? "/proc/self/fd"}/${dirFd}/`);
-  try {
-    return lstatSync(Buffer.concat([prefix, name]), { bigint: true });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
-}
-
-const DOT = Buffer.from(".");
-const DOTDOT = Buffer.from("..");
 
 function dirFinish(path: EntryPath, st: BigIntStats): DirFinish {
   return {

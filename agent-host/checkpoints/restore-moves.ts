@@ -116,3 +116,25 @@ export function refinish(store: CheckpointStore, workdir: number, dir: DirFinish
 function printable(path: string[]): string {
   return path.map((hex) => Buffer.from(hex, "hex").toString("utf8")).join("/");
 }
+
+/** How many names one pass moves; the directory is listed again until it is empty. */
+const NAMES_PER_PASS = 4096;
+
+/**
+ * Renames every entry of `fromFd` into `toFd` (no-replace): how the first build's restores
+ * moved whole trees, kept to finish a journal of that build after an upgrade.
+ */
+export function moveAll(store: CheckpointStore, fromFd: number, toFd: number): void {
+  const { sys } = store.deps;
+  for (;;) {
+    const listed = sys.readdirAt(fromFd, NAMES_PER_PASS);
+    if (!listed.ok) throw errnoError(listed.errno, { op: "restore", path: "" });
+    if (listed.value.names.length === 0) return;
+    for (const entry of listed.value.names) {
+      const renamed = sys.renameat2(fromFd, entry, toFd, entry, RENAME_NOREPLACE);
+      if (!renamed.ok && renamed.errno !== Errno.ENOENT) {
+        throw errnoError(renamed.errno, { op: "restore", path: entry.toString() });
+      }
+    }
+  }
+}

@@ -17,7 +17,7 @@ import { CHECKPOINTS_DIR, type CheckpointStore } from "./checkpoint-store.ts";
 import { copyEntry, emptyTreeStats, type TreeStats } from "./copy-tree.ts";
 import { removeTree } from "./remove-tree.ts";
 import { diffTrees, type RestoreDiff } from "./restore-diff.ts";
-import { moveEntry, openDir, openParent, refinish } from "./restore-moves.ts";
+import { moveAll, moveEntry, openDir, openParent, refinish } from "./restore-moves.ts";
 
 /**
  * The steps of a restore, in order; a test may stop the process at any of them
@@ -59,6 +59,8 @@ const journalSchema = z.object({
       ),
     })
     .optional(),
+  /** The first build's journals: the checkpoint root's metadata (the diff's dirs now). */
+  root: z.object({ mode: z.string(), atime_ns: z.string(), mtime_ns: z.string() }).optional(),
 });
 type Journal = z.output<typeof journalSchema>;
 
@@ -217,27 +219,33 @@ function rollForward(
   const staging = STAGING_PREFIX + journal.restore_id;
   const trash = staging + TRASH_SUFFIX;
   const diff = journal.diff ?? { remove: [], put: [], dirs: [] };
+  // A journal of the first build (no `diff`) staged the whole checkpoint: all moves.
+  const whole = journal.diff === undefined;
   withDirSync(store, parentFd, name, (workdir) => {
     if (journal.phase === "clearing") {
-      withDirSync(store, parentFd, trash, (trashFd) =>
+      withDirSync(store, parentFd, trash, (trashFd) => {
+        if (whole) moveAll(store, workdir, trashFd);
         diff.remove.forEach((path, i) => {
           moveEntry(store, workdir, path, trashFd, [String(i)], "out");
           if (i === 0) onStep("clearing");
-        }),
-      );
+        });
+      });
       onStep("cleared");
       writeJournal(store, { ...journal, phase: "filling" });
     }
     // Gone only once everything was moved and the cleanup ran (a repeat after a crash).
     if (exists(store, parentFd, staging)) {
-      withDirSync(store, parentFd, staging, (stagingFd) =>
+      withDirSync(store, parentFd, staging, (stagingFd) => {
+        if (whole) moveAll(store, stagingFd, workdir);
         diff.put.forEach((path, i) => {
           moveEntry(store, stagingFd, [String(i)], workdir, path, "in");
           if (i === 0) onStep("filling");
-        }),
-      );
+        });
+      });
     }
     onStep("filled");
+    if (whole && journal.root !== undefined)
+      refinish(store, workdir, { path: [], ...journal.root });
     diff.dirs.forEach((dir, i) => {
       refinish(store, workdir, dir);
       if (i === 0) onStep("refinishing");

@@ -52,12 +52,16 @@ export interface CheckpointStore {
   readonly mode: CheckpointCopyMode;
   /** What a checkpoint of the Workdir would hold now (for the quota check). */
   measure(uid: string, workdirPath: string, signal: AbortSignal): TreeStats;
-  /** Copies the Workdir into the store as `checkpointId`, whole or not at all. */
+  /**
+   * Copies the Workdir into the store as `checkpointId`, whole or not at all; files
+   * unchanged since checkpoint `baseId` (the thread's previous one) are hard links to it.
+   */
   take(
     uid: string,
     workdirPath: string,
     checkpointId: string,
     signal: AbortSignal,
+    baseId?: string,
   ): Promise<TreeStats>;
   /** Copies checkpoint `checkpointId` into `dstFd` (an empty directory we hold). */
   copyOut(
@@ -179,7 +183,7 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
       );
     },
 
-    async take(uid, workdirPath, checkpointId, signal) {
+    async take(uid, workdirPath, checkpointId, signal, baseId) {
       return withFdAsync(openBelowRoot(workdirNames(uid, workdirPath)), (workdir) =>
         withFdAsync(openUserDir(uid), async (userDir) => {
           const temp = TAKING_PREFIX + checkpointId;
@@ -187,6 +191,8 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
           if (!made.ok) throw errnoError(made.errno, { op: "checkpoint", path: temp });
           let published = false;
           try {
+            // A base that is gone (pruned meanwhile) or was never whole: a plain copy.
+            const base = baseId === undefined ? undefined : sys.openat(userDir, baseId, dirFlags);
             const stats = await withFdAsync(openOrThrow(userDir, temp), async (dst) => {
               const copied = await copyTree(
                 { ...deps, owner: undefined },
@@ -194,7 +200,10 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
                 dst,
                 deps.mode,
                 signal,
-              );
+                base?.ok ? base.value : undefined,
+              ).finally(() => {
+                if (base?.ok) sys.close(base.value);
+              });
               finishDirectory(
                 { ...deps, owner: undefined },
                 dst,

@@ -72,7 +72,12 @@ export class Checkpoints {
     const measured = store.measure(target.uid, target.workdirPath, signal);
     await this.#checkQuota(target.uid, measured.bytes, signal);
     const checkpointId = randomUUID();
-    const stats = await store.take(target.uid, target.workdirPath, checkpointId, signal);
+    const [previous] = await this.list(target).limit(1);
+    const baseId =
+      previous?.workdirPath === target.workdirPath && previous.nodeId === this.#deps.nodeId
+        ? previous.checkpointId
+        : undefined;
+    const stats = await store.take(target.uid, target.workdirPath, checkpointId, signal, baseId);
     const [row] = await db
       .insert(checkpoints)
       .values({

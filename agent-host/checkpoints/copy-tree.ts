@@ -18,6 +18,7 @@ import {
   type SysPath,
 } from "../workspace/syscalls.ts";
 import type { CheckpointCopyMode, CheckpointSyscalls } from "./checkpoint-syscalls.ts";
+import { lstatNs } from "./lstat-ns.ts";
 
 /** Bytes per read/write when a file is copied rather than cloned. */
 export const COPY_CHUNK_BYTES = 1024 * 1024;
@@ -72,9 +73,37 @@ export async function copyTree(
   dstFd: number,
   mode: CheckpointCopyMode,
   signal: AbortSignal,
+  base?: number,
 ): Promise<TreeStats> {
   const stats = emptyTreeStats();
-  await copyLevel(deps, srcFd, dstFd, mode, signal, stats, 1);
+  await copyLevel(deps, srcFd, dstFd, mode, signal, stats, 1, base);
+  return stats;
+}
+
+/**
+ * Copies one entry `name` of `srcParent` (a regular file, or a real directory with all
+ * below it) as `dstName` into `dstParent`, with copyTree's rules; anything else is skipped.
+ * A restore stages only what differs this way (restore-workdir.ts).
+ */
+export async function copyEntry(
+  deps: TreeCopyDeps,
+  srcParent: number,
+  name: Buffer,
+  dstParent: number,
+  dstName: Buffer,
+  mode: CheckpointCopyMode,
+  signal: AbortSignal,
+): Promise<TreeStats> {
+  const stats = emptyTreeStats();
+  const st = deps.sys.lstatAt(srcParent, name);
+  if (!st.ok) throw errnoError(st.errno, { op: "checkpoint", path: printable(name) });
+  if (st.value.isDirectory()) {
+    await copyDirectory(deps, srcParent, dstParent, name, mode, signal, stats, 1, dstName);
+  } else if (st.value.isFile()) {
+    await copyFile(deps, srcParent, dstParent, name, st.value.ino, mode, stats, dstName);
+  } else {
+    stats.skipped++;
+  }
   return stats;
 }
 
@@ -86,6 +115,7 @@ async function copyLevel(
   signal: AbortSignal,
   stats: TreeStats,
   depth: number,
+  base?: number,
 ): Promise<void> {
   if (depth > deps.maxDepth) throw tooBig("maxDepth", deps.maxDepth);
   for (const name of listNames(deps, srcFd, stats)) {
@@ -96,9 +126,9 @@ async function copyLevel(
       throw errnoError(st.errno, { op: "checkpoint", path: printable(name) });
     }
     if (st.value.isDirectory()) {
-      await copyDirectory(deps, srcFd, dstFd, name, mode, signal, stats, depth);
+      await copyDirectory(deps, srcFd, dstFd, name, mode, signal, stats, depth, name, base);
     } else if (st.value.isFile()) {
-      await copyFile(deps, srcFd, dstFd, name, st.value.ino, mode, stats);
+      await copyFile(deps, srcFd, dstFd, name, st.value.ino, mode, stats, name, base);
     } else {
       stats.skipped++;
     }
@@ -122,6 +152,8 @@ async function copyDirectory(
   signal: AbortSignal,
   stats: TreeStats,
   depth: number,
+  dstName: Buffer = name,
+  baseParent?: number,
 ): Promise<void> {
   const src = deps.sys.openat(srcParent, name, DIR_FLAGS);
   if (!src.ok) {
@@ -130,16 +162,20 @@ async function copyDirectory(
     return;
   }
   try {
-    const made = deps.sys.mkdirat(dstParent, name, 0o700);
+    const made = deps.sys.mkdirat(dstParent, dstName, 0o700);
     if (!made.ok) throw errnoError(made.errno, { op: "checkpoint", path: printable(name) });
-    const dst = deps.sys.openat(dstParent, name, DIR_FLAGS);
+    const dst = deps.sys.openat(dstParent, dstName, DIR_FLAGS);
     if (!dst.ok) throw errnoError(dst.errno, { op: "checkpoint", path: printable(name) });
+    const base =
+      baseParent === undefined ? undefined : deps.sys.openat(baseParent, name, DIR_FLAGS);
     try {
       stats.dirs++;
-      await copyLevel(deps, src.value, dst.value, mode, signal, stats, depth + 1);
+      const baseFd = base?.ok ? base.value : undefined;
+      await copyLevel(deps, src.value, dst.value, mode, signal, stats, depth + 1, baseFd);
       finishDirectory(deps, dst.value, fstatSync(src.value, { bigint: true }));
     } finally {
       deps.sys.close(dst.value);
+      if (base?.ok) deps.sys.close(base.value);
     }
   } finally {
     deps.sys.close(src.value);
@@ -154,6 +190,8 @@ async function copyFile(
   ino: number,
   mode: CheckpointCopyMode,
   stats: TreeStats,
+  dstName: Buffer = name,
+  base?: number,
 ): Promise<void> {
   const src = deps.sys.openat(srcParent, name, FILE_READ_FLAGS);
   if (!src.ok) {
@@ -168,7 +206,12 @@ async function copyFile(
       stats.skipped++;
       return;
     }
-    const dst = deps.sys.openat(dstParent, name, FILE_CREATE_FLAGS, 0o600);
+    if (base !== undefined && linkUnchanged(deps, base, name, dstParent, dstName, st)) {
+      stats.files++;
+      stats.bytes += Number(st.size);
+      return;
+    }
+    const dst = deps.sys.openat(dstParent, dstName, FILE_CREATE_FLAGS, 0o600);
     if (!dst.ok) throw errnoError(dst.errno, { op: "checkpoint", path: printable(name) });
     try {
       await copyContent(deps, src.value, dst.value, Number(st.size), mode);
@@ -227,6 +270,37 @@ async function copyInKernel(
     await new Promise((resolve) => setImmediate(resolve));
   }
   return true;
+}
+
+/**
+ * Links the previous checkpoint's copy of a file into the new one when the file has not
+ * changed since that copy was made (docs/decisions/0162): same size, kept mode bits and
+ * nanosecond mtime, and the source's ctime strictly older than the copy's (the kernel sets
+ * ctime on every write, chmod, utimes, rename and link; the same rule as a restore's
+ * difference, decision 0155). Checkpoints are never written after they are taken, so two
+ * of them may share the inode; a name already gone (pruned meanwhile) falls back to a copy.
+ */
+function linkUnchanged(
+  deps: TreeCopyDeps,
+  base: number,
+  name: Buffer,
+  dstParent: number,
+  dstName: Buffer,
+  st: BigIntStats,
+): boolean {
+  if (deps.owner !== undefined) return false; // only between store directories (ours)
+  const previous = lstatNs({}, base, name);
+  if (
+    previous === undefined ||
+    !previous.isFile() ||
+    previous.size !== st.size ||
+    (previous.mode & 0o7777n) !== (st.mode & BigInt(KEPT_MODE_BITS)) ||
+    previous.mtimeNs !== st.mtimeNs ||
+    !(st.ctimeNs < previous.ctimeNs)
+  ) {
+    return false;
+  }
+  return deps.sys.linkat(base, name, dstParent, dstName, 0).ok;
 }
 
 /** Gives a copied directory its source's mode, owner and times (after its children). */

@@ -1,6 +1,5 @@
 import {
   closeSync,
-  fstatSync,
   fsyncSync,
   openSync,
   readdirSync,
@@ -13,22 +12,18 @@ import { join } from "node:path";
 import { z } from "zod";
 import { uidDirname } from "../../shared/paths/index.ts";
 import { errnoError } from "../workspace/errno-error.ts";
-import {
-  Errno,
-  O_CLOEXEC,
-  O_DIRECTORY,
-  O_NOFOLLOW,
-  O_RDONLY,
-  RENAME_NOREPLACE,
-} from "../workspace/syscalls.ts";
+import { Errno } from "../workspace/syscalls.ts";
 import { CHECKPOINTS_DIR, type CheckpointStore } from "./checkpoint-store.ts";
-import { finishDirectory, type TreeStats } from "./copy-tree.ts";
+import { copyEntry, emptyTreeStats, type TreeStats } from "./copy-tree.ts";
 import { removeTree } from "./remove-tree.ts";
+import { diffTrees, type RestoreDiff } from "./restore-diff.ts";
+import { moveAll, moveEntry, openDir, openParent, refinish } from "./restore-moves.ts";
 
 /**
  * The steps of a restore, in order; a test may stop the process at any of them
- * (`onStep`), and the next start must find the Workdir either old or restored. `clearing`
- * and `filling` fire after the first entry moved, so a stop lands mid-phase.
+ * (`onStep`), and the next start must find the Workdir either old or restored. `clearing`,
+ * `filling` and `refinishing` fire after the first entry of their phase, so a stop lands
+ * mid-phase.
  */
 export const RESTORE_STEPS = [
   "planned",
@@ -38,24 +33,33 @@ export const RESTORE_STEPS = [
   "cleared",
   "filling",
   "filled",
+  "refinishing",
   "finished",
   "cleaned",
 ] as const;
 export type RestoreStep = (typeof RESTORE_STEPS)[number];
 
-/** Hidden siblings of the Workdir: the checkpoint's copy, and where the old entries go. */
+/** Hidden siblings of the Workdir: what is copied in, and where what goes out is moved. */
 export const STAGING_PREFIX = ".workcell-restore-";
 const TRASH_SUFFIX = "-old";
 
-/** How many names one pass moves; the directory is listed again until it is empty. */
-const NAMES_PER_PASS = 4096;
-
+const entryPath = z.array(z.string().regex(/^([0-9a-f]{2})+$/));
 const journalSchema = z.object({
   restore_id: z.uuid(),
   uid: z.string().min(1),
   workdir_path: z.string().min(1),
   checkpoint_id: z.uuid(),
   phase: z.enum(["staging", "clearing", "filling"]),
+  diff: z
+    .object({
+      remove: z.array(entryPath),
+      put: z.array(entryPath),
+      dirs: z.array(
+        z.object({ path: entryPath, mode: z.string(), atime_ns: z.string(), mtime_ns: z.string() }),
+      ),
+    })
+    .optional(),
+  /** The first build's journals: the checkpoint root's metadata (the diff's dirs now). */
   root: z.object({ mode: z.string(), atime_ns: z.string(), mtime_ns: z.string() }).optional(),
 });
 type Journal = z.output<typeof journalSchema>;
@@ -65,22 +69,25 @@ export type RestoreOutcome = "completed" | "rolled_back";
 type Plan = { restoreId: string; uid: string; workdirPath: string; checkpointId: string };
 
 /**
- * Makes the Workdir exactly checkpoint `checkpointId`, crash-safe (docs/decisions/0152),
- * keeping the Workdir directory itself (its inode: a sandbox that binds the Workdir on its
- * own, the `workdir` file view, keeps seeing it):
+ * Makes the Workdir exactly checkpoint `checkpointId`, touching only what differs,
+ * crash-safe (docs/decisions/0152, 0155), keeping the Workdir directory itself (its inode:
+ * a sandbox that binds the Workdir on its own, the `workdir` file view, keeps seeing it):
  * 1. the plan is written (a journal in the store, fsync'd) before anything is touched;
- * 2. the checkpoint is copied into a hidden, agent-host-owned (0700) sibling of the Workdir
- *    (same directory: same filesystem and quota project, so reflinks and renames work);
- *    a crash before the journal says `clearing` is rolled back (the copy is removed);
- * 3. `clearing`: every entry of the Workdir is renamed into a second hidden sibling (the
- *    trash), then `filling`: every entry of the copy is renamed into the Workdir. Both are
- *    renames of names only: nothing of the old tree is opened, written or followed (a
- *    symlink or hard link the agent planted is only moved, then unlinked);
- * 4. the Workdir gets the checkpoint root's mode and times; the trash is removed; the
- *    journal is dropped.
- * From `clearing` on, recoverRestores() rolls forward: in `clearing` everything still in
- * the Workdir is old, in `filling` everything in it is restored, so finishing the phase
- * and the next is always possible and always ends at the restored tree, never a mix.
+ * 2. the difference is found by comparing the two trees (restore-diff.ts) and what the
+ *    checkpoint holds of it is copied into a hidden, agent-host-owned (0700) sibling of the
+ *    Workdir (same directory: same filesystem and quota project, so reflinks and renames
+ *    work), one numbered entry per path; a crash before the journal says `clearing` (with
+ *    the difference in it) is rolled back (the copy is removed);
+ * 3. `clearing`: every Workdir entry to go is renamed into a second hidden sibling (the
+ *    trash), then `filling`: every staged entry is renamed to its place. Both are renames
+ *    of names inside directories opened O_NOFOLLOW: nothing of the old tree is opened,
+ *    written or followed (a symlink or hard link the agent planted is only moved, then
+ *    unlinked); entries that did not change are not touched at all;
+ * 4. the directories that changed get the checkpoint's mode and times, deepest first; the
+ *    trash is removed; the journal is dropped.
+ * From `clearing` on, recoverRestores() rolls forward: each move is a rename whose source
+ * is gone once done, so repeating the phase finishes it, and the end is always the
+ * restored tree, never a mix.
  */
 export async function restoreWorkdir(
   store: CheckpointStore,
@@ -106,18 +113,21 @@ export async function restoreWorkdir(
       const made = sys.mkdirat(parent.fd, name, 0o700);
       if (!made.ok) throw errnoError(made.errno, { op: "restore", path: name });
     }
-    const stats = await withDir(store, parent.fd, staging, (fd) =>
-      store.copyOut(plan.uid, plan.checkpointId, fd, true, signal),
+    // Opened O_NOFOLLOW: a Workdir that is not a real directory (a symlink the agent put
+    // there) fails here, before the point of no return, and the restore is rolled back.
+    const { diff, stats } = await withDir(store, parent.fd, parent.name, (workdir) =>
+      withCheckpoint(store, plan, (checkpoint) =>
+        withDir(store, parent.fd, staging, (stagingFd) =>
+          stageDiff(store, checkpoint, workdir, stagingFd, signal),
+        ),
+      ),
     );
     onStep("staged");
-    const root = checkpointRootStat(store, plan.uid, plan.checkpointId);
-    // Opened before the point of no return: a Workdir that is not a real directory (a
-    // symlink the agent put there) fails here and the restore is rolled back.
-    sys.close(openDir(store, parent.fd, parent.name));
-    writeJournal(store, { ...journal, phase: "clearing", root });
+    const ready: Journal = { ...journal, phase: "clearing", diff };
+    writeJournal(store, ready);
     forward = true;
     onStep("ready");
-    rollForward(store, parent.fd, parent.name, { ...journal, phase: "clearing", root }, onStep);
+    rollForward(store, parent.fd, parent.name, ready, onStep);
     return stats;
   } catch (err) {
     // Before `clearing` the Workdir is untouched: roll back now rather than at next start.
@@ -126,6 +136,40 @@ export async function restoreWorkdir(
   } finally {
     sys.close(parent.fd);
   }
+}
+
+/** The difference, and a copy of what the checkpoint holds of it (entries `0`, `1`, …). */
+async function stageDiff(
+  store: CheckpointStore,
+  checkpoint: number,
+  workdir: number,
+  stagingFd: number,
+  signal: AbortSignal,
+): Promise<{ diff: RestoreDiff; stats: TreeStats }> {
+  const diff = diffTrees(store.deps, checkpoint, workdir);
+  const stats = emptyTreeStats();
+  for (const [i, path] of diff.put.entries()) {
+    signal.throwIfAborted();
+    const { fd, name } = openParent(store, checkpoint, path);
+    try {
+      const copied = await copyEntry(
+        store.deps,
+        fd,
+        name,
+        stagingFd,
+        Buffer.from(String(i)),
+        store.deps.mode,
+        signal,
+      );
+      stats.files += copied.files;
+      stats.dirs += copied.dirs;
+      stats.bytes += copied.bytes;
+      stats.skipped += copied.skipped;
+    } finally {
+      if (fd !== checkpoint) store.deps.sys.close(fd);
+    }
+  }
+  return { diff, stats };
 }
 
 /** Completes or rolls back every restore a crash interrupted on this data root. */
@@ -163,7 +207,7 @@ function recoverOne(store: CheckpointStore, journal: Journal): RestoreOutcome {
   }
 }
 
-/** `clearing` (if the journal says so), `filling`, the root's metadata, the cleanup. */
+/** `clearing` (if the journal says so), `filling`, the directories, the cleanup. */
 function rollForward(
   store: CheckpointStore,
   parentFd: number,
@@ -174,30 +218,38 @@ function rollForward(
   const { sys } = store.deps;
   const staging = STAGING_PREFIX + journal.restore_id;
   const trash = staging + TRASH_SUFFIX;
+  const diff = journal.diff ?? { remove: [], put: [], dirs: [] };
+  // A journal of the first build (no `diff`) staged the whole checkpoint: all moves.
+  const whole = journal.diff === undefined;
   withDirSync(store, parentFd, name, (workdir) => {
     if (journal.phase === "clearing") {
-      withDirSync(store, parentFd, trash, (trashFd) =>
-        moveAll(store, workdir, trashFd, () => onStep("clearing")),
-      );
+      withDirSync(store, parentFd, trash, (trashFd) => {
+        if (whole) moveAll(store, workdir, trashFd);
+        diff.remove.forEach((path, i) => {
+          moveEntry(store, workdir, path, trashFd, [String(i)], "out");
+          if (i === 0) onStep("clearing");
+        });
+      });
       onStep("cleared");
       writeJournal(store, { ...journal, phase: "filling" });
     }
     // Gone only once everything was moved and the cleanup ran (a repeat after a crash).
     if (exists(store, parentFd, staging)) {
-      withDirSync(store, parentFd, staging, (stagingFd) =>
-        moveAll(store, stagingFd, workdir, () => onStep("filling")),
-      );
+      withDirSync(store, parentFd, staging, (stagingFd) => {
+        if (whole) moveAll(store, stagingFd, workdir);
+        diff.put.forEach((path, i) => {
+          moveEntry(store, stagingFd, [String(i)], workdir, path, "in");
+          if (i === 0) onStep("filling");
+        });
+      });
     }
     onStep("filled");
-    if (journal.root !== undefined) {
-      const st = fstatSync(workdir, { bigint: true });
-      finishDirectory(store.deps, workdir, {
-        ...st,
-        mode: BigInt(journal.root.mode),
-        atimeNs: BigInt(journal.root.atime_ns),
-        mtimeNs: BigInt(journal.root.mtime_ns),
-      } as typeof st);
-    }
+    if (whole && journal.root !== undefined)
+      refinish(store, workdir, { path: [], ...journal.root });
+    diff.dirs.forEach((dir, i) => {
+      refinish(store, workdir, dir);
+      if (i === 0) onStep("refinishing");
+    });
   });
   onStep("finished");
   removeTree(sys, parentFd, staging, store.deps.maxDepth + 2);
@@ -213,53 +265,17 @@ function exists(store: CheckpointStore, parentFd: number, name: string): boolean
   throw errnoError(st.errno, { op: "restore", path: name });
 }
 
-/** Renames every entry of `fromFd` into `toFd` (no-replace), calling `afterFirst` once. */
-function moveAll(
+async function withCheckpoint<T>(
   store: CheckpointStore,
-  fromFd: number,
-  toFd: number,
-  afterFirst: () => void,
-): void {
-  const { sys } = store.deps;
-  let moved = 0;
-  for (;;) {
-    const listed = sys.readdirAt(fromFd, NAMES_PER_PASS);
-    if (!listed.ok) throw errnoError(listed.errno, { op: "restore", path: "" });
-    if (listed.value.names.length === 0) return;
-    for (const entry of listed.value.names) {
-      const renamed = sys.renameat2(fromFd, entry, toFd, entry, RENAME_NOREPLACE);
-      if (!renamed.ok && renamed.errno !== Errno.ENOENT) {
-        throw errnoError(renamed.errno, { op: "restore", path: entry.toString() });
-      }
-      if (++moved === 1) afterFirst();
-    }
-  }
-}
-
-function checkpointRootStat(store: CheckpointStore, uid: string, checkpointId: string) {
-  const userDir = store.openUserDir(uid);
+  plan: Plan,
+  fn: (fd: number) => Promise<T>,
+): Promise<T> {
+  const userDir = store.openUserDir(plan.uid);
   try {
-    return withDirSync(store, userDir, checkpointId, (fd) => {
-      const st = fstatSync(fd, { bigint: true });
-      return {
-        mode: String(st.mode),
-        atime_ns: String(st.atimeNs),
-        mtime_ns: String(st.mtimeNs),
-      };
-    });
+    return await withDir(store, userDir, plan.checkpointId, fn);
   } finally {
     store.deps.sys.close(userDir);
   }
-}
-
-function openDir(store: CheckpointStore, parentFd: number, name: string): number {
-  const opened = store.deps.sys.openat(
-    parentFd,
-    name,
-    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-  );
-  if (!opened.ok) throw errnoError(opened.errno, { op: "restore", path: name });
-  return opened.value;
 }
 
 function withDirSync<T>(
@@ -279,7 +295,7 @@ function withDirSync<T>(
 async function withDir<T>(
   store: CheckpointStore,
   parentFd: number,
-  name: string,
+  name: string | Buffer,
   fn: (fd: number) => Promise<T>,
 ): Promise<T> {
   const fd = openDir(store, parentFd, name);

@@ -20,6 +20,9 @@ export async function findLimitsOverride(
   if (row.maxConcurrentRuns !== null) out.max_concurrent_runs = row.maxConcurrentRuns;
   if (row.requestsPerMinute !== null) out.requests_per_minute = row.requestsPerMinute;
   if (row.egressBytesPerRun !== null) out.egress_bytes_per_run = row.egressBytesPerRun;
+  if (row.maxCheckpointsPerThread !== null) {
+    out.max_checkpoints_per_thread = row.maxCheckpointsPerThread;
+  }
   return out;
 }
 
@@ -47,6 +50,7 @@ export async function putLimitsOverride(
     maxConcurrentRuns: override.max_concurrent_runs ?? null,
     requestsPerMinute: override.requests_per_minute ?? null,
     egressBytesPerRun: override.egress_bytes_per_run ?? null,
+    maxCheckpointsPerThread: override.max_checkpoints_per_thread ?? null,
     updatedAt: new Date(),
   };
   await db

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { DEFAULT_MAX_CHECKPOINTS_PER_THREAD } from "../db/schema/checkpoints.ts";
 
 /**
  * Per-uid limits (docs/architecture.md §9, docs/api.md "Limits and usage"). A field an admin has not
@@ -10,6 +11,7 @@ export const DEFAULT_USER_LIMITS: UserLimits = Object.freeze({
   max_concurrent_runs: 4,
   requests_per_minute: 600,
   egress_bytes_per_run: 1024 ** 3,
+  max_checkpoints_per_thread: DEFAULT_MAX_CHECKPOINTS_PER_THREAD,
 });
 
 /** Upper bounds an admin can set (sanity: a typo must not become "unlimited"). */
@@ -55,6 +57,15 @@ export const userLimitsOverrideSchema = z
       .describe(
         "Bytes one run may move through the egress proxy, both ways together; past it its connections are cut.",
       ),
+    max_checkpoints_per_thread: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .optional()
+      .describe(
+        "Checkpoints a thread keeps; the oldest beyond it are deleted (docs/decisions/0153).",
+      ),
   })
   .strict()
   .openapi("UserLimitsOverride")
@@ -77,5 +88,7 @@ export function effectiveLimits(override: UserLimitsOverride, defaults: UserLimi
     max_concurrent_runs: override.max_concurrent_runs ?? defaults.max_concurrent_runs,
     requests_per_minute: override.requests_per_minute ?? defaults.requests_per_minute,
     egress_bytes_per_run: override.egress_bytes_per_run ?? defaults.egress_bytes_per_run,
+    max_checkpoints_per_thread:
+      override.max_checkpoints_per_thread ?? defaults.max_checkpoints_per_thread,
   };
 }

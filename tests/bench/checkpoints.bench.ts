@@ -3,7 +3,7 @@
 // and on the default data root (a bounded copy; target ≤ 1.5); and a restore after a run
 // that changed 10 of the 1,000 files against the full checkpoint (target ≤ 0.2). Needs
 // root and xfsprogs for the reflink lines (SKIPPED otherwise). The warm next turn with
-// before-run checkpoints on/off is not measured here (SKIPPED).
+// before-run checkpoints on/off is checkpoints-warm-turn.bench.ts.
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -29,9 +29,8 @@ const targets = benchTargets("checkpoints", [
   { measure: "checkpoint-reflink-vs-cp", op: "<=", target: 0.1 },
   { measure: "checkpoint-copy-vs-cp", op: "<=", target: 1.5 },
   { measure: "restore-10-of-1000-vs-checkpoint", op: "<=", target: 0.2 },
-  { measure: "warm-turn-checkpoint-on-vs-off", op: "<=", target: 1.15 },
+  // The warm next turn with before-run checkpoints on/off: checkpoints-warm-turn.bench.ts.
 ]);
-targets.skip("warm-turn-checkpoint-on-vs-off", "not built: needs the run stack; see notes/issue39");
 
 async function benchOn(root: DataRoot, label: "reflink" | "copy"): Promise<void> {
   const sys = createLibcSyscalls();

@@ -45,8 +45,10 @@ export async function startBenchStack(
   docker: Docker,
   uid: string,
   tracing?: Tracing,
+  /** Where DATA_DIR is made (default the temp dir): an XFS loop mount for reflink runs. */
+  dataParent: string = tmpdir(),
 ): Promise<BenchStack> {
-  const dataDir = await mkdtemp(join(tmpdir(), "workcell-bench-e2e-"));
+  const dataDir = await mkdtemp(join(dataParent, "workcell-bench-e2e-"));
   const port = await freePort();
   // Only these variables: a MODEL_BASE_URL in the caller's environment must not swap the
   // `shell` model (which executes the input) for a real one.
@@ -134,6 +136,8 @@ export type RunTimes = {
 export type AgentOptions = {
   sandbox?: "container" | "process";
   approvals?: { tools: string[] | "all" };
+  /** Before-run checkpoint (docs/api.md "Checkpoints"). */
+  checkpoint?: boolean;
 };
 
 export type Api = {

@@ -7,6 +7,7 @@ const LIMIT_NAMES = [
   "max_concurrent_runs",
   "requests_per_minute",
   "egress_bytes_per_run",
+  "max_checkpoints_per_thread",
 ] as const;
 type LimitName = (typeof LIMIT_NAMES)[number];
 

@@ -1543,6 +1543,8 @@ export interface components {
       requests_per_minute: number;
       /** @description Bytes one run may move through the egress proxy, both ways together; past it its connections are cut. */
       egress_bytes_per_run: number;
+      /** @description Checkpoints a thread keeps; the oldest beyond it are deleted (docs/decisions/0153). */
+      max_checkpoints_per_thread: number;
     };
     /** @description What an admin set; the rest are defaults. */
     UserLimitsOverride: {
@@ -1556,6 +1558,8 @@ export interface components {
       requests_per_minute?: number;
       /** @description Bytes one run may move through the egress proxy, both ways together; past it its connections are cut. */
       egress_bytes_per_run?: number;
+      /** @description Checkpoints a thread keeps; the oldest beyond it are deleted (docs/decisions/0153). */
+      max_checkpoints_per_thread?: number;
     };
     /** @description The caller's usage against the limits in force. */
     Usage: {

@@ -39,6 +39,7 @@ async function shownUsage(page: Page): Promise<UsageData> {
       max_concurrent_runs: await figure("running_runs", "limit"),
       requests_per_minute: await figure("requests_per_minute", "limit"),
       egress_bytes_per_run: await figure("egress_bytes_per_run", "limit"),
+      max_checkpoints_per_thread: await figure("max_checkpoints_per_thread", "limit"),
     },
   };
 }

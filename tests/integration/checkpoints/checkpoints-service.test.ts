@@ -3,6 +3,7 @@ import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Checkpoints } from "../../../agent-host/checkpoints/checkpoints.ts";
+import { putLimitsOverride } from "../../../functions/limits/user-limits-store.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
 import { checkpoints, conversations, projects, userLimits } from "../../../shared/db/schema.ts";
 import { WorkcellError } from "../../../shared/errors/index.ts";
@@ -77,7 +78,8 @@ describe("checkpoints with their rows", () => {
   });
 
   it("keeps exactly max_checkpoints_per_thread, dropping the oldest rows and directories", async () => {
-    await db.insert(userLimits).values({ uid: UID, maxCheckpointsPerThread: 3 });
+    // Set the way PUT /v1/admin/users/{uid}/limits sets it.
+    await putLimitsOverride(db, UID, { max_checkpoints_per_thread: 3 });
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       writeFileSync(join(env.workdir, "counter.txt"), String(i));

@@ -16,6 +16,7 @@ const SWAPPED = new Set([
   "cleared",
   "filling",
   "filled",
+  "refinishing",
   "finished",
   "cleaned",
 ]);

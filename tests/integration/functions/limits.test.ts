@@ -56,6 +56,25 @@ describe("admin limits", () => {
     expect(after.overrides).toEqual({ workspace_inodes: 10 });
   });
 
+  test("max_checkpoints_per_thread is set, answered and reset like the others", async () => {
+    const put = await h.call("PUT", limitsPath("carl"), {
+      headers: admin,
+      body: { max_checkpoints_per_thread: 3 },
+    });
+    expect(put.status).toBe(200);
+    expect(await put.json()).toEqual({
+      uid: "carl",
+      limits: { ...DEFAULT_USER_LIMITS, max_checkpoints_per_thread: 3 },
+      overrides: { max_checkpoints_per_thread: 3 },
+    });
+    expect(DEFAULT_USER_LIMITS.max_checkpoints_per_thread).toBe(20);
+    await h.call("PUT", limitsPath("carl"), { headers: admin, body: {} });
+    const reset = await jsonOf<{ limits: { max_checkpoints_per_thread: number } }>(
+      await h.call("GET", limitsPath("carl"), { headers: admin }),
+    );
+    expect(reset.limits.max_checkpoints_per_thread).toBe(20);
+  });
+
   test("non-admins are refused (before the body), and bad bodies are 400", async () => {
     const before = await jsonOf<object>(
       await h.call("GET", limitsPath("dave"), { headers: admin }),
@@ -63,7 +82,13 @@ describe("admin limits", () => {
     const asUser = await h.call("PUT", limitsPath("dave"), { body: { workspace_bytes: 1 } });
     expect(asUser.status).toBe(403);
     expect((await h.call("GET", limitsPath("dave"))).status).toBe(403);
-    for (const body of [{ workspace_bytes: -1 }, { workspace_bytes: 1.5 }, { other: 1 }]) {
+    for (const body of [
+      { workspace_bytes: -1 },
+      { workspace_bytes: 1.5 },
+      { other: 1 },
+      { max_checkpoints_per_thread: 0 },
+      { max_checkpoints_per_thread: 1001 },
+    ]) {
       expect((await h.call("PUT", limitsPath("dave"), { headers: admin, body })).status).toBe(400);
     }
     expect(

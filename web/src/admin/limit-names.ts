@@ -18,4 +18,5 @@ export const LIMITS: readonly { name: LimitName; label: string; show(n: number):
     show: (n) => n.toLocaleString(),
   },
   { name: "egress_bytes_per_run", label: "Network bytes per run", show: formatBytes },
+  { name: "max_checkpoints_per_thread", label: "Checkpoints kept per thread", show: String },
 ];

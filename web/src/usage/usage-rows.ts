@@ -71,6 +71,12 @@ export function usageRows(u: UsageData): UsageRow[] {
       limit: figure(limits.egress_bytes_per_run, formatBytes),
       state: "ok",
     },
+    {
+      key: "max_checkpoints_per_thread",
+      label: "Checkpoints kept per thread",
+      limit: figure(limits.max_checkpoints_per_thread, count),
+      state: "ok",
+    },
   ];
 }
 

@@ -1,0 +1,56 @@
+import { and, eq, gt } from "drizzle-orm";
+import type { Logger } from "pino";
+import type { Db } from "../../../shared/db/client.ts";
+import { agentRuns } from "../../../shared/db/schema.ts";
+import { type DatabaseRetry, isTransientDatabaseError, retryDatabase } from "../database-retry.ts";
+
+/** How a claim whose answer was lost is looked up (decision 0150). */
+export interface LostClaimLookup {
+  readonly retry: DatabaseRetry;
+  readonly logger: Logger;
+}
+
+type ClaimedRow = typeof agentRuns.$inferSelect;
+
+/**
+ * A claim's transaction failed with a transient error (the connection went away around its
+ * COMMIT): the claim may have committed without this node hearing it (decision 0150). The
+ * run is read again, waiting for the database within `retry`: running, owned by this node
+ * and past the attempt the candidate had means the claim is ours, and the caller takes it
+ * up as if the answer had come (the fill is this node's one claimer, so no other claim of
+ * this node can have moved it meanwhile). Undefined: not claimed by us (nothing to do).
+ * Rethrows the claim's own error when the error was not transient or the database did not
+ * answer within the retry's bound (the run's lease then decides, as before).
+ */
+export async function findLostClaim(
+  db: Db,
+  claim: { readonly runId: string; readonly nodeId: string; readonly attemptBefore: number },
+  error: unknown,
+  lookup: LostClaimLookup | undefined,
+): Promise<ClaimedRow | undefined> {
+  if (lookup === undefined || !isTransientDatabaseError(error)) throw error;
+  const [row] = await retryDatabase(
+    lookup.retry,
+    "looking up a claim whose answer was lost",
+    lookup.logger,
+    () =>
+      db
+        .select()
+        .from(agentRuns)
+        .where(
+          and(
+            eq(agentRuns.runId, claim.runId),
+            eq(agentRuns.status, "running"),
+            eq(agentRuns.ownerNode, claim.nodeId),
+            gt(agentRuns.attempt, claim.attemptBefore),
+          ),
+        ),
+  );
+  if (row !== undefined) {
+    lookup.logger.warn(
+      { run_id: row.runId, attempt: row.attempt },
+      "a claim whose answer was lost had committed; taking the run up",
+    );
+  }
+  return row;
+}

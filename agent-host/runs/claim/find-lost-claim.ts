@@ -1,4 +1,4 @@
-import { and, eq, gt } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
@@ -16,9 +16,10 @@ type ClaimedRow = typeof agentRuns.$inferSelect;
  * A claim's transaction failed with a transient error (the connection went away around its
  * COMMIT): the claim may have committed without this node hearing it (decision 0150). The
  * run is read again, waiting for the database within `retry`: running, owned by this node
- * and past the attempt the candidate had means the claim is ours, and the caller takes it
- * up as if the answer had come (the fill is this node's one claimer, so no other claim of
- * this node can have moved it meanwhile). Undefined: not claimed by us (nothing to do).
+ * at the attempt after the candidate's means the claim is ours, and the caller takes it up
+ * as if the answer had come (the fill is this node's one claimer: one RunWorker per node
+ * id, so no other claim in this node's name can have made that attempt). Undefined: not
+ * claimed by us (another claim came between, or ours rolled back: nothing to take up).
  * Rethrows the claim's own error when the error was not transient or the database did not
  * answer within the retry's bound (the run's lease then decides, as before).
  */
@@ -42,7 +43,7 @@ export async function findLostClaim(
             eq(agentRuns.runId, claim.runId),
             eq(agentRuns.status, "running"),
             eq(agentRuns.ownerNode, claim.nodeId),
-            gt(agentRuns.attempt, claim.attemptBefore),
+            eq(agentRuns.attempt, claim.attemptBefore + 1),
           ),
         ),
   );

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
@@ -29,29 +29,28 @@ export async function findLostClaim(
   error: unknown,
   lookup: LostClaimLookup | undefined,
 ): Promise<ClaimedRow | undefined> {
-  if (lookup === undefined || !isTransientDatabaseError(error)) throw error;
+  if (lookup === undefined) throw error;
+  const log = lookup.logger.child({ run_id: claim.runId, attempt_before: claim.attemptBefore });
+  if (!isTransientDatabaseError(error)) {
+    log.warn({ err: error }, "claiming a waiting run failed (not a lost answer)");
+    throw error;
+  }
   const [row] = await retryDatabase(
     lookup.retry,
     "looking up a claim whose answer was lost",
-    lookup.logger,
-    () =>
-      db
-        .select()
-        .from(agentRuns)
-        .where(
-          and(
-            eq(agentRuns.runId, claim.runId),
-            eq(agentRuns.status, "running"),
-            eq(agentRuns.ownerNode, claim.nodeId),
-            eq(agentRuns.attempt, claim.attemptBefore + 1),
-          ),
-        ),
+    log,
+    () => db.select().from(agentRuns).where(eq(agentRuns.runId, claim.runId)),
   );
-  if (row !== undefined) {
-    lookup.logger.warn(
-      { run_id: row.runId, attempt: row.attempt },
-      "a claim whose answer was lost had committed; taking the run up",
-    );
-  }
-  return row;
+  const ours =
+    row !== undefined &&
+    row.status === "running" &&
+    row.ownerNode === claim.nodeId &&
+    row.attempt === claim.attemptBefore + 1;
+  log.warn(
+    { err: error, status: row?.status, owner_node: row?.ownerNode, attempt: row?.attempt, ours },
+    ours
+      ? "a claim whose answer was lost had committed; taking the run up"
+      : "a claim whose answer was lost had not committed for this node",
+  );
+  return ours ? row : undefined;
 }

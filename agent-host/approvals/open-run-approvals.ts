@@ -1,10 +1,13 @@
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import type { Logger } from "pino";
 import { z } from "zod";
 import { approvalArguments, approvalHash } from "../../shared/approvals/approval-hash.ts";
 import type { Db } from "../../shared/db/client.ts";
 import { type AgentRun, type RunApprovalRow, runApprovals } from "../../shared/db/schema.ts";
 import type { RunError } from "../runs/agent/agent-event.ts";
 import type { RunFence } from "../runs/claim/run-fence.ts";
+import type { DatabaseRetry } from "../runs/database-retry.ts";
+import { retryDatabaseWhile } from "../runs/retry-database-while.ts";
 import { loadApprovalPolicy, toolAsks } from "./approval-policy.ts";
 import type { LoopApprovals, LoopPause, ResumeDecision } from "./loop-approvals.ts";
 
@@ -33,16 +36,37 @@ const ALREADY_RESUMED: RunError = Object.freeze({
 export async function openRunApprovals(
   db: Db,
   { run, fence }: { readonly run: AgentRun; readonly fence: RunFence },
-  opts: { readonly defaultTimeoutSeconds: number; readonly denialFails: boolean },
+  opts: {
+    readonly defaultTimeoutSeconds: number;
+    readonly denialFails: boolean;
+    /** The two reads wait for a database that is away (pure reads; decision 0150). */
+    readonly retry?: {
+      readonly policy: DatabaseRetry;
+      readonly logger: Logger;
+      readonly signal: AbortSignal;
+    };
+  },
 ): Promise<RunApprovals | undefined> {
-  const [policy, rows] = await Promise.all([
-    loadApprovalPolicy(db, run, opts.defaultTimeoutSeconds),
-    db
-      .select()
-      .from(runApprovals)
-      .where(eq(runApprovals.runId, run.runId))
-      .orderBy(asc(runApprovals.requestedAt)),
-  ]);
+  const read = () =>
+    Promise.all([
+      loadApprovalPolicy(db, run, opts.defaultTimeoutSeconds),
+      db
+        .select()
+        .from(runApprovals)
+        .where(eq(runApprovals.runId, run.runId))
+        .orderBy(asc(runApprovals.requestedAt)),
+    ]);
+  const { retry } = opts;
+  const [policy, rows] =
+    retry === undefined
+      ? await read()
+      : await retryDatabaseWhile(
+          retry.policy,
+          "reading the run's approvals",
+          retry.logger,
+          retry.signal,
+          read,
+        );
   const approvedForRun = new Set(
     rows.flatMap((r) => (r.status === "approved" && r.scope === "run" && r.tool ? [r.tool] : [])),
   );

@@ -43,7 +43,7 @@ import { FairRunSlots } from "./fair-share/fair-run-slots.ts";
 import { parkRun } from "./fair-share/park-run.ts";
 import { type MessageContext, RunConsumer } from "./queue/run-consumer.ts";
 import type { WorkQueue } from "./queue/work-queue.ts";
-import { type RunWorkerLimits, resolveRunWorkerLimits } from "./run-limits.ts";
+import { databaseRetryOf, type RunWorkerLimits, resolveRunWorkerLimits } from "./run-limits.ts";
 import { runLogFields } from "./run-log-fields.ts";
 
 /** Everything the run worker needs, wired once in agent-host's main.ts. */
@@ -202,6 +202,14 @@ export class RunWorker {
       logger: this.#log,
       limits: this.#limits,
       execute: (claim) => this.#execute(claim),
+      // Within half a lease: a claim that had committed is then still ours to beat.
+      lostClaim: {
+        retry: {
+          ...databaseRetryOf(this.#limits),
+          giveUpAfterMs: this.#limits.leaseTtlMs / 2,
+        },
+        logger: this.#log,
+      },
       ...(deps.canClaim === undefined ? {} : { canClaim: deps.canClaim }),
       ...(deps.unavailableTiers === undefined ? {} : { unavailableTiers: deps.unavailableTiers }),
       ...(deps.listen === undefined ? {} : { listen: deps.listen }),

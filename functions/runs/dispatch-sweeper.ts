@@ -6,6 +6,7 @@ import { agentRuns } from "../../shared/db/schema.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { extractTrace, noTracing, type Tracing } from "../../shared/telemetry/tracing.ts";
 import type { RunQueue } from "../queue/run-queue.ts";
+import type { DatabaseUptime } from "./database-uptime.ts";
 
 /**
  * Advisory lock making the sweep single-instance: the two-int form, in the Workcell key
@@ -43,6 +44,10 @@ export type SweeperDeps = {
   readonly limits?: Partial<SweeperLimits>;
   /** A node silent for this long is lost (shared/runs/node-liveness.ts); default 30 s. */
   readonly nodeTtlMs?: number;
+  /** The nodes' run lease TTL: the grace after an outage (decision 0149); default 30 s. */
+  readonly leaseTtlMs?: number;
+  /** What this sweeper saw of database outages (sweeper-loop.ts keeps one); none: no grace. */
+  readonly uptime?: DatabaseUptime;
   /** Extracts the runs' stored trace context for their re-send; default off. */
   readonly tracing?: Tracing;
   /** Runs the sweep ends count in workcell_runs_total{status="failed"}. */

@@ -2,6 +2,7 @@ import { expireApprovals } from "../../shared/approvals/expire-approvals.ts";
 import { type ExpiredScope, failExpiredLeases } from "../../shared/runs/fail-expired-leases.ts";
 import { failLostNodes, type LostNodesSweep } from "../../shared/runs/fail-lost-nodes.ts";
 import { DEFAULT_NODE_TTL_MS } from "../../shared/runs/node-liveness.ts";
+import { DEFAULT_SWEEP_LEASE_TTL_MS, probeDatabaseUptime } from "./database-uptime.ts";
 import { type SweeperDeps, type SweepResult, sweepPendingRuns } from "./dispatch-sweeper.ts";
 
 /** What one sweep did, step by step. */
@@ -41,15 +42,33 @@ type Settled<T> =
  *
  * A step that throws (database down, a bug) does not stop the others; the errors are
  * rethrown after all ran, so schedulers still see and log the failure.
+ *
+ * Grace after an outage (decision 0149): a sweeper that saw the database away
+ * (`deps.uptime`) judges nodes and leases only once the database has been back for a
+ * node TTL / a lease TTL, so every node that is alive has had its beats answered first;
+ * a node that is really dead is still swept, one TTL later.
  */
 export async function sweepRuns(deps: SweeperDeps, signal: AbortSignal): Promise<RunSweepResult> {
   const nodeTtlMs = deps.nodeTtlMs ?? DEFAULT_NODE_TTL_MS;
-  const lost = await settle(() => failLostNodes(deps.db, nodeTtlMs, signal));
+  const upForMs = await probeDatabaseUptime(deps.db, deps.uptime, signal);
+  const judgeNodes = upForMs >= nodeTtlMs;
+  const judgeLeases = upForMs >= (deps.leaseTtlMs ?? DEFAULT_SWEEP_LEASE_TTL_MS);
+  if (!judgeNodes || !judgeLeases) {
+    deps.logger.info(
+      { up_for_ms: upForMs, judge_nodes: judgeNodes, judge_leases: judgeLeases },
+      "sweeper waits a grace after a database outage before judging nodes and leases",
+    );
+  }
+  const lost = judgeNodes
+    ? await settle(() => failLostNodes(deps.db, nodeTtlMs, signal))
+    : ({ ok: true, value: { scopes: [], releasedSandboxes: [] } } as const);
   if (lost.ok) {
     logLostNodes(deps, lost.value);
     countFailed(deps, lost.value.scopes);
   }
-  const leases = await settle(() => failExpiredLeases(deps.db, undefined, signal));
+  const leases = judgeLeases
+    ? await settle(() => failExpiredLeases(deps.db, undefined, signal))
+    : ({ ok: true, value: [] } as const);
   if (leases.ok) {
     logNodeLost(deps, leases.value);
     countFailed(deps, leases.value);

@@ -5,6 +5,7 @@ import { agentRuns } from "../../../shared/db/schema.ts";
 import { nodeIsLost } from "../../../shared/runs/node-liveness.ts";
 import { lockTree } from "../../../shared/runs/tree-lock.ts";
 import { type ClaimOutcome, claimedRunColumns } from "./claim-run.ts";
+import { findLostClaim, type LostClaimLookup } from "./find-lost-claim.ts";
 import { lockUidSlots } from "./uid-slot-lock.ts";
 
 export interface WaitingClaimRequest {
@@ -20,6 +21,8 @@ export interface WaitingClaimRequest {
   readonly nodeTtlMs?: number;
   /** Runs of these tiers are not claimed (a tier that stopped answering here, decision 0114). */
   readonly unavailable?: UnavailableTiers;
+  /** A claim whose answer was lost is looked up (decision 0150); none: its error is thrown. */
+  readonly lostClaim?: LostClaimLookup;
 }
 
 /** Tiers whose runs a node must not claim now, and the tier a run naming none gets here. */
@@ -61,24 +64,30 @@ const CANDIDATES = 8;
  * only hand the run back.
  */
 export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Promise<WaitingClaim> {
-  const candidates = await executeRows<{ run_id: string; uid: string; heads: number }>(
+  const candidates = await executeRows<{
+    run_id: string;
+    uid: string;
+    heads: number;
+    attempt: number;
+  }>(
     db,
     // Heads first (one per uid with a waiting run, from the pending partial index), then
     // the running count of those uids only: with nothing waiting (most wakes) the query
     // reads no running run at all.
     sql`with heads as (
-          select distinct on (uid) run_id, uid, created_at from agent_runs
+          select distinct on (uid) run_id, uid, created_at, attempt from agent_runs
           where status = 'pending' and waiting_since is not null and parent_run_id is null
             ${leftToItsSandboxNode(request)}
             ${notOfUnavailableTiers(request.unavailable)}
           order by uid, created_at, run_id
         ), counted as (
-          select h.run_id, h.uid, h.created_at,
+          select h.run_id, h.uid, h.created_at, h.attempt,
             (select count(*)::int from agent_runs r
              where r.uid = h.uid and r.status = 'running' and r.parent_run_id is null) as n
           from heads h
         )
-        select c.run_id, c.uid, (select count(*)::int from heads) as heads from counted c
+        select c.run_id, c.uid, c.attempt, (select count(*)::int from heads) as heads
+        from counted c
         left join user_limits l on l.uid = c.uid
         where c.n < coalesce(l.max_concurrent_runs, ${request.defaultMaxConcurrentRuns}::int)
           and (c.n = 0 or not ${request.idleUidsOnly === true}::boolean)
@@ -89,7 +98,20 @@ export async function claimWaitingRun(db: Db, request: WaitingClaimRequest): Pro
   if (candidates.length === 0) return { ok: false, reason: "none" };
   for (const candidate of candidates) {
     const claimedAt = performance.now();
-    const claim = await claimIfUnderLimit(db, candidate.run_id, candidate.uid, request);
+    const claim = await claimIfUnderLimit(db, candidate.run_id, candidate.uid, request).catch(
+      async (error: unknown) => {
+        const row = await findLostClaim(
+          db,
+          { runId: candidate.run_id, nodeId: request.nodeId, attemptBefore: candidate.attempt },
+          error,
+          request.lostClaim,
+        );
+        // Not ours: the claim rolled back; the caller's poll tries again, as before.
+        if (row === undefined) throw error;
+        // `more`: the fill looks again, which is what a lost answer leaves unknown.
+        return { row, more: true };
+      },
+    );
     if (claim !== undefined) {
       const claimed = claim.row;
       return {

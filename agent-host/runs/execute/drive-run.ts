@@ -26,6 +26,7 @@ import type { TreeBatches } from "../change-batch/tree-batches.ts";
 import type { RunEnding } from "../claim/finish-run.ts";
 import type { RunEventLog } from "../claim/run-event-log.ts";
 import type { RunFence } from "../claim/run-fence.ts";
+import { databaseRetryOf } from "../run-limits.ts";
 import type { ChildRun } from "./create-child-run.ts";
 import type { RunControl } from "./run-control.ts";
 import { runEndingOf } from "./run-ending.ts";
@@ -129,6 +130,11 @@ export async function driveRun(
         : await openRunApprovals(deps.db, x, {
             defaultTimeoutSeconds: deps.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS,
             denialFails: model.name === SHELL_MODEL_NAME,
+            retry: {
+              policy: databaseRetryOf(deps.limits),
+              logger: x.logger,
+              signal: x.control.signal,
+            },
           });
     // Every command and every host-side write into the Workdir runs under the Execution
     // Lease and leaves a change batch (docs/architecture.md §5).

@@ -5,6 +5,7 @@ import { ListenSubscription } from "../../../shared/listen/listen-subscription.t
 import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
 import type { ClaimOutcome } from "../claim/claim-run.ts";
 import { claimWaitingRun, type UnavailableTiers } from "../claim/claim-waiting-run.ts";
+import type { LostClaimLookup } from "../claim/find-lost-claim.ts";
 import type { RunWorkerLimits } from "../run-limits.ts";
 import { runLogFields } from "../run-log-fields.ts";
 import { type LentSlot, LentSlots } from "./lent-slots.ts";
@@ -35,6 +36,8 @@ export interface FairRunSlotsDeps {
   readonly unavailableTiers?: () => UnavailableTiers;
   /** LISTEN on the slots channel; without it only the poll finds work freed elsewhere. */
   readonly listen?: ListenFn;
+  /** A claim whose answer was lost is looked up and taken up (decision 0150). */
+  readonly lostClaim?: LostClaimLookup;
 }
 
 /** Claims in a row that may lose their races before the fill gives up until the next wake. */
@@ -159,6 +162,7 @@ export class FairRunSlots {
           idleUidsOnly: this.#busy() >= limits.concurrency || this.#lent.returning,
           affinityWaitMs: limits.affinityWaitMs,
           nodeTtlMs: limits.nodeTtlMs,
+          ...(this.#deps.lostClaim === undefined ? {} : { lostClaim: this.#deps.lostClaim }),
           ...(this.#deps.unavailableTiers === undefined
             ? {}
             : { unavailable: this.#deps.unavailableTiers() }),

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { abortable } from "../../shared/async/abortable.ts";
-import { sqlStateOf } from "../../shared/db/pg-error.ts";
+import { isTransientDatabaseError } from "../../shared/db/transient-database-error.ts";
 
 /**
  * How a run's own last writes (its events, change batches and ending) wait for a database
@@ -12,39 +12,6 @@ export interface DatabaseRetry {
   readonly attemptTimeoutMs: number;
   readonly maxDelayMs: number;
   readonly giveUpAfterMs: number;
-}
-
-// postgres.js's own codes for a connection that went away or never came.
-const DRIVER_CODES = new Set([
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "CONNECT_TIMEOUT",
-]);
-const SYSTEM_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH"]);
-// 57P01-03: the server is shutting down, crashed or is starting; 08xxx: connection exceptions.
-const TRANSIENT_SQLSTATE = /^(?:08...|57P0[123])$/;
-const MAX_CAUSE_DEPTH = 5;
-
-/**
- * True for a failure that says nothing about the statement, only that the database could
- * not be asked (a closed or refused connection, a server restarting, an attempt that did
- * not answer in time): the same statement may be tried again. Constraint and fence
- * failures are never transient.
- */
-export function isTransientDatabaseError(error: unknown): boolean {
-  const state = sqlStateOf(error);
-  if (state !== undefined) return TRANSIENT_SQLSTATE.test(state);
-  let e = error;
-  for (let depth = 0; e !== null && typeof e === "object" && depth < MAX_CAUSE_DEPTH; depth++) {
-    const { code, name } = e as { code?: unknown; name?: unknown };
-    if (typeof code === "string" && (DRIVER_CODES.has(code) || SYSTEM_CODES.has(code))) {
-      return true;
-    }
-    if (name === "TimeoutError") return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
 }
 
 /** The delay before attempt `n` (1-based) after a failure: 100 ms doubling, capped, jittered. */

@@ -140,6 +140,11 @@ const DOMAIN_ERROR_TABLE = {
     message:
       "Too many event streams open at once: close one (or reuse a stream per run), then retry.",
   },
+  database_unavailable: {
+    code: "unavailable",
+    message:
+      "The database did not answer, so this request may or may not have been applied: retry it (a run submitted with the same Idempotency-Key is created at most once), or check GET /healthz.",
+  },
   no_isolation_available: {
     code: "unavailable",
     message:

@@ -1,7 +1,8 @@
 import type { Context, ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { httpStatusOfError, toErrorBody, WorkcellError } from "../errors/index.ts";
+import { isDatabaseConnectionError } from "../db/transient-database-error.ts";
+import { domainError, httpStatusOfError, toErrorBody, WorkcellError } from "../errors/index.ts";
 import { safeErrorSerializer } from "../logging/safe-error-serializer.ts";
 import { REQUEST_ID_HEADER, type RequestContextEnv } from "./request-context.ts";
 
@@ -33,6 +34,7 @@ export function errorHandler<E extends RequestContextEnv = RequestContextEnv>(
     const error =
       (err instanceof HTTPException ? fromHttpException(err) : undefined) ??
       mapError?.(err, c) ??
+      databaseUnavailable(err) ??
       err;
     const status = httpStatusOfError(error) as ContentfulStatusCode;
     const body = toErrorBody(error);
@@ -75,4 +77,14 @@ function retryAfterSecondsOf(err: unknown): number {
 
 function reasonOf(err: unknown): unknown {
   return err instanceof WorkcellError ? err.details?.reason : undefined;
+}
+
+/**
+ * A request whose database connection went away or never came (issue 38): 503
+ * `unavailable` saying what is known (it may or may not have been applied) and what to do,
+ * not a bare 500. The error itself is still logged in full as a failure.
+ */
+function databaseUnavailable(err: unknown): WorkcellError | undefined {
+  if (err instanceof WorkcellError || !isDatabaseConnectionError(err)) return undefined;
+  return domainError("database_unavailable");
 }

@@ -2,7 +2,8 @@ import { eq } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
-import { type DatabaseRetry, isTransientDatabaseError, retryDatabase } from "../database-retry.ts";
+import { isTransientDatabaseError } from "../../../shared/db/transient-database-error.ts";
+import { type DatabaseRetry, retryDatabase } from "../database-retry.ts";
 
 /** How a claim whose answer was lost is looked up (decision 0150). */
 export interface LostClaimLookup {

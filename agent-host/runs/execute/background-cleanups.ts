@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
-import { isTransientDatabaseError } from "../database-retry.ts";
+import { isTransientDatabaseError } from "../../../shared/db/transient-database-error.ts";
 
 export interface BackgroundCleanupsDeps {
   readonly logger: Logger;

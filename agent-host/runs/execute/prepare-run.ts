@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { RunError } from "../../../shared/db/schema.ts";
+import { isTransientDatabaseError } from "../../../shared/db/transient-database-error.ts";
 import { domainReasonOf } from "../../../shared/errors/domain-errors.ts";
 import { isWorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { inSpan, type TraceContext, type Tracing } from "../../../shared/telemetry/tracing.ts";
@@ -8,7 +9,6 @@ import { acquireRefusalError } from "../../sandbox/lifecycle/acquire-sandbox.ts"
 import type { SandboxHandle } from "../../sandbox/sandbox-handle.ts";
 import type { UserWorkspaces, WorkspaceFs } from "../../workspace/index.ts";
 import { WORKDIR_OUTPUTS_DIR } from "../../workspace/index.ts";
-import { isTransientDatabaseError } from "../database-retry.ts";
 import type { RunContext } from "./run-context.ts";
 import type { RunSandboxes } from "./run-sandboxes.ts";
 import type { SkillProjection } from "./skill-projection.ts";

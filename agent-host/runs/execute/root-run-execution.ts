@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AgentRun } from "../../../shared/db/schema.ts";
+import { isTransientDatabaseError } from "../../../shared/db/transient-database-error.ts";
 import { traceLogFields } from "../../../shared/telemetry/trace-log-fields.ts";
 import { inSpan, ROOT_CONTEXT, type TraceContext } from "../../../shared/telemetry/tracing.ts";
 import { isRunPause } from "../../approvals/record-pause.ts";
@@ -9,7 +10,6 @@ import { TreeBatches } from "../change-batch/tree-batches.ts";
 import { nextEventSeq, RunEventLog } from "../claim/run-event-log.ts";
 import type { RunFence } from "../claim/run-fence.ts";
 import { type RecordedRun, type RunOutcome, recordOutcome } from "../claim/run-recorder.ts";
-import { isTransientDatabaseError } from "../database-retry.ts";
 import { databaseRetryOf } from "../run-limits.ts";
 import { runLogFields } from "../run-log-fields.ts";
 import { executeChildRun } from "./child-run-execution.ts";

@@ -1,9 +1,7 @@
 import pino from "pino";
 import { describe, expect, test } from "vitest";
-import {
-  isTransientDatabaseError,
-  retryDatabase,
-} from "../../../agent-host/runs/database-retry.ts";
+import { retryDatabase } from "../../../agent-host/runs/database-retry.ts";
+import { isTransientDatabaseError } from "../../../shared/db/transient-database-error.ts";
 
 const silent = pino({ level: "silent" });
 const coded = (code: string) => Object.assign(new Error(code), { code });

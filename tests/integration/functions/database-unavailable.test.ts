@@ -1,12 +1,13 @@
 import { sql } from "drizzle-orm";
 import { Hono } from "hono";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { AppEnv } from "../../../functions/app-env.ts";
 import { errorHandler } from "../../../functions/middleware/error-handler.ts";
 import { createDb } from "../../../shared/db/client.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import type { PausableProxy } from "../../support/pausable-proxy.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
+import { proxiedPostgres } from "../../support/proxied-postgres.ts";
 
 // Issue 38: a request whose database connection goes away answers 503 `unavailable`
 // (database_unavailable: it may or may not have been applied, retry with the same
@@ -21,11 +22,7 @@ let app: Hono<AppEnv>;
 
 beforeAll(async () => {
   database = await freshDatabase();
-  const target = new URL(database.url);
-  proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port) });
-  const via = new URL(database.url);
-  via.port = String(proxy.port);
-  client = postgres(via.toString(), { max: 1, onnotice: () => {}, connect_timeout: 2 });
+  ({ proxy, client } = await proxiedPostgres(database.url, {}, 1));
   const db = createDb(client);
   app = new Hono<AppEnv>();
   app.onError(errorHandler());

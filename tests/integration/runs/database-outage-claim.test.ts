@@ -1,11 +1,12 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { createDb } from "../../../shared/db/client.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import type { PausableProxy } from "../../support/pausable-proxy.ts";
 import { pollUntil } from "../../support/poll-until.ts";
+import { proxiedPostgres } from "../../support/proxied-postgres.ts";
 import { type RunWorld, runWorld, UID } from "./run-harness.ts";
 import { scriptedModels } from "./scripted-models.ts";
 
@@ -29,24 +30,17 @@ beforeEach(async () => {
   world = await runWorld();
   claimSent = false;
   commitHeld = false;
-  const target = new URL(world.database.url);
-  proxy = await startPausableProxy(
-    { host: target.hostname, port: Number(target.port) },
-    {
-      pauseReplyTo: (chunk) => {
-        const text = chunk.toString("latin1");
-        if (!claimSent && isClaimUpdate(text)) claimSent = true;
-        if (claimSent && !commitHeld && /\bcommit\b/i.test(text) && !isClaimUpdate(text)) {
-          commitHeld = true;
-          return true;
-        }
-        return false;
-      },
+  ({ proxy, client } = await proxiedPostgres(world.database.url, {
+    pauseReplyTo: (chunk) => {
+      const text = chunk.toString("latin1");
+      if (!claimSent && isClaimUpdate(text)) claimSent = true;
+      if (claimSent && !commitHeld && /\bcommit\b/i.test(text) && !isClaimUpdate(text)) {
+        commitHeld = true;
+        return true;
+      }
+      return false;
     },
-  );
-  const via = new URL(world.database.url);
-  via.port = String(proxy.port);
-  client = postgres(via.toString(), { max: 12, onnotice: () => {}, connect_timeout: 2 });
+  }));
   await world.worker({
     listen: false,
     limits: { leaseTtlMs: 6_000, heartbeatIntervalMs: 1_000, databaseRetryMaxDelayMs: 300 },

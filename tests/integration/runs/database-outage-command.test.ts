@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { createRunQuotaGate } from "../../../agent-host/quota/run-quota-gate.ts";
 import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
@@ -9,8 +9,9 @@ import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-ma
 import { createDb } from "../../../shared/db/client.ts";
 import { changeBatches, executionLeases } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import type { PausableProxy } from "../../support/pausable-proxy.ts";
 import { pollUntil } from "../../support/poll-until.ts";
+import { proxiedPostgres } from "../../support/proxied-postgres.ts";
 import { silentLogger } from "../sandbox/sandbox-fixture.ts";
 import { expectGapFree, type Project, type RunWorld, runWorld, UID } from "./run-harness.ts";
 
@@ -40,20 +41,13 @@ const LIMITS = {
 beforeEach(async () => {
   world = await runWorld();
   stopBefore = undefined;
-  const target = new URL(world.database.url);
-  proxy = await startPausableProxy(
-    { host: target.hostname, port: Number(target.port) },
-    {
-      pauseBefore: (chunk) => {
-        if (stopBefore === undefined || !chunk.includes(stopBefore)) return false;
-        stopBefore = undefined;
-        return true;
-      },
+  ({ proxy, client } = await proxiedPostgres(world.database.url, {
+    pauseBefore: (chunk) => {
+      if (stopBefore === undefined || !chunk.includes(stopBefore)) return false;
+      stopBefore = undefined;
+      return true;
     },
-  );
-  const via = new URL(world.database.url);
-  via.port = String(proxy.port);
-  client = postgres(via.toString(), { max: 12, onnotice: () => {}, connect_timeout: 2 });
+  }));
   const db = createDb(client);
   manager = new SandboxManager({
     db,

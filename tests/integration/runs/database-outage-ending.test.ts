@@ -1,10 +1,11 @@
 import { eq } from "drizzle-orm";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { createDb } from "../../../shared/db/client.ts";
 import { changeBatches } from "../../../shared/db/schema.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import type { PausableProxy } from "../../support/pausable-proxy.ts";
 import { pollUntil } from "../../support/poll-until.ts";
+import { proxiedPostgres } from "../../support/proxied-postgres.ts";
 import { expectGapFree, type RunWorld, runWorld } from "./run-harness.ts";
 
 // Issue 38 (2), decision 0112: a PostgreSQL outage during a run's last statements must not
@@ -30,20 +31,13 @@ const LIMITS = {
 beforeEach(async () => {
   world = await runWorld();
   stopBefore = undefined;
-  const target = new URL(world.database.url);
-  proxy = await startPausableProxy(
-    { host: target.hostname, port: Number(target.port) },
-    {
-      pauseBefore: (chunk) => {
-        if (stopBefore === undefined || !chunk.includes(stopBefore)) return false;
-        stopBefore = undefined;
-        return true;
-      },
+  ({ proxy, client } = await proxiedPostgres(world.database.url, {
+    pauseBefore: (chunk) => {
+      if (stopBefore === undefined || !chunk.includes(stopBefore)) return false;
+      stopBefore = undefined;
+      return true;
     },
-  );
-  const via = new URL(world.database.url);
-  via.port = String(proxy.port);
-  client = postgres(via.toString(), { max: 12, onnotice: () => {}, connect_timeout: 2 });
+  }));
   await world.worker({ listen: false, limits: LIMITS, extra: { db: createDb(client) } });
 });
 afterEach(async () => {

@@ -3,6 +3,7 @@ import type { SecretData } from "@workcell/sdk";
 import { type FormEvent, useState } from "react";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
+import { RecordTable } from "../ui/record-table.tsx";
 
 /**
  * `/secrets`: add, replace, delete. The value field is write-only: it is sent once and
@@ -41,54 +42,42 @@ export function SecretsPage() {
           void refresh();
         }}
       />
-      {secrets.isPending && <p className="muted">Loading secrets…</p>}
-      <ErrorMessage error={secrets.error} title="Cannot list your secrets" />
       <ErrorMessage error={remove.error} title="Delete failed" />
-      {secrets.data !== undefined && secrets.data.length === 0 && (
-        <p className="empty">No secrets yet.</p>
-      )}
-      {secrets.data !== undefined && secrets.data.length > 0 && (
-        <table className="file-table" data-testid="secret-list">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Hosts</th>
-              <th>Sent as</th>
-              <th>Updated</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {secrets.data.map((s) => (
-              <tr key={s.name} data-secret={s.name}>
-                <td>
-                  <code>{s.name}</code>
-                </td>
-                <td>{s.hosts.join(", ")}</td>
-                <td>
-                  <code>
-                    {s.header}: {s.template}
-                  </code>
-                </td>
-                <td>{new Date(s.updated_at).toLocaleString()}</td>
-                <td>
-                  <button type="button" className="subtle" onClick={() => setReplacing(s)}>
-                    Replace
-                  </button>{" "}
-                  <button
-                    type="button"
-                    className="subtle"
-                    onClick={() => remove.mutate(s.name)}
-                    disabled={remove.isPending}
-                  >
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <RecordTable
+        list={secrets}
+        noun="secrets"
+        headings={["Name", "Hosts", "Sent as", "Updated"]}
+        testId="secret-list"
+        rowKey={(s) => s.name}
+        rowAttributes={(s) => ({ "data-secret": s.name })}
+        row={(s) => (
+          <>
+            <td>
+              <code>{s.name}</code>
+            </td>
+            <td>{s.hosts.join(", ")}</td>
+            <td>
+              <code>
+                {s.header}: {s.template}
+              </code>
+            </td>
+            <td>{new Date(s.updated_at).toLocaleString()}</td>
+            <td>
+              <button type="button" className="subtle" onClick={() => setReplacing(s)}>
+                Replace
+              </button>{" "}
+              <button
+                type="button"
+                className="subtle"
+                onClick={() => remove.mutate(s.name)}
+                disabled={remove.isPending}
+              >
+                Delete
+              </button>
+            </td>
+          </>
+        )}
+      />
     </section>
   );
 }

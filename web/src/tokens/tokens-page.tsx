@@ -3,6 +3,7 @@ import type { CreatedPersonalToken, PersonalTokenData, TokenScope } from "@workc
 import { type FormEvent, useState } from "react";
 import { useConsole } from "../console-context.tsx";
 import { ErrorMessage } from "../ui/error-message.tsx";
+import { RecordTable } from "../ui/record-table.tsx";
 
 const SCOPES: readonly { scope: TokenScope; label: string }[] = [
   { scope: "runs", label: "runs: threads, runs, attachments, skills, usage" },
@@ -47,53 +48,36 @@ export function TokensPage() {
         }}
       />
       {created !== undefined && <NewToken token={created} onDone={() => setCreated(undefined)} />}
-      {tokens.isPending && <p className="muted">Loading tokens…</p>}
-      <ErrorMessage error={tokens.error} title="Cannot list your tokens" />
       <ErrorMessage error={revoke.error} title="Revoke failed" />
-      {tokens.data !== undefined && tokens.data.length === 0 && (
-        <p className="empty">No tokens yet.</p>
-      )}
-      {tokens.data !== undefined && tokens.data.length > 0 && (
-        <table className="file-table" data-testid="token-list">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Scopes</th>
-              <th>Expires</th>
-              <th>Last used</th>
-              <th>State</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {tokens.data.map((t) => (
-              <tr key={t.token_id} data-token-id={t.token_id}>
-                <td>{t.name}</td>
-                <td>{t.scopes.join(", ")}</td>
-                <td>
-                  {t.expires_at === null ? "never" : new Date(t.expires_at).toLocaleDateString()}
-                </td>
-                <td>
-                  {t.last_used_at === null ? "never" : new Date(t.last_used_at).toLocaleString()}
-                </td>
-                <td data-testid="token-state">{tokenState(t)}</td>
-                <td>
-                  {tokenState(t) === "active" && (
-                    <button
-                      type="button"
-                      className="subtle"
-                      onClick={() => revoke.mutate(t.token_id)}
-                      disabled={revoke.isPending}
-                    >
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <RecordTable
+        list={tokens}
+        noun="tokens"
+        headings={["Name", "Scopes", "Expires", "Last used", "State"]}
+        testId="token-list"
+        rowKey={(t) => t.token_id}
+        rowAttributes={(t) => ({ "data-token-id": t.token_id })}
+        row={(t) => (
+          <>
+            <td>{t.name}</td>
+            <td>{t.scopes.join(", ")}</td>
+            <td>{t.expires_at === null ? "never" : new Date(t.expires_at).toLocaleDateString()}</td>
+            <td>{t.last_used_at === null ? "never" : new Date(t.last_used_at).toLocaleString()}</td>
+            <td data-testid="token-state">{tokenState(t)}</td>
+            <td>
+              {tokenState(t) === "active" && (
+                <button
+                  type="button"
+                  className="subtle"
+                  onClick={() => revoke.mutate(t.token_id)}
+                  disabled={revoke.isPending}
+                >
+                  Revoke
+                </button>
+              )}
+            </td>
+          </>
+        )}
+      />
     </section>
   );
 }

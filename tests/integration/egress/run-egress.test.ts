@@ -1,18 +1,11 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts";
-import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
-import { createRunEgressOpener } from "../../../agent-host/egress/run-egress.ts";
-import type { ModelRequest } from "../../../agent-host/runs/agent/model-client.ts";
-import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
-import {
-  findNetworkCeiling,
-  putNetworkOverride,
-} from "../../../shared/network/network-policy-store.ts";
+import type { EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
+import { putNetworkOverride } from "../../../shared/network/network-policy-store.ts";
 import { type RunWorld, runWorld, UID } from "../runs/run-harness.ts";
 import { scriptedModels, toolOutputs } from "../runs/scripted-models.ts";
-import { silentLogger } from "../sandbox/sandbox-fixture.ts";
+import { keepPromptAndAnswer, startEgressWorker } from "./support/egress-worker.ts";
 
 // A run's network wired end to end in the worker (decision 0117), in the process tier: a
 // run of a user whose policy opens hosts gets the variables and its socket for its
@@ -31,41 +24,11 @@ const PROBE =
 
 beforeAll(async () => {
   world = await runWorld({}, "process");
-  proxy = createEgressProxy({
-    ceiling: (uid) => findNetworkCeiling(world.db, uid, NO_NETWORK),
-    guard: createAddressGuard(),
-    audit: () => {},
-  });
   const models = scriptedModels((request) => [
     { toolCalls: [{ name: "bash", arguments: { command: PROBE } }] },
-    {
-      respond: async (model: ModelRequest) => {
-        prompts.set(request.runId, String(model.messages[0]?.content ?? ""));
-        return {
-          ok: true,
-          turn: {
-            message: { role: "assistant", content: "done", toolCalls: [] },
-            finishReason: "stop",
-          },
-        };
-      },
-    },
+    keepPromptAndAnswer(prompts, request.runId, "done"),
   ]);
-  await world.worker({
-    model: models.factory,
-    extra: {
-      egress: createRunEgressOpener({
-        db: world.db,
-        logger: silentLogger,
-        networkDefault: NO_NETWORK,
-        proxy,
-        processStateDir: world.childTier.process?.stateDir,
-        containerEgressRoot: undefined,
-        bytesPerRun: 1_000_000,
-        policyTimeoutMs: 5_000,
-      }),
-    },
-  });
+  proxy = await startEgressWorker(world, models);
 }, 120_000);
 
 afterAll(async () => {

@@ -1,22 +1,16 @@
 import { eq } from "drizzle-orm";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts";
-import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
+import type { EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
 import { createPostgresEgressAudit } from "../../../agent-host/egress/postgres-egress-audit.ts";
-import { createRunEgressOpener } from "../../../agent-host/egress/run-egress.ts";
-import type { ModelRequest } from "../../../agent-host/runs/agent/model-client.ts";
 import { networkRequests } from "../../../shared/db/schema.ts";
 import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
-import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
-import {
-  findNetworkCeiling,
-  putNetworkOverride,
-} from "../../../shared/network/network-policy-store.ts";
+import { putNetworkOverride } from "../../../shared/network/network-policy-store.ts";
 import { type FakeInternet, startFakeInternet } from "../../support/fake-internet.ts";
 import { type RunWorld, runWorld, UID } from "../runs/run-harness.ts";
 import { scriptedModels, toolOutputs } from "../runs/scripted-models.ts";
 import { silentLogger } from "../sandbox/sandbox-fixture.ts";
+import { keepPromptAndAnswer, startEgressWorker } from "./support/egress-worker.ts";
 import { RUNTIME_TREE } from "./support/tier-sandboxes.ts";
 
 // Network for sub-agents (issue #34, docs/architecture.md §13): a sub-agent runs in its
@@ -43,16 +37,6 @@ beforeAll(async () => {
     [n("wider"), net.address],
   ]);
   world = await runWorld({ execTimeoutMs: 60_000 }, "process", { runtimeDir: RUNTIME_TREE });
-  proxy = createEgressProxy({
-    ceiling: (uid) => findNetworkCeiling(world.db, uid, NO_NETWORK),
-    guard: createAddressGuard(),
-    audit: createPostgresEgressAudit({
-      db: world.db,
-      logger: silentLogger,
-      metrics: createWorkcellMetrics(new Registry()),
-      timeoutMs: 10_000,
-    }),
-  });
   const models = scriptedModels((request) => {
     if (request.depth === 0)
       return [
@@ -65,35 +49,19 @@ beforeAll(async () => {
           { name: "bash", arguments: { command: `${curl(n("allowed"))}; ${curl(n("wider"))}` } },
         ],
       },
-      {
-        respond: async (model: ModelRequest) => {
-          prompts.set(request.runId, String(model.messages[0]?.content ?? ""));
-          return {
-            ok: true,
-            turn: {
-              message: { role: "assistant", content: "child done", toolCalls: [] },
-              finishReason: "stop",
-            },
-          };
-        },
-      },
+      keepPromptAndAnswer(prompts, request.runId, "child done"),
     ];
   });
-  await world.worker({
-    model: models.factory,
-    extra: {
-      egress: createRunEgressOpener({
-        db: world.db,
-        logger: silentLogger,
-        networkDefault: NO_NETWORK,
-        proxy,
-        processStateDir: world.childTier.process?.stateDir,
-        containerEgressRoot: undefined,
-        bytesPerRun: 1_000_000,
-        policyTimeoutMs: 5_000,
-      }),
-    },
-  });
+  proxy = await startEgressWorker(
+    world,
+    models,
+    createPostgresEgressAudit({
+      db: world.db,
+      logger: silentLogger,
+      metrics: createWorkcellMetrics(new Registry()),
+      timeoutMs: 10_000,
+    }),
+  );
 }, 180_000);
 
 afterAll(async () => {

@@ -1,20 +1,14 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts";
-import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
-import { createRunEgressOpener } from "../../../agent-host/egress/run-egress.ts";
+import type { EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
 import { decideApproval, listApprovals } from "../../../functions/approvals/approval-store.ts";
 import { cancelRun } from "../../../functions/runs/cancel-run.ts";
 import type { RunApprovalRow } from "../../../shared/db/schema.ts";
-import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
-import {
-  findNetworkCeiling,
-  putNetworkOverride,
-} from "../../../shared/network/network-policy-store.ts";
+import { putNetworkOverride } from "../../../shared/network/network-policy-store.ts";
 import { type FakeInternet, startFakeInternet } from "../../support/fake-internet.ts";
 import { pollFor } from "../../support/poll-until.ts";
 import { type RunWorld, runWorld, UID } from "../runs/run-harness.ts";
 import { scriptedModels, toolOutputs } from "../runs/scripted-models.ts";
-import { silentLogger } from "../sandbox/sandbox-fixture.ts";
+import { startEgressWorker } from "./support/egress-worker.ts";
 import { RUNTIME_TREE } from "./support/tier-sandboxes.ts";
 
 // Network approvals (issue #36 item 4, decision 0137): with agent.approvals.network, a
@@ -45,31 +39,12 @@ beforeAll(async () => {
     [n("loopback"), "127.0.0.1"],
   ]);
   world = await runWorld({ execTimeoutMs: 120_000 }, "process", { runtimeDir: RUNTIME_TREE });
-  proxy = createEgressProxy({
-    ceiling: (uid) => findNetworkCeiling(world.db, uid, NO_NETWORK),
-    guard: createAddressGuard(),
-    audit: () => {},
-  });
   // The run's input is its one command (the scripted model calls bash with it).
   models = scriptedModels((request) => [
     { toolCalls: [{ name: "bash", arguments: { command: request.input } }] },
     { text: "done" },
   ]);
-  await world.worker({
-    model: models.factory,
-    extra: {
-      egress: createRunEgressOpener({
-        db: world.db,
-        logger: silentLogger,
-        networkDefault: NO_NETWORK,
-        proxy,
-        processStateDir: world.childTier.process?.stateDir,
-        containerEgressRoot: undefined,
-        bytesPerRun: 1_000_000,
-        policyTimeoutMs: 5_000,
-      }),
-    },
-  });
+  proxy = await startEgressWorker(world, models);
   await putNetworkOverride(world.db, UID, {
     mode: "allowlist",
     allow: [n("allowed"), n("asked"), n("refused"), n("metadata"), n("loopback")],

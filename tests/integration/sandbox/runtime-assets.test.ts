@@ -10,14 +10,14 @@ import {
   PROBE_LABEL,
 } from "../../../agent-host/runtime/container-asset-prober.ts";
 import { verifyRuntimeAssets } from "../../../agent-host/runtime/runtime-assets.ts";
-import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
-import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
-import { materializeWorkdir, silentLogger, testConfig, uniqueNodeId } from "./sandbox-fixture.ts";
+import type { ProcessTierFixture } from "../../support/process-tier.ts";
+import { runtimeAssetsDriver } from "../../support/runtime-assets-driver.ts";
+import { materializeWorkdir, silentLogger, uniqueNodeId } from "./sandbox-fixture.ts";
 
 // The Runtime Assets as built by scripts/ensure-system.sh (infra/runtime-assets/): real
 // bash, Python, Node and git in both tiers, and a corrupted asset reported not ready.
@@ -229,28 +229,14 @@ describe.each(["process", "container"] as const)("tools at /runtime (%s tier)", 
   let ref: Awaited<ReturnType<SandboxDriver["create"]>>;
 
   beforeAll(async () => {
-    const { key } = await requireAssets();
+    await requireAssets();
     dataRoot = await freshDataRoot();
     nodeId = uniqueNodeId();
-    const config = testConfig(`workcell-sandbox:${key}`, { memoryBytes: 512 * 1024 * 1024 });
-    if (tier === "process") {
-      fixture = await processTierFixture({
-        dataRoot: dataRoot.path,
-        config,
-        logger: silentLogger,
-        runtimeDir: treeDir,
-      });
-      driver = fixture.driver;
-    } else {
-      driver = new DockerDriver({
-        docker: new Docker(),
-        logger: silentLogger,
-        dataRoot: dataRoot.path,
-        nodeId,
-        config,
-        runtimeDir: treeDir,
-      });
-    }
+    ({ driver, fixture } = await runtimeAssetsDriver(tier, {
+      dataRoot: dataRoot.path,
+      runtimeDir: treeDir,
+      nodeId,
+    }));
     await materializeWorkdir(dataRoot.path, "tess", "work/tools");
     ref = await driver.create(
       {

@@ -12,7 +12,6 @@ import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/
 import type { EgressRecord } from "../../../agent-host/egress/egress-record.ts";
 import { createRunEgressOpener, type RunEgress } from "../../../agent-host/egress/run-egress.ts";
 import { EGRESS_PRELUDE } from "../../../agent-host/egress/sandbox-egress-env.ts";
-import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { CreateResult, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { sandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
@@ -33,13 +32,9 @@ import { removeContainersLabelled } from "../../support/docker.ts";
 import { type FakeInternet, startFakeInternet } from "../../support/fake-internet.ts";
 import { captureLogs } from "../../support/log-capture.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
-import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
-import {
-  materializeWorkdir,
-  silentLogger,
-  testConfig,
-  uniqueNodeId,
-} from "../sandbox/sandbox-fixture.ts";
+import type { ProcessTierFixture } from "../../support/process-tier.ts";
+import { runtimeAssetsDriver } from "../../support/runtime-assets-driver.ts";
+import { materializeWorkdir, uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
 
 // Secrets that never enter the sandbox (issue #35, decisions 0132-0134), in real bubblewrap
 // sandboxes and Docker containers with the real Runtime Assets (curl, git), against the
@@ -138,32 +133,13 @@ describe.each(["process", "container"] as const)("brokered secrets (%s tier)", (
   const refs: Record<string, CreateResult> = {};
 
   beforeAll(async () => {
-    const manifest = JSON.parse(await readFile(join(treeDir, "../manifest.json"), "utf8")) as {
-      key: string;
-    };
-    const config = testConfig(`workcell-sandbox:${manifest.key}`, {
-      memoryBytes: 512 * 1024 * 1024,
-    });
     egressRoot = join(dataRoot.path, `egress-${tier}`);
-    if (tier === "process") {
-      fixture = await processTierFixture({
-        dataRoot: dataRoot.path,
-        config,
-        logger: silentLogger,
-        runtimeDir: treeDir,
-      });
-      driver = fixture.driver;
-    } else {
-      driver = new DockerDriver({
-        docker: new Docker(),
-        logger: silentLogger,
-        dataRoot: dataRoot.path,
-        nodeId,
-        config,
-        runtimeDir: treeDir,
-        egressRoot,
-      });
-    }
+    ({ driver, fixture } = await runtimeAssetsDriver(tier, {
+      dataRoot: dataRoot.path,
+      runtimeDir: treeDir,
+      nodeId,
+      egressRoot,
+    }));
     for (const uid of ["alice", "bob"]) {
       refs[uid] = await driver.create(
         {

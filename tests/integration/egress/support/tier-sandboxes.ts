@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import Docker from "dockerode";
 import {
@@ -8,20 +7,20 @@ import {
 } from "../../../../agent-host/egress/container-egress-dir.ts";
 import type { EgressProxy } from "../../../../agent-host/egress/egress-proxy.ts";
 import { EGRESS_PRELUDE, egressEnv } from "../../../../agent-host/egress/sandbox-egress-env.ts";
-import { DockerDriver } from "../../../../agent-host/sandbox/container/docker-driver.ts";
 import type { CreateResult, SandboxDriver } from "../../../../agent-host/sandbox/driver.ts";
 import { containerName, LABEL } from "../../../../agent-host/sandbox/instance/container-labels.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../../shared/env/agent-host-env.ts";
 import { removeContainersLabelled } from "../../../support/docker.ts";
-import { type ProcessTierFixture, processTierFixture } from "../../../support/process-tier.ts";
-import { silentLogger, testConfig, uniqueNodeId } from "../../sandbox/sandbox-fixture.ts";
+import type { ProcessTierFixture } from "../../../support/process-tier.ts";
+import { runtimeAssetsDriver, type Tier } from "../../../support/runtime-assets-driver.ts";
+import { uniqueNodeId } from "../../sandbox/sandbox-fixture.ts";
 
 // One sandbox per user in one tier (real bubblewrap, or a real Docker container of the
 // Runtime Assets' image), reaching a test's egress proxy as a run's would (decision 0117):
 // the socket where the tier sees it, the relay prelude, the proxy variables.
 
 export const RUNTIME_TREE = process.env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;
-export type Tier = "process" | "container";
+export type { Tier };
 export type ShResult = { code: number | null; out: string; err: string };
 
 export type TierSandboxes = {
@@ -40,34 +39,15 @@ export type TierSandboxes = {
 
 const signal = () => AbortSignal.timeout(180_000);
 
-async function driverFor(tier: Tier, dataRoot: string, egressRoot: string, nodeId: string) {
-  const manifest = JSON.parse(await readFile(join(RUNTIME_TREE, "../manifest.json"), "utf8")) as {
-    key: string;
-  };
+function driverFor(tier: Tier, dataRoot: string, egressRoot: string, nodeId: string) {
   // Room for a venv and a pip install on a loaded machine.
-  const config = testConfig(`workcell-sandbox:${manifest.key}`, {
-    memoryBytes: 512 * 1024 * 1024,
-    execTimeoutMs: 150_000,
-  });
-  if (tier === "process") {
-    const fixture = await processTierFixture({
-      dataRoot,
-      config,
-      logger: silentLogger,
-      runtimeDir: RUNTIME_TREE,
-    });
-    return { driver: fixture.driver as SandboxDriver, fixture };
-  }
-  const driver = new DockerDriver({
-    docker: new Docker(),
-    logger: silentLogger,
+  return runtimeAssetsDriver(tier, {
     dataRoot,
-    nodeId,
-    config,
     runtimeDir: RUNTIME_TREE,
+    nodeId,
     egressRoot,
+    overrides: { execTimeoutMs: 150_000 },
   });
-  return { driver: driver as SandboxDriver, fixture: undefined };
 }
 
 /** Creates the sandboxes (each user's workdir `work` must exist below `dataRoot`). */

@@ -1,30 +1,24 @@
 import { randomBytes } from "node:crypto";
-import { readFile, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
-import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { AgentHost } from "../../../agent-host/agent-host.ts";
 import { resolveSandboxImage } from "../../../agent-host/runtime/sandbox-image.ts";
 import { detectSandboxTiers } from "../../../agent-host/sandbox/detect-sandbox-tiers.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { detectCgroups } from "../../../agent-host/sandbox/process/sandbox-cgroups.ts";
-import type { Run } from "../../../shared/contracts/run.ts";
-import type { Thread } from "../../../shared/contracts/thread.ts";
-import { agentRuns } from "../../../shared/db/schema.ts";
 import { DEFAULT_RUNTIME_ASSETS_DIR } from "../../../shared/env/agent-host-env.ts";
-import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
 import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
-import { pollFor } from "../../support/poll-until.ts";
 import {
   type FunctionsHarness,
-  jsonOf,
   startFunctionsHarness,
 } from "../functions/support/functions-harness.ts";
 import { silentLogger, testConfig, uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
 import { startNodeAgentHost } from "./node-agent-host.ts";
+import { effectRuns } from "./support/effect-runs.ts";
 
 // Issue 38 ("a tier outage affects only that tier"), decision 0114: one real agent-host
 // with both tiers reaches dockerd only through a proxy on a unix socket; the test cuts it
@@ -32,7 +26,6 @@ import { startNodeAgentHost } from "./node-agent-host.ts";
 // container-tier run submitted meanwhile waits, unclaimed, until Docker is back.
 
 const DOCKER_SOCKET = "/var/run/docker.sock";
-const EFFECTS = "effects.log";
 const { docker } = requireDocker();
 const treeDir = process.env.RUNTIME_ASSETS_DIR ?? DEFAULT_RUNTIME_ASSETS_DIR;
 let h: FunctionsHarness;
@@ -79,55 +72,7 @@ afterAll(async () => {
   await h?.close();
 }, 120_000);
 
-const until = <T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string) =>
-  pollFor(read, ok, {
-    what,
-    timeoutMs: 90_000,
-    intervalMs: 100,
-    detail: (last) => `last: ${JSON.stringify(last)?.slice(0, 2000)}`,
-  });
-
-type Submitted = { run: Run; thread: Thread; uid: string; tag: string };
-
-/** A new thread of a new user whose one run, in `tier`, appends its tag to EFFECTS. */
-async function submit(tier: "process" | "container"): Promise<Submitted> {
-  const uid = `${tier}-${randomBytes(3).toString("hex")}`;
-  const tag = `${tier}-${randomBytes(4).toString("hex")}`;
-  const res = await h.call("POST", "/v1/runs", {
-    uid,
-    body: { input: `echo ${tag} >> ${EFFECTS}`, agent: { sandbox: tier } },
-  });
-  expect(res.status, await res.clone().text()).toBe(202);
-  const { run, thread } = await jsonOf<{ run: Run; thread: Thread }>(res);
-  return { run, thread, uid, tag };
-}
-
-const runRow = async (runId: string) => {
-  const [row] = await h.db.select().from(agentRuns).where(eq(agentRuns.runId, runId));
-  if (row === undefined) throw new Error("no run");
-  return row;
-};
-
-const terminal = (runId: string) =>
-  until(
-    () => runRow(runId),
-    (r) => ["succeeded", "failed", "cancelled"].includes(r.status),
-    `run ${runId} to end`,
-  );
-
-async function effectsOf(s: Submitted): Promise<number> {
-  const file = join(
-    h.dataRoot,
-    "users",
-    uidDirname(s.uid),
-    "workspace",
-    s.thread.workdir_path,
-    EFFECTS,
-  );
-  const text = await readFile(file, "utf8").catch(() => "");
-  return text.split("\n").filter((line) => line === s.tag).length;
-}
-
+const { until, submit, runRow, terminal, effectsOf } = effectRuns(() => h);
 const tiersOf = async () => {
   const res = await fetch(`${host?.dataPlaneUrl}/readyz`, { signal: AbortSignal.timeout(10_000) });
   const body = (await res.json()) as { components?: { sandbox_tiers?: string[] } };
@@ -141,8 +86,11 @@ it("Docker cut on a node with both tiers: its process-tier runs keep succeeding 
   // The node's tier probe noticed: only the process tier is left.
   await until(tiersOf, (r) => r.tiers.join() === "process", "the container tier gone");
 
-  const container = await submit("container");
-  const processRuns = [await submit("process"), await submit("process")];
+  const container = await submit("container", { agent: { sandbox: "container" } });
+  const processRuns = [
+    await submit("process", { agent: { sandbox: "process" } }),
+    await submit("process", { agent: { sandbox: "process" } }),
+  ];
   for (const s of processRuns) {
     // Claimed once, on this node, and run there although its Docker is gone.
     expect(await terminal(s.run.run_id), s.tag).toMatchObject({

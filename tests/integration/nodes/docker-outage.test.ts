@@ -1,17 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { and, eq, inArray } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { AdminNode } from "../../../shared/contracts/node.ts";
-import type { Run } from "../../../shared/contracts/run.ts";
-import type { Thread } from "../../../shared/contracts/thread.ts";
-import { agentRuns, runEvents, sandboxes } from "../../../shared/db/schema.ts";
-import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
+import { runEvents, sandboxes } from "../../../shared/db/schema.ts";
 import { requireDocker } from "../../support/docker.ts";
 import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
-import { pollFor } from "../../support/poll-until.ts";
 import {
   type FunctionsHarness,
   jsonOf,
@@ -19,6 +14,7 @@ import {
 } from "../functions/support/functions-harness.ts";
 import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
 import { type ContainerNode, startContainerNode } from "./node-agent-host.ts";
+import { effectRuns } from "./support/effect-runs.ts";
 
 // Issue 14 (5), docs/architecture.md §10: one agent-host's Docker goes away while the other's
 // stays. Node A reaches dockerd only through a proxy on a unix socket that the test cuts
@@ -29,7 +25,6 @@ import { type ContainerNode, startContainerNode } from "./node-agent-host.ts";
 const DOCKER_SOCKET = "/var/run/docker.sock";
 /** A's bound on one Docker call: short, so a hung create costs the test about this long. */
 const DOCKER_CALL_TIMEOUT_MS = 2_000;
-const EFFECTS = "effects.log";
 const CREATE = /^POST [^ ]*\/containers\/create[? ]/;
 
 let h: FunctionsHarness;
@@ -71,59 +66,9 @@ afterAll(async () => {
   await h?.close();
 }, 120_000);
 
+const { until, submit, runRow, terminal, effectsOf } = effectRuns(() => h);
 const A = () => a as ContainerNode;
 const B = () => b as ContainerNode;
-
-function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-  return pollFor(read, ok, {
-    what,
-    timeoutMs: 90_000,
-    intervalMs: 100,
-    detail: (last) => `last: ${JSON.stringify(last)?.slice(0, 2000)}`,
-  });
-}
-
-type Submitted = { run: Run; thread: Thread; uid: string; tag: string };
-
-/** A new thread of a new user whose one run appends `tag` to EFFECTS, then runs `then`. */
-async function submit(label: string, then = "true"): Promise<Submitted> {
-  const uid = `${label}-${randomBytes(3).toString("hex")}`;
-  const tag = `${label}-${randomBytes(4).toString("hex")}`;
-  const res = await h.call("POST", "/v1/runs", {
-    uid,
-    body: { input: `echo ${tag} >> ${EFFECTS} && ${then}` },
-  });
-  expect(res.status).toBe(202);
-  const { run, thread } = await jsonOf<{ run: Run; thread: Thread }>(res);
-  return { run, thread, uid, tag };
-}
-
-const runRow = async (runId: string) => {
-  const [row] = await h.db.select().from(agentRuns).where(eq(agentRuns.runId, runId));
-  if (row === undefined) throw new Error("no run");
-  return row;
-};
-
-const terminal = (runId: string) =>
-  until(
-    () => runRow(runId),
-    (r) => ["succeeded", "failed", "cancelled"].includes(r.status),
-    `run ${runId} to end`,
-  );
-
-/** How many times the run's tag is in its thread's EFFECTS (0 when the file is missing). */
-async function effectsOf(s: Submitted): Promise<number> {
-  const file = join(
-    h.dataRoot,
-    "users",
-    uidDirname(s.uid),
-    "workspace",
-    s.thread.workdir_path,
-    EFFECTS,
-  );
-  const text = await readFile(file, "utf8").catch(() => "");
-  return text.split("\n").filter((line) => line === s.tag).length;
-}
 
 const readyz = async (node: ContainerNode) => {
   const res = await fetch(`${node.host.dataPlaneUrl}/readyz`, {
@@ -187,7 +132,7 @@ async function expectNothingLeftOnA() {
 it("A's Docker socket cut during runs: its run mid-command fails tool_interrupted, A says not ready and claims nothing, B serves every other run exactly once, nothing of A is left once the socket is back", async () => {
   // A runs a command that is under way (its effect is written) when the socket goes.
   await setState(B(), "quiesce");
-  const midCommand = await submit("mid", "sleep 60");
+  const midCommand = await submit("mid", { andThen: "sleep 60" });
   await until(
     () => effectsOf(midCommand),
     (n) => n === 1,
@@ -292,7 +237,7 @@ it("a run whose sandbox create is cut off by a Docker blip is handed back, runs 
 it("a cancel while A's Docker hangs mid-command ends the run before Docker answers again, and nothing of it is left once it does", async () => {
   await readyzIs(A(), 200, "A ready");
   await setState(B(), "quiesce");
-  const hung = await submit("hung", "sleep 60");
+  const hung = await submit("hung", { andThen: "sleep 60" });
   await until(
     () => effectsOf(hung),
     (n) => n === 1,
@@ -326,7 +271,7 @@ it("a run cancelled while its sandbox create hangs on A's engine ends cancelled 
   await readyzIs(A(), 200, "A ready");
   await setState(B(), "quiesce");
   hangNextCreate = true;
-  const hung = await submit("hung-acquire", "sleep 60");
+  const hung = await submit("hung-acquire", { andThen: "sleep 60" });
   await until(
     async () => proxy.stopped,
     (s) => s,

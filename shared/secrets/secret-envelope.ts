@@ -115,6 +115,6 @@ export function secretsKeyVar() {
       "must be base64 of 32 random bytes (openssl rand -base64 32)",
     )
     .describe(
-      "The deployment's secrets key, base64 of 32 bytes (openssl rand -base64 32), the same on the API and every agent-host; it seals the data keys of users' secrets (envelope encryption). Unset: PUT /v1/secrets answers 503 and the proxy swaps nothing.",
+      "The deployment's secrets key, base64 of 32 bytes (openssl rand -base64 32), the same on the API and every agent-host; it seals the data keys of users' secrets (envelope encryption). With WORKCELL_SECRETS_KMS_KEY_ID it only opens the rows it sealed before. Neither set: PUT /v1/secrets answers 503 and the proxy swaps nothing.",
     );
 }

@@ -24,6 +24,8 @@ const REFUSALS = new Set([
   "InvalidSignatureException",
   "ExpiredTokenException",
   "IncompleteSignature",
+  // No credentials at all (no role, no env): configuration, not a passing fault.
+  "CredentialsProviderError",
 ]);
 
 /** Answers that mean "this ciphertext does not open here": the row is refused, like a GCM failure. */

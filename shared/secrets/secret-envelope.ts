@@ -85,10 +85,11 @@ export async function openSecret(
   wrapper: KeyWrapper,
   sealed: SealedSecret,
   context: string,
+  signal?: AbortSignal,
 ): Promise<string> {
   const opener = [wrapper, ...(wrapper.openers ?? [])].find((key) => key.keyId === sealed.keyId);
   if (opener === undefined) throw new Error(`sealed by another key (${sealed.keyId})`);
-  const dataKey = await opener.unwrap(sealed.wrappedKey, context);
+  const dataKey = await opener.unwrap(sealed.wrappedKey, context, signal);
   try {
     return open(dataKey, sealed.ciphertext, context).toString("utf8");
   } finally {

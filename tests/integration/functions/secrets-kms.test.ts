@@ -1,7 +1,13 @@
 import { randomBytes } from "node:crypto";
+import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { KMSClient } from "@aws-sdk/client-kms";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { generateDeploymentCa } from "../../../agent-host/secrets/deployment-ca.ts";
+import { prepareNodeSecrets } from "../../../agent-host/secrets/node-secrets.ts";
+import { nodeSecretsFromEnv } from "../../../agent-host/secrets/secrets-material.ts";
 import { createKmsKeyWrapper } from "../../../shared/secrets/kms-key-wrapper.ts";
 import { createEnvKeyWrapper, type KeyWrapper } from "../../../shared/secrets/secret-envelope.ts";
 import { secretKeysFromEnv } from "../../../shared/secrets/secret-keys-from-env.ts";
@@ -246,6 +252,53 @@ describe("secrets sealed by AWS KMS", () => {
     ]);
     expect(await openAs(kmsKeys(), "frank", "OLD_TOKEN")).toBe(replaced);
     expect(await openAs(kmsKeys(), "frank", "NEW_TOKEN")).toBe(fresh);
+    expectNothingLogged();
+  });
+
+  test("a node configured from its env with the KMS key opens what the API sealed; a call gives up on the caller's signal", async () => {
+    current = kmsKeys();
+    const v = value();
+    expect((await put("grace", "DEPLOY_TOKEN", v)).status).toBe(200);
+    // A node has no credentials in its settings: the SDK's default chain (env, instance role).
+    vi.stubEnv("AWS_ACCESS_KEY_ID", credentials.accessKeyId);
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", credentials.secretAccessKey);
+    const dir = await mkdtemp(join(tmpdir(), "kms-node-"));
+    const ca = await generateDeploymentCa();
+    await writeFile(join(dir, "ca-cert.pem"), ca.certPem);
+    await writeFile(join(dir, "ca-key.pem"), ca.keyPem, { mode: 0o600 });
+    const config = await nodeSecretsFromEnv(
+      {
+        WORKCELL_SECRETS_KMS_KEY_ID: ALIAS,
+        WORKCELL_SECRETS_KMS_ENDPOINT: kms.endpoint,
+        AWS_REGION: "us-east-1",
+        WORKCELL_SECRETS_CA_CERT: join(dir, "ca-cert.pem"),
+        WORKCELL_SECRETS_CA_KEY: join(dir, "ca-key.pem"),
+        RUNTIME_ASSETS_DIR: dir,
+      },
+      logs.logger,
+    );
+    if (config === undefined) throw new Error("the node did not take its secrets settings");
+    expect(config.keys.keyId).toBe(`kms:${ALIAS}`);
+    const node = prepareNodeSecrets(h.db, config);
+    const live = await node.source("grace", AbortSignal.timeout(10_000));
+    const secret = live.find((s) => s.name === "DEPLOY_TOKEN");
+    expect(await secret?.value(AbortSignal.timeout(10_000))).toBe(v);
+
+    // A KMS that never answers, with a long deadline: the caller's signal ends the call.
+    const dead = await deadEndpoints();
+    try {
+      const hung = createKmsKeyWrapper({
+        client: new KMSClient({ region: "us-east-1", endpoint: dead.silent, credentials }),
+        keyId: ALIAS,
+        callTimeoutMs: 600_000,
+      });
+      await expect(
+        hung.unwrap("AAAA", "grace/DEPLOY_TOKEN", AbortSignal.abort()),
+      ).rejects.toMatchObject({ details: { reason: "secrets_key_unreachable" } });
+    } finally {
+      dead.close();
+      vi.unstubAllEnvs();
+    }
     expectNothingLogged();
   });
 });

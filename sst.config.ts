@@ -30,10 +30,14 @@ export default $config({
     const { capabilityPublicJwk, renderAgentHostEnv } = await import(
       "./infra/sst/agent-host-env-file.ts"
     );
-    const { NODE_DATA_ROOT } = await import("./infra/sst/node-user-data.ts");
+    const { NODE_DATA_ROOT, NODE_SECRETS_CA_CERT, NODE_SECRETS_CA_KEY } = await import(
+      "./infra/sst/node-user-data.ts"
+    );
     const { agentHostCluster } = await import("./infra/sst/cluster/agent-host-cluster.ts");
     const { drainTrigger } = await import("./infra/sst/cluster/drain-trigger.ts");
     const { DATA_PLANE_PORT } = await import("./infra/sst/cluster/cluster-deps.ts");
+    const { secretsKey, SECRETS_KEY_ACTIONS } = await import("./infra/sst/cluster/secrets-key.ts");
+    const { checkDeploymentCaPems } = await import("./infra/sst/secrets-ca-settings.ts");
     const settings = deploySettings(process.env);
     // The nodes' code, built before any resource so a failing build fails the deploy early.
     const release = buildAgentHostRelease(process.cwd(), ".sst/agent-host-release");
@@ -57,6 +61,21 @@ export default $config({
       });
       return value;
     });
+
+    // Users' secrets (docs/architecture.md §15, decision 0164): their data keys are sealed by
+    // this KMS key (the API may only Encrypt, the nodes only Decrypt). The deployment CA
+    // with which nodes terminate TLS towards hosts a secret binds is the operator's:
+    // `npm run secrets:ca -- <dir>`, then `npx sst secret set SecretsCaCert "$(cat
+    // <dir>/ca-cert.pem)"` and `npx sst secret set SecretsCaKey "$(cat <dir>/ca-key.pem)"`.
+    // A missing or mismatched pair fails the deploy here (messages never hold the key).
+    const secrets = secretsKey(
+      { aws, pulumi: $util },
+      { aliasName: `alias/${$app.name}-${$app.stage}-secrets` },
+    );
+    const secretsCa = $resolve([
+      new sst.Secret("SecretsCaCert").value,
+      new sst.Secret("SecretsCaKey").value,
+    ]).apply(([cert, key]) => checkDeploymentCaPems(cert, key));
 
     const deadLetters = new sst.aws.Queue("RunsDlq", { visibilityTimeout: "5 minutes" });
     const runs = new sst.aws.Queue("Runs", {
@@ -166,7 +185,12 @@ export default $config({
       timeout: `${timeouts.API_TIMEOUT_SECONDS} seconds`,
       vpc,
       link: [runs, attachments, database],
-      environment: { ...functionsEnv, WORKCELL_SCHEMA_MIGRATIONS: schemaMigrations },
+      environment: {
+        ...functionsEnv,
+        WORKCELL_SCHEMA_MIGRATIONS: schemaMigrations,
+        WORKCELL_SECRETS_KMS_KEY_ID: secrets.key.arn,
+      },
+      permissions: [{ actions: [...SECRETS_KEY_ACTIONS.api], resources: [secrets.key.arn] }],
     });
 
     // What the console reads at start (web/src/auth/console-config.ts). The site creates
@@ -250,24 +274,29 @@ export default $config({
       region,
       capabilityKey.value,
       corsOrigins,
-    ]).apply(([dbUrl, runQueueUrl, dlqUrl, bucket, awsRegion, privateKey, origins]) =>
-      modelApiKey.apply((modelKey) =>
-        renderAgentHostEnv({
-          DATABASE_URL: dbUrl,
-          DATA_ROOT: NODE_DATA_ROOT,
-          RUN_QUEUE_URL: runQueueUrl,
-          RUN_DLQ_URL: dlqUrl,
-          ATTACHMENTS_BUCKET: bucket,
-          AWS_REGION: awsRegion,
-          CAPABILITY_PUBLIC_KEY: capabilityPublicJwk(privateKey),
-          DATA_PLANE_PORT: String(DATA_PLANE_PORT),
-          DATA_PLANE_PUBLIC_URL: settings.WORKCELL_DATA_PLANE_URL,
-          DATA_PLANE_CORS_ORIGINS: origins,
-          MODEL_BASE_URL: settings.WORKCELL_MODEL_BASE_URL,
-          MODEL_NAME: settings.WORKCELL_MODEL_NAME,
-          MODEL_API_KEY: modelKey,
-        }),
-      ),
+      secrets.key.arn,
+    ]).apply(
+      ([dbUrl, runQueueUrl, dlqUrl, bucket, awsRegion, privateKey, origins, secretsKeyArn]) =>
+        modelApiKey.apply((modelKey) =>
+          renderAgentHostEnv({
+            DATABASE_URL: dbUrl,
+            DATA_ROOT: NODE_DATA_ROOT,
+            RUN_QUEUE_URL: runQueueUrl,
+            RUN_DLQ_URL: dlqUrl,
+            ATTACHMENTS_BUCKET: bucket,
+            AWS_REGION: awsRegion,
+            CAPABILITY_PUBLIC_KEY: capabilityPublicJwk(privateKey),
+            DATA_PLANE_PORT: String(DATA_PLANE_PORT),
+            DATA_PLANE_PUBLIC_URL: settings.WORKCELL_DATA_PLANE_URL,
+            DATA_PLANE_CORS_ORIGINS: origins,
+            MODEL_BASE_URL: settings.WORKCELL_MODEL_BASE_URL,
+            MODEL_NAME: settings.WORKCELL_MODEL_NAME,
+            MODEL_API_KEY: modelKey,
+            WORKCELL_SECRETS_KMS_KEY_ID: secretsKeyArn,
+            WORKCELL_SECRETS_CA_CERT: NODE_SECRETS_CA_CERT,
+            WORKCELL_SECRETS_CA_KEY: NODE_SECRETS_CA_KEY,
+          }),
+        ),
     );
     const releases = new sst.aws.Bucket("Releases");
     const cluster = agentHostCluster(
@@ -288,6 +317,11 @@ export default $config({
         releaseBucket: { name: releases.name, arn: releases.arn },
         release,
         envFile,
+        secrets: {
+          kmsKeyArn: secrets.key.arn,
+          caCertPem: secretsCa.certPem,
+          caKeyPem: $util.secret(secretsCa.keyPem),
+        },
         settings,
       },
     );
@@ -328,6 +362,7 @@ export default $config({
       nodeGroup: cluster.nodes.group.name,
       sharedFilesystem: cluster.fs.fileSystem.id,
       agentHostRelease: release.sha256,
+      secretsKey: secrets.key.arn,
     };
   },
 });

@@ -123,7 +123,7 @@ export function createSandboxSecrets(
       for (const [name, placeholder] of seen) {
         const secret = live.get(name);
         if (secret === undefined) continue;
-        const value = await secret.value();
+        const value = await secret.value(signal);
         swaps.push([placeholder, value]);
         const key = secret.header.toLowerCase();
         const before = headers[key];

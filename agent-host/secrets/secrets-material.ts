@@ -2,7 +2,10 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { keyWrapperFromEnv } from "../../shared/secrets/secret-envelope.ts";
+import {
+  type SecretKeysEnv,
+  secretKeysFromEnv,
+} from "../../shared/secrets/secret-keys-from-env.ts";
 import { type DeploymentCa, generateDeploymentCa, readDeploymentCa } from "./deployment-ca.ts";
 import type { NodeSecretsConfig } from "./node-secrets.ts";
 import { RUNTIME_CA_BUNDLE } from "./secrets-env.ts";
@@ -36,27 +39,26 @@ export async function loadOrCreateSecretsMaterial(dir: string): Promise<SecretsM
 }
 
 /**
- * A node's brokering settings from its env (WORKCELL_SECRETS_KEY, WORKCELL_SECRETS_CA_CERT,
+ * A node's brokering settings from its env (WORKCELL_SECRETS_KEY and/or _KMS_KEY_ID, _CA_CERT,
  * WORKCELL_SECRETS_CA_KEY) and the Runtime Assets' bundle; undefined (logged: why) when
  * any part is missing: runs then get no placeholders and every CONNECT stays a tunnel.
  */
 export async function nodeSecretsFromEnv(
-  env: {
-    WORKCELL_SECRETS_KEY?: string | undefined;
+  env: SecretKeysEnv & {
     WORKCELL_SECRETS_CA_CERT?: string | undefined;
     WORKCELL_SECRETS_CA_KEY?: string | undefined;
     RUNTIME_ASSETS_DIR: string;
   },
   logger: Logger,
 ): Promise<NodeSecretsConfig | undefined> {
-  const keys = keyWrapperFromEnv(env.WORKCELL_SECRETS_KEY);
+  const keys = secretKeysFromEnv(env);
   if (
     keys === undefined ||
     env.WORKCELL_SECRETS_CA_CERT === undefined ||
     env.WORKCELL_SECRETS_CA_KEY === undefined
   ) {
     logger.info(
-      "secrets are not brokered on this node: WORKCELL_SECRETS_KEY, WORKCELL_SECRETS_CA_CERT and WORKCELL_SECRETS_CA_KEY are needed",
+      "secrets are not brokered on this node: WORKCELL_SECRETS_KEY or WORKCELL_SECRETS_KMS_KEY_ID, and WORKCELL_SECRETS_CA_CERT and WORKCELL_SECRETS_CA_KEY are needed",
     );
     return undefined;
   }

@@ -63,7 +63,7 @@ const deleteSecretRoute = createRoute({
 });
 
 export type SecretRoutesDeps = Pick<AppDeps, "db"> & {
-  /** The deployment's key (WORKCELL_SECRETS_KEY); without it PUT answers 503. */
+  /** The deployment's key (WORKCELL_SECRETS_KEY or _KMS_KEY_ID); without it PUT answers 503. */
   readonly secretKeys?: KeyWrapper;
 };
 
@@ -77,7 +77,7 @@ export function registerSecretRoutes(app: OpenAPIHono<AppEnv>, deps: SecretRoute
     if (keys === undefined) {
       throw new WorkcellError(
         "unavailable",
-        "This deployment stores no secrets: its operator has not set WORKCELL_SECRETS_KEY. Nothing was stored.",
+        "This deployment stores no secrets: its operator has set neither WORKCELL_SECRETS_KEY nor WORKCELL_SECRETS_KMS_KEY_ID. Nothing was stored.",
         { details: { reason: "secrets_not_configured" } },
       );
     }

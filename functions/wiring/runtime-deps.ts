@@ -6,7 +6,8 @@ import { createDb } from "../../shared/db/client.ts";
 import type { FunctionsEnv } from "../../shared/env/functions-env.ts";
 import type { WorkcellMetrics } from "../../shared/metrics/workcell-metrics.ts";
 import { defaultPolicyFromEnv } from "../../shared/network/network-policy.ts";
-import { type KeyWrapper, keyWrapperFromEnv } from "../../shared/secrets/secret-envelope.ts";
+import type { KeyWrapper } from "../../shared/secrets/secret-envelope.ts";
+import { secretKeysFromEnv } from "../../shared/secrets/secret-keys-from-env.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 import type { AppDeps } from "../app-deps.ts";
 import type { AppLimits } from "../app-limits.ts";
@@ -82,7 +83,7 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
       : {}),
     runEvents: o.runEvents,
     networkDefault: defaultPolicyFromEnv(o.env.WORKCELL_NETWORK_DEFAULT_ALLOW),
-    ...secretKeysOf(o.env.WORKCELL_SECRETS_KEY),
+    ...secretKeysOf(o.env, o.awsCredentials),
     eventTickets: createEventTickets({ privateJwk: o.env.CAPABILITY_PRIVATE_KEY }),
     personalTokenKey: personalTokenKeyFrom(o.env.CAPABILITY_PRIVATE_KEY),
     ...(o.env.WORKCELL_CORS_ORIGINS === undefined
@@ -109,8 +110,11 @@ export function createRuntimeDeps(o: RuntimeDepsOptions): AppDeps {
   };
 }
 
-function secretKeysOf(value: string | undefined): { secretKeys?: KeyWrapper } {
-  const secretKeys = keyWrapperFromEnv(value);
+function secretKeysOf(
+  env: RuntimeDepsOptions["env"],
+  credentials: AwsCredentials | undefined,
+): { secretKeys?: KeyWrapper } {
+  const secretKeys = secretKeysFromEnv(env, credentials);
   return secretKeys === undefined ? {} : { secretKeys };
 }
 

@@ -21,6 +21,10 @@ export type AgentHostEnvValues = {
   MODEL_BASE_URL?: string | undefined;
   MODEL_NAME?: string | undefined;
   MODEL_API_KEY?: string | undefined;
+  /** Secrets brokering (decision 0164): the KMS key that opens secrets, the CA's files. */
+  WORKCELL_SECRETS_KMS_KEY_ID?: string | undefined;
+  WORKCELL_SECRETS_CA_CERT?: string | undefined;
+  WORKCELL_SECRETS_CA_KEY?: string | undefined;
 };
 
 /**

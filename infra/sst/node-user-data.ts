@@ -8,6 +8,9 @@
 export const NODE_DATA_ROOT = "/srv/workcell";
 /** EFS mount options (docs/deploy/nodes.md): NFS 4.1 so flock is held by the server. */
 export const EFS_MOUNT_OPTIONS = "nfsvers=4.1,hard,timeo=600,retrans=2,noresvport,_netdev";
+/** Where the first boot writes the deployment CA (WORKCELL_SECRETS_CA_CERT / _CA_KEY). */
+export const NODE_SECRETS_CA_CERT = "/etc/workcell/secrets/ca-cert.pem";
+export const NODE_SECRETS_CA_KEY = "/etc/workcell/secrets/ca-key.pem";
 /** Where the first boot writes what it did, for `journalctl`-less debugging over SSM/console. */
 export const NODE_BOOT_LOG = "/var/log/workcell-node-boot.log";
 
@@ -20,6 +23,9 @@ export type NodeUserDataInput = {
   fileSystemId: string;
   /** Name of the SecureString parameter whose value is the env file (renderAgentHostEnv). */
   envParameterName: string;
+  /** The deployment CA's parameters: the certificate (String) and the key (SecureString). */
+  secretsCaCertParameterName: string;
+  secretsCaKeyParameterName: string;
 };
 
 // Every value ends up inside single quotes in a bash script; refuse anything that could
@@ -44,7 +50,8 @@ function checked(input: NodeUserDataInput): NodeUserDataInput {
  * awscli and nfs-common; the shared filesystem at NODE_DATA_ROOT (fstab, retried while
  * the mount target's DNS name appears); the release from S3, checksum-verified, installed
  * by its own infra/agent-host/install.sh; the env file from SSM (0600, NODE_ID = the
- * instance id, so the drainer finds the node by the id the Auto Scaling group names);
+ * instance id, so the drainer finds the node by the id the Auto Scaling group names); the
+ * deployment CA from its two parameters (the key 0600 in a 0700 directory, decision 0164);
  * then doctor and the service. Any failure stops the script: the node never reports
  * ready and the Auto Scaling group replaces it after its health-check grace period.
  */
@@ -61,6 +68,8 @@ release_key='${v.releaseKey}'
 release_sha256='${v.releaseSha256}'
 file_system='${v.fileSystemId}'
 env_parameter='${v.envParameterName}'
+ca_cert_parameter='${v.secretsCaCertParameterName}'
+ca_key_parameter='${v.secretsCaKeyParameterName}'
 data_root='${NODE_DATA_ROOT}'
 say() { echo "workcell-node-boot: $(date -u +%FT%TZ) $*"; }
 
@@ -104,6 +113,17 @@ aws ssm get-parameter --region "$region" --name "$env_parameter" --with-decrypti
 echo "NODE_ID=$instance_id" >>/etc/workcell/agent-host.env.new
 chmod 0600 /etc/workcell/agent-host.env.new
 mv /etc/workcell/agent-host.env.new /etc/workcell/agent-host.env
+
+say "deployment CA from $ca_cert_parameter and $ca_key_parameter"
+install -d -m 0700 "$(dirname '${NODE_SECRETS_CA_KEY}')"
+aws ssm get-parameter --region "$region" --name "$ca_cert_parameter" \\
+  --query Parameter.Value --output text >'${NODE_SECRETS_CA_CERT}.new'
+aws ssm get-parameter --region "$region" --name "$ca_key_parameter" --with-decryption \\
+  --query Parameter.Value --output text >'${NODE_SECRETS_CA_KEY}.new'
+chmod 0644 '${NODE_SECRETS_CA_CERT}.new'
+chmod 0600 '${NODE_SECRETS_CA_KEY}.new'
+mv '${NODE_SECRETS_CA_CERT}.new' '${NODE_SECRETS_CA_CERT}'
+mv '${NODE_SECRETS_CA_KEY}.new' '${NODE_SECRETS_CA_KEY}'
 rm -rf "$work"
 
 say "doctor"

@@ -2,6 +2,7 @@ import { z } from "zod";
 import offlineSandboxImage from "../../infra/sandbox-image/test-image.json" with { type: "json" };
 import { networkDefaultAllowVar } from "../network/network-policy.ts";
 import { secretsKeyVar } from "../secrets/secret-envelope.ts";
+import { secretsKmsEnv } from "../secrets/secrets-kms-env.ts";
 import {
   absolutePathVar,
   bucketNameVar,
@@ -129,6 +130,7 @@ export const agentHostEnvSchema = z.object({
     ),
   WORKCELL_NETWORK_DEFAULT_ALLOW: networkDefaultAllowVar(),
   WORKCELL_SECRETS_KEY: secretsKeyVar(),
+  ...secretsKmsEnv,
   WORKCELL_SECRETS_CA_CERT: absolutePathVar()
     .optional()
     .describe(

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { networkDefaultAllowVar } from "../network/network-policy.ts";
 import { secretsKeyVar } from "../secrets/secret-envelope.ts";
+import { secretsKmsEnv } from "../secrets/secrets-kms-env.ts";
 import {
   bucketNameVar,
   corsOriginsVar,
@@ -86,6 +87,7 @@ const functionsEnvObject = z.object({
     ),
   WORKCELL_NETWORK_DEFAULT_ALLOW: networkDefaultAllowVar(),
   WORKCELL_SECRETS_KEY: secretsKeyVar(),
+  ...secretsKmsEnv,
   ...nodeTtlEnv,
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",

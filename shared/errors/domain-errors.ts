@@ -145,6 +145,16 @@ const DOMAIN_ERROR_TABLE = {
     message:
       "The database did not answer, so this request may or may not have been applied: retry it (a run submitted with the same Idempotency-Key is created at most once), or check GET /healthz.",
   },
+  secrets_key_unreachable: {
+    code: "unavailable",
+    message:
+      "The deployment's secrets key (AWS KMS) could not be reached, so nothing was stored or sent: retry.",
+  },
+  secrets_key_refused: {
+    code: "unavailable",
+    message:
+      "AWS KMS refused the deployment's secrets key, so nothing was stored or sent: an operator must grant this role kms:Encrypt and kms:Decrypt on the key and keep it enabled.",
+  },
   no_isolation_available: {
     code: "unavailable",
     message:

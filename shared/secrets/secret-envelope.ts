@@ -2,16 +2,22 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:
 import { z } from "zod";
 
 /**
- * The deployment's key-encryption key (decision 0131): seals and opens the per-secret data
- * keys. The environment implementation holds a 32-byte key in memory; a cloud deployment
- * may implement it with AWS KMS (Encrypt/Decrypt with the context as encryption context):
- * only this interface is used, so the rest does not change.
+ * The deployment's key-encryption key (decisions 0131, 0164): seals and opens the
+ * per-secret data keys. The environment implementation holds a 32-byte key in memory; the
+ * AWS KMS one (kms-key-wrapper.ts) calls Encrypt/Decrypt with the context as encryption
+ * context: only this interface is used, so the rest does not change.
  */
 export type KeyWrapper = {
-  /** Names the key that sealed a row (rotation: rows name the key they need). */
+  /** Names the key that sealed a row (`env:<hash>`, `kms:<key id>`): rows name the key they need. */
   readonly keyId: string;
-  wrap(dataKey: Buffer, context: string): Promise<string>;
-  unwrap(wrapped: string, context: string): Promise<Buffer>;
+  wrap(dataKey: Buffer, context: string, signal?: AbortSignal): Promise<string>;
+  unwrap(wrapped: string, context: string, signal?: AbortSignal): Promise<Buffer>;
+  /**
+   * Keys that only open rows sealed before a switch of provider (decision 0166): a store
+   * sealed partly by the env key and partly by KMS keeps opening; new values are sealed by
+   * this wrapper only.
+   */
+  readonly openers?: readonly KeyWrapper[];
 };
 
 export type SealedSecret = {
@@ -79,9 +85,11 @@ export async function openSecret(
   wrapper: KeyWrapper,
   sealed: SealedSecret,
   context: string,
+  signal?: AbortSignal,
 ): Promise<string> {
-  if (sealed.keyId !== wrapper.keyId) throw new Error(`sealed by another key (${sealed.keyId})`);
-  const dataKey = await wrapper.unwrap(sealed.wrappedKey, context);
+  const opener = [wrapper, ...(wrapper.openers ?? [])].find((key) => key.keyId === sealed.keyId);
+  if (opener === undefined) throw new Error(`sealed by another key (${sealed.keyId})`);
+  const dataKey = await opener.unwrap(sealed.wrappedKey, context, signal);
   try {
     return open(dataKey, sealed.ciphertext, context).toString("utf8");
   } finally {
@@ -108,6 +116,6 @@ export function secretsKeyVar() {
       "must be base64 of 32 random bytes (openssl rand -base64 32)",
     )
     .describe(
-      "The deployment's secrets key, base64 of 32 bytes (openssl rand -base64 32), the same on the API and every agent-host; it seals the data keys of users' secrets (envelope encryption). Unset: PUT /v1/secrets answers 503 and the proxy swaps nothing.",
+      "The deployment's secrets key, base64 of 32 bytes (openssl rand -base64 32), the same on the API and every agent-host; it seals the data keys of users' secrets (envelope encryption). With WORKCELL_SECRETS_KMS_KEY_ID it only opens the rows it sealed before. Neither set: PUT /v1/secrets answers 503 and the proxy swaps nothing.",
     );
 }

@@ -71,7 +71,7 @@ export async function deleteSecret(
 }
 
 /** The user's secrets as they are now, each with a way to open its value (only when needed). */
-export type LiveSecret = SecretBinding & { value(): Promise<string> };
+export type LiveSecret = SecretBinding & { value(signal?: AbortSignal): Promise<string> };
 
 export async function loadLiveSecrets(
   db: DbOrTransaction,
@@ -84,6 +84,6 @@ export async function loadLiveSecrets(
     hosts: row.hosts,
     header: row.header,
     template: row.template,
-    value: () => openSecret(keys, row, secretContext(uid, row.name)),
+    value: (signal) => openSecret(keys, row, secretContext(uid, row.name), signal),
   }));
 }

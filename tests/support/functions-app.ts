@@ -26,7 +26,7 @@ import { createHttpSkillsDataPlane } from "../../functions/skills/http-skills-da
 import { DEV_TOKEN_AUDIENCE, DEV_TOKEN_ISSUER, mintDevToken } from "../../infra/local/dev-token.ts";
 import type { PostgresDb } from "../../shared/db/client.ts";
 import type { CorsOrigins } from "../../shared/http/cors-for-origins.ts";
-import { createEnvKeyWrapper } from "../../shared/secrets/secret-envelope.ts";
+import { createEnvKeyWrapper, type KeyWrapper } from "../../shared/secrets/secret-envelope.ts";
 import type { Tracing } from "../../shared/telemetry/tracing.ts";
 
 /** The user every `call` acts as unless told otherwise. */
@@ -63,6 +63,8 @@ export type TestFunctionsAppOptions = {
   eventTickets?: EventTickets;
   /** WORKCELL_CORS_ORIGINS. */
   corsOrigins?: CorsOrigins;
+  /** The deployment's secrets key (default: a fresh env key). */
+  secretKeys?: KeyWrapper;
   attachmentLimits?: Partial<AttachmentLimits>;
   /** The app's and its run queue's tracing (default off). */
   tracing?: Tracing;
@@ -107,7 +109,7 @@ export function createTestFunctionsApp(options: TestFunctionsAppOptions): TestFu
     capabilities,
     dataPlaneUrl,
     runEvents: options.runEvents,
-    secretKeys: createEnvKeyWrapper(randomBytes(32)),
+    secretKeys: options.secretKeys ?? createEnvKeyWrapper(randomBytes(32)),
     attachments: createAttachmentDeps({
       s3,
       bucket,

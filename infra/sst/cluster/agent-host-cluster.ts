@@ -29,6 +29,11 @@ export type AgentHostClusterArgs = {
   release: AgentHostRelease;
   /** The env file every node gets (renderAgentHostEnv): secret, stored as a SecureString. */
   envFile: Output<string>;
+  /**
+   * Secrets brokering (decision 0164): the KMS key the nodes open secrets with, and the
+   * deployment CA (checked PEMs; the key is stored as a SecureString, written 0600).
+   */
+  secrets: { kmsKeyArn: Input<string>; caCertPem: Input<string>; caKeyPem: Output<string> };
   settings: Pick<
     DeploySettings,
     | "WORKCELL_DATA_PLANE_URL"
@@ -73,12 +78,27 @@ export function agentHostCluster(d: ClusterDeps, args: AgentHostClusterArgs) {
     type: "SecureString",
     value: d.pulumi.secret(args.envFile),
   });
+  const secretsCaCert = new d.aws.ssm.Parameter("SecretsCaCert", {
+    name: `${args.parameterPrefix}/secrets-ca-cert.pem`,
+    description: "Workcell: the deployment CA's certificate (TLS towards hosts secrets bind)",
+    type: "String",
+    value: args.secrets.caCertPem,
+  });
+  const secretsCaKey = new d.aws.ssm.Parameter("SecretsCaKey", {
+    name: `${args.parameterPrefix}/secrets-ca-key.pem`,
+    description: "Workcell: the deployment CA's private key (nodes only)",
+    type: "SecureString",
+    value: d.pulumi.secret(args.secrets.caKeyPem),
+  });
   const role = nodeRole(d, {
     runQueueArn: args.runQueueArn,
     runDlqArn: args.runDlqArn,
     attachmentsBucketArn: args.attachmentsBucketArn,
     releaseObjectArn: d.pulumi.interpolate`${args.releaseBucket.arn}/${releaseObject.key}`,
     envParameterArn: envParameter.arn,
+    secretsKeyArn: args.secrets.kmsKeyArn,
+    secretsCaCertParameterArn: secretsCaCert.arn,
+    secretsCaKeyParameterArn: secretsCaKey.arn,
   });
   const alb = dataPlaneAlb(d, {
     vpcId: args.vpc.id,
@@ -102,16 +122,29 @@ export function agentHostCluster(d: ClusterDeps, args: AgentHostClusterArgs) {
       releaseObject.key,
       fs.fileSystem.id,
       envParameter.name,
+      secretsCaCert.name,
+      secretsCaKey.name,
     ])
-    .apply(([region, releaseBucket, releaseKey, fileSystemId, envParameterName]) =>
-      renderNodeUserData({
+    .apply(
+      ([
         region,
         releaseBucket,
         releaseKey,
-        releaseSha256: args.release.sha256,
         fileSystemId,
         envParameterName,
-      }),
+        secretsCaCertParameterName,
+        secretsCaKeyParameterName,
+      ]) =>
+        renderNodeUserData({
+          region,
+          releaseBucket,
+          releaseKey,
+          releaseSha256: args.release.sha256,
+          fileSystemId,
+          envParameterName,
+          secretsCaCertParameterName,
+          secretsCaKeyParameterName,
+        }),
     );
   const nodes = nodeGroup(d, {
     instanceType: s.WORKCELL_NODE_INSTANCE_TYPE,
@@ -126,5 +159,5 @@ export function agentHostCluster(d: ClusterDeps, args: AgentHostClusterArgs) {
     userData,
     after: fs.mountTargets,
   });
-  return { groups, fs, releaseObject, envParameter, role, alb, nodes };
+  return { groups, fs, releaseObject, envParameter, secretsCaCert, secretsCaKey, role, alb, nodes };
 }

@@ -1,4 +1,5 @@
 import type { ClusterDeps, Input } from "./cluster-deps.ts";
+import { SECRETS_KEY_ACTIONS } from "./secrets-key.ts";
 
 export type NodeRoleArgs = {
   runQueueArn: Input<string>;
@@ -7,6 +8,10 @@ export type NodeRoleArgs = {
   /** The one release object the nodes install (its ARN names the checksum). */
   releaseObjectArn: Input<string>;
   envParameterArn: Input<string>;
+  /** The deployment's secrets key (KMS) and the two parameters of its CA (decision 0164). */
+  secretsKeyArn: Input<string>;
+  secretsCaCertParameterArn: Input<string>;
+  secretsCaKeyParameterArn: Input<string>;
 };
 
 /**
@@ -29,6 +34,9 @@ export function nodeRolePolicy(args: {
   attachmentsBucketArn: string;
   releaseObjectArn: string;
   envParameterArn: string;
+  secretsKeyArn: string;
+  secretsCaCertParameterArn: string;
+  secretsCaKeyParameterArn: string;
 }) {
   return {
     Version: "2012-10-17",
@@ -65,6 +73,20 @@ export function nodeRolePolicy(args: {
         Action: ["ssm:GetParameter"],
         Resource: [args.envParameterArn],
       },
+      {
+        // Opening a user's secret when a request to a bound host needs it (never sealing).
+        Sid: "SecretsKey",
+        Effect: "Allow",
+        Action: [...SECRETS_KEY_ACTIONS.nodes],
+        Resource: [args.secretsKeyArn],
+      },
+      {
+        // The deployment CA, written to /etc/workcell/secrets/ at first boot.
+        Sid: "SecretsCa",
+        Effect: "Allow",
+        Action: ["ssm:GetParameter"],
+        Resource: [args.secretsCaCertParameterArn, args.secretsCaKeyParameterArn],
+      },
     ],
   };
 }
@@ -93,17 +115,33 @@ export function nodeRole(d: ClusterDeps, args: NodeRoleArgs) {
         args.attachmentsBucketArn,
         args.releaseObjectArn,
         args.envParameterArn,
+        args.secretsKeyArn,
+        args.secretsCaCertParameterArn,
+        args.secretsCaKeyParameterArn,
       ])
-      .apply(([runQueueArn, runDlqArn, attachmentsBucketArn, releaseObjectArn, envParameterArn]) =>
-        JSON.stringify(
-          nodeRolePolicy({
-            runQueueArn,
-            runDlqArn,
-            attachmentsBucketArn,
-            releaseObjectArn,
-            envParameterArn,
-          }),
-        ),
+      .apply(
+        ([
+          runQueueArn,
+          runDlqArn,
+          attachmentsBucketArn,
+          releaseObjectArn,
+          envParameterArn,
+          secretsKeyArn,
+          secretsCaCertParameterArn,
+          secretsCaKeyParameterArn,
+        ]) =>
+          JSON.stringify(
+            nodeRolePolicy({
+              runQueueArn,
+              runDlqArn,
+              attachmentsBucketArn,
+              releaseObjectArn,
+              envParameterArn,
+              secretsKeyArn,
+              secretsCaCertParameterArn,
+              secretsCaKeyParameterArn,
+            }),
+          ),
       ),
   });
   const profile = new d.aws.iam.InstanceProfile("NodeProfile", { role: role.name });

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -18,6 +18,10 @@ const run = promisify(execFile);
 const DB_PASSWORD = "Boot-t1me-s3cret-pa55";
 const INSTANCE = "i-0123456789abcdef0";
 const PARAMETER = "/workcell/test/agent-host.env";
+const CA_CERT_PARAMETER = "/workcell/test/secrets-ca-cert.pem";
+const CA_KEY_PARAMETER = "/workcell/test/secrets-ca-key.pem";
+const CA_CERT = "-----BEGIN CERTIFICATE-----\nQ0EgY2VydA==\n-----END CERTIFICATE-----";
+const CA_KEY = "-----BEGIN PRIVATE KEY-----\nQm9vdC1jYS1rZXktc2VjcmV0\n-----END PRIVATE KEY-----";
 const ENV_BODY = `DATABASE_URL='postgres://workcell:${DB_PASSWORD}@db.internal:5432/workcell'\nDATA_ROOT='/srv/workcell'\n`;
 
 let work: string;
@@ -40,7 +44,9 @@ if [ "$1 $2" = "s3 cp" ]; then
   cp "/fake-s3/$src" "\${@: -1}"
 elif [ "$1 $2" = "ssm get-parameter" ]; then
   [ -f /fake-ssm/fail ] && { echo "AccessDeniedException" >&2; exit 254; }
-  cat /fake-ssm/value
+  name=""; prev=""
+  for a in "$@"; do [ "$prev" = "--name" ] && name="$a"; prev="$a"; done
+  cat "/fake-ssm/$(basename "$name")"
 else
   exit 2
 fi`,
@@ -94,7 +100,9 @@ async function boot(opts: { tamper?: boolean; ssmFails?: boolean } = {}): Promis
     join(root, "s3/releases", release.key),
     await readFile(opts.tamper ? other.file : release.file),
   );
-  await writeFile(join(root, "ssm/value"), ENV_BODY);
+  await writeFile(join(root, "ssm/agent-host.env"), ENV_BODY);
+  await writeFile(join(root, "ssm/secrets-ca-cert.pem"), `${CA_CERT}\n`);
+  await writeFile(join(root, "ssm/secrets-ca-key.pem"), `${CA_KEY}\n`);
   if (opts.ssmFails) await writeFile(join(root, "ssm/fail"), "");
   await writeFile(join(root, "opt-bin/node"), '#!/bin/bash\necho "doctor $*" >>/record/calls\n');
   await chmod(join(root, "opt-bin/node"), 0o755);
@@ -105,6 +113,8 @@ async function boot(opts: { tamper?: boolean; ssmFails?: boolean } = {}): Promis
     releaseSha256: release.sha256,
     fileSystemId: "fs-0123abcd",
     envParameterName: PARAMETER,
+    secretsCaCertParameterName: CA_CERT_PARAMETER,
+    secretsCaKeyParameterName: CA_KEY_PARAMETER,
   };
   await writeFile(join(root, "user-data"), renderNodeUserData(input));
   const args = [
@@ -206,6 +216,8 @@ describe("node first boot", () => {
     ]);
     expect(b.calls.filter((c) => c.startsWith("aws ssm "))).toEqual([
       `aws ssm get-parameter --region eu-west-1 --name ${PARAMETER} --with-decryption --query Parameter.Value --output text`,
+      `aws ssm get-parameter --region eu-west-1 --name ${CA_CERT_PARAMETER} --query Parameter.Value --output text`,
+      `aws ssm get-parameter --region eu-west-1 --name ${CA_KEY_PARAMETER} --with-decryption --query Parameter.Value --output text`,
     ]);
     const installed = b.calls.find((c) => c.startsWith("install.sh from "));
     expect(installed).toMatch(/^install\.sh from \/tmp\/tmp\.\w+\/release uid 0$/);
@@ -219,6 +231,17 @@ describe("node first boot", () => {
     const envFile = join(b.etc, "agent-host.env");
     expect(await readFile(envFile, "utf8")).toBe(`${ENV_BODY}NODE_ID=${INSTANCE}\n`);
     expect((await stat(envFile)).mode & 0o777).toBe(0o600);
+    // The deployment CA (decision 0164): where the env file's WORKCELL_SECRETS_CA_* point,
+    // the key 0600 in a 0700 directory, neither left as a .new file.
+    const caDir = join(b.etc, "secrets");
+    expect(await readFile(join(caDir, "ca-cert.pem"), "utf8")).toBe(`${CA_CERT}\n`);
+    expect(await readFile(join(caDir, "ca-key.pem"), "utf8")).toBe(`${CA_KEY}\n`);
+    expect((await stat(join(caDir, "ca-key.pem"))).mode & 0o777).toBe(0o600);
+    expect((await stat(join(caDir, "ca-cert.pem"))).mode & 0o777).toBe(0o644);
+    expect((await stat(caDir)).mode & 0o777).toBe(0o700);
+    expect((await readdir(caDir)).sort()).toEqual(["ca-cert.pem", "ca-key.pem"]);
+    expect(b.log).not.toContain("Qm9vdC1jYS1rZXktc2VjcmV0");
+    expect(b.stdout).not.toContain("Qm9vdC1jYS1rZXktc2VjcmV0");
     expect(b.log).toContain(`done: node ${INSTANCE}`);
     // The boot log (kept on the node) never holds the env file's values.
     expect(b.log).not.toContain(DB_PASSWORD);

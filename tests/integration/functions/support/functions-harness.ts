@@ -34,6 +34,7 @@ import { createDb, type PostgresDb } from "../../../../shared/db/client.ts";
 import { ed25519PrivateJwkVar } from "../../../../shared/env/env-vars.ts";
 import type { ListenFn } from "../../../../shared/listen/listen-fn.ts";
 import { postgresListen } from "../../../../shared/listen/postgres-listen.ts";
+import type { KeyWrapper } from "../../../../shared/secrets/secret-envelope.ts";
 import type { Tracing } from "../../../../shared/telemetry/tracing.ts";
 import { freshBucket, freshQueue, s3Client, sqsClient } from "../../../support/aws.ts";
 import { freshDataRoot } from "../../../support/data-root.ts";
@@ -97,6 +98,8 @@ export type HarnessOptions = {
    * and bucket (builtin skills registered).
    */
   dataPlane?: { logger?: Logger; tracing?: Tracing; skills?: boolean };
+  /** The deployment's secrets key (default: a fresh env key). */
+  secretKeys?: KeyWrapper;
 };
 
 /** The functions app on a fresh database, a fresh queue and the real data plane over a fresh data root. */
@@ -158,6 +161,7 @@ export async function startFunctionsHarness(
     ...(options.auth === undefined ? {} : { auth: options.auth }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
     ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
+    ...(options.secretKeys === undefined ? {} : { secretKeys: options.secretKeys }),
   });
 
   return {

@@ -1,17 +1,21 @@
 import { beforeAll, describe, expect, test } from "vitest";
 import { NODE_QUEUE_ACTIONS } from "../../../../infra/sst/cluster/node-role.ts";
+import { SECRETS_KEY_ACTIONS } from "../../../../infra/sst/cluster/secrets-key.ts";
 import { EFS_MOUNT_OPTIONS } from "../../../../infra/sst/node-user-data.ts";
 import {
   ATTACHMENTS_ARN,
   DRAINER_ARN,
   type Evaluated,
   evaluateCluster,
+  mockArn,
   PRIVATE_SUBNETS,
   PUBLIC_SUBNETS,
   RELEASES_ARN,
   type Registered,
   RUN_DLQ_ARN,
   RUN_QUEUE_ARN,
+  TEST_CA_CERT_PEM,
+  TEST_CA_KEY_PEM,
   TEST_DB_PASSWORD,
 } from "./evaluate-cluster.ts";
 
@@ -146,6 +150,10 @@ describe("node role", () => {
         `s3:ListBucket ${ATTACHMENTS_ARN}`,
         `s3:GetObject ${release}`,
         `ssm:GetParameter ${envParameter}`,
+        // Secrets (decision 0164): open only, on the one key; the CA's two parameters.
+        `kms:Decrypt ${mockArn("aws:kms/key:Key", "SecretsKey")}`,
+        `ssm:GetParameter ${mockArn("aws:ssm/parameter:Parameter", "SecretsCaCert")}`,
+        `ssm:GetParameter ${mockArn("aws:ssm/parameter:Parameter", "SecretsCaKey")}`,
       ].sort(),
     );
     expect([...NODE_QUEUE_ACTIONS].sort()).toEqual([
@@ -283,5 +291,43 @@ describe("secrets", () => {
     const script = userData(e.one("aws:ec2/launchTemplate:LaunchTemplate", "NodeTemplate"));
     expect(script).not.toContain(TEST_DB_PASSWORD);
     expect(script).not.toContain("DATABASE_URL");
+  });
+
+  test("the deployment CA's key reaches one SecureString parameter, as a secret; its certificate a plain one", async () => {
+    const key = e.one("aws:ssm/parameter:Parameter", "SecretsCaKey");
+    expect(key.inputs).toMatchObject({
+      name: "/workcell/test/secrets-ca-key.pem",
+      type: "SecureString",
+    });
+    expect((key.inputs.value as Record<string, unknown>)[SECRET_SIG]).toBeDefined();
+    expect((await e.settle(e.cluster.secretsCaKey.value)).secret).toBe(true);
+    const cert = e.one("aws:ssm/parameter:Parameter", "SecretsCaCert");
+    expect(cert.inputs).toMatchObject({
+      name: "/workcell/test/secrets-ca-cert.pem",
+      type: "String",
+    });
+    // (The provider marks every parameter value secret; the certificate is public anyway.)
+    expect((cert.inputs.value as Record<string, unknown>).value).toBe(TEST_CA_CERT_PEM);
+    const keyBody = TEST_CA_KEY_PEM.split("\n")[1] ?? "";
+    for (const r of e.resources.filter((r) => r !== key)) {
+      expect(JSON.stringify(r.inputs)).not.toContain(keyBody);
+    }
+    const script = userData(e.one("aws:ec2/launchTemplate:LaunchTemplate", "NodeTemplate"));
+    expect(script).toContain("ca_key_parameter='/workcell/test/secrets-ca-key.pem'");
+    expect(script).not.toContain(keyBody);
+  });
+
+  test("the secrets key is a symmetric KMS key with yearly rotation, named by its alias; the API seals, nodes open", () => {
+    expect(e.one("aws:kms/key:Key", "SecretsKey").inputs).toMatchObject({
+      keyUsage: "ENCRYPT_DECRYPT",
+      customerMasterKeySpec: "SYMMETRIC_DEFAULT",
+      enableKeyRotation: true,
+      deletionWindowInDays: 30,
+    });
+    expect(e.one("aws:kms/alias:Alias", "SecretsKeyAlias").inputs).toMatchObject({
+      name: "alias/workcell-test-secrets",
+      targetKeyId: mockArn("aws:kms/key:Key", "SecretsKey"),
+    });
+    expect(SECRETS_KEY_ACTIONS).toEqual({ api: ["kms:Encrypt"], nodes: ["kms:Decrypt"] });
   });
 });

@@ -9,6 +9,7 @@ import {
   agentHostCluster,
 } from "../../../../infra/sst/cluster/agent-host-cluster.ts";
 import { drainTrigger } from "../../../../infra/sst/cluster/drain-trigger.ts";
+import { secretsKey } from "../../../../infra/sst/cluster/secrets-key.ts";
 import type { DeploySettings } from "../../../../infra/sst/deploy-settings.ts";
 
 // Evaluates the node group's Pulumi program offline: the providers' own npm SDKs (the ones
@@ -30,6 +31,7 @@ export type Evaluated = {
   ofType: (type: string) => Registered[];
   one: (type: string, name: string) => Registered;
   cluster: ReturnType<typeof agentHostCluster>;
+  secrets: ReturnType<typeof secretsKey>;
   pulumi: typeof Pulumi;
   /** Resolves an output under the mocks (its value and whether it is secret). */
   settle: <T>(output: Pulumi.Output<T>) => Promise<{ value: T; secret: boolean }>;
@@ -45,6 +47,11 @@ export const RUN_QUEUE_ARN = `arn:aws:sqs:${TEST_REGION}:${TEST_ACCOUNT}:workcel
 export const RUN_DLQ_ARN = `arn:aws:sqs:${TEST_REGION}:${TEST_ACCOUNT}:workcell-test-RunsDlq`;
 export const ATTACHMENTS_ARN = "arn:aws:s3:::workcell-test-attachments";
 export const RELEASES_ARN = "arn:aws:s3:::workcell-test-releases";
+/** The deployment CA's private key as the operator stored it (must reach one SecureString only). */
+export const TEST_CA_KEY_PEM =
+  "-----BEGIN PRIVATE KEY-----\nTESTCAKEYMATERIALnotarealkey0123456789\n-----END PRIVATE KEY-----\n";
+export const TEST_CA_CERT_PEM =
+  "-----BEGIN CERTIFICATE-----\nTESTCACERT0123456789\n-----END CERTIFICATE-----\n";
 export const DRAINER_ARN = `arn:aws:lambda:${TEST_REGION}:${TEST_ACCOUNT}:function:drainer`;
 
 /** The ARN the mocks give a resource: deterministic, so tests can name it. */
@@ -115,6 +122,7 @@ export async function evaluateCluster(
     `DATABASE_URL='postgres://workcell:${TEST_DB_PASSWORD}@db.internal:5432/workcell'\n`,
   );
   const deps = { aws, pulumi };
+  const secrets = secretsKey(deps, { aliasName: "alias/workcell-test-secrets" });
   const cluster = agentHostCluster(deps, {
     region: TEST_REGION,
     parameterPrefix: "/workcell/test",
@@ -131,6 +139,11 @@ export async function evaluateCluster(
     releaseBucket: { name: "workcell-test-releases", arn: RELEASES_ARN },
     release: { file, sha256, key: `agent-host/workcell-agent-host-${sha256}.tar.gz` },
     envFile,
+    secrets: {
+      kmsKeyArn: secrets.key.arn,
+      caCertPem: TEST_CA_CERT_PEM,
+      caKeyPem: pulumi.secret(TEST_CA_KEY_PEM),
+    },
     settings,
   });
   drainTrigger(deps, {
@@ -151,6 +164,7 @@ export async function evaluateCluster(
       return found;
     },
     cluster,
+    secrets,
     pulumi,
     settle: (output) =>
       new Promise((resolve, reject) => {

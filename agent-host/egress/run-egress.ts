@@ -13,7 +13,6 @@ import { retryDatabaseWhile } from "../runs/retry-database-while.ts";
 import { DEFAULT_RUN_WORKER_LIMITS, databaseRetryOf } from "../runs/run-limits.ts";
 import { containerName } from "../sandbox/instance/container-labels.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
-import { PROCESS_ID_PREFIX } from "../sandbox/sandbox-tier.ts";
 import { createSandboxSecrets, type SecretSource } from "../secrets/sandbox-secrets.ts";
 import { CA_BUNDLE_FILE, secretsEnv } from "../secrets/secrets-env.ts";
 import { CONTAINER_EGRESS_MOUNT, containerEgressDir } from "./container-egress-dir.ts";
@@ -181,7 +180,7 @@ async function placementOf(
   deps: RunEgressDeps,
   handle: SandboxHandle,
 ): Promise<{ hostDir: string; sandboxDir: string } | undefined> {
-  if (handle.instanceId.startsWith(PROCESS_ID_PREFIX)) {
+  if (handle.tier === "process") {
     if (deps.processStateDir === undefined) return undefined;
     return { hostDir: join(deps.processStateDir, handle.instanceId, "tmp"), sandboxDir: "/tmp" };
   }

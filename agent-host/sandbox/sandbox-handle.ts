@@ -1,5 +1,6 @@
 import type { FileView } from "../../shared/paths/file-view.ts";
-import type { InstanceRef } from "./driver.ts";
+import type { InstanceAt, InstanceRef } from "./driver.ts";
+import { tierOfInstanceId } from "./sandbox-tier.ts";
 
 /**
  * What acquire hands out: one generation of one sandbox. Every operation through the
@@ -25,6 +26,17 @@ export function sandboxHandle(fields: SandboxHandle): SandboxHandle {
 /** The outcome of an operation fenced by generation (docs/architecture.md §4.3). */
 export type FencedOutcome = { ok: true } | { ok: false; reason: "stale_generation" };
 
+/**
+ * Where a row's instance is; undefined while it has none. The store edge: the
+ * `sandboxes.container_id` column keeps the id alone (its format unchanged, no tier
+ * column), so this is the one place the lifecycle reads the tier off a stored id;
+ * past it every handle and ref carries `tier` (decision 0176).
+ */
+export function instanceOfRow(row: { instanceId: string | null }): InstanceAt | undefined {
+  if (row.instanceId === null) return undefined;
+  return { instanceId: row.instanceId, tier: tierOfInstanceId(row.instanceId) };
+}
+
 /** The handle of a row's generation (adoption: the row is the only record left). */
 export function handleFromRow(row: {
   sandboxId: string;
@@ -36,11 +48,12 @@ export function handleFromRow(row: {
   nodeId: string;
   fileView: FileView;
 }): SandboxHandle | undefined {
-  if (row.instanceId === null) return undefined;
+  const at = instanceOfRow(row);
+  if (!at) return undefined;
   return sandboxHandle({
+    ...at,
     sandboxId: row.sandboxId,
     generation: row.generation,
-    instanceId: row.instanceId,
     uid: row.uid,
     runtimeScopeId: row.runtimeScopeId,
     workdirPath: row.workdirPath,

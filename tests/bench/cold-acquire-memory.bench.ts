@@ -156,7 +156,7 @@ try {
   await removeContainersLabelled(docker, LABEL.nodeId, nodeId);
   for (const name of await readdir(stateDir).catch(() => [])) {
     const c = await processDriver
-      ?.inspect(name, AbortSignal.timeout(30_000))
+      ?.inspect({ instanceId: name, tier: "process" }, AbortSignal.timeout(30_000))
       .catch(() => undefined);
     if (c) await processDriver?.destroy(c, AbortSignal.timeout(30_000)).catch(() => {});
   }

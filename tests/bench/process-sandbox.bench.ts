@@ -199,7 +199,7 @@ try {
   // Generations a failed run left behind: unmounted before their directory is removed.
   for (const name of await readdir(stateDir).catch(() => [])) {
     const c = await processDriver
-      ?.inspect(name, AbortSignal.timeout(30_000))
+      ?.inspect({ instanceId: name, tier: "process" }, AbortSignal.timeout(30_000))
       .catch(() => undefined);
     if (c) await processDriver?.destroy(c, AbortSignal.timeout(30_000)).catch(() => {});
   }

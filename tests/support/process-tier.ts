@@ -120,7 +120,9 @@ export async function processTierFixture(p: {
     async cleanup() {
       const signal = AbortSignal.timeout(30_000);
       for (const name of await readdir(parts.stateDir).catch(() => [])) {
-        const c = await driver.inspect(name, signal).catch(() => undefined);
+        const c = await driver
+          .inspect({ instanceId: name, tier: "process" }, signal)
+          .catch(() => undefined);
         if (c) await driver.destroy(c, signal);
       }
       if (parts.stateDir !== stateDir) {

@@ -21,6 +21,7 @@ import type {
   ExecFence,
   ExecOutcome,
   ExecRequest,
+  InstanceAt,
   InstanceRef,
   SandboxDriver,
   SandboxInstance,
@@ -211,7 +212,8 @@ export class DockerDriver implements SandboxDriver {
     );
   }
 
-  async inspect(containerId: string, signal: AbortSignal): Promise<SandboxInstance | undefined> {
+  async inspect(at: InstanceAt, signal: AbortSignal): Promise<SandboxInstance | undefined> {
+    const containerId = at.instanceId; // this tier's instance id is the Docker container id
     try {
       const info = await this.#call("to inspect a sandbox container", signal, (bounded) =>
         this.#deps.docker.getContainer(containerId).inspect({ abortSignal: bounded }),
@@ -240,7 +242,7 @@ export class DockerDriver implements SandboxDriver {
   }
 
   async destroy(ref: InstanceRef, signal: AbortSignal): Promise<DestroyOutcome> {
-    const current = await this.inspect(ref.instanceId, signal);
+    const current = await this.inspect(ref, signal);
     if (!current) return { ok: true, existed: false };
     if (current.sandboxId !== ref.sandboxId || current.generation !== ref.generation) {
       return { ok: false, reason: "stale_generation" };
@@ -294,7 +296,7 @@ function toSandboxContainer(
   running: boolean,
 ): SandboxInstance | undefined {
   const parsed = parseSandboxLabels(labels);
-  return parsed && { ...parsed, instanceId: containerId, running };
+  return parsed && { ...parsed, instanceId: containerId, tier: "container", running };
 }
 
 /**

@@ -23,7 +23,7 @@ export const LABEL = {
 /** The managed-by value: containers without it are never touched by Workcell. */
 export const MANAGED_BY = "workcell-agent-host";
 
-export type LabelSource = Omit<SandboxInstance, "instanceId" | "running">;
+export type LabelSource = Omit<SandboxInstance, "instanceId" | "tier" | "running">;
 
 export function sandboxLabels(source: LabelSource): Record<string, string> {
   return {

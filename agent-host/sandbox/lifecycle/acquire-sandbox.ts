@@ -3,8 +3,13 @@ import { domainError } from "../../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-view.ts";
 import type { CreateRefusal, InstanceRef, SandboxInstance } from "../driver.ts";
-import { handleFromRow, type SandboxHandle, sandboxHandle } from "../sandbox-handle.ts";
-import { type SandboxTier, tierOfInstanceId } from "../sandbox-tier.ts";
+import {
+  handleFromRow,
+  instanceOfRow,
+  type SandboxHandle,
+  sandboxHandle,
+} from "../sandbox-handle.ts";
+import type { SandboxTier } from "../sandbox-tier.ts";
 import { type TmpfsBudgetRefusal, tmpfsBudgetError } from "../tmpfs-budget.ts";
 import {
   type AcquireDecision,
@@ -200,9 +205,10 @@ async function apply(ctx: SandboxContext, tx: DbTransaction, a: Applying): Promi
       // A stopped container of the dead generation is removed once the lock is released,
       // rather than left for the reconciler (the driver re-checks its labels first). Another
       // node's container is that node's reconciler's to remove.
+      const dead = decision.kind === "replace_dead" ? instanceOfRow(decision) : undefined;
       const leftover =
-        decision.kind === "replace_dead" && decision.instanceId !== null
-          ? { instanceId: decision.instanceId, sandboxId, generation: decision.generation }
+        decision.kind === "replace_dead" && dead
+          ? { ...dead, sandboxId, generation: decision.generation }
           : undefined;
       return done(created, leftover);
     }
@@ -326,18 +332,18 @@ async function createGeneration(
     return decide(created);
   }
   progress.started = created.instance;
-  const { instanceId } = created.instance;
+  const { instanceId, tier } = created.instance;
   if (!(await ctx.store.markRunning(tx, sandboxId, generation, instanceId))) {
     throw new Error(
       `sandbox ${sandboxId}: generation ${generation} moved on while holding its lock`,
     );
   }
-  ctx.metrics.sandboxCreates.inc({ tier: tierOfInstanceId(instanceId) });
+  ctx.metrics.sandboxCreates.inc({ tier });
   log.info({ container_id: instanceId }, "sandbox created");
   return decide({
     ok: true,
     created: true,
-    handle: sandboxHandle({ ...identity, generation, instanceId }),
+    handle: sandboxHandle({ ...identity, generation, instanceId, tier }),
   });
 }
 
@@ -353,8 +359,9 @@ async function reusable(
 ): Promise<SandboxHandle | undefined> {
   const entry = ctx.live.get(row.sandboxId);
   if (entry?.handle.generation === row.generation && !entry.pins.closed) return entry.handle;
-  if (row.instanceId === null) return undefined;
-  const c = await ctx.driver.inspect(row.instanceId, signal);
+  const at = instanceOfRow(row);
+  if (!at) return undefined;
+  const c = await ctx.driver.inspect(at, signal);
   if (!c?.running || c.sandboxId !== row.sandboxId || c.generation !== row.generation)
     return undefined;
   return handleFromRow(row);

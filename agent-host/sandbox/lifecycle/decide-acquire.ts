@@ -1,5 +1,6 @@
 import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-view.ts";
-import { type SandboxTier, tierOfInstanceId } from "../sandbox-tier.ts";
+import { instanceOfRow } from "../sandbox-handle.ts";
+import type { SandboxTier } from "../sandbox-tier.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
 
 /** The parts of an acquire request the decision reads. */
@@ -68,7 +69,7 @@ export function decideAcquire(
   if (row?.state !== "running") return active ? { kind: "create" } : QUIESCED;
   // Another tier or file view needs other mounts: a generation no run uses any more
   // (kept warm after its tree ended) is replaced; one still in use is a mismatch.
-  const otherMounts = !sameTier(row.instanceId, request) || !sameFileView(row, request);
+  const otherMounts = !sameTier(instanceOfRow(row), request) || !sameFileView(row, request);
   if (row.workdirPath !== request.workdirPath || (otherMounts && row.releasedAt === null)) {
     return { kind: "refuse", refusal: mismatch(row, request) };
   }
@@ -97,23 +98,23 @@ export function decideAcquire(
 }
 
 function mismatch(row: SandboxRow, request: AcquireAsk): DecidedRefusal {
+  const live = instanceOfRow(row);
   return {
     ok: false,
     reason: "sandbox_identity_mismatch",
     liveWorkdirPath: row.workdirPath,
-    ...(row.workdirPath === request.workdirPath && row.instanceId !== null
-      ? { inUse: { tier: tierOfInstanceId(row.instanceId), fileView: row.fileView } }
+    ...(row.workdirPath === request.workdirPath && live
+      ? { inUse: { tier: live.tier, fileView: row.fileView } }
       : {}),
   };
 }
 
 /** A live sandbox serves only requests of its own tier (or naming none). */
-export function sameTier(instanceId: string | null, request: { tier?: SandboxTier }): boolean {
-  return (
-    request.tier === undefined ||
-    instanceId === null ||
-    tierOfInstanceId(instanceId) === request.tier
-  );
+export function sameTier(
+  live: { tier: SandboxTier } | undefined,
+  request: { tier?: SandboxTier },
+): boolean {
+  return request.tier === undefined || live === undefined || live.tier === request.tier;
 }
 
 /** A live sandbox serves only requests of its own file view (absent = `workspace`). */

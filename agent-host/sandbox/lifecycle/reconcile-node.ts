@@ -1,6 +1,6 @@
 import type { DbTransaction } from "../../../shared/db/client.ts";
 import type { SandboxInstance } from "../driver.ts";
-import { handleFromRow } from "../sandbox-handle.ts";
+import { handleFromRow, instanceOfRow } from "../sandbox-handle.ts";
 import { forget, register } from "./live-registry.ts";
 import { destroyKey, type SandboxContext } from "./sandbox-context.ts";
 
@@ -69,7 +69,8 @@ export async function reconcileNode(
       const now = await store.read(tx, row.sandboxId);
       if (now?.generation !== row.generation) return false;
       if (now.state === "running") {
-        const c = now.instanceId ? await ctx.driver.inspect(now.instanceId, signal) : undefined;
+        const at = instanceOfRow(now);
+        const c = at ? await ctx.driver.inspect(at, signal) : undefined;
         if (c?.running) return false; // started after our listing
         if (c) await ctx.driver.destroy(c, signal);
         return store.markFailed(tx, now.sandboxId, now.generation, "running");

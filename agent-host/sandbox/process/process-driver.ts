@@ -8,6 +8,7 @@ import type {
   ExecFence,
   ExecOutcome,
   ExecRequest,
+  InstanceAt,
   InstanceRef,
   SandboxDriver,
   SandboxInstance,
@@ -108,17 +109,18 @@ export class ProcessDriver implements SandboxDriver {
     // while the acquire commits and the command's lease statement runs instead of after
     // them (decisions 0084, 0088).
     this.#standbys.replenish(id, standbyPlan(labels));
-    return { ok: true, instance: { ...labels, instanceId: id, running: true } };
+    return { ok: true, instance: { ...labels, instanceId: id, tier: "process", running: true } };
   }
 
-  async inspect(instanceId: string, signal: AbortSignal): Promise<SandboxInstance | undefined> {
+  async inspect(at: InstanceAt, signal: AbortSignal): Promise<SandboxInstance | undefined> {
     signal.throwIfAborted();
+    const { instanceId } = at;
     const [state, grouped] = await Promise.all([
       this.#dirs.state(instanceId),
       this.#deps.cgroups.sandboxExists(instanceId),
     ]);
     if (!state) return undefined;
-    return { ...state.labels, instanceId, running: grouped && state.mounted };
+    return { ...state.labels, instanceId, tier: "process", running: grouped && state.mounted };
   }
 
   async exec(
@@ -133,7 +135,7 @@ export class ProcessDriver implements SandboxDriver {
     // The generation's state and its pre-built sandbox (decision 0088) are independent:
     // taken at once. The release still waits for the state's word, then the fence's.
     const [inspected, taken] = await Promise.allSettled([
-      this.inspect(ref.instanceId, signal),
+      this.inspect(ref, signal),
       this.#standbys.take(ref.instanceId),
     ]);
     let sandbox = taken.status === "fulfilled" ? taken.value : undefined;
@@ -203,7 +205,7 @@ export class ProcessDriver implements SandboxDriver {
   }
 
   async destroy(ref: InstanceRef, signal: AbortSignal): Promise<DestroyOutcome> {
-    const current = await this.inspect(ref.instanceId, signal);
+    const current = await this.inspect(ref, signal);
     if (!current) return { ok: true, existed: false };
     if (current.sandboxId !== ref.sandboxId || current.generation !== ref.generation) {
       return { ok: false, reason: "stale_generation" };
@@ -215,7 +217,7 @@ export class ProcessDriver implements SandboxDriver {
   async list(nodeId: string, signal: AbortSignal): Promise<SandboxInstance[]> {
     const found: SandboxInstance[] = [];
     for (const id of await this.#dirs.list()) {
-      const c = await this.inspect(id, signal);
+      const c = await this.inspect({ instanceId: id, tier: "process" }, signal);
       if (c?.nodeId === nodeId) found.push(c);
     }
     return found;

@@ -11,6 +11,7 @@ import {
 } from "../../../agent-host/egress/run-egress.ts";
 import { containerName } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { sandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
+import { tierOfInstanceId } from "../../../agent-host/sandbox/sandbox-tier.ts";
 import {
   findLimitsOverride,
   putLimitsOverride,
@@ -56,6 +57,7 @@ afterAll(async () => {
 const handle = (instanceId: string, sandboxId = "sbxopener0001") =>
   sandboxHandle({
     instanceId,
+    tier: tierOfInstanceId(instanceId),
     sandboxId,
     generation: 3,
     uid: "open",

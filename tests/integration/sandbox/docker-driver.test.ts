@@ -95,11 +95,11 @@ describe("DockerDriver", () => {
     expect(info.HostConfig.Init).toBe(true);
     expect(info.HostConfig.NetworkMode).toBe("none");
     expect(info.HostConfig.SecurityOpt).toContain("no-new-privileges:true");
-    expect(await driver.inspect(c.instanceId, signal())).toEqual(c);
+    expect(await driver.inspect(c, signal())).toEqual(c);
     expect(await driver.list(nodeId, signal())).toEqual([c]);
 
     expect(await driver.destroy(c, signal())).toEqual({ ok: true, existed: true });
-    expect(await driver.inspect(c.instanceId, signal())).toBeUndefined();
+    expect(await driver.inspect(c, signal())).toBeUndefined();
     expect(await driver.destroy(c, signal())).toEqual({ ok: true, existed: false });
     expect(await containersOfNode(docker, nodeId)).toEqual([]);
   });
@@ -111,7 +111,7 @@ describe("DockerDriver", () => {
       ok: false,
       reason: "stale_generation",
     });
-    expect((await driver.inspect(c.instanceId, signal()))?.running).toBe(true);
+    expect((await driver.inspect(c, signal()))?.running).toBe(true);
   });
 
   describe("hardening, observed from inside", () => {

@@ -137,12 +137,12 @@ describe("Docker calls against an engine that stops answering", () => {
   it("inspect, list and destroy end with the same error", async () => {
     const driver = await proxied();
     proxy?.pause();
-    await unresponsive(driver.inspect(sandbox.instanceId, signal()));
+    await unresponsive(driver.inspect(sandbox, signal()));
     await unresponsive(driver.list(nodeId, signal()));
     await unresponsive(driver.destroy(sandbox, signal()));
     proxy?.resume();
     // Nothing was removed behind our back: the real engine still has the sandbox.
-    expect((await healthy.inspect(sandbox.instanceId, signal()))?.running).toBe(true);
+    expect((await healthy.inspect(sandbox, signal()))?.running).toBe(true);
   });
 
   it("the caller's abort still wins over the bound: cancelled, not unresponsive", async () => {

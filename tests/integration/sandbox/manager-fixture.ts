@@ -128,7 +128,7 @@ export async function managerWorld(
     },
     async remove(instanceId) {
       if (process && tierOfInstanceId(instanceId) === "process") {
-        const c = await process.driver.inspect(instanceId, sig());
+        const c = await process.driver.inspect({ instanceId, tier: "process" }, sig());
         if (c) await process.driver.destroy(c, sig());
       } else {
         await docker.getContainer(instanceId).remove({ force: true });

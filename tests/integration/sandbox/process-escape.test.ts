@@ -277,7 +277,7 @@ describe("process tier: destroy", () => {
       expect(await fixture.parts.cgroups.list()).toEqual([]);
       const mountinfo = await readFile("/proc/self/mountinfo", "utf8");
       expect(mountinfo).not.toContain(created.instance.instanceId);
-      expect(await fixture.driver.inspect(created.instance.instanceId, signal())).toBeUndefined();
+      expect(await fixture.driver.inspect(created.instance, signal())).toBeUndefined();
       expect(await fixture.driver.exec(created.instance, { cmd: ["true"] }, signal())).toEqual({
         ok: false,
         reason: "sandbox_gone",

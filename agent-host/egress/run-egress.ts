@@ -13,7 +13,6 @@ import { retryDatabaseWhile } from "../runs/retry-database-while.ts";
 import { DEFAULT_RUN_WORKER_LIMITS, databaseRetryOf } from "../runs/run-limits.ts";
 import { containerName } from "../sandbox/instance/container-labels.ts";
 import type { SandboxHandle } from "../sandbox/sandbox-handle.ts";
-import { PROCESS_ID_PREFIX } from "../sandbox/sandbox-tier.ts";
 import { createSandboxSecrets, type SecretSource } from "../secrets/sandbox-secrets.ts";
 import { CA_BUNDLE_FILE, secretsEnv } from "../secrets/secrets-env.ts";
 import { CONTAINER_EGRESS_MOUNT, containerEgressDir } from "./container-egress-dir.ts";
@@ -61,7 +60,7 @@ export type RunEgressDeps = {
   readonly networkDefault: NetworkPolicy;
   /** The node's proxy; undefined when it could not start (runs that ask for network fail). */
   readonly proxy: EgressProxy | undefined;
-  /** The process tier's state directory (`<state>/<containerId>/tmp` is a generation's /tmp). */
+  /** The process tier's state directory (`<state>/<instanceId>/tmp` is a generation's /tmp). */
   readonly processStateDir: string | undefined;
   /** The container tier's egress root (DockerDriverDeps.egressRoot). */
   readonly containerEgressRoot: string | undefined;
@@ -181,9 +180,9 @@ async function placementOf(
   deps: RunEgressDeps,
   handle: SandboxHandle,
 ): Promise<{ hostDir: string; sandboxDir: string } | undefined> {
-  if (handle.containerId.startsWith(PROCESS_ID_PREFIX)) {
+  if (handle.tier === "process") {
     if (deps.processStateDir === undefined) return undefined;
-    return { hostDir: join(deps.processStateDir, handle.containerId, "tmp"), sandboxDir: "/tmp" };
+    return { hostDir: join(deps.processStateDir, handle.instanceId, "tmp"), sandboxDir: "/tmp" };
   }
   if (deps.containerEgressRoot === undefined) return undefined;
   const hostDir = containerEgressDir(

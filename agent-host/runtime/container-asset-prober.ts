@@ -88,7 +88,12 @@ export function containerAssetProber(deps: ContainerAssetProberDeps): AssetProbe
           dockerCallTimeoutMs: deps.dockerCallTimeoutMs,
         },
       };
-      const ref = { containerId: container.id, sandboxId: name, generation: 0 };
+      const ref = {
+        instanceId: container.id,
+        tier: "container" as const,
+        sandboxId: name,
+        generation: 0,
+      };
       const verdicts: Array<string | undefined> = [];
       for (const asset of assets) {
         const outcome = await runDockerExec(

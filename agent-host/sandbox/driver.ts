@@ -5,8 +5,8 @@ import type { SandboxTier } from "./sandbox-tier.ts";
 // technology: Docker (docker-driver.ts, the container tier) and bubblewrap
 // (process/process-driver.ts, the process tier), both behind tiered-driver.ts.
 //
-// A driver knows containers, not rows: it never reads Postgres. Every container it
-// creates is named and labelled with (sandbox_id, generation), so the manager can fence
+// A driver knows instances (a Docker container, a process-tier generation), not rows: it
+// never reads Postgres. Every instance it creates is named and labelled with (sandbox_id, generation), so the manager can fence
 // every operation on the generation it observed and a stale caller can never reach a
 // newer sandbox (docs/architecture.md §4.3).
 
@@ -26,9 +26,18 @@ export type SandboxSpec = {
   fileView?: FileView;
 };
 
-/** A container as the driver sees it, decoded from its labels and state. */
-export type SandboxContainer = {
-  containerId: string;
+/**
+ * Where a sandbox instance is: its id within its tier. The tier is carried, never read off
+ * the id (decision 0176): the id means something only to its tier's driver (a Docker
+ * container id, or the process tier's `process-<sandbox>-g<generation>`).
+ */
+export type InstanceAt = {
+  instanceId: string;
+  tier: SandboxTier;
+};
+
+/** An instance as its driver sees it (either tier), decoded from its labels and state. */
+export type SandboxInstance = InstanceAt & {
   sandboxId: string;
   generation: number;
   uidDirname: string;
@@ -45,7 +54,7 @@ export type SandboxContainer = {
 export type CreateRefusal = "symlink_refused" | "workdir_missing";
 
 export type CreateResult =
-  | { ok: true; container: SandboxContainer }
+  | { ok: true; instance: SandboxInstance }
   | { ok: false; reason: CreateRefusal; detail: string };
 
 export type ExecRequest = {
@@ -87,7 +96,7 @@ export type ExecResult = {
 
 export type ExecOutcome =
   | { ok: true; result: ExecResult }
-  /** The container is gone or stopped: its generation is over. */
+  /** The instance is gone or stopped: its generation is over. */
   | { ok: false; reason: "sandbox_gone" }
   /** The caller's fence said no (ExecFence): nothing of the command ran. */
   | { ok: false; reason: "fenced" };
@@ -99,39 +108,38 @@ export type ExecOutcome =
  */
 export type ExecFence = Promise<boolean>;
 
-/** Which container a caller means: the id plus the identity it must still carry. */
-export type ContainerRef = {
-  containerId: string;
+/** Which instance a caller means: where it is plus the identity it must still carry. */
+export type InstanceRef = InstanceAt & {
   sandboxId: string;
   generation: number;
   /**
    * The file view the caller's handle recorded, when it has one: a driver may prepare the
-   * exec for it before it has read the container's own (which still decides).
+   * exec for it before it has read the instance's own (which still decides).
    */
   fileView?: FileView;
 };
 
 export type DestroyOutcome =
   | { ok: true; existed: boolean }
-  /** The id names a container of another sandbox or generation; it was left alone. */
+  /** The id names an instance of another sandbox or generation; it was left alone. */
   | { ok: false; reason: "stale_generation" };
 
 export interface SandboxDriver {
   /**
-   * Creates and starts a sandbox. A refusal or a failure leaves no container behind;
+   * Creates and starts a sandbox. A refusal or a failure leaves no instance behind;
    * engine failures throw (after that cleanup), refusals are values.
    */
   create(spec: SandboxSpec, signal: AbortSignal): Promise<CreateResult>;
-  /** The container, or undefined when it no longer exists. */
-  inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined>;
+  /** The instance, or undefined when it no longer exists. */
+  inspect(at: InstanceAt, signal: AbortSignal): Promise<SandboxInstance | undefined>;
   exec(
-    ref: ContainerRef,
+    ref: InstanceRef,
     request: ExecRequest,
     signal: AbortSignal,
     fence?: ExecFence,
   ): Promise<ExecOutcome>;
-  /** Removes the container (running or not) if it still carries `ref`'s identity. */
-  destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome>;
-  /** Every managed container of a node, running or not. */
-  list(nodeId: string, signal: AbortSignal): Promise<SandboxContainer[]>;
+  /** Removes the instance (running or not) if it still carries `ref`'s identity. */
+  destroy(ref: InstanceRef, signal: AbortSignal): Promise<DestroyOutcome>;
+  /** Every managed instance of a node (both tiers behind the tiered driver), running or not. */
+  list(nodeId: string, signal: AbortSignal): Promise<SandboxInstance[]>;
 }

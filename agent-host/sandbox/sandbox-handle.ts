@@ -1,11 +1,12 @@
 import type { FileView } from "../../shared/paths/file-view.ts";
-import type { ContainerRef } from "./driver.ts";
+import type { InstanceAt, InstanceRef } from "./driver.ts";
+import { tierOfInstanceId } from "./sandbox-tier.ts";
 
 /**
  * What acquire hands out: one generation of one sandbox. Every operation through the
  * manager carries it back, and is refused (as a value) once that generation is over.
  */
-export type SandboxHandle = ContainerRef & {
+export type SandboxHandle = InstanceRef & {
   uid: string;
   runtimeScopeId: string;
   workdirPath: string;
@@ -25,22 +26,34 @@ export function sandboxHandle(fields: SandboxHandle): SandboxHandle {
 /** The outcome of an operation fenced by generation (docs/architecture.md §4.3). */
 export type FencedOutcome = { ok: true } | { ok: false; reason: "stale_generation" };
 
+/**
+ * Where a row's instance is; undefined while it has none. The store edge: the
+ * `sandboxes.container_id` column keeps the id alone (its format unchanged, no tier
+ * column), so this is the one place the lifecycle reads the tier off a stored id;
+ * past it every handle and ref carries `tier` (decision 0176).
+ */
+export function instanceOfRow(row: { instanceId: string | null }): InstanceAt | undefined {
+  if (row.instanceId === null) return undefined;
+  return { instanceId: row.instanceId, tier: tierOfInstanceId(row.instanceId) };
+}
+
 /** The handle of a row's generation (adoption: the row is the only record left). */
 export function handleFromRow(row: {
   sandboxId: string;
   generation: number;
-  containerId: string | null;
+  instanceId: string | null;
   uid: string;
   runtimeScopeId: string;
   workdirPath: string;
   nodeId: string;
   fileView: FileView;
 }): SandboxHandle | undefined {
-  if (row.containerId === null) return undefined;
+  const at = instanceOfRow(row);
+  if (!at) return undefined;
   return sandboxHandle({
+    ...at,
     sandboxId: row.sandboxId,
     generation: row.generation,
-    containerId: row.containerId,
     uid: row.uid,
     runtimeScopeId: row.runtimeScopeId,
     workdirPath: row.workdirPath,

@@ -23,7 +23,10 @@ export type SandboxTierStatus = { tier: SandboxTier; ready: boolean; detail: str
 /** Process-tier sandbox ids start with this; Docker container ids are bare hex. */
 export const PROCESS_ID_PREFIX = "process-";
 
-/** The tier a sandbox id belongs to. */
-export function tierOfContainerId(containerId: string): SandboxTier {
-  return containerId.startsWith(PROCESS_ID_PREFIX) ? "process" : "container";
+/**
+ * The tier a stored instance id belongs to. Only the store edge calls it
+ * (sandbox-handle.ts instanceOfRow); everything else reads the tier its handle carries.
+ */
+export function tierOfInstanceId(instanceId: string): SandboxTier {
+  return instanceId.startsWith(PROCESS_ID_PREFIX) ? "process" : "container";
 }

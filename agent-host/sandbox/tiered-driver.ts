@@ -1,25 +1,21 @@
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import type {
-  ContainerRef,
   CreateResult,
   DestroyOutcome,
   ExecFence,
   ExecOutcome,
   ExecRequest,
-  SandboxContainer,
+  InstanceAt,
+  InstanceRef,
   SandboxDriver,
+  SandboxInstance,
   SandboxSpec,
 } from "./driver.ts";
-import {
-  DEFAULT_TIER_ORDER,
-  type SandboxTier,
-  type SandboxTierStatus,
-  tierOfContainerId,
-} from "./sandbox-tier.ts";
+import { DEFAULT_TIER_ORDER, type SandboxTier, type SandboxTierStatus } from "./sandbox-tier.ts";
 
 /**
  * The one driver the sandbox manager sees: it creates in the tier the spec names and
- * routes every other operation by the id's tier, so the manager, its fencing, the reaper
+ * routes every other operation by the tier its handle carries, so the manager, its fencing, the reaper
  * and the reconciler are the same code for both tiers. Only ready tiers have a driver;
  * an id of a tier that is not ready here is reported gone (its rows get marked, and no
  * command is ever run with less isolation).
@@ -72,33 +68,29 @@ export class TieredDriver implements SandboxDriver {
     return driver.create(spec, signal);
   }
 
-  async inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined> {
-    return this.#driverOf(containerId)?.inspect(containerId, signal);
+  async inspect(at: InstanceAt, signal: AbortSignal): Promise<SandboxInstance | undefined> {
+    return this.#drivers.get(at.tier)?.inspect(at, signal);
   }
 
   async exec(
-    ref: ContainerRef,
+    ref: InstanceRef,
     request: ExecRequest,
     signal: AbortSignal,
     fence?: ExecFence,
   ): Promise<ExecOutcome> {
-    const driver = this.#driverOf(ref.containerId);
+    const driver = this.#drivers.get(ref.tier);
     return driver
       ? driver.exec(ref, request, signal, fence)
       : { ok: false, reason: "sandbox_gone" };
   }
 
-  async destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome> {
-    const driver = this.#driverOf(ref.containerId);
+  async destroy(ref: InstanceRef, signal: AbortSignal): Promise<DestroyOutcome> {
+    const driver = this.#drivers.get(ref.tier);
     return driver ? driver.destroy(ref, signal) : { ok: true, existed: false };
   }
 
-  async list(nodeId: string, signal: AbortSignal): Promise<SandboxContainer[]> {
+  async list(nodeId: string, signal: AbortSignal): Promise<SandboxInstance[]> {
     const lists = await Promise.all([...this.#drivers.values()].map((d) => d.list(nodeId, signal)));
     return lists.flat();
-  }
-
-  #driverOf(containerId: string): SandboxDriver | undefined {
-    return this.#drivers.get(tierOfContainerId(containerId));
   }
 }

@@ -112,7 +112,7 @@ try {
 
   const processHandle = await acquire("process");
   const containerHandle = await acquire("container");
-  const processId = processHandle.containerId;
+  const processId = processHandle.instanceId;
   if (processId === null) throw new Error("the process generation has no container id");
   // Untimed: the generation's next sandbox is built (it is started once an exec returned).
   const standbyReady = () => processDriver?.standbyReady(processId) ?? Promise.resolve();
@@ -199,7 +199,7 @@ try {
   // Generations a failed run left behind: unmounted before their directory is removed.
   for (const name of await readdir(stateDir).catch(() => [])) {
     const c = await processDriver
-      ?.inspect(name, AbortSignal.timeout(30_000))
+      ?.inspect({ instanceId: name, tier: "process" }, AbortSignal.timeout(30_000))
       .catch(() => undefined);
     if (c) await processDriver?.destroy(c, AbortSignal.timeout(30_000)).catch(() => {});
   }

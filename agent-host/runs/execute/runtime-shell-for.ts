@@ -1,6 +1,5 @@
 import { SANDBOX_RUNTIME_MOUNT } from "../../../shared/paths/runtime-paths.ts";
 import type { RuntimeAssetsReport } from "../../runtime/runtime-assets.ts";
-import { tierOfContainerId } from "../../sandbox/sandbox-tier.ts";
 import { IMAGE_SHELL, type SandboxShell, type ShellFor } from "./sandbox-exec-adapter.ts";
 
 /**
@@ -27,6 +26,5 @@ export function runtimeShellFor(
   const containerShell = containerImageIsAssets.then((assets) =>
     assets ? runtimeShell : IMAGE_SHELL,
   );
-  return (handle) =>
-    tierOfContainerId(handle.containerId) === "process" ? runtimeShell : containerShell;
+  return (handle) => (handle.tier === "process" ? runtimeShell : containerShell);
 }

@@ -1,5 +1,5 @@
 import type { FencedOutcome } from "../sandbox-handle.ts";
-import { tierOfContainerId } from "../sandbox-tier.ts";
+import { instanceOfRow } from "../sandbox-handle.ts";
 import { forget } from "./live-registry.ts";
 import { destroyKey, type SandboxContext } from "./sandbox-context.ts";
 import type { ReapWindow } from "./sandbox-store.ts";
@@ -74,18 +74,12 @@ export async function destroyGeneration(
       const held = await mine.pins.drain(ctx.config.drainTimeoutMs, ctx.config.killGraceMs * 2);
       if (held > 0) log.warn({ held }, "destroying with uses still in flight after cancel");
     }
-    if (claim.containerId !== null) {
-      const removed = await ctx.driver.destroy(
-        { containerId: claim.containerId, sandboxId, generation },
-        signal,
-      );
-      if (removed.ok)
-        ctx.metrics.sandboxDestroys.inc({ tier: tierOfContainerId(claim.containerId) });
+    const at = instanceOfRow(claim);
+    if (at) {
+      const removed = await ctx.driver.destroy({ ...at, sandboxId, generation }, signal);
+      if (removed.ok) ctx.metrics.sandboxDestroys.inc({ tier: at.tier });
       if (!removed.ok)
-        log.error(
-          { container_id: claim.containerId },
-          "row named a container of another generation",
-        );
+        log.error({ container_id: at.instanceId }, "row named a container of another generation");
     }
     await ctx.store.markDestroyed(sandboxId, generation);
   } finally {

@@ -58,7 +58,10 @@ export const sandboxes = pgTable(
       .default(sql`nextval('sandbox_generation_seq')`),
     nodeId: text("node_id").notNull(),
     state: text("state", { enum: SANDBOX_STATES }).notNull().default("creating"),
-    containerId: text("container_id"),
+    // The generation's instance id in its tier (a Docker container id, or the process
+    // tier's `process-<sandbox>-g<generation>`). The column keeps its first name; the
+    // tier is read off the id only at the store edge (sandbox-handle.ts, decision 0176).
+    instanceId: text("container_id"),
     lastUsedAt: timestamptz("last_used_at").notNull().defaultNow(),
     // Set when the execution tree that used this generation ended and it is kept warm
     // for the conversation's next turn (docs/architecture.md §4.5); cleared when a run takes

@@ -11,6 +11,7 @@ import {
 } from "../../../agent-host/egress/run-egress.ts";
 import { containerName } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { sandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
+import { tierOfInstanceId } from "../../../agent-host/sandbox/sandbox-tier.ts";
 import {
   findLimitsOverride,
   putLimitsOverride,
@@ -53,9 +54,10 @@ afterAll(async () => {
   await root?.remove();
 });
 
-const handle = (containerId: string, sandboxId = "sbxopener0001") =>
+const handle = (instanceId: string, sandboxId = "sbxopener0001") =>
   sandboxHandle({
-    containerId,
+    instanceId,
+    tier: tierOfInstanceId(instanceId),
     sandboxId,
     generation: 3,
     uid: "open",

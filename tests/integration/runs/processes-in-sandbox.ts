@@ -1,4 +1,5 @@
 import { eq } from "drizzle-orm";
+import { instanceOfRow } from "../../../agent-host/sandbox/sandbox-handle.ts";
 import { sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { type RunWorld, UID } from "./run-harness.ts";
@@ -18,9 +19,10 @@ export async function processesInSandbox(
     .select()
     .from(sandboxes)
     .where(eq(sandboxes.sandboxId, sandboxId(UID, thread)));
-  if (!row?.containerId) throw new Error("no sandbox row");
+  const at = row && instanceOfRow(row);
+  if (!at) throw new Error("no sandbox row");
   const ref = {
-    containerId: row.containerId,
+    ...at,
     sandboxId: row.sandboxId,
     generation: row.generation,
   };

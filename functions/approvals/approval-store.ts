@@ -63,7 +63,6 @@ export async function decideApproval(
     const resolution: ApprovalResolution = {
       status: decision.decision === "approve" ? "approved" : "denied",
       decidedBy: uid,
-      dispatching: true,
       ...(decision.note === undefined ? {} : { note: decision.note }),
       ...(decision.scope === undefined ? {} : { scope: decision.scope }),
     };

@@ -1,26 +1,30 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { DbTransaction } from "../db/client.ts";
 import { agentRuns, type RunApprovalRow, runApprovals, runEvents } from "../db/schema.ts";
-import { RUN_EVENTS_CHANNEL } from "../runs/run-channels.ts";
+import { RUN_EVENTS_CHANNEL, RUN_SLOTS_CHANNEL } from "../runs/run-channels.ts";
+
+/**
+ * The slots-channel payload of a decision: not any node's id, so every node's run worker
+ * (which skips only its own notifications) looks for the run at once.
+ */
+export const DECISION_NOTIFY_PAYLOAD = "approval-decided";
 
 export interface ApprovalResolution {
   readonly status: "approved" | "denied" | "expired";
   readonly decidedBy: string | null;
   readonly note?: string;
   readonly scope?: "once" | "run";
-  /**
-   * True: the caller sends the run's dispatch itself after commit (the decide route); false:
-   * `dispatched_at` is left empty, so the sweeper's dispatch step sends it at once.
-   */
-  readonly dispatching: boolean;
 }
 
 /**
  * Records the one decision of a pending approval in `tx` (which holds its run's row lock):
- * the approval row, the run back to `pending` for a node to resume (dispatched now, the
- * caller sends the message after commit; the sweeper sends it again if that is lost) and
- * the `approval.resolved` event, with its NOTIFY. Undefined when the approval is no longer
- * pending (a second decision, an expiry that lost the race): then nothing was written.
+ * the approval row, the run back to `pending` and already in line (`waiting_since`, as a
+ * delivered dispatch leaves it: park-run.ts), a NOTIFY on the slots channel that wakes every
+ * node's run worker at commit, and the `approval.resolved` event, with its NOTIFY. No queue
+ * message: the waiting row is the durable part (every node's fill polls for it when a
+ * notification is lost, decision 0173), so the resume skips the SQS hop and its long poll.
+ * Undefined when the approval is no longer pending (a second decision, an expiry that lost
+ * the race): then nothing was written.
  */
 export async function resolveApproval(
   tx: DbTransaction,
@@ -46,11 +50,7 @@ export async function resolveApproval(
   if (row.kind === "network") return row;
   await tx
     .update(agentRuns)
-    .set({
-      status: "pending",
-      dispatchedAt: resolution.dispatching ? sql`now()` : null,
-      waitingSince: null,
-    })
+    .set({ status: "pending", dispatchedAt: sql`now()`, waitingSince: sql`clock_timestamp()` })
     .where(and(eq(agentRuns.runId, row.runId), eq(agentRuns.status, "awaiting_approval")));
   await tx.insert(runEvents).values({
     runId: row.runId,
@@ -64,7 +64,10 @@ export async function resolveApproval(
       ...(row.note === null ? {} : { note: row.note }),
     },
   });
-  await tx.execute(sql`select pg_notify(${RUN_EVENTS_CHANNEL}::text, ${row.runId}::text)`);
+  await tx.execute(
+    sql`select pg_notify(${RUN_EVENTS_CHANNEL}::text, ${row.runId}::text),
+               pg_notify(${RUN_SLOTS_CHANNEL}::text, ${DECISION_NOTIFY_PAYLOAD}::text)`,
+  );
   return row;
 }
 

@@ -83,3 +83,45 @@ it("the pause's late tree cleanup keeps the sandbox its own resume is using, and
   expect(ended.status).toBe("succeeded");
   expect(effectCount(world, project)).toBe(1);
 });
+
+it("a resume whose kept sandbox was evicted meanwhile gets a new generation that is in use, not marked warm", async () => {
+  await world.worker();
+  const project = await world.project();
+  const runId = await world.submit(await world.thread(project), HELD_COMMAND, ASK_BASH);
+  const approval = await awaitPause(world, runId);
+  const { runtimeScopeId } = await world.run(runId);
+  const scopeSandbox = async () => {
+    const [row] = await world.db
+      .select()
+      .from(sandboxes)
+      .where(and(eq(sandboxes.uid, project.uid), eq(sandboxes.runtimeScopeId, runtimeScopeId)));
+    if (row === undefined) throw new Error("the scope has no sandbox row");
+    return row;
+  };
+  // The pause's cleanup kept it warm; then it goes, as the uid's warm bound evicts it when
+  // other runs of the user pause or end (the approvals bench's 1,000 waiting runs).
+  await pollUntil(async () => (await scopeSandbox()).releasedAt !== null, {
+    what: "the paused run's sandbox to be kept warm",
+  });
+  const paused = await scopeSandbox();
+  const handle = handleFromRow(paused);
+  if (handle === undefined) throw new Error("the paused sandbox has no container");
+  expect(await world.sandboxManager.destroy(handle, AbortSignal.timeout(30_000))).toMatchObject({
+    ok: true,
+  });
+
+  await decide(world, project.uid, approval, { decision: "approve" });
+  const outputs = dirname(effectFile(world, project));
+  await pollUntil(() => existsSync(join(outputs, "started")), {
+    what: "the resumed command to start",
+  });
+  // A new generation, and not released: the eviction and the reaper, which take only
+  // released generations, leave it to the resume (it carried the old mark before).
+  const resumed = await scopeSandbox();
+  expect(resumed.generation).toBeGreaterThan(paused.generation);
+  expect(resumed).toMatchObject({ state: "running", releasedAt: null });
+
+  writeFileSync(join(outputs, "go"), "");
+  expect((await world.waitForRun(runId)).status).toBe("succeeded");
+  expect(effectCount(world, project)).toBe(1);
+});

@@ -48,25 +48,29 @@ export async function resolveApproval(
   // A network approval's run is running: its worker, which holds the connection and the
   // run's event log, sees the decision and appends approval.resolved itself (decision 0137).
   if (row.kind === "network") return row;
-  await tx
-    .update(agentRuns)
-    .set({ status: "pending", dispatchedAt: sql`now()`, waitingSince: sql`clock_timestamp()` })
-    .where(and(eq(agentRuns.runId, row.runId), eq(agentRuns.status, "awaiting_approval")));
-  await tx.insert(runEvents).values({
-    runId: row.runId,
-    uid: row.uid,
-    seq: sql`(select coalesce(max(${runEvents.seq}), 0) + 1 from ${runEvents} where ${runEvents.runId} = ${row.runId})`,
-    type: "approval.resolved",
-    data: {
-      approval_id: row.approvalId,
-      status: row.status,
-      ...(row.decidedBy === null ? {} : { decided_by: row.decidedBy }),
-      ...(row.note === null ? {} : { note: row.note }),
-    },
-  });
+  const data = {
+    approval_id: row.approvalId,
+    status: row.status,
+    ...(row.decidedBy === null ? {} : { decided_by: row.decidedBy }),
+    ...(row.note === null ? {} : { note: row.note }),
+  };
+  // One statement (the resume waits for this commit): the run back in line, the event
+  // appended, both NOTIFYs sent at commit. Both CTEs run whether or not they are read.
   await tx.execute(
-    sql`select pg_notify(${RUN_EVENTS_CHANNEL}::text, ${row.runId}::text),
-               pg_notify(${RUN_SLOTS_CHANNEL}::text, ${DECISION_NOTIFY_PAYLOAD}::text)`,
+    sql`with resumed as (
+          update ${agentRuns} set status = 'pending', dispatched_at = now(),
+            waiting_since = clock_timestamp()
+          where run_id = ${row.runId}::uuid and status = 'awaiting_approval'
+          returning run_id
+        ), appended as (
+          insert into ${runEvents} (run_id, uid, seq, type, data)
+          values (${row.runId}::uuid, ${row.uid},
+            (select coalesce(max(seq), 0) + 1 from ${runEvents} where run_id = ${row.runId}::uuid),
+            'approval.resolved', ${JSON.stringify(data)}::jsonb)
+          returning seq
+        )
+        select pg_notify(${RUN_EVENTS_CHANNEL}::text, ${row.runId}::text),
+          pg_notify(${RUN_SLOTS_CHANNEL}::text, ${DECISION_NOTIFY_PAYLOAD}::text)`,
   );
   return row;
 }

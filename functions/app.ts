@@ -127,7 +127,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     runChanges: deps.runChanges ?? recordedRunChanges(deps.db),
     limits,
   });
-  registerApprovalRoutes(app, { ...deps, metrics, limits });
+  registerApprovalRoutes(app, { ...deps, metrics });
   registerRunEventsRoute(app, { db: deps.db, waiter: deps.runEvents, limits });
   registerRunEventTicketRoute(app, { db: deps.db, tickets: eventTickets, limits });
   registerFilesAccessRoute(app, deps);

@@ -40,30 +40,32 @@ export async function decideApproval(
   decision: ApprovalDecision,
 ): Promise<RunApprovalRow> {
   return db.transaction(async (tx) => {
-    const [run] = await tx
-      .select({ runId: agentRuns.runId })
+    // The run's row lock and the approval in one round trip (the resume waits for the
+    // commit). The approval is read from the statement's snapshot, which may predate the
+    // lock; what decides is resolveApproval's update, conditional on `pending` and re-read
+    // after the lock: a decision or cancel that committed first makes this one a 409.
+    const [found] = await tx
+      .select({ runId: agentRuns.runId, approval: runApprovals })
       .from(agentRuns)
-      .where(and(eq(agentRuns.runId, ids.runId), eq(agentRuns.uid, uid)))
-      .for("update");
-    if (run === undefined) throw new WorkcellError("not_found", "No such run.");
-    const [approval] = await tx
-      .select()
-      .from(runApprovals)
-      .where(
+      .leftJoin(
+        runApprovals,
         and(
           eq(runApprovals.approvalId, ids.approvalId),
-          eq(runApprovals.runId, ids.runId),
+          eq(runApprovals.runId, agentRuns.runId),
           eq(runApprovals.uid, uid),
         ),
-      );
-    if (approval === undefined) throw new WorkcellError("not_found", "No such approval.");
+      )
+      .where(and(eq(agentRuns.runId, ids.runId), eq(agentRuns.uid, uid)))
+      .for("update", { of: agentRuns });
+    if (found === undefined) throw new WorkcellError("not_found", "No such run.");
+    const { approval } = found;
+    if (approval === null) throw new WorkcellError("not_found", "No such approval.");
     if (approval.status !== "pending") {
       throw domainError("approval_decided", { details: { status: approval.status } });
     }
     const resolution: ApprovalResolution = {
       status: decision.decision === "approve" ? "approved" : "denied",
       decidedBy: uid,
-      dispatching: true,
       ...(decision.note === undefined ? {} : { note: decision.note }),
       ...(decision.scope === undefined ? {} : { scope: decision.scope }),
     };

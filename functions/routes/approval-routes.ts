@@ -1,6 +1,5 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { approvalBody } from "../../shared/approvals/approval-body.ts";
-import { withDeadline } from "../../shared/async/with-deadline.ts";
 import {
   adminApprovalPolicySchema,
   approvalDecisionSchema,
@@ -98,8 +97,7 @@ const putAdminPolicy = createRoute({
   responses: { ...adminAnswer, 400: errorResponse("Bad body.") },
 });
 
-export type ApprovalRoutesDeps = Pick<AppDeps, "db" | "runQueue"> & {
-  readonly limits: { readonly queueSendTimeoutMs: number };
+export type ApprovalRoutesDeps = Pick<AppDeps, "db"> & {
   readonly metrics: Pick<WorkcellMetrics, "approvalDecisions">;
 };
 
@@ -136,17 +134,9 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: ApprovalR
       { run_id: runId, approval_id: approvalId, status: decided.status },
       "approval decided",
     );
-    // A network approval's run never stopped: its worker holds the connection and sees
-    // the decision (decision 0137); nothing to dispatch.
-    if (decided.kind === "network") return c.json(approvalBody(decided), 200);
-    // Committed: the run is pending. A lost send is the dispatch sweeper's (dispatched_at).
-    try {
-      await withDeadline(deps.limits.queueSendTimeoutMs, (signal) =>
-        deps.runQueue.dispatchRun(runId, signal),
-      );
-    } catch (error) {
-      c.var.logger.warn({ err: error, run_id: runId }, "resume dispatch failed; the sweeper will");
-    }
+    // Committed: a tool approval's run is already in line and the nodes were woken in the
+    // same transaction (no queue message, decision 0173); a network approval's run never
+    // stopped, its worker sees the decision (decision 0137).
     return c.json(approvalBody(decided), 200);
   });
 }

@@ -8,8 +8,8 @@ export const MAX_EXPIRIES_PER_SWEEP = 200;
 
 /**
  * The sweeper's approval step: pending approvals past `expires_at` become `expired` (a
- * denial nobody made) and their runs pending again, with `dispatched_at` empty so the
- * dispatch step of the same sweep sends them. Each under its run's row lock, like a
+ * denial nobody made) and their runs pending again, in line for any node's slots
+ * (resolve-approval.ts: no queue message needed). Each under its run's row lock, like a
  * decision: a person deciding at the same moment either wins (the expiry finds it decided)
  * or gets 409. Returns the expired approvals' run ids.
  */
@@ -33,7 +33,7 @@ export async function expireApprovals(db: Db, signal: AbortSignal): Promise<stri
       return resolveApproval(
         tx,
         { approvalId, runId, uid: run.uid },
-        { status: "expired", decidedBy: null, dispatching: false },
+        { status: "expired", decidedBy: null },
       );
     });
     if (done !== undefined) expired.push(runId);

@@ -31,6 +31,10 @@ export type BenchStack = {
   api: Api;
   /** The dev token of `uid` behind `api`, for calls it does not wrap (approvals bench). */
   token: string;
+  /** A dev token with the admin claim (approvals bench: limits, node counts). */
+  adminToken: string;
+  /** The stack's DATA_DIR (approvals bench: a Workdir's files as the node holds them). */
+  dataDir: string;
   /** A client with a dev token of another user (the scaling benchmark's many tenants). */
   apiFor(uid: string): Promise<Api>;
   stop(): Promise<void>;
@@ -112,6 +116,8 @@ export async function startBenchStack(
       }),
       api: createApi(url, token),
       token,
+      adminToken: await mintDevToken(secret, `${uid}-admin`, { admin: true }),
+      dataDir,
       apiFor: async (other) => createApi(url, await mintDevToken(secret, other)),
       stop,
     };

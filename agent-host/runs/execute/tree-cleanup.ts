@@ -95,7 +95,11 @@ export async function cleanupExecutionTree(
   };
   /** Step 3, under the tree lock `tx` holds, from the scope's active runs read in it. */
   const decide = async (tx: DbTransaction, active: ActiveRun[]): Promise<Decision> => {
-    const others = active.filter((r) => !r.in_tree && r.status === "running").length;
+    // The root itself running again: it paused for an approval and was resumed (a new
+    // claim) before this cleanup of its earlier execution ran; the resume uses the sandbox
+    // and cleans up when it ends (decision 0175).
+    const resumed = resumedRoot(active, root) ? 1 : 0;
+    const others = resumed + active.filter((r) => !r.in_tree && r.status === "running").length;
     const left = active.filter((r) => r.in_tree && r.run_id !== root.runId).map((r) => r.run_id);
     // Under the tree lock, so no run of the scope is claimed between decision and mark.
     // Stragglers that did not stop lose the sandbox instead: it is destroyed below.
@@ -107,7 +111,10 @@ export async function cleanupExecutionTree(
   const first = await deps.db.transaction(async (tx) => {
     await lockTree(tx, root.uid, root.runtimeScopeId);
     const active = await activeRunsOfScope(tx, root);
-    const mine = active.filter((r) => r.in_tree && r.run_id !== root.runId);
+    // A resumed root's sub-agents are the resume's, not stragglers of this execution.
+    const mine = resumedRoot(active, root)
+      ? []
+      : active.filter((r) => r.in_tree && r.run_id !== root.runId);
     if (mine.length === 0) return { stragglers: [], decision: await decide(tx, active) };
     for (const run of mine) {
       await tx.execute(
@@ -159,6 +166,14 @@ export async function cleanupExecutionTree(
   );
   log.info({ stale: !out.ok }, "execution tree ended; sandbox destroyed");
   return { kind: "destroyed", stale: !out.ok, stragglers: stragglers.length };
+}
+
+/**
+ * Whether the ended root is `running` again. Its execution recorded its outcome before the
+ * cleanup, so only a later claim makes it running: an approval's resume (decision 0136).
+ */
+function resumedRoot(active: readonly ActiveRun[], root: EndedRoot): boolean {
+  return active.some((r) => r.run_id === root.runId && r.status === "running");
 }
 
 /** Active runs of the root's scope, marked whether they descend from the root. */

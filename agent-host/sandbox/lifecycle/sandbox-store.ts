@@ -191,6 +191,9 @@ export class SandboxStore {
       instanceId: null,
       lastUsedAt: sql`now()`,
       updatedAt: sql`now()`,
+      // A new generation is in use from its first moment: the keep-warm mark of the one it
+      // replaces must not make it look warm to the eviction and the reaper (decision 0175).
+      releasedAt: null,
     };
     const [row] = observed
       ? await tx

@@ -8,14 +8,7 @@ import { expectGapFree, type RunWorld, runWorld, TEST_LIMITS } from "../runs/run
 import { startWorkerProcesses, type WorkerProcess } from "../runs/worker-process.ts";
 import { registerNode } from "../sandbox/manager-fixture.ts";
 import { uniqueNodeId } from "../sandbox/sandbox-fixture.ts";
-import {
-  approvalsOf,
-  awaitPause,
-  decide,
-  deliverResume,
-  EFFECT_COMMAND,
-  effectCount,
-} from "./approval-world.ts";
+import { approvalsOf, awaitPause, decide, EFFECT_COMMAND, effectCount } from "./approval-world.ts";
 
 let world: RunWorld;
 const workers: WorkerProcess[] = [];
@@ -60,7 +53,6 @@ it("kill -9 of the pausing agent-host: another node resumes and runs the call ex
 
   workers.push(...(await startWorkerProcesses(world, [otherNode], limits)));
   await decide(world, project.uid, approval, { decision: "approve", note: "ok" });
-  await deliverResume(world, runId);
   const run = await world.waitForRun(runId, undefined, 60_000);
   expect(run).toMatchObject({ status: "succeeded", ownerNode: otherNode, attempt: 2 });
   expect(effectCount(world, project)).toBe(1);

@@ -3,11 +3,14 @@ import { describe, expect, test } from "vitest";
 import { recordPause } from "../../../agent-host/approvals/record-pause.ts";
 import { nextEventSeq } from "../../../agent-host/runs/claim/run-event-log.ts";
 import { countAwaitingRuns } from "../../../functions/approvals/count-awaiting-runs.ts";
+import { DECISION_NOTIFY_PAYLOAD } from "../../../shared/approvals/resolve-approval.ts";
 import type { ApprovalBody } from "../../../shared/contracts/approval.ts";
 import type { Run } from "../../../shared/contracts/run.ts";
 import { nodes } from "../../../shared/db/schema.ts";
 import { createWorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
+import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
 import { claimParkedRun } from "../../support/claim-parked-run.ts";
+import { pollUntil } from "../../support/poll-until.ts";
 import { ALICE, BOB, type ErrorJson, jsonOf } from "../functions/support/functions-harness.ts";
 import { functionsHarnessForFile } from "../functions/support/functions-harness-for-file.ts";
 
@@ -56,6 +59,15 @@ async function pausedRun(uid: string): Promise<{ runId: string; approvalId: stri
   const approvalId = list.items[0]?.approval_id;
   if (approvalId === undefined) throw new Error("no approval listed");
   return { runId, approvalId };
+}
+
+/**
+ * A decided run waits in line in this file's shared database; cancelled, so the next
+ * test's claim (the fair order's head) takes that test's own run.
+ */
+async function endWaiting(runId: string): Promise<void> {
+  expect((await h.call("POST", `/v1/runs/${runId}/cancel`, { uid: ALICE })).status).toBe(202);
+  expect((await runOf(ALICE, runId)).status).toBe("cancelled");
 }
 
 async function runOf(uid: string, runId: string): Promise<Run> {
@@ -109,9 +121,13 @@ describe("approvals over HTTP", () => {
     expect((await runOf(ALICE, runId)).status).toBe("awaiting_approval");
   });
 
-  test("two concurrent decisions: one 200, one 409; the run is dispatched once", async () => {
+  test("two concurrent decisions: one 200, one 409; the run is put in line once and the nodes woken, with no queue message", async () => {
     const { runId, approvalId } = await pausedRun(ALICE);
     const path = `/v1/runs/${runId}/approvals/${approvalId}`;
+    const wakes: string[] = [];
+    const listening = await h.database.sql.listen(RUN_SLOTS_CHANNEL, (payload) => {
+      wakes.push(payload);
+    });
     const answers = await Promise.all([
       h.call("POST", path, { uid: ALICE, body: { decision: "approve", scope: "run" } }),
       h.call("POST", path, { uid: ALICE, body: { decision: "deny", note: "no" } }),
@@ -126,7 +142,19 @@ describe("approvals over HTTP", () => {
     expect(["approved", "denied"]).toContain(winner.status);
     expect(winner).toMatchObject({ decided_by: ALICE, decided_at: expect.any(String) });
     expect((await runOf(ALICE, runId)).status).toBe("pending");
-    expect(await h.drainDispatches()).toEqual([runId]);
+    // In line as a delivered dispatch leaves it (any node's fill claims it), so the resume
+    // needs no queue message (decision 0173).
+    const [line] = await h.database.sql<{ waiting: boolean; dispatched: boolean }[]>`
+      select waiting_since is not null as waiting, dispatched_at is not null as dispatched
+      from agent_runs where run_id = ${runId}`;
+    expect(line).toEqual({ waiting: true, dispatched: true });
+    expect(await h.drainDispatches()).toEqual([]);
+    await pollUntil(() => wakes.includes(DECISION_NOTIFY_PAYLOAD), {
+      what: "the decision's wake on the slots channel",
+    });
+    await listening.unlisten();
+    expect(wakes.filter((w) => w === DECISION_NOTIFY_PAYLOAD)).toHaveLength(1);
+    await endWaiting(runId);
   });
 
   test("deleting the thread cancels a run that awaits approval, and closes the approval", async () => {
@@ -161,8 +189,9 @@ describe("approvals over HTTP", () => {
       uid: ALICE,
       body: { decision: "deny" },
     });
-    await h.drainDispatches();
+    expect(await h.drainDispatches()).toEqual([]);
     expect(await scrape()).toBe(before);
+    await endWaiting(runId);
   });
 
   test("a bad decision body is 400 and decides nothing", async () => {

@@ -5,7 +5,6 @@ import { decideApproval } from "../../../functions/approvals/approval-store.ts";
 import type { ApprovalDecision } from "../../../shared/contracts/approval.ts";
 import { type RunApprovalRow, runApprovals } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { pollUntil } from "../../support/poll-until.ts";
 import type { Project, RunWorld } from "../runs/run-harness.ts";
 
 /** The shell model's command that leaves one line per execution in outputs/effect.txt. */
@@ -48,37 +47,20 @@ export async function awaitPause(world: RunWorld, runId: string): Promise<RunApp
   return pending[0] as RunApprovalRow;
 }
 
-/** The control plane's decision (the route's store call), then the route's dispatch. */
+/**
+ * The control plane's decision (the route's store call). Nothing is sent on the queue: the
+ * decision puts the run in line and wakes the nodes in its transaction (decision 0173).
+ */
 export async function decide(
   world: RunWorld,
   uid: string,
   approval: Pick<RunApprovalRow, "runId" | "approvalId">,
   decision: ApprovalDecision,
 ): Promise<RunApprovalRow> {
-  const decided = await decideApproval(
+  return decideApproval(
     world.db,
     uid,
     { runId: approval.runId, approvalId: approval.approvalId },
     decision,
-  );
-  await world.dispatch(approval.runId);
-  return decided;
-}
-
-/**
- * After a node was stopped or killed: the resume's message may go to that node's last
- * long poll, still open on the queue server, and stay invisible for the visibility timeout.
- * In production the dispatch sweeper sends a pending run again; here the test does, until a
- * live worker has taken the run (parked or claimed). Duplicates are harmless (tested).
- */
-export async function deliverResume(world: RunWorld, runId: string): Promise<void> {
-  await pollUntil(
-    async () => {
-      const run = await world.run(runId);
-      if (run.status !== "pending" || run.waitingSince !== null) return true;
-      await world.dispatch(runId);
-      return false;
-    },
-    { what: "the resumed run to be taken by a live worker", intervalMs: 1_000 },
   );
 }

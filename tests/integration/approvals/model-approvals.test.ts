@@ -13,14 +13,7 @@ import {
   toolChunk,
 } from "../agent/chat-server.ts";
 import { type RunWorld, runWorld } from "../runs/run-harness.ts";
-import {
-  approvalsOf,
-  awaitPause,
-  decide,
-  deliverResume,
-  EFFECT_COMMAND,
-  effectCount,
-} from "./approval-world.ts";
+import { approvalsOf, awaitPause, decide, EFFECT_COMMAND, effectCount } from "./approval-world.ts";
 
 let world: RunWorld;
 let server: ChatServer | undefined;
@@ -91,7 +84,6 @@ it("with a model: the second call waits, a restarted node resumes with the whole
 
   await world.worker({ model });
   await decide(world, project.uid, approval, { decision: "approve" });
-  await deliverResume(world, runId);
   const run = await world.waitForRun(runId);
   expect(run.status).toBe("succeeded");
   expect(effectCount(world, project)).toBe(1);

@@ -68,7 +68,7 @@ export default $config({
     // `npm run secrets:ca -- <dir>`, then `npx sst secret set SecretsCaCert "$(cat
     // <dir>/ca-cert.pem)"` and `npx sst secret set SecretsCaKey "$(cat <dir>/ca-key.pem)"`.
     // A missing or mismatched pair fails the deploy here (messages never hold the key).
-    const secrets = secretsKey(
+    const valueKey = secretsKey(
       { aws, pulumi: $util },
       { aliasName: `alias/${$app.name}-${$app.stage}-secrets` },
     );
@@ -188,9 +188,9 @@ export default $config({
       environment: {
         ...functionsEnv,
         WORKCELL_SCHEMA_MIGRATIONS: schemaMigrations,
-        WORKCELL_SECRETS_KMS_KEY_ID: secrets.key.arn,
+        WORKCELL_SECRETS_KMS_KEY_ID: valueKey.key.arn,
       },
-      permissions: [{ actions: [...SECRETS_KEY_ACTIONS.api], resources: [secrets.key.arn] }],
+      permissions: [{ actions: [...SECRETS_KEY_ACTIONS.api], resources: [valueKey.key.arn] }],
     });
 
     // What the console reads at start (web/src/auth/console-config.ts). The site creates
@@ -274,7 +274,7 @@ export default $config({
       region,
       capabilityKey.value,
       corsOrigins,
-      secrets.key.arn,
+      valueKey.key.arn,
     ]).apply(
       ([dbUrl, runQueueUrl, dlqUrl, bucket, awsRegion, privateKey, origins, secretsKeyArn]) =>
         modelApiKey.apply((modelKey) =>
@@ -318,7 +318,7 @@ export default $config({
         release,
         envFile,
         secrets: {
-          kmsKeyArn: secrets.key.arn,
+          kmsKeyArn: valueKey.key.arn,
           caCertPem: secretsCa.certPem,
           caKeyPem: $util.secret(secretsCa.keyPem),
         },
@@ -362,7 +362,7 @@ export default $config({
       nodeGroup: cluster.nodes.group.name,
       sharedFilesystem: cluster.fs.fileSystem.id,
       agentHostRelease: release.sha256,
-      secretsKey: secrets.key.arn,
+      valueKeyArn: valueKey.key.arn,
     };
   },
 });

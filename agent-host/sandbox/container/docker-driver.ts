@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { lstat } from "node:fs/promises";
+import { lstat, readlink } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
@@ -167,6 +167,11 @@ export class DockerDriver implements SandboxDriver {
       }
       const created = toSandboxContainer(info.Id, info.Config.Labels, info.State.Running);
       if (!created) throw new Error(`container ${info.Id} lost its labels`);
+      // Known from now on, so a stop finds the container's cgroup without Docker (0179).
+      const pidNamespace = await readlink(`/proc/${info.State.Pid}/ns/pid`).catch(() => "");
+      if (pidNamespace !== "") {
+        this.#containerPids.set(info.Id, { initPid: info.State.Pid, pidNamespace });
+      }
       log.info({ container_id: info.Id }, "sandbox container started");
       return { ok: true, container: created };
     } catch (error) {

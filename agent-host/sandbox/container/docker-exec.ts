@@ -18,6 +18,7 @@ import {
 } from "./docker-call.ts";
 import { isGoneError } from "./docker-errors.ts";
 import { killExecLeftovers } from "./exec-leftovers.ts";
+import { stopExecFrozen } from "./frozen-stop.ts";
 import { killExecProcesses } from "./kill-exec-processes.ts";
 import { createDemuxer, STDERR_STREAM, STDOUT_STREAM } from "./stream-demuxer.ts";
 
@@ -96,6 +97,11 @@ export async function runDockerExec(
     throw error;
   }
 
+  // The command's host pid, asked for now, beside the command: a stop needs it while the
+  // container is frozen (frozen-stop.ts), and then Docker's latency is not the writer's.
+  const pidLookup = execPid(deps, exec, "yes");
+  pidLookup.catch(() => {});
+
   const feed = createDemuxer((id, payload) => {
     if (id === STDOUT_STREAM) stdout.push(payload);
     else if (id === STDERR_STREAM) stderr.push(payload);
@@ -140,10 +146,14 @@ export async function runDockerExec(
       await endLeftovers(deps, ref);
       return finish("exited", exitCode);
     }
-    if (stopReason === "cancelled")
-      return await cancelExec(deps, ref, exec, stream, closed, () => finish("cancelled", null));
+    if (stopReason === "cancelled") {
+      const stopping = stopExec(deps, ref, exec, pidLookup);
+      return await cancelExec(deps, ref, exec, stopping, stream, closed, () =>
+        finish("cancelled", null),
+      );
+    }
     try {
-      await killExec(deps, ref, exec, "yes");
+      await stopExec(deps, ref, exec, pidLookup);
       // The kill closes the process's pipes, so the stream ends; if something still
       // holds them, stop waiting after the grace.
       await raceTimeout(closed, deps.config.killGraceMs);
@@ -171,11 +181,11 @@ async function cancelExec(
   deps: DockerExecDeps,
   ref: ContainerRef,
   exec: Docker.Exec,
+  killing: Promise<void>,
   stream: Duplex | Readable,
   closed: Promise<void>,
   cancelled: () => ExecOutcome,
 ): Promise<ExecOutcome> {
-  const killing = killExec(deps, ref, exec, "yes");
   const late = new AbortController();
   const outcome = await Promise.race([
     killing.then(
@@ -264,15 +274,40 @@ async function startExec(
   }
 }
 
+/**
+ * A started command's stop: at once on the host, the container frozen (frozen-stop.ts),
+ * then through Docker as before, which confirms the kill and sweeps what is left; a
+ * container killed whole on the host needs neither.
+ */
+async function stopExec(
+  deps: DockerExecDeps,
+  ref: ContainerRef,
+  exec: Docker.Exec,
+  pidLookup: Promise<number | undefined>,
+): Promise<void> {
+  const log = deps.logger.child({ container_id: ref.containerId, exec_id: exec.id });
+  const initPid = deps.containerPids?.get(ref.containerId)?.initPid;
+  const frozen = await stopExecFrozen(log, ref.containerId, initPid, pidLookup);
+  if (frozen === "container_killed") {
+    log.warn("killed a sandbox container whole: its command's pid was not known");
+    deps.containerPids?.delete(ref.containerId);
+    return;
+  }
+  await killExec(deps, ref, exec, "yes", pidLookup);
+}
+
 async function killExec(
   deps: DockerExecDeps,
   ref: ContainerRef,
   exec: Docker.Exec,
   commandRan: CommandRan,
+  pidLookup?: Promise<number | undefined>,
 ): Promise<void> {
   const log = deps.logger.child({ container_id: ref.containerId, exec_id: exec.id });
   const timeoutMs = deps.config.dockerCallTimeoutMs;
-  const pid = await execPid(deps, exec, commandRan);
+  // The lookup made as the command started, or (it failed, or there was none) a new one.
+  const lookup = () => execPid(deps, exec, commandRan);
+  const pid = await (pidLookup ? pidLookup.catch(lookup) : lookup());
   if (pid === undefined) return; // it never started
   const info = await boundedDockerCall(
     { timeoutMs, purpose: "to stop the command", commandRan },

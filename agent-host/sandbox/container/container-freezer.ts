@@ -93,16 +93,28 @@ export function groupPids(freezer: ContainerFreezer): number[] {
 }
 
 /**
- * SIGKILLs every process of the (frozen) group, the container's init included: what a
- * stop does when the command's own processes cannot be told apart (Docker did not say
- * which exec is the command). The container stops; Docker learns it from its shim.
+ * The group's processes that belong to commands: all but the container's init (pid 1 of
+ * its namespace) and the keep-alive, which docker-init starts in its own session, while
+ * runc starts every exec in a new session (exec-leftovers.ts relies on the same).
  */
-export async function killGroup(freezer: ContainerFreezer): Promise<void> {
-  if (freezer.version === "v2") {
-    // Linux 5.14+: the whole group at once; the loop below covers older kernels.
-    await writeFile(join(freezer.dir, "cgroup.kill"), "1").catch(() => {});
+export function commandPids(freezer: ContainerFreezer): number[] {
+  const members = groupPids(freezer).map((pid) => ({ pid, ...idsOf(pid) }));
+  const init = members.find((m) => m.nsPid === 1);
+  if (init === undefined) return []; // init gone: the container stops with everything in it
+  return members.filter((m) => m.pid !== init.pid && m.session !== init.session).map((m) => m.pid);
+}
+
+/** A process's session (host) and its pid in its own namespace, from procfs. */
+function idsOf(pid: number): { session?: number; nsPid?: number } {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const session = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
+    const nsPids = readFileSync(`/proc/${pid}/status`, "utf8").match(/^NSpid:\s+(.+)$/m)?.[1];
+    const nsPid = Number(nsPids?.trim().split(/\s+/).at(-1));
+    return { session, nsPid };
+  } catch {
+    return {}; // gone meanwhile
   }
-  for (const pid of groupPids(freezer)) signalKill(pid);
 }
 
 /** SIGKILL, a process already gone counting as killed. */

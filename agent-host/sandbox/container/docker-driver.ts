@@ -38,6 +38,7 @@ import { containerCreateOptions } from "./container-spec.ts";
 import { boundedDockerCall } from "./docker-call.ts";
 import { isNotFoundError } from "./docker-errors.ts";
 import { type ContainerPids, runDockerExec } from "./docker-exec.ts";
+import type { FreezeHolds } from "./frozen-stop.ts";
 import { nodeBindStagingDir, stageBinds } from "./staged-binds.ts";
 
 /** Docker answers 409 while another removal of the same container is in progress. */
@@ -70,6 +71,8 @@ export class DockerDriver implements SandboxDriver {
   readonly #mounts: HostMounts;
   /** Each live container's init pid and pid namespace (docker-exec.ts endLeftovers). */
   readonly #containerPids = new Map<string, ContainerPids>();
+  /** Stops holding a container's cgroup frozen (frozen-stop.ts, decision 0179). */
+  readonly #freezeHolds: FreezeHolds = new Map();
 
   constructor(deps: DockerDriverDeps) {
     this.#deps = deps;
@@ -237,7 +240,7 @@ export class DockerDriver implements SandboxDriver {
     // Nothing to overlap it with here: Docker's own round trips dominate.
     if (fence && !(await fence)) return { ok: false, reason: "fenced" };
     return runDockerExec(
-      { ...this.#deps, containerPids: this.#containerPids },
+      { ...this.#deps, containerPids: this.#containerPids, freezeHolds: this.#freezeHolds },
       ref,
       request,
       signal,

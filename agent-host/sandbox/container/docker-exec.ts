@@ -18,7 +18,7 @@ import {
 } from "./docker-call.ts";
 import { isGoneError } from "./docker-errors.ts";
 import { killExecLeftovers } from "./exec-leftovers.ts";
-import { stopExecFrozen } from "./frozen-stop.ts";
+import { type FreezeHolds, stopExecFrozen } from "./frozen-stop.ts";
 import { killExecProcesses } from "./kill-exec-processes.ts";
 import { createDemuxer, STDERR_STREAM, STDOUT_STREAM } from "./stream-demuxer.ts";
 
@@ -38,6 +38,8 @@ export type DockerExecDeps = {
    * per exec. Absent: inspected each time.
    */
   containerPids?: Map<string, ContainerPids>;
+  /** The driver's count of stops holding each container frozen (frozen-stop.ts). */
+  freezeHolds?: FreezeHolds;
   config: Pick<
     SandboxConfig,
     | "execTimeoutMs"
@@ -276,8 +278,8 @@ async function startExec(
 
 /**
  * A started command's stop: at once on the host, the container frozen (frozen-stop.ts),
- * then through Docker as before, which confirms the kill and sweeps what is left; a
- * container killed whole on the host needs neither.
+ * then through Docker as before, which confirms the kill and sweeps what is left (or
+ * reports that Docker does not answer, the command stopped all the same).
  */
 async function stopExec(
   deps: DockerExecDeps,
@@ -287,12 +289,17 @@ async function stopExec(
 ): Promise<void> {
   const log = deps.logger.child({ container_id: ref.containerId, exec_id: exec.id });
   const initPid = deps.containerPids?.get(ref.containerId)?.initPid;
-  const frozen = await stopExecFrozen(log, ref.containerId, initPid, pidLookup);
-  if (frozen === "container_killed") {
-    log.warn("killed a sandbox container whole: its command's pid was not known");
-    deps.containerPids?.delete(ref.containerId);
-    return;
-  }
+  const frozen = await stopExecFrozen(
+    log,
+    {
+      containerId: ref.containerId,
+      initPid,
+      ...(deps.freezeHolds ? { holds: deps.freezeHolds } : {}),
+    },
+    pidLookup,
+  );
+  if (frozen === "commands_killed")
+    log.warn("killed every command of a sandbox container: Docker did not say which was this one");
   await killExec(deps, ref, exec, "yes", pidLookup);
 }
 

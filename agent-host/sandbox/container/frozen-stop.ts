@@ -2,10 +2,10 @@ import { readlink } from "node:fs/promises";
 import type { Logger } from "pino";
 import {
   type ContainerFreezer,
+  commandPids,
   findContainerFreezer,
   freeze,
   groupPids,
-  killGroup,
   signalKill,
   thaw,
 } from "./container-freezer.ts";
@@ -15,12 +15,20 @@ import { findExecProcesses } from "./kill-exec-processes.ts";
  * How a stop went on the host, before Docker is asked anything (decision 0179):
  * - `killed`: the container was frozen and the command's processes sent SIGKILL in it;
  * - `not_started`: Docker says the command never started (nothing to kill);
- * - `container_killed`: the command's pid could not be learnt, so the whole container
- *   was killed (it is over; its generation's next use finds it gone);
+ * - `commands_killed`: Docker did not say which process is the command, so every
+ *   command running in the container was killed (its init and keep-alive were not: the
+ *   sandbox stays usable); the caller's Docker kill then reports Docker's error;
  * - `no_cgroup`: no group of the container was found; the caller stops it through
  *   Docker as before.
  */
-export type FrozenStop = "killed" | "not_started" | "container_killed" | "no_cgroup";
+/**
+ * Stops in progress per frozen group (the driver's, like its pid memo): two commands of
+ * one container stopped at once (a run's parallel tool calls, one uid's quota ledger)
+ * thaw it only when the second is done, so neither writer runs again in between.
+ */
+export type FreezeHolds = Map<string, number>;
+
+export type FrozenStop = "killed" | "not_started" | "commands_killed" | "no_cgroup";
 
 /**
  * Stops a command at once, independent of dockerd: freezes the container's cgroup (every
@@ -34,12 +42,11 @@ export type FrozenStop = "killed" | "not_started" | "container_killed" | "no_cgr
  */
 export async function stopExecFrozen(
   log: Logger,
-  containerId: string,
-  initPid: number | undefined,
+  container: { containerId: string; initPid: number | undefined; holds?: FreezeHolds },
   execPid: Promise<number | undefined>,
 ): Promise<FrozenStop> {
   // No await before the freeze: the writer stops within this turn of the event loop.
-  const freezer = findContainerFreezer(containerId, initPid);
+  const freezer = findContainerFreezer(container.containerId, container.initPid);
   if (freezer === undefined) return "no_cgroup";
   try {
     freeze(freezer);
@@ -48,6 +55,8 @@ export async function stopExecFrozen(
     log.warn({ err: error, cgroup: freezer.dir }, "could not freeze a sandbox container");
     return "no_cgroup";
   }
+  const holds = container.holds ?? new Map<string, number>();
+  holds.set(freezer.dir, (holds.get(freezer.dir) ?? 0) + 1);
   let outcome: FrozenStop = "killed";
   try {
     const pid = await execPid.then(
@@ -56,20 +65,25 @@ export async function stopExecFrozen(
     );
     if (pid === "not_started") outcome = "not_started";
     else if (pid === "unknown") {
-      await killGroup(freezer);
-      outcome = "container_killed";
+      for (const member of commandPids(freezer)) signalKill(member);
+      outcome = "commands_killed";
     } else {
       const killed = await killExecIn(freezer, pid);
       log.debug({ pid, killed, cgroup: freezer.dir }, "killed a command in its frozen container");
     }
   } finally {
-    await thaw(freezer).catch((error: unknown) => {
-      // A group that is gone needs no thaw; any other failure leaves the sandbox frozen,
-      // which its next command would hang on: say so loudly.
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
-        log.error({ err: error, cgroup: freezer.dir }, "could not thaw a sandbox container");
-      }
-    });
+    const left = (holds.get(freezer.dir) ?? 1) - 1;
+    if (left > 0) holds.set(freezer.dir, left);
+    else holds.delete(freezer.dir);
+    // Another stop in the same container still holds it frozen: that one thaws it.
+    if (left === 0)
+      await thaw(freezer).catch((error: unknown) => {
+        // A group that is gone needs no thaw; any other failure leaves the sandbox frozen,
+        // which its next command would hang on: say so loudly.
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+          log.error({ err: error, cgroup: freezer.dir }, "could not thaw a sandbox container");
+        }
+      });
   }
   return outcome;
 }

@@ -33,6 +33,8 @@ const CALL_TIMEOUT_MS = 1_500;
 const signal = () => AbortSignal.timeout(60_000);
 /** The kill's container inspect, the first Docker call a stop makes after the host's kill. */
 const CONTAINER_INSPECT = /^GET [^ ]*\/containers\/[0-9a-f]{64}\/json/;
+/** The exec inspect the exec makes as it starts, for its command's host pid. */
+const EXEC_INSPECT = /^GET [^ ]*\/exec\/[0-9a-f]{64}\/json/;
 /** A writer that appends for as long as it lives. */
 const WRITER = ["sh", "-c", "while :; do echo tick-tick-tick-tick >> ticks; done"];
 
@@ -142,9 +144,9 @@ describe("a container-tier stop on the host", () => {
     stop.abort();
     const outcome: ExecOutcome = await aRun;
     expect(outcome.ok && outcome.result.status).toBe("cancelled");
-    // Docker holds the kill's first call (the proxy paused before it): the writer is gone
-    // all the same, killed on the host; A's keep-alive and init are not.
-    expect(proxy?.stopped).toBe(true);
+    // Docker holds the kill's first call (the proxy pauses before it, for good): the
+    // writer is gone all the same, killed on the host; A's keep-alive and init are not.
+    await pollUntil(() => proxy?.stopped === true, { timeoutMs: 30_000 });
     await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
     expect(groupPids(freezerA).every((pid) => keptA.has(pid))).toBe(true);
     expect(await isFrozen(freezerA)).toBe(false);
@@ -163,5 +165,58 @@ describe("a container-tier stop on the host", () => {
     const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
     expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
     expect((await stat(ticksA)).size).toBe(sizeAfterStop);
+  });
+
+  it("two commands of one container stopped at once are both killed, and the container is thawed after the last", async () => {
+    const stop = new AbortController();
+    const writers = ["w1", "w2"].map((name) =>
+      healthy.exec(a, { cmd: ["sh", "-c", `while :; do echo x >> ${name}; done`] }, stop.signal),
+    );
+    const grew = (name: string) => async () =>
+      ((await stat(join(workdirA, name)).catch(() => undefined))?.size ?? 0) > 0;
+    await pollUntil(grew("w1"), { timeoutMs: 30_000 });
+    await pollUntil(grew("w2"), { timeoutMs: 30_000 });
+    stop.abort();
+    for (const outcome of await Promise.all(writers)) {
+      expect(outcome.ok && outcome.result.status).toBe("cancelled");
+    }
+    const freezerA = findContainerFreezer(a.containerId);
+    if (freezerA === undefined) throw new Error("no cgroup for A");
+    await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
+    expect(await isFrozen(freezerA)).toBe(false);
+    const sizes = await Promise.all(["w1", "w2"].map((n) => stat(join(workdirA, n))));
+    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
+    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
+    const again = await Promise.all(["w1", "w2"].map((n) => stat(join(workdirA, n))));
+    expect(again.map((s) => s.size)).toEqual(sizes.map((s) => s.size));
+  });
+
+  it("kills every command of the container, not the sandbox, when Docker never said which process is the command", async () => {
+    // Docker hangs from the exec's pid lookup on: nothing tells the stop the command's pid.
+    const driver = await proxied((chunk) => EXEC_INSPECT.test(chunk.toString("latin1")));
+    const stop = new AbortController();
+    const aRun = driver.exec(
+      a,
+      { cmd: ["sh", "-c", "while :; do echo x >> blind; done"] },
+      stop.signal,
+    );
+    const blind = join(workdirA, "blind");
+    await pollUntil(async () => ((await stat(blind).catch(() => undefined))?.size ?? 0) > 0, {
+      timeoutMs: 30_000,
+    });
+    const freezerA = findContainerFreezer(a.containerId);
+    if (freezerA === undefined) throw new Error("no cgroup for A");
+    const keptA = new Set(groupPids(freezerA));
+    stop.abort();
+    const outcome = await aRun;
+    expect(outcome.ok && outcome.result.status).toBe("cancelled");
+    await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
+    expect(proxy?.stopped).toBe(true);
+    expect(groupPids(freezerA).every((pid) => keptA.has(pid))).toBe(true);
+    await pollUntil(async () => !(await isFrozen(freezerA)), { timeoutMs: 30_000 });
+    const size = (await stat(blind)).size;
+    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
+    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
+    expect((await stat(blind)).size).toBe(size);
   });
 });

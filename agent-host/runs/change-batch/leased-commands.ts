@@ -191,7 +191,10 @@ export class LeasedCommands {
       // writes outside the Workdir, which Workdir peeks alone did not see (decision 0180).
       const usage =
         this.#deps.quota !== undefined && lease.quota !== undefined
-          ? await this.#workspaceLook(fence.uid, signal)
+          ? await this.#workspaceLook(
+              fence.uid,
+              AbortSignal.any([signal, AbortSignal.timeout(scanBudget)]),
+            )
           : undefined;
       const watch =
         this.#deps.quota !== undefined && lease.quota !== undefined

@@ -42,11 +42,11 @@ export type FrozenStop = "killed" | "not_started" | "commands_killed" | "no_cgro
  */
 export async function stopExecFrozen(
   log: Logger,
-  container: { containerId: string; initPid: number | undefined; holds?: FreezeHolds },
+  container: { instanceId: string; initPid: number | undefined; holds?: FreezeHolds },
   execPid: Promise<number | undefined>,
 ): Promise<FrozenStop> {
   // No await before the freeze: the writer stops within this turn of the event loop.
-  const freezer = findContainerFreezer(container.containerId, container.initPid);
+  const freezer = findContainerFreezer(container.instanceId, container.initPid);
   if (freezer === undefined) return "no_cgroup";
   try {
     freeze(freezer);

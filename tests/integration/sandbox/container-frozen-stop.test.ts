@@ -9,7 +9,7 @@ import {
   isFrozen,
 } from "../../../agent-host/sandbox/container/container-freezer.ts";
 import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
-import type { ExecOutcome, SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
+import type { ExecOutcome, SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
@@ -43,8 +43,8 @@ describe("a container-tier stop on the host", () => {
   let dataRoot: DataRoot;
   let nodeId: string;
   let healthy: DockerDriver;
-  let a: SandboxContainer;
-  let b: SandboxContainer;
+  let a: SandboxInstance;
+  let b: SandboxInstance;
   let workdirA: string;
   let workdirB: string;
   let proxy: PausableProxy | undefined;
@@ -76,8 +76,8 @@ describe("a container-tier stop on the host", () => {
     await dataRoot.remove();
   });
 
-  const initPidOf = async (c: SandboxContainer) =>
-    (await docker.getContainer(c.containerId).inspect()).State.Pid;
+  const initPidOf = async (c: SandboxInstance) =>
+    (await docker.getContainer(c.instanceId).inspect()).State.Pid;
 
   /** A driver whose Docker socket is a proxy that stops answering before `pauseBefore`. */
   async function proxied(pauseBefore: (chunk: Buffer) => boolean): Promise<DockerDriver> {
@@ -100,21 +100,21 @@ describe("a container-tier stop on the host", () => {
 
   it("finds each container's own group and never another's, whatever init pid it is given", async () => {
     const [pidA, pidB] = await Promise.all([initPidOf(a), initPidOf(b)]);
-    const own = findContainerFreezer(a.containerId, pidA);
-    expect(own?.dir).toContain(a.containerId);
+    const own = findContainerFreezer(a.instanceId, pidA);
+    expect(own?.dir).toContain(a.instanceId);
     expect(groupPids(own as NonNullable<typeof own>)).toContain(pidA);
     // A stale init pid (here: B's) names B's group, which is refused: A's is found by id.
-    const stale = findContainerFreezer(a.containerId, pidB);
+    const stale = findContainerFreezer(a.instanceId, pidB);
     expect(stale?.dir).toBe(own?.dir);
-    expect(stale?.dir).not.toContain(b.containerId);
+    expect(stale?.dir).not.toContain(b.instanceId);
     // An id of no container finds nothing, even given a live container's init.
     expect(findContainerFreezer(randomBytes(32).toString("hex"), pidB)).toBeUndefined();
-    expect(findContainerFreezer(a.containerId.slice(0, 12), pidA)).toBeUndefined();
+    expect(findContainerFreezer(a.instanceId.slice(0, 12), pidA)).toBeUndefined();
     expect(findContainerFreezer("../..", pidA)).toBeUndefined();
   });
 
   it("kills the command although Docker stops answering, and leaves another container's command running", async () => {
-    const freezerB = findContainerFreezer(b.containerId);
+    const freezerB = findContainerFreezer(b.instanceId);
     if (freezerB === undefined) throw new Error("no cgroup for B");
     const pidsOfB = groupPids(freezerB);
     // B's command runs through the whole stop: it waits for a gate the test opens after.
@@ -138,7 +138,7 @@ describe("a container-tier stop on the host", () => {
     await pollUntil(async () => ((await stat(ticksA).catch(() => undefined))?.size ?? 0) > 0, {
       timeoutMs: 30_000,
     });
-    const freezerA = findContainerFreezer(a.containerId);
+    const freezerA = findContainerFreezer(a.instanceId);
     if (freezerA === undefined) throw new Error("no cgroup for A");
     const keptA = new Set(groupPids(freezerA));
     stop.abort();
@@ -180,7 +180,7 @@ describe("a container-tier stop on the host", () => {
     for (const outcome of await Promise.all(writers)) {
       expect(outcome.ok && outcome.result.status).toBe("cancelled");
     }
-    const freezerA = findContainerFreezer(a.containerId);
+    const freezerA = findContainerFreezer(a.instanceId);
     if (freezerA === undefined) throw new Error("no cgroup for A");
     await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
     expect(await isFrozen(freezerA)).toBe(false);
@@ -204,7 +204,7 @@ describe("a container-tier stop on the host", () => {
     await pollUntil(async () => ((await stat(blind).catch(() => undefined))?.size ?? 0) > 0, {
       timeoutMs: 30_000,
     });
-    const freezerA = findContainerFreezer(a.containerId);
+    const freezerA = findContainerFreezer(a.instanceId);
     if (freezerA === undefined) throw new Error("no cgroup for A");
     const keptA = new Set(groupPids(freezerA));
     stop.abort();

@@ -58,6 +58,11 @@ export interface RunQuotaGate {
     signal: AbortSignal,
     over: (stop: WorkcellError) => void,
     growth?: (signal: AbortSignal) => Promise<WorkspaceUsage | undefined>,
+    /**
+     * The uid's whole usage from incremental peeks of its UserWorkspace (decision 0180);
+     * wins over `growth`. A look it cannot give (undefined) walks the UserWorkspace.
+     */
+    usage?: (signal: AbortSignal) => Promise<WorkspaceUsage | undefined>,
   ): Promise<void>;
 }
 
@@ -155,12 +160,16 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
       // The ended commands' growth is in the accounting's figure now.
       if (ledgers.get(uid)?.closing) ledgers.delete(uid);
     },
-    watch(uid, quota, signal, over, growth) {
+    watch(uid, quota, signal, over, growth, usage) {
       // A fresh walk, which also refreshes the node's figure the data plane uses.
       const walk = (s: AbortSignal) => {
         deps.accounting.markStale(uid);
         return deps.accounting.usage(uid, s);
       };
+      if (usage !== undefined) {
+        const measure = async (s: AbortSignal) => (await usage(s)) ?? walk(s);
+        return watchCommandQuota({ measure, quota, over, signal });
+      }
       if (growth === undefined) return watchCommandQuota({ measure: walk, quota, over, signal });
       const ledger = ledgers.get(uid) ?? { base: undefined, commands: new Set(), closing: false };
       ledgers.set(uid, ledger);

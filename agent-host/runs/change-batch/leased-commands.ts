@@ -3,9 +3,10 @@ import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
 import type { ChangeBatchTool } from "../../../shared/db/schema.ts";
 import { domainError, domainReasonOf } from "../../../shared/errors/domain-errors.ts";
-import { commandGrowth } from "../../quota/command-growth.ts";
+import { commandGrowth, scanBytes } from "../../quota/command-growth.ts";
 import { overQuota, type QuotaAdmission, type RunQuotaGate } from "../../quota/run-quota-gate.ts";
 import { scanGrowth } from "../../quota/scan-growth.ts";
+import type { WorkspaceUsage } from "../../quota/workspace-usage.ts";
 import type {
   MetadataScan,
   MetadataScanLimits,
@@ -34,7 +35,8 @@ export interface LeasedCommandsDeps {
   readonly db: Db;
   readonly leases: ExecutionLeases;
   readonly repairs: RepairRecords;
-  readonly userWorkspaces: Pick<UserWorkspaces, "openExistingWorkdir">;
+  readonly userWorkspaces: Pick<UserWorkspaces, "openExistingWorkdir"> &
+    Partial<Pick<UserWorkspaces, "openUserWorkspace">>;
   readonly limits: LeasedCommandLimits;
   readonly logger: Logger;
   /**
@@ -184,6 +186,16 @@ export class LeasedCommands {
       // (decision 0143), instead of only the next command being refused.
       const stop = new AbortController();
       const ended = new AbortController();
+      // Where the whole UserWorkspace can be peeked, the look is its usage (primed here,
+      // before the command, so the first look is incremental too); a `workspace` file view
+      // writes outside the Workdir, which Workdir peeks alone did not see (decision 0180).
+      const usage =
+        this.#deps.quota !== undefined && lease.quota !== undefined
+          ? await this.#workspaceLook(
+              fence.uid,
+              AbortSignal.any([signal, AbortSignal.timeout(scanBudget)]),
+            )
+          : undefined;
       const watch =
         this.#deps.quota !== undefined && lease.quota !== undefined
           ? this.#deps.quota.watch(
@@ -194,7 +206,8 @@ export class LeasedCommands {
                 log.warn({ err: error }, "command stopped: workspace over its quota");
                 stop.abort(error);
               },
-              this.#growthOf(fence.uid, workdirPath, before),
+              usage === undefined ? this.#growthOf(fence.uid, workdirPath, before) : undefined,
+              usage,
             )
           : undefined;
       try {
@@ -292,6 +305,40 @@ export class LeasedCommands {
         "change batch could neither be committed nor kept on disk",
       );
     }
+  }
+
+  /**
+   * The uid's UserWorkspace usage through incremental peeks of its root (decision 0180):
+   * bytes and entries of the whole workspace, whoever wrote them, at the cost of what
+   * changed since the last look. Undefined (the watch walks) where there is no peeker, or
+   * the first look (a full walk the first time the root is indexed) fails or is truncated.
+   */
+  async #workspaceLook(
+    uid: string,
+    signal: AbortSignal,
+  ): Promise<((signal: AbortSignal) => Promise<WorkspaceUsage | undefined>) | undefined> {
+    const peeker = this.#deps.peeker?.();
+    const open = this.#deps.userWorkspaces.openUserWorkspace;
+    if (peeker === undefined || open === undefined) return undefined;
+    const look = async (s: AbortSignal): Promise<WorkspaceUsage | undefined> => {
+      try {
+        const workspace = await open(uid, { signal: s });
+        try {
+          const scan = await workspace.scanMetadata("", this.#deps.limits.scan, {
+            signal: s,
+            scanner: peeker,
+          });
+          if (scan.truncated) return undefined; // a link, a FIFO, a bound: the walk counts them
+          // The root itself counts as an entry, as measureWorkspaceUsage counts it.
+          return { bytes: scanBytes(scan), inodes: scan.files.size + scan.dirs.size + 1 };
+        } finally {
+          workspace.close();
+        }
+      } catch {
+        return undefined;
+      }
+    };
+    return (await look(signal)) === undefined ? undefined : look;
   }
 
   /**

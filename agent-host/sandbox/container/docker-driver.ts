@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { lstat } from "node:fs/promises";
+import { lstat, readlink } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
@@ -39,6 +39,7 @@ import { containerCreateOptions } from "./container-spec.ts";
 import { boundedDockerCall } from "./docker-call.ts";
 import { isNotFoundError } from "./docker-errors.ts";
 import { type ContainerPids, runDockerExec } from "./docker-exec.ts";
+import type { FreezeHolds } from "./frozen-stop.ts";
 import { nodeBindStagingDir, stageBinds } from "./staged-binds.ts";
 
 /** Docker answers 409 while another removal of the same container is in progress. */
@@ -71,6 +72,8 @@ export class DockerDriver implements SandboxDriver {
   readonly #mounts: HostMounts;
   /** Each live container's init pid and pid namespace (docker-exec.ts endLeftovers). */
   readonly #containerPids = new Map<string, ContainerPids>();
+  /** Stops holding a container's cgroup frozen (frozen-stop.ts, decision 0179). */
+  readonly #freezeHolds: FreezeHolds = new Map();
 
   constructor(deps: DockerDriverDeps) {
     this.#deps = deps;
@@ -168,6 +171,11 @@ export class DockerDriver implements SandboxDriver {
       }
       const created = toSandboxContainer(info.Id, info.Config.Labels, info.State.Running);
       if (!created) throw new Error(`container ${info.Id} lost its labels`);
+      // Known from now on, so a stop finds the container's cgroup without Docker (0179).
+      const pidNamespace = await readlink(`/proc/${info.State.Pid}/ns/pid`).catch(() => "");
+      if (pidNamespace !== "") {
+        this.#containerPids.set(info.Id, { initPid: info.State.Pid, pidNamespace });
+      }
       log.info({ container_id: info.Id }, "sandbox container started");
       return { ok: true, instance: created };
     } catch (error) {
@@ -234,7 +242,7 @@ export class DockerDriver implements SandboxDriver {
     // Nothing to overlap it with here: Docker's own round trips dominate.
     if (fence && !(await fence)) return { ok: false, reason: "fenced" };
     return runDockerExec(
-      { ...this.#deps, containerPids: this.#containerPids },
+      { ...this.#deps, containerPids: this.#containerPids, freezeHolds: this.#freezeHolds },
       ref,
       request,
       signal,

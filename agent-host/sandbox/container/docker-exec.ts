@@ -18,6 +18,7 @@ import {
 } from "./docker-call.ts";
 import { isGoneError } from "./docker-errors.ts";
 import { killExecLeftovers } from "./exec-leftovers.ts";
+import { type FreezeHolds, stopExecFrozen } from "./frozen-stop.ts";
 import { killExecProcesses } from "./kill-exec-processes.ts";
 import { createDemuxer, STDERR_STREAM, STDOUT_STREAM } from "./stream-demuxer.ts";
 
@@ -37,6 +38,8 @@ export type DockerExecDeps = {
    * per exec. Absent: inspected each time.
    */
   containerPids?: Map<string, ContainerPids>;
+  /** The driver's count of stops holding each container frozen (frozen-stop.ts). */
+  freezeHolds?: FreezeHolds;
   config: Pick<
     SandboxConfig,
     | "execTimeoutMs"
@@ -96,6 +99,11 @@ export async function runDockerExec(
     throw error;
   }
 
+  // The command's host pid, asked for now, beside the command: a stop needs it while the
+  // container is frozen (frozen-stop.ts), and then Docker's latency is not the writer's.
+  const pidLookup = execPid(deps, exec, "yes");
+  pidLookup.catch(() => {});
+
   const feed = createDemuxer((id, payload) => {
     if (id === STDOUT_STREAM) stdout.push(payload);
     else if (id === STDERR_STREAM) stderr.push(payload);
@@ -140,10 +148,14 @@ export async function runDockerExec(
       await endLeftovers(deps, ref);
       return finish("exited", exitCode);
     }
-    if (stopReason === "cancelled")
-      return await cancelExec(deps, ref, exec, stream, closed, () => finish("cancelled", null));
+    if (stopReason === "cancelled") {
+      const stopping = stopExec(deps, ref, exec, pidLookup);
+      return await cancelExec(deps, ref, exec, stopping, stream, closed, () =>
+        finish("cancelled", null),
+      );
+    }
     try {
-      await killExec(deps, ref, exec, "yes");
+      await stopExec(deps, ref, exec, pidLookup);
       // The kill closes the process's pipes, so the stream ends; if something still
       // holds them, stop waiting after the grace.
       await raceTimeout(closed, deps.config.killGraceMs);
@@ -171,11 +183,11 @@ async function cancelExec(
   deps: DockerExecDeps,
   ref: InstanceRef,
   exec: Docker.Exec,
+  killing: Promise<void>,
   stream: Duplex | Readable,
   closed: Promise<void>,
   cancelled: () => ExecOutcome,
 ): Promise<ExecOutcome> {
-  const killing = killExec(deps, ref, exec, "yes");
   const late = new AbortController();
   const outcome = await Promise.race([
     killing.then(
@@ -264,15 +276,45 @@ async function startExec(
   }
 }
 
+/**
+ * A started command's stop: at once on the host, the container frozen (frozen-stop.ts),
+ * then through Docker as before, which confirms the kill and sweeps what is left (or
+ * reports that Docker does not answer, the command stopped all the same).
+ */
+async function stopExec(
+  deps: DockerExecDeps,
+  ref: InstanceRef,
+  exec: Docker.Exec,
+  pidLookup: Promise<number | undefined>,
+): Promise<void> {
+  const log = deps.logger.child({ container_id: ref.instanceId, exec_id: exec.id });
+  const initPid = deps.containerPids?.get(ref.instanceId)?.initPid;
+  const frozen = await stopExecFrozen(
+    log,
+    {
+      instanceId: ref.instanceId,
+      initPid,
+      ...(deps.freezeHolds ? { holds: deps.freezeHolds } : {}),
+    },
+    pidLookup,
+  );
+  if (frozen === "commands_killed")
+    log.warn("killed every command of a sandbox container: Docker did not say which was this one");
+  await killExec(deps, ref, exec, "yes", pidLookup);
+}
+
 async function killExec(
   deps: DockerExecDeps,
   ref: InstanceRef,
   exec: Docker.Exec,
   commandRan: CommandRan,
+  pidLookup?: Promise<number | undefined>,
 ): Promise<void> {
   const log = deps.logger.child({ container_id: ref.instanceId, exec_id: exec.id });
   const timeoutMs = deps.config.dockerCallTimeoutMs;
-  const pid = await execPid(deps, exec, commandRan);
+  // The lookup made as the command started, or (it failed, or there was none) a new one.
+  const lookup = () => execPid(deps, exec, commandRan);
+  const pid = await (pidLookup ? pidLookup.catch(lookup) : lookup());
   if (pid === undefined) return; // it never started
   const info = await boundedDockerCall(
     { timeoutMs, purpose: "to stop the command", commandRan },

@@ -1,0 +1,222 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { access, stat } from "node:fs/promises";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  findContainerFreezer,
+  groupPids,
+  isFrozen,
+} from "../../../agent-host/sandbox/container/container-freezer.ts";
+import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
+import type { ExecOutcome, SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
+import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
+import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
+import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
+import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import { pollUntil } from "../../support/poll-until.ts";
+import {
+  createTestSandbox,
+  dockerForTest,
+  materializeWorkdir,
+  testConfig,
+  testDriver,
+} from "./sandbox-fixture.ts";
+
+// Decision 0179 (issue 37 item 2): the container tier stops a command on the host, the
+// container's cgroup frozen and the command's processes killed in it, before Docker is
+// asked anything, so a quota stop's overrun does not grow with dockerd's latency; and the
+// stop never touches another container's group.
+
+const DOCKER_SOCKET = "/var/run/docker.sock";
+const CALL_TIMEOUT_MS = 1_500;
+const signal = () => AbortSignal.timeout(60_000);
+/** The kill's container inspect, the first Docker call a stop makes after the host's kill. */
+const CONTAINER_INSPECT = /^GET [^ ]*\/containers\/[0-9a-f]{64}\/json/;
+/** The exec inspect the exec makes as it starts, for its command's host pid. */
+const EXEC_INSPECT = /^GET [^ ]*\/exec\/[0-9a-f]{64}\/json/;
+/** A writer that appends for as long as it lives. */
+const WRITER = ["sh", "-c", "while :; do echo tick-tick-tick-tick >> ticks; done"];
+
+describe("a container-tier stop on the host", () => {
+  let docker: Docker;
+  let dataRoot: DataRoot;
+  let nodeId: string;
+  let healthy: DockerDriver;
+  let a: SandboxInstance;
+  let b: SandboxInstance;
+  let workdirA: string;
+  let workdirB: string;
+  let proxy: PausableProxy | undefined;
+
+  beforeAll(async () => {
+    dataRoot = await freshDataRoot();
+    ({ docker, nodeId, driver: healthy } = dockerForTest(dataRoot.path));
+    workdirA = join(await materializeWorkdir(dataRoot.path, "freeze-a", "work"), "work");
+    workdirB = join(await materializeWorkdir(dataRoot.path, "freeze-b", "work"), "work");
+    a = await createTestSandbox(
+      healthy,
+      { uid: "freeze-a", workdirPath: "work", nodeId },
+      signal(),
+    );
+    b = await createTestSandbox(
+      healthy,
+      { uid: "freeze-b", workdirPath: "work", nodeId },
+      signal(),
+    );
+  });
+
+  afterEach(async () => {
+    await proxy?.close();
+    proxy = undefined;
+  });
+
+  afterAll(async () => {
+    await removeContainersLabelled(docker, LABEL.nodeId, nodeId);
+    await dataRoot.remove();
+  });
+
+  const initPidOf = async (c: SandboxInstance) =>
+    (await docker.getContainer(c.instanceId).inspect()).State.Pid;
+
+  /** A driver whose Docker socket is a proxy that stops answering before `pauseBefore`. */
+  async function proxied(pauseBefore: (chunk: Buffer) => boolean): Promise<DockerDriver> {
+    proxy = await startPausableProxy(
+      { path: DOCKER_SOCKET },
+      { listenPath: join(dataRoot.path, `docker-${randomUUID()}.sock`), pauseBefore },
+    );
+    return testDriver(
+      new Docker({ socketPath: proxy.path as string }),
+      dataRoot.path,
+      testConfig(requireDocker().image, { dockerCallTimeoutMs: CALL_TIMEOUT_MS }),
+    );
+  }
+
+  const exists = (path: string) =>
+    access(path).then(
+      () => true,
+      () => false,
+    );
+
+  it("finds each container's own group and never another's, whatever init pid it is given", async () => {
+    const [pidA, pidB] = await Promise.all([initPidOf(a), initPidOf(b)]);
+    const own = findContainerFreezer(a.instanceId, pidA);
+    expect(own?.dir).toContain(a.instanceId);
+    expect(groupPids(own as NonNullable<typeof own>)).toContain(pidA);
+    // A stale init pid (here: B's) names B's group, which is refused: A's is found by id.
+    const stale = findContainerFreezer(a.instanceId, pidB);
+    expect(stale?.dir).toBe(own?.dir);
+    expect(stale?.dir).not.toContain(b.instanceId);
+    // An id of no container finds nothing, even given a live container's init.
+    expect(findContainerFreezer(randomBytes(32).toString("hex"), pidB)).toBeUndefined();
+    expect(findContainerFreezer(a.instanceId.slice(0, 12), pidA)).toBeUndefined();
+    expect(findContainerFreezer("../..", pidA)).toBeUndefined();
+  });
+
+  it("kills the command although Docker stops answering, and leaves another container's command running", async () => {
+    const freezerB = findContainerFreezer(b.instanceId);
+    if (freezerB === undefined) throw new Error("no cgroup for B");
+    const pidsOfB = groupPids(freezerB);
+    // B's command runs through the whole stop: it waits for a gate the test opens after.
+    const bRun = healthy.exec(
+      b,
+      {
+        cmd: [
+          "sh",
+          "-c",
+          "touch started; while [ ! -e gate ]; do echo b >> ticks; sleep 0.02; done; echo done",
+        ],
+      },
+      signal(),
+    );
+    await pollUntil(() => exists(join(workdirB, "started")), { timeoutMs: 30_000 });
+
+    const driver = await proxied((chunk) => CONTAINER_INSPECT.test(chunk.toString("latin1")));
+    const stop = new AbortController();
+    const aRun = driver.exec(a, { cmd: WRITER }, stop.signal);
+    const ticksA = join(workdirA, "ticks");
+    await pollUntil(async () => ((await stat(ticksA).catch(() => undefined))?.size ?? 0) > 0, {
+      timeoutMs: 30_000,
+    });
+    const freezerA = findContainerFreezer(a.instanceId);
+    if (freezerA === undefined) throw new Error("no cgroup for A");
+    const keptA = new Set(groupPids(freezerA));
+    stop.abort();
+    const outcome: ExecOutcome = await aRun;
+    expect(outcome.ok && outcome.result.status).toBe("cancelled");
+    // Docker holds the kill's first call (the proxy pauses before it, for good): the
+    // writer is gone all the same, killed on the host; A's keep-alive and init are not.
+    await pollUntil(() => proxy?.stopped === true, { timeoutMs: 30_000 });
+    await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
+    expect(groupPids(freezerA).every((pid) => keptA.has(pid))).toBe(true);
+    expect(await isFrozen(freezerA)).toBe(false);
+    const sizeAfterStop = (await stat(ticksA)).size;
+
+    // B: never frozen, none of its processes killed, and its command ends by itself.
+    expect(await isFrozen(freezerB)).toBe(false);
+    expect(groupPids(freezerB)).toEqual(expect.arrayContaining(pidsOfB));
+    await healthy.exec(b, { cmd: ["touch", "gate"] }, signal());
+    const bOutcome = await bRun;
+    expect(bOutcome.ok && bOutcome.result).toMatchObject({ status: "exited", exitCode: 0 });
+    expect(bOutcome.ok && bOutcome.result.stdout.bytes.toString()).toBe("done\n");
+
+    // A's sandbox works on (not half-killed), and the writer wrote nothing more.
+    proxy?.resume();
+    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
+    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
+    expect((await stat(ticksA)).size).toBe(sizeAfterStop);
+  });
+
+  it("two commands of one container stopped at once are both killed, and the container is thawed after the last", async () => {
+    const stop = new AbortController();
+    const writers = ["w1", "w2"].map((name) =>
+      healthy.exec(a, { cmd: ["sh", "-c", `while :; do echo x >> ${name}; done`] }, stop.signal),
+    );
+    const grew = (name: string) => async () =>
+      ((await stat(join(workdirA, name)).catch(() => undefined))?.size ?? 0) > 0;
+    await pollUntil(grew("w1"), { timeoutMs: 30_000 });
+    await pollUntil(grew("w2"), { timeoutMs: 30_000 });
+    stop.abort();
+    for (const outcome of await Promise.all(writers)) {
+      expect(outcome.ok && outcome.result.status).toBe("cancelled");
+    }
+    const freezerA = findContainerFreezer(a.instanceId);
+    if (freezerA === undefined) throw new Error("no cgroup for A");
+    await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
+    expect(await isFrozen(freezerA)).toBe(false);
+    const sizes = await Promise.all(["w1", "w2"].map((n) => stat(join(workdirA, n))));
+    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
+    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
+    const again = await Promise.all(["w1", "w2"].map((n) => stat(join(workdirA, n))));
+    expect(again.map((s) => s.size)).toEqual(sizes.map((s) => s.size));
+  });
+
+  it("kills every command of the container, not the sandbox, when Docker never said which process is the command", async () => {
+    // Docker hangs from the exec's pid lookup on: nothing tells the stop the command's pid.
+    const driver = await proxied((chunk) => EXEC_INSPECT.test(chunk.toString("latin1")));
+    const stop = new AbortController();
+    const aRun = driver.exec(
+      a,
+      { cmd: ["sh", "-c", "while :; do echo x >> blind; done"] },
+      stop.signal,
+    );
+    const blind = join(workdirA, "blind");
+    await pollUntil(async () => ((await stat(blind).catch(() => undefined))?.size ?? 0) > 0, {
+      timeoutMs: 30_000,
+    });
+    const freezerA = findContainerFreezer(a.instanceId);
+    if (freezerA === undefined) throw new Error("no cgroup for A");
+    const keptA = new Set(groupPids(freezerA));
+    stop.abort();
+    const outcome = await aRun;
+    expect(outcome.ok && outcome.result.status).toBe("cancelled");
+    await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
+    expect(proxy?.stopped).toBe(true);
+    expect(groupPids(freezerA).every((pid) => keptA.has(pid))).toBe(true);
+    await pollUntil(async () => !(await isFrozen(freezerA)), { timeoutMs: 30_000 });
+    const size = (await stat(blind)).size;
+    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
+    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
+    expect((await stat(blind)).size).toBe(size);
+  });
+});

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { guardDatabaseDriverFaults } from "../../shared/db/driver-fault-guard.ts";
 import {
   stallBoundMs,
-  stalledConnectionWatchdog,
+  stalledConnectionOptions,
 } from "../../shared/db/stalled-connection-watchdog.ts";
 import { intVar, portVar } from "../../shared/env/env-vars.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
@@ -58,7 +58,7 @@ const sql = postgres(env.DATABASE_URL, {
   onnotice: () => {},
   connection: { statement_timeout: env.DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
   // A connection silent past its statement_timeout is ended, freeing its slot (0167).
-  socket: stalledConnectionWatchdog({
+  ...stalledConnectionOptions({
     stallMs: stallBoundMs(env.DB_STATEMENT_TIMEOUT_SECONDS * 1000),
     onStalled: (err) => logger.warn({ err }, "ended a database connection that stopped answering"),
   }),

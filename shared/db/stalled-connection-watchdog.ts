@@ -97,3 +97,11 @@ function watchStalls(socket: Socket, watchdog: StalledConnectionWatchdogOptions)
   socket.prependListener("data", stop);
   socket.once("close", stop);
 }
+
+/**
+ * The watchdog as postgres.js client options, to spread into them (the driver's types do
+ * not declare its `socket` option).
+ */
+export function stalledConnectionOptions(watchdog: StalledConnectionWatchdogOptions): object {
+  return { socket: stalledConnectionWatchdog(watchdog) };
+}

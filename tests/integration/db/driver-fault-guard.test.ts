@@ -2,9 +2,10 @@ import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import type installedPostgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { abortable } from "../../../shared/async/abortable.ts";
-import { stalledConnectionWatchdog } from "../../../shared/db/stalled-connection-watchdog.ts";
+import { stalledConnectionOptions } from "../../../shared/db/stalled-connection-watchdog.ts";
 import { type JsonLineChild, spawnJsonLineChild } from "../../support/json-line-child.ts";
 import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
 import { pollUntil } from "../../support/poll-until.ts";
@@ -181,9 +182,7 @@ describe("a database connection cut under load", () => {
 
   test("without the close patch, a statement sent between a connection's error and its close is never settled (the fault 0167 removes)", async () => {
     const driver = await unpatchedDriver(join(dir, "unpatched-d"), "closedAfterError");
-    const { default: postgres } = (await import(driver)) as {
-      default: typeof import("postgres").default;
-    };
+    const { default: postgres } = (await import(driver)) as { default: typeof installedPostgres };
     const target = new URL(database.url);
     proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port) });
     const url = new URL(database.url);
@@ -193,7 +192,7 @@ describe("a database connection cut under load", () => {
       onnotice: () => {},
       connect_timeout: 2,
       connection: { statement_timeout: BOUNDS.statementTimeoutMs },
-      socket: stalledConnectionWatchdog({ stallMs: BOUNDS.stallMs }),
+      ...stalledConnectionOptions({ stallMs: BOUNDS.stallMs }),
     });
     try {
       await sql`select 1`;

@@ -65,7 +65,7 @@ async function staleNode(nodeId: string): Promise<string> {
     workdirPath: "projects/00000000-0000-4000-8000-000000000000",
     nodeId,
     state: "running",
-    containerId: `c-${nodeId}`,
+    instanceId: `c-${nodeId}`,
   });
   return id;
 }

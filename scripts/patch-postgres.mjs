@@ -1,5 +1,6 @@
 // Applied by `npm install`/`npm ci` (package.json "postinstall"; decisions 0111, 0146):
-// two places where postgres.js 3.4.9 lets a connection closing under it end the process.
+// places where postgres.js 3.4.9 lets a connection closing under it end the process (1, 2)
+// or leave a statement unsettled for good (3).
 // Idempotent (each patch has its own marker); fails the install loudly if the driver's text
 // is not the one a patch knows (a new version must be checked against upstream, not patched
 // blindly).
@@ -16,6 +17,14 @@
 //    promise: an unhandled rejection, which Node turns into an uncaught exception that
 //    names no driver frame. The same error has already been delivered to the query that
 //    opened the connection (errored() rejects `initial`), so the duplicate is dropped.
+// 3. A statement sent between a socket's `error` and its `close` (decision 0167): the
+//    `error` event settles the statements the connection had; `close` settles the rest
+//    only when it came without an error (`!hadError`). A statement the caller sent in
+//    between (a transaction's `rollback` after its statement failed, the next query of a
+//    caller whose rejection handler ran first) sat in the closed connection for ever:
+//    neither failed nor answered, its pool slot taken. Now a closing connection settles
+//    whatever it holds with CONNECTION_CLOSED, whatever the close; a query already
+//    rejected by the error is rejected again, which does nothing.
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,6 +35,7 @@ const builds = ["src", "cjs/src", "cf/src"];
 
 const deferredWrite = "workcell patch: porsager/postgres#1208";
 const arrayTypes = "workcell patch: unawaited fetchArrayTypes";
+const closedAfterError = "workcell patch: a closing connection settles what it holds";
 const patches = [
   {
     marker: deferredWrite,
@@ -45,6 +55,12 @@ const patches = [
     marker: arrayTypes,
     unguarded: "        return fetchArrayTypes()\n",
     guarded: `        return fetchArrayTypes().catch(noop) // ${arrayTypes} (scripts/patch-postgres.mjs)\n`,
+  },
+  {
+    marker: closedAfterError,
+    unguarded:
+      "    !hadError && (query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket))\n",
+    guarded: `    ;(query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket)) // ${closedAfterError} (scripts/patch-postgres.mjs)\n`,
   },
 ];
 
@@ -71,7 +87,7 @@ async function patchFile(file) {
 const version = JSON.parse(await readFile(join(driver, "package.json"), "utf8")).version;
 if (version !== "3.4.9") {
   throw new Error(
-    `postgres ${version} installed; scripts/patch-postgres.mjs knows 3.4.9 only (decisions 0111, 0146)`,
+    `postgres ${version} installed; scripts/patch-postgres.mjs knows 3.4.9 only (decisions 0111, 0146, 0167)`,
   );
 }
 for (const build of builds) {

@@ -6,6 +6,10 @@ import pino from "pino";
 import postgres from "postgres";
 import { z } from "zod";
 import { guardDatabaseDriverFaults } from "../../shared/db/driver-fault-guard.ts";
+import {
+  stallBoundMs,
+  stalledConnectionOptions,
+} from "../../shared/db/stalled-connection-watchdog.ts";
 import { intVar, portVar } from "../../shared/env/env-vars.ts";
 import { functionsEnvSchema } from "../../shared/env/functions-env.ts";
 import { metricsEnvShape } from "../../shared/env/metrics-env.ts";
@@ -53,6 +57,11 @@ const sql = postgres(env.DATABASE_URL, {
   max: DB_POOL_MAX,
   onnotice: () => {},
   connection: { statement_timeout: env.DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
+  // A connection silent past its statement_timeout is ended, freeing its slot (0167).
+  ...stalledConnectionOptions({
+    stallMs: stallBoundMs(env.DB_STATEMENT_TIMEOUT_SECONDS * 1000),
+    onStalled: (err) => logger.warn({ err }, "ended a database connection that stopped answering"),
+  }),
 });
 const runEvents = createNotifyRunEventWaiter({ listen: postgresListen(sql), logger });
 // The SDK's work for run dispatches runs on its own thread, off the one serving requests.

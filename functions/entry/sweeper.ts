@@ -52,6 +52,8 @@ export async function handler(): Promise<SweepSummary> {
       runQueue,
       logger,
       nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
+      // No memory between invocations: a restart's grace from the server's start (0168).
+      sinceDatabaseStart: true,
       metrics,
       tracing: tracing.tracing,
     },

@@ -156,6 +156,8 @@ async function sweep(
         runQueue,
         logger,
         nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
+        // No memory between invocations: a restart's grace from the server's start (0168).
+        sinceDatabaseStart: true,
         metrics,
         tracing,
       },

@@ -66,3 +66,21 @@ export async function probeDatabaseUptime(
   const since = uptime.reached(now);
   return since === undefined ? Number.POSITIVE_INFINITY : now.getTime() - since.getTime();
 }
+
+/**
+ * How long the database server has been up (`now() - pg_postmaster_start_time()`, its own
+ * clock), for sweepers that keep no memory between sweeps (decision 0168): a node's or a
+ * lease's silence counts only from the later of its last beat and the server's start, so a
+ * restart does not make every live node look dead. Bounded like the probe above.
+ */
+export async function databaseServerUpForMs(db: Db, signal: AbortSignal): Promise<number> {
+  const [row] = await abortable(
+    executeRows<{ up_ms: number | string }>(
+      db,
+      sql`select (extract(epoch from now() - pg_postmaster_start_time()) * 1000)::float8 as up_ms`,
+    ),
+    AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]),
+    "the sweeper's database start probe",
+  );
+  return Number(row?.up_ms ?? Number.NaN);
+}

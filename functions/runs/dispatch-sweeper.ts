@@ -48,6 +48,12 @@ export type SweeperDeps = {
   readonly leaseTtlMs?: number;
   /** What this sweeper saw of database outages (sweeper-loop.ts keeps one); none: no grace. */
   readonly uptime?: DatabaseUptime;
+  /**
+   * Count silence only while the database server was up (decision 0168): nodes and leases
+   * are judged once it has been up for a node / lease TTL (`pg_postmaster_start_time()`).
+   * For the stateless cron entries, which keep no `uptime`.
+   */
+  readonly sinceDatabaseStart?: boolean;
   /** Extracts the runs' stored trace context for their re-send; default off. */
   readonly tracing?: Tracing;
   /** Runs the sweep ends count in workcell_runs_total{status="failed"}. */

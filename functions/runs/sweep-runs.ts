@@ -2,7 +2,11 @@ import { expireApprovals } from "../../shared/approvals/expire-approvals.ts";
 import { type ExpiredScope, failExpiredLeases } from "../../shared/runs/fail-expired-leases.ts";
 import { failLostNodes, type LostNodesSweep } from "../../shared/runs/fail-lost-nodes.ts";
 import { DEFAULT_NODE_TTL_MS } from "../../shared/runs/node-liveness.ts";
-import { DEFAULT_SWEEP_LEASE_TTL_MS, probeDatabaseUptime } from "./database-uptime.ts";
+import {
+  DEFAULT_SWEEP_LEASE_TTL_MS,
+  databaseServerUpForMs,
+  probeDatabaseUptime,
+} from "./database-uptime.ts";
 import { type SweeperDeps, type SweepResult, sweepPendingRuns } from "./dispatch-sweeper.ts";
 
 /** What one sweep did, step by step. */
@@ -46,11 +50,20 @@ type Settled<T> =
  * Grace after an outage (decision 0149): a sweeper that saw the database away
  * (`deps.uptime`) judges nodes and leases only once the database has been back for a
  * node TTL / a lease TTL, so every node that is alive has had its beats answered first;
- * a node that is really dead is still swept, one TTL later.
+ * a node that is really dead is still swept, one TTL later. A sweeper with no memory
+ * (`deps.sinceDatabaseStart`, decision 0168) gets the same grace after a database restart
+ * from the server's start time: judging silence from max(last beat, server start) is the
+ * same as waiting a TTL after the start, since no row beat after the start can be silent
+ * for longer than the server has been up.
  */
 export async function sweepRuns(deps: SweeperDeps, signal: AbortSignal): Promise<RunSweepResult> {
   const nodeTtlMs = deps.nodeTtlMs ?? DEFAULT_NODE_TTL_MS;
-  const upForMs = await probeDatabaseUptime(deps.db, deps.uptime, signal);
+  const upForMs = Math.min(
+    await probeDatabaseUptime(deps.db, deps.uptime, signal),
+    deps.sinceDatabaseStart
+      ? await databaseServerUpForMs(deps.db, signal)
+      : Number.POSITIVE_INFINITY,
+  );
   const judgeNodes = upForMs >= nodeTtlMs;
   const judgeLeases = upForMs >= (deps.leaseTtlMs ?? DEFAULT_SWEEP_LEASE_TTL_MS);
   if (!judgeNodes || !judgeLeases) {

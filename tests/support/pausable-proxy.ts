@@ -13,6 +13,12 @@ export type PausableProxy = {
   cut(): void;
   /** Forwards again (after pause() or cut()), held bytes first. */
   resume(): void;
+  /**
+   * The connections open now go silent for good (what they send and would receive is
+   * dropped, nothing is closed: a half-open path after a failover or a lost NAT entry);
+   * new connections are forwarded as usual.
+   */
+  strand(): void;
   /** True while paused or cut. */
   readonly stopped: boolean;
   close(): Promise<void>;
@@ -49,6 +55,7 @@ export async function startPausableProxy(
   // Bytes that arrived while paused, in order, with where they were going.
   let held: Array<[Socket, Buffer]> | undefined;
   let cut = false;
+  const stranded = new WeakSet<Socket>();
   const forward =
     (to: Socket, fromClient: boolean, awaitingReply: { on: boolean }) => (chunk: Buffer) => {
       if (!held && fromClient && options.pauseBefore?.(chunk)) held = [];
@@ -57,6 +64,7 @@ export async function startPausableProxy(
         awaitingReply.on = false;
         held = [];
       }
+      if (stranded.has(to)) return;
       if (held) held.push([to, chunk]);
       else to.write(chunk);
     };
@@ -101,6 +109,9 @@ export async function startPausableProxy(
     },
     pause() {
       held ??= [];
+    },
+    strand() {
+      for (const pair of pairs) for (const socket of pair) stranded.add(socket);
     },
     cut() {
       cut = true;

@@ -48,7 +48,11 @@ export async function finishRunRetried(e: RetriedEnding): Promise<boolean> {
 }
 
 /** The row carries this attempt's ending (status and error code): an earlier try committed. */
-async function endedAsThisAttempt(db: Db, fence: RunFence, ending: RunEnding): Promise<boolean> {
+export async function endedAsThisAttempt(
+  db: Db,
+  fence: RunFence,
+  ending: RunEnding,
+): Promise<boolean> {
   const [row] = await executeRows<{ status: string; attempt: number; code: string | null }>(
     db,
     sql`select status, attempt, error->>'code' as code from agent_runs where run_id = ${fence.runId}`,
@@ -62,7 +66,7 @@ async function endedAsThisAttempt(db: Db, fence: RunFence, ending: RunEnding): P
 }
 
 /** The heartbeat's UPDATE (run-lease.ts): false when the fence no longer holds. */
-async function extendLease(db: Db, fence: RunFence, leaseTtlMs: number): Promise<boolean> {
+export async function extendLease(db: Db, fence: RunFence, leaseTtlMs: number): Promise<boolean> {
   const rows = await executeRows<{ one: number }>(
     db,
     sql`update agent_runs set lease_expires_at = now() + ${leaseTtlMs}::bigint * interval '1 millisecond'

@@ -8,6 +8,7 @@ import { type DatabaseRetry, retryDatabase } from "../database-retry.ts";
 import { releaseClaim } from "./claim-run.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
 import { finishRunRetried } from "./finish-run-retried.ts";
+import { recordCrashRetried } from "./record-crash-retried.ts";
 import { nextEventSeq, type RunEventLog } from "./run-event-log.ts";
 import type { RunFence } from "./run-fence.ts";
 
@@ -179,15 +180,36 @@ async function recordPaused(
 
 async function recordCrash(
   db: Db,
-  { run, fence, logger, notifySlotsAs }: RecordedTarget,
+  { run, fence, logger, notifySlotsAs, retry }: RecordedTarget,
 ): Promise<RecordedRun> {
   const ending: RunEnding = { status: "failed", error: INTERNAL_ERROR };
   try {
-    const seq = await nextEventSeq(db, run.runId);
-    const ok = await finishRun(db, fence, run.threadId, seq, ending, [], notifySlotsAs);
+    // Retried like an ending (decision 0169), where the target retries its ending.
+    const ok =
+      retry === undefined
+        ? await finishRun(
+            db,
+            fence,
+            run.threadId,
+            await nextEventSeq(db, run.runId),
+            ending,
+            [],
+            notifySlotsAs,
+          )
+        : await recordCrashRetried({
+            db,
+            fence,
+            threadId: run.threadId,
+            ending,
+            ...(notifySlotsAs === undefined ? {} : { notifySlotsAs }),
+            retry: retry.policy,
+            leaseTtlMs: retry.leaseTtlMs,
+            logger,
+          });
     return ok ? { kind: "ended", ending } : { kind: "lease_lost" };
   } catch (error) {
-    // The database is gone too: the lease will expire and the sweeper ends the run.
+    // The database stayed away past the retries (or no retry): the lease will expire and
+    // the sweeper ends the run.
     logger.error({ err: error }, "could not record the run's failure");
     return { kind: "lease_lost" };
   }

@@ -7,7 +7,9 @@
 // The driver is imported from `driver` (the installed, patched one or an unpatched copy) so
 // the test can show the crash it prevents. stdin "stop" ends the loops and the process.
 import { createInterface } from "node:readline";
+import { abortable } from "../../../shared/async/abortable.ts";
 import { guardDatabaseDriverFaults } from "../../../shared/db/driver-fault-guard.ts";
+import { stalledConnectionWatchdog } from "../../../shared/db/stalled-connection-watchdog.ts";
 
 export type DriverFaultChildArgs = {
   url: string;
@@ -16,6 +18,12 @@ export type DriverFaultChildArgs = {
   /** Install the process guard (shared/db/driver-fault-guard.ts). */
   guard: boolean;
   workers: number;
+  /**
+   * Bound every transaction as our DB layer does (decision 0167): the server's
+   * statement_timeout, the stalled-connection watchdog past it, and the caller's deadline
+   * past that.
+   */
+  bounds?: { statementTimeoutMs: number; stallMs: number; deadlineMs: number };
 };
 
 const args = JSON.parse(process.argv[2] ?? "{}") as DriverFaultChildArgs;
@@ -45,7 +53,37 @@ type Sql = {
 const { default: postgres } = (await import(args.driver)) as {
   default: (url: string, options: object) => Sql;
 };
-const sql = postgres(args.url, { max: args.workers, onnotice: () => {}, connect_timeout: 2 });
+const { bounds } = args;
+const sql = postgres(args.url, {
+  max: args.workers,
+  onnotice: () => {},
+  connect_timeout: 2,
+  ...(bounds
+    ? {
+        connection: { statement_timeout: bounds.statementTimeoutMs },
+        socket: stalledConnectionWatchdog({ stallMs: bounds.stallMs }),
+      }
+    : {}),
+});
+
+/** One transaction, bounded by the caller's deadline when `bounds` asks for it. */
+function transaction(): Promise<unknown> {
+  const work = sql.begin(async (tx) => {
+    await tx`select pg_sleep(0.02)`;
+    await tx`select 1`;
+  });
+  if (!bounds) return work;
+  const bounded = abortable(work, AbortSignal.timeout(bounds.deadlineMs));
+  inFlight.add(bounded);
+  const done = () => inFlight.delete(bounded);
+  bounded.then(done, done);
+  return bounded;
+}
+
+/** The bounded transactions not settled yet ("settle": the test waits for those of a cut). */
+const inFlight = new Set<Promise<unknown>>();
+/** Called by the next commit ("commit": the test waits for the client to serve again). */
+const onCommit: Array<() => void> = [];
 
 let stopping = false;
 let committed = 0;
@@ -55,11 +93,9 @@ let lostNow = false;
 async function loop(): Promise<void> {
   while (!stopping) {
     try {
-      await sql.begin(async (tx) => {
-        await tx`select pg_sleep(0.02)`;
-        await tx`select 1`;
-      });
+      await transaction();
       committed += 1;
+      for (const wake of onCommit.splice(0)) wake();
       if (lostNow) {
         lostNow = false;
         say("serving-again");
@@ -78,6 +114,18 @@ async function loop(): Promise<void> {
 }
 const loops = Array.from({ length: args.workers }, loop);
 createInterface({ input: process.stdin }).on("line", async (line) => {
+  // "settle": answers once every transaction in flight now has settled (failed or answered).
+  if (line === "settle") {
+    const now = [...inFlight];
+    await Promise.allSettled(now);
+    say("settled", { transactions: now.length });
+    return;
+  }
+  // "commit": answers at the next commit.
+  if (line === "commit") {
+    onCommit.push(() => say("committed"));
+    return;
+  }
   if (line !== "stop") return;
   stopping = true;
   await Promise.all(loops);

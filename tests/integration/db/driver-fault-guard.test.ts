@@ -2,7 +2,10 @@ import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import type installedPostgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { abortable } from "../../../shared/async/abortable.ts";
+import { stalledConnectionOptions } from "../../../shared/db/stalled-connection-watchdog.ts";
 import { type JsonLineChild, spawnJsonLineChild } from "../../support/json-line-child.ts";
 import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
 import { pollUntil } from "../../support/poll-until.ts";
@@ -23,7 +26,13 @@ const installed = join(process.cwd(), "node_modules", "postgres");
 const PATCHES = {
   deferredWrite: / {4}if \(!socket\) \{ \/\/ workcell patch[^\n]*\n(?:[^\n]*\n){3} {4}\}\n/,
   arrayTypes: /\.catch\(noop\) \/\/ workcell patch: unawaited fetchArrayTypes[^\n]*/,
+  closedAfterError:
+    /;\(query \|\| sent\.length\)(.*)\) \/\/ workcell patch: a closing connection[^\n]*/,
 } as const;
+/** What a patch replaced, where it was more than added text (`$1`: the line's middle). */
+const ORIGINALS: Partial<Record<keyof typeof PATCHES, string>> = {
+  closedAfterError: "!hadError && (query || sent.length)$1)",
+};
 
 /** A copy of the installed driver with one install-time patch taken out again. */
 async function unpatchedDriver(dir: string, patch: keyof typeof PATCHES): Promise<string> {
@@ -32,7 +41,7 @@ async function unpatchedDriver(dir: string, patch: keyof typeof PATCHES): Promis
   const file = join(copy, "src", "connection.js");
   const text = await readFile(file, "utf8");
   expect(text).toMatch(PATCHES[patch]);
-  await writeFile(file, text.replace(PATCHES[patch], ""));
+  await writeFile(file, text.replace(PATCHES[patch], ORIGINALS[patch] ?? ""));
   return pathToFileURL(join(copy, "src", "index.js")).href;
 }
 
@@ -45,7 +54,9 @@ const installedDriver = pathToFileURL(join(installed, "src", "index.js")).href;
  */
 const MAX_CUTS = 300;
 /** Cuts a patched, guarded client must live through (unpatched, it died within 15 to 45). */
-const SURVIVAL_CUTS = 100;
+const SURVIVAL_CUTS = 60;
+/** Our DB layer's bounds as the survival client sets them (driver-fault-child.ts). */
+const BOUNDS = { statementTimeoutMs: 500, stallMs: 1_000, deadlineMs: 1_500 } as const;
 
 /** Waits for the child's stdout to close: every line it wrote has been read. */
 const closed = (child: JsonLineChild) =>
@@ -74,12 +85,22 @@ describe("a database connection cut under load", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function start(driver: string, guard: boolean): Promise<JsonLineChild> {
+  async function start(
+    driver: string,
+    guard: boolean,
+    bounds?: DriverFaultChildArgs["bounds"],
+  ): Promise<JsonLineChild> {
     const target = new URL(database.url);
     proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port) });
     const url = new URL(database.url);
     url.port = String(proxy.port);
-    const args: DriverFaultChildArgs = { url: url.toString(), driver, guard, workers: 8 };
+    const args: DriverFaultChildArgs = {
+      url: url.toString(),
+      driver,
+      guard,
+      workers: 8,
+      ...(bounds ? { bounds } : {}),
+    };
     child = spawnJsonLineChild(
       new URL("./driver-fault-child.ts", import.meta.url),
       args,
@@ -131,43 +152,66 @@ describe("a database connection cut under load", () => {
     expect(uncaught.stack).not.toMatch(/node_modules[\\/]postgres/);
   });
 
-  test("a patched, guarded client is never ended by repeated cuts", async () => {
-    const c = await start(installedDriver, true);
-    // Each cut normally fails the client's statements at once and it serves again after
-    // the resume. On the loaded CI machine a cut once left the client with no failure and
-    // no answer for 60 s (a statement the driver never settled: the open finding of
-    // decision 0146), so a cut that shows nothing within the bound ends the cutting there;
-    // what this test holds is that no cut ends the process.
-    let cuts = 0;
-    while (cuts < SURVIVAL_CUTS && c.alive()) {
-      cuts += 1;
-      const lost = c.count("lost");
-      const serving = c.count("serving-again");
+  test("a patched, guarded client settles every statement of every cut and serves again after it", async () => {
+    // Our DB layer's bounds (decision 0167), short so a cut's leftovers show within the
+    // test: the server ends a statement after 0.5 s, the watchdog a connection silent past
+    // twice that, the caller's deadline ends its wait past both.
+    const c = await start(installedDriver, true, BOUNDS);
+    for (let cut = 1; cut <= SURVIVAL_CUTS && c.alive(); cut++) {
+      const settled = c.count("settled");
+      const committed = c.count("committed");
       proxy.cut();
-      const failed = await pollUntil(() => c.count("lost") > lost || !c.alive(), {
-        what: "the cut's failures",
-        timeoutMs: 20_000,
-      }).then(
-        () => true,
-        () => false,
-      );
+      // Every transaction in flight at the cut settles: failed by the driver or, at the
+      // latest, by its deadline (the wait cannot hang on a statement the driver kept).
+      c.send("settle");
+      await pollUntil(() => c.count("settled") > settled || !c.alive(), {
+        what: `cut ${cut}: the transactions in flight settled`,
+      });
       proxy.resume();
-      if (!failed) break;
-      const served = await pollUntil(() => c.count("serving-again") > serving || !c.alive(), {
-        what: "the client serving again",
-        timeoutMs: 20_000,
-      }).then(
-        () => true,
-        () => false,
-      );
-      if (!served) break;
+      // And the pool serves again: no connection is left holding a statement.
+      c.send("commit");
+      await pollUntil(() => c.count("committed") > committed || !c.alive(), {
+        what: `cut ${cut}: a commit after the resume`,
+      });
     }
-    expect(cuts).toBeGreaterThan(0);
     expect(c.alive()).toBe(true);
     expect(c.count("uncaught")).toBe(0);
     // Nothing was left for the guard either: both faults are removed at their source.
     expect(c.count("contained")).toBe(0);
   }, 300_000);
+
+  test("without the close patch, a statement sent between a connection's error and its close is never settled (the fault 0167 removes)", async () => {
+    const driver = await unpatchedDriver(join(dir, "unpatched-d"), "closedAfterError");
+    const { default: postgres } = (await import(driver)) as { default: typeof installedPostgres };
+    const target = new URL(database.url);
+    proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port) });
+    const url = new URL(database.url);
+    url.port = String(proxy.port);
+    const sql = postgres(url.toString(), {
+      max: 1,
+      onnotice: () => {},
+      connect_timeout: 2,
+      connection: { statement_timeout: BOUNDS.statementTimeoutMs },
+      ...stalledConnectionOptions({ stallMs: BOUNDS.stallMs }),
+    });
+    try {
+      await sql`select 1`;
+      proxy.strand();
+      // The watchdog ends the silent connection with an error; the statement sent right
+      // after (before the close) stays on it.
+      const first = sql`select 2`;
+      let next: Promise<unknown> | undefined;
+      await first.catch(() => {
+        next = sql`select 3`;
+      });
+      const deadline = AbortSignal.timeout(BOUNDS.deadlineMs);
+      const outcome = await abortable(next ?? Promise.resolve(), deadline).catch((e: unknown) => e);
+      expect(deadline.aborted).toBe(true);
+      expect(outcome).toBe(deadline.reason);
+    } finally {
+      await sql.end({ timeout: 0 });
+    }
+  });
 
   test("the process guard contains a driver fault the patch does not cover", async () => {
     const c = await start(await unpatchedDriver(join(dir, "unpatched-b"), "deferredWrite"), true);

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
-import postgres from "postgres";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NodeHeartbeat } from "../../../agent-host/node/node-heartbeat.ts";
 import { createDb } from "../../../shared/db/client.ts";
@@ -9,7 +8,7 @@ import { agentRuns, sandboxes } from "../../../shared/db/schema.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import { failRunsOfNode } from "../../../shared/runs/fail-node-runs.ts";
 import { claimParkedRun } from "../../support/claim-parked-run.ts";
-import { startPausableProxy } from "../../support/pausable-proxy.ts";
+import { proxiedPostgres } from "../../support/proxied-postgres.ts";
 import { type RunWorld, runWorld, UID } from "../runs/run-harness.ts";
 import { registerNode } from "../sandbox/manager-fixture.ts";
 import { containersOfNode, materializeWorkdir, silentLogger } from "../sandbox/sandbox-fixture.ts";
@@ -168,11 +167,7 @@ describe("node heartbeat", () => {
   });
 
   it("a Postgres that stops answering: each beat gives up at its bound, the node stops being fresh after the TTL, and recovers", async () => {
-    const target = new URL(world.database.url);
-    const proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port) });
-    const via = new URL(world.database.url);
-    via.port = String(proxy.port);
-    const client = postgres(via.toString(), { max: 2, onnotice: () => {} });
+    const { proxy, client } = await proxiedPostgres(world.database.url, {}, 2);
     const beat = new NodeHeartbeat({
       db: createDb(client),
       nodeId: world.nodeId,

@@ -1,15 +1,16 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { ScriptedStep } from "../../../agent-host/runs/agent/index.ts";
 import { createDb } from "../../../shared/db/client.ts";
 import { executionLeases } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { failExpiredLeases } from "../../../shared/runs/fail-expired-leases.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import type { PausableProxy } from "../../support/pausable-proxy.ts";
 import { pollUntil } from "../../support/poll-until.ts";
+import { proxiedPostgres } from "../../support/proxied-postgres.ts";
 import { expectGapFree, type Project, type RunWorld, runWorld, UID } from "./run-harness.ts";
 import { gate, scriptedModels } from "./scripted-models.ts";
 
@@ -64,11 +65,7 @@ let models: ReturnType<typeof scriptedModels>;
 
 beforeEach(async () => {
   world = await runWorld();
-  const target = new URL(world.database.url);
-  proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port) });
-  const via = new URL(world.database.url);
-  via.port = String(proxy.port);
-  client = postgres(via.toString(), { max: 12, onnotice: () => {}, connect_timeout: 2 });
+  ({ proxy, client } = await proxiedPostgres(world.database.url));
   release = gate();
   aborted = { seen: false };
   models = scriptedModels(() => [

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { ScriptedStep } from "../../../agent-host/runs/agent/index.ts";
 import { createSqsRunQueue } from "../../../functions/queue/sqs-run-queue.ts";
@@ -8,8 +8,9 @@ import { type DatabaseUptime, databaseUptime } from "../../../functions/runs/dat
 import { sweepRuns } from "../../../functions/runs/sweep-runs.ts";
 import { createDb, type Db } from "../../../shared/db/client.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import type { PausableProxy } from "../../support/pausable-proxy.ts";
 import { pollFor, pollUntil } from "../../support/poll-until.ts";
+import { proxiedPostgres } from "../../support/proxied-postgres.ts";
 import { silentLogger } from "../sandbox/sandbox-fixture.ts";
 import { type Project, type RunWorld, runWorld, UID } from "./run-harness.ts";
 import { gate, scriptedModels } from "./scripted-models.ts";
@@ -62,22 +63,21 @@ function thenRun(release: Promise<void>, command: string): ScriptedStep {
 let release: ReturnType<typeof gate>;
 let models: ReturnType<typeof scriptedModels>;
 
-async function clientVia(proxy: PausableProxy): Promise<postgres.Sql> {
-  const via = new URL(world.database.url);
-  via.port = String(proxy.port);
-  const client = postgres(via.toString(), { max: 12, onnotice: () => {}, connect_timeout: 2 });
-  clients.push(client);
-  return client;
+/** A client of the database through its own cut proxy (tests/support/proxied-postgres.ts). */
+async function proxiedClient(): Promise<{ proxy: PausableProxy; client: postgres.Sql }> {
+  const proxied = await proxiedPostgres(world.database.url);
+  clients.push(proxied.client);
+  return proxied;
 }
 
 beforeEach(async () => {
   world = await runWorld();
-  const target = new URL(world.database.url);
-  const to = { host: target.hostname, port: Number(target.port) };
-  workerProxy = await startPausableProxy(to);
-  sweeperProxy = await startPausableProxy(to);
   clients = [];
-  sweeperDb = createDb(await clientVia(sweeperProxy));
+  const worker = await proxiedClient();
+  const sweeper = await proxiedClient();
+  workerProxy = worker.proxy;
+  sweeperProxy = sweeper.proxy;
+  sweeperDb = createDb(sweeper.client);
   uptime = databaseUptime();
   release = gate();
   models = scriptedModels(() => [
@@ -89,7 +89,7 @@ beforeEach(async () => {
     listen: false,
     limits: LIMITS,
     model: models.factory,
-    extra: { db: createDb(await clientVia(workerProxy)) },
+    extra: { db: createDb(worker.client) },
   });
 });
 afterEach(async () => {

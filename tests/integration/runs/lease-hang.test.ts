@@ -1,7 +1,8 @@
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { createDb } from "../../../shared/db/client.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import type { PausableProxy } from "../../support/pausable-proxy.ts";
+import { proxiedPostgres } from "../../support/proxied-postgres.ts";
 import { processesInSandbox } from "./processes-in-sandbox.ts";
 import { type RunWorld, runWorld } from "./run-harness.ts";
 
@@ -16,11 +17,7 @@ let client: postgres.Sql;
 
 beforeEach(async () => {
   world = await runWorld();
-  const target = new URL(world.database.url);
-  proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port) });
-  const via = new URL(world.database.url);
-  via.port = String(proxy.port);
-  client = postgres(via.toString(), { max: 12, onnotice: () => {} });
+  ({ proxy, client } = await proxiedPostgres(world.database.url));
 });
 afterEach(async () => {
   proxy.resume();

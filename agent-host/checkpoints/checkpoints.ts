@@ -9,7 +9,13 @@ import {
   checkpoints,
   DEFAULT_MAX_CHECKPOINTS_PER_THREAD,
 } from "../../shared/db/schema.ts";
+import { domainError } from "../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../shared/errors/index.ts";
+import {
+  CHECKPOINT_LEASE_DEFAULTS,
+  type CheckpointLeaseDeps,
+  withCheckpointLease,
+} from "./checkpoint-lease.ts";
 import type { CheckpointStore } from "./checkpoint-store.ts";
 import type { TreeStats } from "./copy-tree.ts";
 import { forkWorkdir } from "./fork-workdir.ts";
@@ -24,6 +30,8 @@ export interface CheckpointsDeps {
   /** The deployment's workspace_bytes, for a uid without a limits row. */
   readonly defaultWorkspaceBytes: number;
   readonly defaultMaxPerThread?: number;
+  /** Bounds of a manual checkpoint's Execution Lease (CHECKPOINT_LEASE_DEFAULTS otherwise). */
+  readonly lease?: Partial<Omit<CheckpointLeaseDeps, "db" | "nodeId" | "logger">>;
   readonly logger: Logger;
 }
 
@@ -38,13 +46,18 @@ export interface TakeOptions {
   readonly source: CheckpointSource;
   readonly runId?: string;
   readonly label?: string;
+  /**
+   * Asked after the copy, before the row: false when what kept commands off the Workdir
+   * lapsed meanwhile, and then the copy is removed and nothing is recorded.
+   */
+  readonly confirm?: () => Promise<boolean>;
 }
 
 /**
  * Checkpoints of threads (docs/architecture.md §16): bytes in the node's store, one row
- * each in Postgres. The caller holds what keeps commands off the Workdir meanwhile: the
- * run's Execution Lease for a before-run checkpoint, "no active run of the thread's
- * project" for the API's (docs/decisions/0154).
+ * each in Postgres. The Workdir's Execution Lease keeps commands off it meanwhile: the
+ * run's own for a before-run checkpoint, a holder row of its own for the API's
+ * (takeUnderLease, docs/decisions/0170).
  */
 export class Checkpoints {
   readonly #deps: CheckpointsDeps;
@@ -78,6 +91,13 @@ export class Checkpoints {
         ? previous.checkpointId
         : undefined;
     const stats = await store.take(target.uid, target.workdirPath, checkpointId, signal, baseId);
+    if (options.confirm !== undefined && !(await options.confirm())) {
+      this.#removeBytes(target.uid, checkpointId);
+      throw domainError("lease_lost", {
+        message:
+          "No checkpoint was taken: this node lost the Workdir's Execution Lease while copying (it did not renew it in time), so a command may have written meanwhile. Retry.",
+      });
+    }
     const [row] = await db
       .insert(checkpoints)
       .values({
@@ -97,6 +117,23 @@ export class Checkpoints {
       throw new WorkcellError("internal", "The checkpoint row was not written.");
     if (prune) await this.prune(target, signal);
     return row;
+  }
+
+  /**
+   * A manual checkpoint: waits (bounded) for the Workdir's Execution Lease behind the
+   * command that is running, takes the checkpoint while holding it, and releases it, also
+   * when the take fails. A command that arrives meanwhile waits for the copy.
+   */
+  takeUnderLease(
+    target: CheckpointTarget,
+    options: Omit<TakeOptions, "confirm">,
+    signal: AbortSignal,
+  ): Promise<CheckpointRow> {
+    const { db, nodeId, logger } = this.#deps;
+    const lease = { ...CHECKPOINT_LEASE_DEFAULTS, ...this.#deps.lease, db, nodeId, logger };
+    return withCheckpointLease(lease, target, signal, (held) =>
+      this.take(target, { ...options, confirm: held.confirm }, signal),
+    );
   }
 
   /**

@@ -81,24 +81,63 @@ export class Checkpoints {
     signal: AbortSignal,
     prune = true,
   ): Promise<CheckpointRow> {
-    const { store, db } = this.#deps;
-    const measured = store.measure(target.uid, target.workdirPath, signal);
-    await this.#checkQuota(target.uid, measured.bytes, signal);
-    const checkpointId = randomUUID();
+    const { store } = this.#deps;
     const [previous] = await this.list(target).limit(1);
     const baseId =
       previous?.workdirPath === target.workdirPath && previous.nodeId === this.#deps.nodeId
-        ? previous.checkpointId
+        ? storeDirOf(previous)
         : undefined;
-    const stats = await store.take(target.uid, target.workdirPath, checkpointId, signal, baseId);
-    if (options.confirm !== undefined && !(await options.confirm())) {
-      this.#removeBytes(target.uid, checkpointId);
-      throw domainError("lease_lost", {
-        message:
-          "No checkpoint was taken: this node lost the Workdir's Execution Lease while copying (it did not renew it in time), so a command may have written meanwhile. Retry.",
+    // Nothing changed since the previous checkpoint: name its directory (decision 0171).
+    if (
+      previous !== undefined &&
+      baseId !== undefined &&
+      store.unchangedSince(target.uid, target.workdirPath, baseId)
+    ) {
+      await this.#checkQuota(target.uid, previous.bytes, signal);
+      await this.#confirm(target, options, undefined);
+      const { files, dirs, bytes, skipped, mode } = previous;
+      return this.#record(target, options, randomUUID(), baseId, {
+        stats: { files, dirs, bytes, skipped },
+        mode,
+        prune,
+        signal,
       });
     }
-    const [row] = await db
+    const measured = store.measure(target.uid, target.workdirPath, signal);
+    await this.#checkQuota(target.uid, measured.bytes, signal);
+    const checkpointId = randomUUID();
+    const stats = await store.take(target.uid, target.workdirPath, checkpointId, signal, baseId);
+    await this.#confirm(target, options, checkpointId);
+    return this.#record(target, options, checkpointId, null, {
+      stats,
+      mode: store.mode,
+      prune,
+      signal,
+    });
+  }
+
+  /** Asks the caller's lease (TakeOptions.confirm); lapsed: the copy goes, nothing is recorded. */
+  async #confirm(
+    target: CheckpointTarget,
+    options: TakeOptions,
+    copiedId: string | undefined,
+  ): Promise<void> {
+    if (options.confirm === undefined || (await options.confirm())) return;
+    if (copiedId !== undefined) this.#removeBytes(target, copiedId);
+    throw domainError("lease_lost", {
+      message:
+        "No checkpoint was taken: this node lost the Workdir's Execution Lease while copying (it did not renew it in time), so a command may have written meanwhile. Retry.",
+    });
+  }
+
+  async #record(
+    target: CheckpointTarget,
+    options: TakeOptions,
+    checkpointId: string,
+    storeId: string | null,
+    taken: { stats: TreeStats; mode: CheckpointRow["mode"]; prune: boolean; signal: AbortSignal },
+  ): Promise<CheckpointRow> {
+    const [row] = await this.#deps.db
       .insert(checkpoints)
       .values({
         checkpointId,
@@ -109,13 +148,14 @@ export class Checkpoints {
         source: options.source,
         workdirPath: target.workdirPath,
         nodeId: this.#deps.nodeId,
-        mode: store.mode,
-        ...stats,
+        mode: taken.mode,
+        storeId,
+        ...taken.stats,
       })
       .returning();
     if (row === undefined)
       throw new WorkcellError("internal", "The checkpoint row was not written.");
-    if (prune) await this.prune(target, signal);
+    if (taken.prune) await this.prune(target, taken.signal);
     return row;
   }
 
@@ -151,7 +191,12 @@ export class Checkpoints {
     const saved = await this.take(target, { source: "restore" }, signal, false);
     await restoreWorkdir(
       this.#deps.store,
-      { restoreId: randomUUID(), uid: target.uid, workdirPath: target.workdirPath, checkpointId },
+      {
+        restoreId: randomUUID(),
+        uid: target.uid,
+        workdirPath: target.workdirPath,
+        checkpointId: storeDirOf(restored),
+      },
       signal,
     );
     await this.prune(target, signal);
@@ -175,15 +220,17 @@ export class Checkpoints {
   ): Promise<TreeStats> {
     const { store } = this.#deps;
     let bytes: number;
+    let storeDir: string | undefined;
     if (checkpointId !== undefined) {
       const row = await this.find(target, checkpointId);
       if (row === undefined) throw new WorkcellError("not_found", "No such checkpoint.");
       bytes = row.bytes;
+      storeDir = storeDirOf(row);
     } else {
       bytes = store.measure(target.uid, target.workdirPath, signal).bytes;
     }
     await this.#checkQuota(target.uid, bytes, signal);
-    return forkWorkdir(store, { ...target, checkpointId, forkWorkdirPath }, signal);
+    return forkWorkdir(store, { ...target, checkpointId: storeDir, forkWorkdirPath }, signal);
   }
 
   async #checkQuota(uid: string, bytes: number, signal: AbortSignal): Promise<void> {
@@ -226,17 +273,24 @@ export class Checkpoints {
     _signal: AbortSignal,
   ): Promise<string[]> {
     const fallback = this.#deps.defaultMaxPerThread ?? DEFAULT_MAX_CHECKPOINTS_PER_THREAD;
-    const removed = await executeRows<{ checkpoint_id: string }>(
+    // A directory goes with its last row: a later checkpoint may still name it (0171).
+    const removed = await executeRows<{ checkpoint_id: string; dir: string; named: boolean }>(
       this.#deps.db,
-      sql`delete from checkpoints where checkpoint_id in (
-            select checkpoint_id from checkpoints
-            where thread_id = ${target.threadId} and uid = ${target.uid}
-            order by created_at desc, checkpoint_id desc
-            offset coalesce((select max_checkpoints_per_thread from user_limits where uid = ${target.uid}),
-                            ${fallback}::int))
-          returning checkpoint_id`,
+      sql`with gone as (
+            delete from checkpoints where checkpoint_id in (
+              select checkpoint_id from checkpoints
+              where thread_id = ${target.threadId} and uid = ${target.uid}
+              order by created_at desc, checkpoint_id desc
+              offset coalesce((select max_checkpoints_per_thread from user_limits where uid = ${target.uid}),
+                              ${fallback}::int))
+            returning checkpoint_id, coalesce(store_id, checkpoint_id) as dir)
+          select g.checkpoint_id, g.dir, exists (
+              select 1 from checkpoints c
+              where c.uid = ${target.uid} and c.checkpoint_id not in (select checkpoint_id from gone)
+                and (c.checkpoint_id = g.dir or c.store_id = g.dir)) as named
+          from gone g`,
     );
-    for (const { checkpoint_id } of removed) this.#removeBytes(target.uid, checkpoint_id);
+    for (const { dir, named } of removed) if (!named) this.#removeBytes(target, dir);
     return removed.map((row) => row.checkpoint_id);
   }
 
@@ -249,9 +303,9 @@ export class Checkpoints {
       .orderBy(desc(checkpoints.createdAt), desc(checkpoints.checkpointId));
   }
 
-  #removeBytes(uid: string, checkpointId: string): void {
+  #removeBytes(target: Pick<CheckpointTarget, "uid">, checkpointId: string): void {
     try {
-      this.#deps.store.remove(uid, checkpointId);
+      this.#deps.store.remove(target.uid, checkpointId);
     } catch (err) {
       // The row is gone: the reconciler removes the directory on its next pass.
       this.#deps.logger.warn(
@@ -260,4 +314,9 @@ export class Checkpoints {
       );
     }
   }
+}
+
+/** The store directory holding a checkpoint's bytes (an earlier one's when it named it). */
+export function storeDirOf(row: Pick<CheckpointRow, "checkpointId" | "storeId">): string {
+  return row.storeId ?? row.checkpointId;
 }

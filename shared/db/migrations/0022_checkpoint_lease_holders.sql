@@ -1,6 +1,8 @@
 ALTER TABLE "execution_leases" ALTER COLUMN "run_id" DROP NOT NULL;--> statement-breakpoint
 ALTER TABLE "execution_leases" ALTER COLUMN "attempt" DROP NOT NULL;--> statement-breakpoint
+ALTER TABLE "checkpoints" ADD COLUMN "store_id" uuid;--> statement-breakpoint
 ALTER TABLE "execution_leases" ADD COLUMN "expires_at" timestamp with time zone;--> statement-breakpoint
+CREATE INDEX "checkpoints_store_idx" ON "checkpoints" USING btree ("store_id");--> statement-breakpoint
 ALTER TABLE "execution_leases" ADD CONSTRAINT "execution_leases_holder_check" CHECK (("execution_leases"."run_id" is null) = ("execution_leases"."attempt" is null) and ("execution_leases"."run_id" is null) = ("execution_leases"."expires_at" is not null));--> statement-breakpoint
 
 -- Rows that no longer count: a run row whose run is not running under its attempt with an

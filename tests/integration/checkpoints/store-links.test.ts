@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { chmodSync, lstatSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { restoreWorkdir } from "../../../agent-host/checkpoints/restore-workdir.ts";

@@ -307,9 +307,9 @@ function linkUnchanged(
   dstParent: number,
   dstName: Buffer,
 ): number | undefined {
-  const st = lstatNs({}, srcParent, name);
+  const st = lstatNs(deps, srcParent, name);
   if (st === undefined || !st.isFile()) return undefined;
-  const previous = lstatNs({}, base, name);
+  const previous = lstatNs(deps, base, name);
   if (
     previous === undefined ||
     !previous.isFile() ||

@@ -74,6 +74,8 @@ export class Checkpoints {
    * Measures the Workdir, refuses with quota_exceeded (nothing written) when the uid's
    * workspace plus its checkpoints plus this one would pass workspace_bytes, copies it into
    * the store, records the row and prunes the thread beyond max_checkpoints_per_thread.
+   * A Workdir unchanged since the thread's previous checkpoint is not copied: the row names
+   * that checkpoint's directory (decision 0171), adds no bytes and needs no quota check.
    */
   async take(
     target: CheckpointTarget,
@@ -93,7 +95,8 @@ export class Checkpoints {
       baseId !== undefined &&
       store.unchangedSince(target.uid, target.workdirPath, baseId)
     ) {
-      await this.#checkQuota(target.uid, previous.bytes, signal);
+      // No quota check: the row adds no byte to the store (the quota counts each
+      // directory once).
       await this.#confirm(target, options, undefined);
       const { files, dirs, bytes, skipped, mode } = previous;
       return this.#record(target, options, randomUUID(), baseId, {
@@ -238,7 +241,9 @@ export class Checkpoints {
       this.#deps.db,
       sql`select coalesce((select workspace_bytes from user_limits where uid = ${uid}),
                           ${this.#deps.defaultWorkspaceBytes}::bigint)::text as limit_bytes,
-                 coalesce((select sum(bytes) from checkpoints where uid = ${uid}), 0)::text as used_bytes`,
+                 coalesce((select sum(bytes) from (
+                   select distinct on (coalesce(store_id, checkpoint_id)) bytes
+                   from checkpoints where uid = ${uid}) dirs), 0)::text as used_bytes`,
     );
     const workspace = await this.#deps.workspaceBytes(uid, signal);
     const limit = Number(quota?.limit_bytes ?? 0);

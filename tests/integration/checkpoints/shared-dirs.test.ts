@@ -84,6 +84,22 @@ describe.each(STORE_MODES)("a checkpoint of an unchanged Workdir, %s mode", (mod
     }
   });
 
+  it("counts a shared directory once against the quota", async () => {
+    const { db, env, take } = await setup();
+    const first = await take();
+    // Room for two and a half copies: a third row naming the same directory does not use
+    // any of it, so a changed Workdir still fits beside the first copy.
+    await db.insert(userLimits).values({ uid: UID, workspaceBytes: Math.floor(first.bytes * 2.5) });
+    expect((await take()).storeId).toBe(first.checkpointId);
+    expect((await take()).storeId).toBe(first.checkpointId);
+    writeFileSync(join(env.workdir, "a.txt"), "changed\n");
+    const changed = await take();
+    expect(changed.storeId).toBeNull();
+    expect(readdirSync(env.storeDir).sort()).toEqual(
+      [first.checkpointId, changed.checkpointId].sort(),
+    );
+  });
+
   it("keeps a directory while a later checkpoint names it: pruning and the reconciler", async () => {
     const { db, env, take } = await setup();
     await db.insert(userLimits).values({ uid: UID, maxCheckpointsPerThread: 1 });

@@ -84,7 +84,7 @@ export class Checkpoints {
     prune = true,
   ): Promise<CheckpointRow> {
     const { store } = this.#deps;
-    const [previous] = await this.list(target).limit(1);
+    const { previous, full } = await this.#newest(target);
     const baseId =
       previous?.workdirPath === target.workdirPath && previous.nodeId === this.#deps.nodeId
         ? storeDirOf(previous)
@@ -102,7 +102,7 @@ export class Checkpoints {
       return this.#record(target, options, randomUUID(), baseId, {
         stats: { files, dirs, bytes, skipped },
         mode,
-        prune,
+        prune: prune && full,
         signal,
       });
     }
@@ -114,9 +114,34 @@ export class Checkpoints {
     return this.#record(target, options, checkpointId, null, {
       stats,
       mode: store.mode,
-      prune,
+      prune: prune && full,
       signal,
     });
+  }
+
+  /**
+   * The thread's newest checkpoint, and whether one more would pass its
+   * max_checkpoints_per_thread (only then does the take prune: one statement less per
+   * checkpoint while the thread has room; two takes at once may leave one row over the
+   * limit until the next take prunes it).
+   */
+  async #newest(target: CheckpointTarget) {
+    const fallback = this.#deps.defaultMaxPerThread ?? DEFAULT_MAX_CHECKPOINTS_PER_THREAD;
+    const [found] = await this.#deps.db
+      .select({
+        row: checkpoints,
+        count: sql<string>`count(*) over ()`,
+        limit: sql<string>`coalesce((select max_checkpoints_per_thread from user_limits
+                                     where uid = ${target.uid}), ${fallback}::int)`,
+      })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.uid, target.uid), eq(checkpoints.threadId, target.threadId)))
+      .orderBy(desc(checkpoints.createdAt), desc(checkpoints.checkpointId))
+      .limit(1);
+    return {
+      previous: found?.row,
+      full: found !== undefined && Number(found.count) + 1 > Number(found.limit),
+    };
   }
 
   /** Asks the caller's lease (TakeOptions.confirm); lapsed: the copy goes, nothing is recorded. */

@@ -34,14 +34,27 @@ export function beforeRunCheckpoint(checkpoints: Checkpoints): BeforeRunCheckpoi
   return async ({ run, fence, workdirPath, agent, events, logger }, leased, signal) => {
     if (!(agent.checkpoint ?? checkpoints.mode === "reflink")) return;
     try {
-      const row = await leased.withLease(fence, workdirPath, signal, () =>
-        checkpoints.take(
+      const started = performance.now();
+      let granted = started;
+      const row = await leased.withLease(fence, workdirPath, signal, () => {
+        granted = performance.now();
+        return checkpoints.take(
           { uid: run.uid, threadId: run.threadId, workdirPath },
           { source: "run", runId: run.runId },
           signal,
-        ),
-      );
+        );
+      });
       if (row === undefined) return;
+      // What a checkpoint adds to a run's start (issue 39's warm-turn bench).
+      logger.info(
+        {
+          checkpoint_id: row.checkpointId,
+          shared: row.storeId !== null,
+          lease_wait_ms: Math.round(granted - started),
+          take_and_release_ms: Math.round(performance.now() - granted),
+        },
+        "checkpoint taken before the run",
+      );
       await events.append({
         type: "checkpoint.created",
         data: {

@@ -25,7 +25,9 @@ export interface CheckpointHostRouteDeps {
  * `POST /internal/v1/checkpoints` (capability op `checkpoint`, which files/access never
  * grants): functions/ asks this node to take, restore or fork from a checkpoint of the
  * capability's Workdir. functions/ has already authorised the thread (its uid, not
- * deleted) and refused while a run of its project is active (docs/decisions/0154); the
+ * deleted) and, for a restore or a fork of the current Workdir, refused while a run of its
+ * project is active (docs/decisions/0154); a take waits for the Workdir's Execution Lease
+ * instead (docs/decisions/0170). The
  * capability pins uid and Workdir, so a body naming another Workdir is 403, and a
  * checkpoint id of another uid or thread is 404 (the service looks it up by all three).
  */
@@ -55,7 +57,7 @@ export function registerCheckpointHostRoute(
     const target = { uid: claims.uid, threadId: body.thread_id, workdirPath: claims.workdir_path };
     const signal = c.req.raw.signal;
     if (body.action === "take") {
-      const row = await service.take(
+      const row = await service.takeUnderLease(
         target,
         { source: "manual", ...(body.label === undefined ? {} : { label: body.label }) },
         signal,

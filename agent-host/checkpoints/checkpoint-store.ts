@@ -23,6 +23,7 @@ import type { CheckpointCopyMode, CheckpointSyscalls } from "./checkpoint-syscal
 import { copyTree, finishDirectory, type TreeStats } from "./copy-tree.ts";
 import { measureTree } from "./measure-tree.ts";
 import { removeTree } from "./remove-tree.ts";
+import { sameTree } from "./same-tree.ts";
 
 /**
  * `<data-root>/checkpoints/<uid dirname>/<checkpoint_id>/`: a sibling of `users/`, so on the
@@ -63,6 +64,12 @@ export interface CheckpointStore {
     signal: AbortSignal,
     baseId?: string,
   ): Promise<TreeStats>;
+  /**
+   * True when the Workdir is still exactly checkpoint directory `baseId` (sameTree): a new
+   * checkpoint may then name that directory instead of copying (decision 0171). False when
+   * the base is gone.
+   */
+  unchangedSince(uid: string, workdirPath: string, baseId: string): boolean;
   /** Copies checkpoint `checkpointId` into `dstFd` (an empty directory we hold). */
   copyOut(
     uid: string,
@@ -219,6 +226,16 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
           } finally {
             if (!published) removeTree(sys, userDir, temp, deps.maxDepth + 2);
           }
+        }),
+      );
+    },
+
+    unchangedSince(uid, workdirPath, baseId) {
+      return withFd(openBelowRoot(workdirNames(uid, workdirPath)), (workdir) =>
+        withFd(openUserDir(uid), (userDir) => {
+          const base = sys.openat(userDir, baseId, dirFlags);
+          if (!base.ok) return false;
+          return withFd(base.value, (baseFd) => sameTree(deps, baseFd, workdir));
         }),
       );
     },

@@ -27,7 +27,32 @@ export interface CheckpointSyscalls {
    * Returns the bytes copied, 0 at the end of the source.
    */
   copyRange(srcFd: number, dstFd: number, length: number): SysResult<number>;
+  /**
+   * statx(2) of `name` inside the held directory `dirFd`, not following a final symlink,
+   * with nanosecond times: one system call, where an lstat through /proc/self/fd walks the
+   * magic link first (decision 0172). `name` is one entry name (the caller checks it).
+   */
+  statAt?(dirFd: number, name: Buffer): SysResult<NsStat>;
 }
+
+/** What the checkpoint walks read of an inode (a BigIntStats has all of it too). */
+export interface NsStat {
+  isFile(): boolean;
+  isDirectory(): boolean;
+  readonly ino: bigint;
+  readonly size: bigint;
+  readonly mode: bigint;
+  readonly mtimeNs: bigint;
+  readonly ctimeNs: bigint;
+}
+
+const AT_SYMLINK_NOFOLLOW = 0x100;
+const AT_NO_AUTOMOUNT = 0x800;
+const STATX_BASIC_STATS = 0x7ff;
+const S_IFMT = 0o170000n;
+const S_IFREG = 0o100000n;
+const S_IFDIR = 0o040000n;
+const NUL = Buffer.from([0]);
 
 const NS_PER_S = 1_000_000_000n;
 
@@ -42,6 +67,9 @@ export function createCheckpointSyscalls(
   const lib = load(libraryPath);
   const ioctl = lib.func("int ioctl(int fd, unsigned long request, int src)");
   const futimens = lib.func("int futimens(int fd, const void *times)");
+  const statx = lib.func(
+    "int statx(int dirfd, const void *path, int flags, unsigned int mask, void *buf)",
+  );
   const copyFileRange = lib.func(
     "int64_t copy_file_range(int fd_in, void *off_in, int fd_out, void *off_out, size_t len, unsigned int flags)",
   );
@@ -58,9 +86,33 @@ export function createCheckpointSyscalls(
       times.writeBigInt64LE(mtimeNs % NS_PER_S, 24);
       return Number(futimens(fd, times)) === -1 ? sysFail(lastErrno()) : sysOk(true);
     },
+    statAt(dirFd, name) {
+      const buf = Buffer.alloc(256);
+      const flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT;
+      const path = Buffer.concat([name, NUL]);
+      if (Number(statx(dirFd, path, flags, STATX_BASIC_STATS, buf)) === -1) {
+        return sysFail(lastErrno());
+      }
+      return sysOk(statxView(buf));
+    },
     copyRange(srcFd, dstFd, length) {
       const copied = Number(copyFileRange(srcFd, null, dstFd, null, length, 0));
       return copied === -1 ? sysFail(lastErrno()) : sysOk(copied);
     },
+  };
+}
+
+/** struct statx (linux/stat.h): the fields NsStat names, times as nanoseconds. */
+function statxView(buf: Buffer): NsStat {
+  const mode = BigInt(buf.readUInt16LE(28));
+  const time = (at: number) => buf.readBigInt64LE(at) * NS_PER_S + BigInt(buf.readUInt32LE(at + 8));
+  return {
+    isFile: () => (mode & S_IFMT) === S_IFREG,
+    isDirectory: () => (mode & S_IFMT) === S_IFDIR,
+    ino: buf.readBigUInt64LE(32),
+    size: buf.readBigUInt64LE(40),
+    mode,
+    ctimeNs: time(96),
+    mtimeNs: time(112),
   };
 }

@@ -18,6 +18,7 @@ import {
   type SysPath,
 } from "../workspace/syscalls.ts";
 import type { CheckpointCopyMode, CheckpointSyscalls } from "./checkpoint-syscalls.ts";
+import { type ListedEntry, listEntries } from "./list-entries.ts";
 import { lstatNs } from "./lstat-ns.ts";
 
 /** Bytes per read/write when a file is copied rather than cloned. */
@@ -118,29 +119,38 @@ async function copyLevel(
   base?: number,
 ): Promise<void> {
   if (depth > deps.maxDepth) throw tooBig("maxDepth", deps.maxDepth);
-  for (const name of listNames(deps, srcFd, stats)) {
+  for (const { name, kind } of listKinds(srcFd, stats, deps.maxEntries)) {
     signal.throwIfAborted();
-    const st = deps.sys.lstatAt(srcFd, name);
-    if (!st.ok) {
-      if (st.errno === Errno.ENOENT) continue;
-      throw errnoError(st.errno, { op: "checkpoint", path: printable(name) });
+    // d_type says what the entry is, so only a filesystem that does not say costs an lstat.
+    let known = kind;
+    if (known === "unknown") {
+      const st = deps.sys.lstatAt(srcFd, name);
+      if (!st.ok) {
+        if (st.errno === Errno.ENOENT) continue;
+        throw errnoError(st.errno, { op: "checkpoint", path: printable(name) });
+      }
+      known = st.value.isDirectory() ? "dir" : st.value.isFile() ? "file" : "other";
     }
-    if (st.value.isDirectory()) {
+    if (known === "dir") {
       await copyDirectory(deps, srcFd, dstFd, name, mode, signal, stats, depth, name, base);
-    } else if (st.value.isFile()) {
-      await copyFile(deps, srcFd, dstFd, name, st.value.ino, mode, stats, name, base);
+    } else if (known === "file") {
+      await copyFile(deps, srcFd, dstFd, name, undefined, mode, stats, name, base);
     } else {
       stats.skipped++;
     }
   }
 }
 
-function listNames(deps: TreeCopyDeps, dirFd: number, stats: TreeStats): Buffer[] {
+function listKinds(dirFd: number, stats: TreeStats, maxEntries: number): ListedEntry[] {
   const seen = stats.files + stats.dirs + stats.skipped;
-  const listed = deps.sys.readdirAt(dirFd, Math.max(deps.maxEntries - seen, 0));
-  if (!listed.ok) throw errnoError(listed.errno, { op: "checkpoint", path: "" });
-  if (listed.value.truncated) throw tooBig("maxEntries", deps.maxEntries);
-  return listed.value.names;
+  let listed: ReturnType<typeof listEntries>;
+  try {
+    listed = listEntries(dirFd, Math.max(maxEntries - seen, 0));
+  } catch (err) {
+    throw errnoError(errnoOf(err), { op: "checkpoint", path: "" });
+  }
+  if (listed.truncated) throw tooBig("maxEntries", maxEntries);
+  return listed.entries;
 }
 
 async function copyDirectory(
@@ -187,12 +197,22 @@ async function copyFile(
   srcParent: number,
   dstParent: number,
   name: Buffer,
-  ino: number,
+  ino: number | undefined,
   mode: CheckpointCopyMode,
   stats: TreeStats,
   dstName: Buffer = name,
   base?: number,
 ): Promise<void> {
+  // Unchanged since the previous checkpoint: a link, decided from two lstats without
+  // opening the file (decision 0171).
+  if (base !== undefined && deps.owner === undefined) {
+    const linked = linkUnchanged(deps, base, srcParent, name, dstParent, dstName);
+    if (linked !== undefined) {
+      stats.files++;
+      stats.bytes += linked;
+      return;
+    }
+  }
   const src = deps.sys.openat(srcParent, name, FILE_READ_FLAGS);
   if (!src.ok) {
     stats.skipped++;
@@ -200,15 +220,11 @@ async function copyFile(
   }
   try {
     const st = fstatSync(src.value, { bigint: true });
-    // O_NOFOLLOW refuses a final symlink; a FIFO or device swapped in after the lstat
-    // opens (O_NONBLOCK keeps it from blocking) but is not the inode we saw.
-    if (!st.isFile() || Number(st.ino) !== ino) {
+    // O_NOFOLLOW refuses a final symlink; a FIFO or device swapped in after the listing
+    // opens (O_NONBLOCK keeps it from blocking) but is not a regular file, or not the inode
+    // an lstat saw.
+    if (!st.isFile() || (ino !== undefined && Number(st.ino) !== ino)) {
       stats.skipped++;
-      return;
-    }
-    if (base !== undefined && linkUnchanged(deps, base, name, dstParent, dstName, st)) {
-      stats.files++;
-      stats.bytes += Number(st.size);
       return;
     }
     const dst = deps.sys.openat(dstParent, dstName, FILE_CREATE_FLAGS, 0o600);
@@ -278,18 +294,22 @@ async function copyInKernel(
  * nanosecond mtime, and the source's ctime strictly older than the copy's (the kernel sets
  * ctime on every write, chmod, utimes, rename and link; the same rule as a restore's
  * difference, decision 0155). Checkpoints are never written after they are taken, so two
- * of them may share the inode; a name already gone (pruned meanwhile) falls back to a copy.
+ * of them may share the inode. Both sides are lstat'ed by name in their held directories
+ * (nothing followed, nothing opened: decision 0171); the Workdir does not change meanwhile
+ * because the checkpoint holds its Execution Lease. Answers the linked file's size, or
+ * undefined when it must be copied (changed, not a regular file, or the base's name gone).
  */
 function linkUnchanged(
   deps: TreeCopyDeps,
   base: number,
+  srcParent: number,
   name: Buffer,
   dstParent: number,
   dstName: Buffer,
-  st: BigIntStats,
-): boolean {
-  if (deps.owner !== undefined) return false; // only between store directories (ours)
-  const previous = lstatNs({}, base, name);
+): number | undefined {
+  const st = lstatNs(deps, srcParent, name);
+  if (st === undefined || !st.isFile()) return undefined;
+  const previous = lstatNs(deps, base, name);
   if (
     previous === undefined ||
     !previous.isFile() ||
@@ -298,9 +318,9 @@ function linkUnchanged(
     previous.mtimeNs !== st.mtimeNs ||
     !(st.ctimeNs < previous.ctimeNs)
   ) {
-    return false;
+    return undefined;
   }
-  return deps.sys.linkat(base, name, dstParent, dstName, 0).ok;
+  return deps.sys.linkat(base, name, dstParent, dstName, 0).ok ? Number(st.size) : undefined;
 }
 
 /** Gives a copied directory its source's mode, owner and times (after its children). */
@@ -318,6 +338,12 @@ function finishEntry(deps: TreeCopyDeps, fd: number, st: BigIntStats): void {
   if (!moded.ok) throw errnoError(moded.errno, errCtx);
   const timed = deps.cp.setTimes(fd, st.atimeNs, st.mtimeNs);
   if (!timed.ok) throw errnoError(timed.errno, errCtx);
+}
+
+function errnoOf(err: unknown): number {
+  const code = (err as NodeJS.ErrnoException).code;
+  const errno = code === undefined ? undefined : (Errno as Record<string, number>)[code];
+  return errno ?? Errno.EIO;
 }
 
 function tooBig(limit: string, value: number): WorkcellError {

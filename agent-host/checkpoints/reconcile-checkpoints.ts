@@ -1,12 +1,13 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import { and, eq, inArray, lt, sql } from "drizzle-orm";
+import { and, eq, inArray, lt, or, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db } from "../../shared/db/client.ts";
 import { checkpoints } from "../../shared/db/schema.ts";
 import { isCanonicalUuid } from "../../shared/paths/index.ts";
 import { uidDirname } from "../../shared/paths/uid-dirname.ts";
 import { CHECKPOINTS_DIR, type CheckpointStore, TAKING_PREFIX } from "./checkpoint-store.ts";
+import { storeDirOf } from "./checkpoints.ts";
 
 /**
  * A directory or row younger than this is left alone: a checkpoint is renamed into place
@@ -43,15 +44,16 @@ export async function reconcileCheckpoints(deps: {
     }
   };
   const ids = [...onDisk.values()].flat().filter(isCanonicalUuid);
+  // A directory is named by its own row or by a later checkpoint's store_id (0171).
   const known = new Set(
     ids.length === 0
       ? []
       : (
           await deps.db
-            .select({ id: checkpoints.checkpointId })
+            .select({ id: checkpoints.checkpointId, storeId: checkpoints.storeId })
             .from(checkpoints)
-            .where(inArray(checkpoints.checkpointId, ids))
-        ).map((row) => row.id),
+            .where(or(inArray(checkpoints.checkpointId, ids), inArray(checkpoints.storeId, ids)))
+        ).map((row) => storeDirOf({ checkpointId: row.id, storeId: row.storeId })),
   );
   let removedDirectories = 0;
   for (const [dirname, names] of onDisk) {
@@ -63,7 +65,7 @@ export async function reconcileCheckpoints(deps: {
     }
   }
   const rows = await deps.db
-    .select({ id: checkpoints.checkpointId, uid: checkpoints.uid })
+    .select({ id: checkpoints.checkpointId, uid: checkpoints.uid, storeId: checkpoints.storeId })
     .from(checkpoints)
     .where(
       and(
@@ -74,7 +76,12 @@ export async function reconcileCheckpoints(deps: {
         ),
       ),
     );
-  const gone = rows.filter((row) => !(onDisk.get(uidDirname(row.uid)) ?? []).includes(row.id));
+  const gone = rows.filter(
+    (row) =>
+      !(onDisk.get(uidDirname(row.uid)) ?? []).includes(
+        storeDirOf({ checkpointId: row.id, storeId: row.storeId }),
+      ),
+  );
   if (gone.length > 0) {
     await deps.db.delete(checkpoints).where(
       inArray(

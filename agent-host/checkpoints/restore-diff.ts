@@ -10,6 +10,7 @@ import {
   O_NONBLOCK,
   O_RDONLY,
 } from "../workspace/syscalls.ts";
+import type { CheckpointSyscalls, NsStat } from "./checkpoint-syscalls.ts";
 import { KEPT_MODE_BITS } from "./copy-tree.ts";
 import { lstatNs } from "./lstat-ns.ts";
 
@@ -41,6 +42,13 @@ export interface DiffDeps {
   readonly maxDepth: number;
   /** Where /proc shows our descriptors (lstat with nanoseconds of a name inside one). */
   readonly procFdDir?: string;
+  /** statx by descriptor and name where offered (else lstat through /proc). */
+  readonly cp?: Pick<CheckpointSyscalls, "statAt">;
+  /**
+   * A file whose metadata matches but whose ctime is not older counts as changed, without
+   * comparing contents (the check whether a checkpoint can reuse the previous one's files).
+   */
+  readonly metadataOnly?: boolean;
 }
 
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
@@ -130,7 +138,7 @@ function diffSubdir(
   }
 }
 
-function sameMeta(ck: BigIntStats, wd: BigIntStats): boolean {
+function sameMeta(ck: NsStat, wd: NsStat): boolean {
   return (
     (ck.mode & BigInt(KEPT_MODE_BITS)) === (wd.mode & 0o7777n) &&
     ck.mtimeNs === wd.mtimeNs &&
@@ -143,11 +151,12 @@ function sameFile(
   ckParent: number,
   wdParent: number,
   name: Buffer,
-  ck: BigIntStats,
-  wd: BigIntStats,
+  ck: NsStat,
+  wd: NsStat,
 ): boolean {
   if (!sameMeta(ck, wd)) return false;
   if (wd.ctimeNs < ck.ctimeNs) return true;
+  if (deps.metadataOnly === true) return false;
   return sameContent(deps, ckParent, wdParent, name, ck, wd);
 }
 
@@ -156,8 +165,8 @@ function sameContent(
   ckParent: number,
   wdParent: number,
   name: Buffer,
-  ck: BigIntStats,
-  wd: BigIntStats,
+  ck: NsStat,
+  wd: NsStat,
 ): boolean {
   const a = openFile(deps, ckParent, name, ck);
   if (a === undefined) return false;
@@ -183,12 +192,7 @@ function sameContent(
 }
 
 /** Opens a regular file by name without following it; undefined if it is not `seen` now. */
-function openFile(
-  deps: DiffDeps,
-  parent: number,
-  name: Buffer,
-  seen: BigIntStats,
-): number | undefined {
+function openFile(deps: DiffDeps, parent: number, name: Buffer, seen: NsStat): number | undefined {
   const opened = deps.sys.openat(parent, name, FILE_FLAGS);
   if (!opened.ok) return undefined;
   const st = fstatSync(opened.value, { bigint: true });

@@ -5,7 +5,7 @@ import type { PathResolver } from "../workspace/path-resolver.ts";
 import type { FsSyscalls } from "../workspace/syscalls.ts";
 import { createCheckpointStore, detectCheckpointMode } from "./checkpoint-store.ts";
 import { createCheckpointSyscalls } from "./checkpoint-syscalls.ts";
-import { Checkpoints } from "./checkpoints.ts";
+import { Checkpoints, type CheckpointsDeps } from "./checkpoints.ts";
 import { reconcileCheckpoints } from "./reconcile-checkpoints.ts";
 import { recoverRestores } from "./restore-workdir.ts";
 
@@ -23,6 +23,8 @@ export interface StartCheckpointsDeps {
   readonly owner?: Owner;
   readonly workspaceBytes: (uid: string, signal: AbortSignal) => Promise<number>;
   readonly defaultWorkspaceBytes: number;
+  /** Bounds of a manual checkpoint's Execution Lease (the defaults otherwise). */
+  readonly lease?: CheckpointsDeps["lease"];
   readonly logger: Logger;
 }
 
@@ -80,6 +82,7 @@ export function startCheckpoints(deps: StartCheckpointsDeps): StartedCheckpoints
     nodeId: deps.nodeId,
     workspaceBytes: deps.workspaceBytes,
     defaultWorkspaceBytes: deps.defaultWorkspaceBytes,
+    ...(deps.lease === undefined ? {} : { lease: deps.lease }),
     logger,
   });
   const detail =

@@ -60,7 +60,9 @@ const createCheckpointRoute = createRoute({
   responses: {
     201: { description: "The checkpoint", ...json(checkpointSchema) },
     404: noThread,
-    409: runActive,
+    409: errorResponse(
+      "A command held the Workdir past the wait bound (workdir_busy): nothing was taken.",
+    ),
     ...commonErrors,
   },
 });
@@ -108,7 +110,8 @@ type CheckpointRouteDeps = Pick<
 /**
  * docs/api.md "Checkpoints". functions/ authorises from Postgres (the thread is the
  * caller's and active, the checkpoint is that thread's: anything else is 404, never 403)
- * and refuses while a run of the project is active; the bytes are the node's
+ * and refuses a restore or a fork of the current Workdir while a run of the project is
+ * active (a checkpoint waits for the Execution Lease on the node instead); the bytes are the node's
  * (agent-host/checkpoints/, over POST /internal/v1/checkpoints).
  */
 export function registerCheckpointRoutes(
@@ -149,7 +152,8 @@ export function registerCheckpointRoutes(
     const { thread_id } = c.req.valid("param");
     const body = (c.req.valid("json") ?? {}) as { label?: string };
     const found = await thread(uid, thread_id);
-    await refuseWhileProjectRuns(deps.db, uid, found.thread.projectId);
+    // No refusal while a run is active: the node takes the Workdir's Execution Lease
+    // between the run's commands (docs/decisions/0170).
     const answer = await host.call(
       found.target,
       { thread_id, action: "take", ...(body.label === undefined ? {} : { label: body.label }) },

@@ -43,6 +43,11 @@ const DOMAIN_ERROR_TABLE = {
     code: "conflict",
     message: "A run is still active: cancel it and wait for it to finish first.",
   },
+  workdir_busy: {
+    code: "conflict",
+    message:
+      "No checkpoint was taken: a command kept the Workdir busy past the wait bound. Retry when it has ended.",
+  },
   name_exists: {
     code: "conflict",
     message:

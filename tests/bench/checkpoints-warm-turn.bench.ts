@@ -7,8 +7,8 @@
 // `agent.checkpoint` true or false, the two interleaved round by round so that the
 // machine's load falls on both alike. A checkpoint is pruned beyond
 // max_checkpoints_per_thread (20), so the store stays bounded through the series.
-import { chmodSync } from "node:fs";
-import { dirname } from "node:path";
+import { chmodSync, readdirSync } from "node:fs";
+import { dirname, join } from "node:path";
 import Docker from "dockerode";
 import { xfsLoopDataRoot } from "../support/xfs-loop.ts";
 import { type RunTimes, startBenchStack } from "./local-stack-bench.ts";
@@ -83,6 +83,9 @@ if (xfs !== undefined) {
       );
       if (off === undefined || on === undefined) throw new Error("no samples");
       report("warm next turn, checkpoint on vs off (reflink mode)", off, [on]);
+      // How many store directories the checkpoints took: a turn that changed nothing names
+      // the previous checkpoint's directory (decision 0171), so expect one or two.
+      console.log(`store directories after the series: ${storeDirectories(xfs.path)}`);
       targets.record("warm-turn-checkpoint-on-vs-off", on.medianMs / off.medianMs);
     } finally {
       await bench.stop();
@@ -90,4 +93,15 @@ if (xfs !== undefined) {
   } finally {
     await xfs.remove();
   }
+}
+
+/** Checkpoint directories in every `checkpoints/<uid>/` beside a `users/` below `top`. */
+function storeDirectories(top: string, depth = 0): number {
+  const names = readdirSync(top, { withFileTypes: true }).filter((e) => e.isDirectory());
+  if (names.some((e) => e.name === "users") && names.some((e) => e.name === "checkpoints")) {
+    const store = join(top, "checkpoints");
+    return readdirSync(store).reduce((n, uid) => n + readdirSync(join(store, uid)).length, 0);
+  }
+  if (depth >= 3) return 0;
+  return names.reduce((n, e) => n + storeDirectories(join(top, e.name), depth + 1), 0);
 }

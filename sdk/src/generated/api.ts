@@ -3035,7 +3035,7 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
-      /** @description A run of the thread's project is pending or running. */
+      /** @description A command held the Workdir past the wait bound (workdir_busy): nothing was taken. */
       409: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];

@@ -30,6 +30,10 @@ export const checkpoints = pgTable(
     dirs: integer("dirs").notNull(),
     bytes: bigint("bytes", { mode: "number" }).notNull(),
     skipped: integer("skipped").notNull(),
+    // The store directory holding the bytes when it is an earlier checkpoint's (the Workdir
+    // had not changed since that one: decision 0171); null: `checkpoint_id` itself. A
+    // directory lives while any row names it.
+    storeId: uuid("store_id"),
     createdAt: createdAt(),
   },
   (t) => [
@@ -43,6 +47,7 @@ export const checkpoints = pgTable(
     workdirPathCheck("checkpoints_workdir_path_check", t.workdirPath),
     index("checkpoints_thread_created_idx").on(t.threadId, t.createdAt),
     index("checkpoints_uid_idx").on(t.uid),
+    index("checkpoints_store_idx").on(t.storeId),
   ],
 );
 

@@ -23,14 +23,21 @@ export type ExecutionLeaseState = (typeof EXECUTION_LEASE_STATES)[number];
 // running under the same attempt with an unexpired run lease: a node that dies stops
 // heartbeating its runs, and its lease rows stop counting within the run-lease TTL, so no
 // lease outlives its holder. Dead rows are deleted by whoever next looks.
+//
+// A row without a run (`run_id` null) is a holder that is not a command: a manual
+// checkpoint's copy (docs/decisions/0170). It lives only until `expires_at`, which its
+// holder renews while it waits or holds; a holder whose node died stops renewing and its
+// row stops counting at `expires_at`, the way a run row lapses with its run lease.
 export const executionLeases = pgTable(
   "execution_leases",
   {
     leaseId: uuid("lease_id").primaryKey(),
     uid: text("uid").notNull(),
     rootKey: text("root_key").notNull(),
-    runId: uuid("run_id").notNull(),
-    attempt: integer("attempt").notNull(),
+    runId: uuid("run_id"),
+    attempt: integer("attempt"),
+    // Only for a row without a run: when it stops counting unless renewed.
+    expiresAt: timestamptz("expires_at"),
     nodeId: text("node_id").notNull(),
     state: text("state", { enum: EXECUTION_LEASE_STATES }).notNull(),
     // Arrival order within a uid: assigned under the uid's advisory lock, so a later
@@ -53,6 +60,10 @@ export const executionLeases = pgTable(
     check(
       "execution_leases_held_check",
       sql`(${t.state} = 'held') = (${t.acquiredAt} is not null)`,
+    ),
+    check(
+      "execution_leases_holder_check",
+      sql`(${t.runId} is null) = (${t.attempt} is null) and (${t.runId} is null) = (${t.expiresAt} is not null)`,
     ),
     index("execution_leases_uid_idx").on(t.uid, t.seq),
   ],

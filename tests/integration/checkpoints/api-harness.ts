@@ -1,5 +1,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { startCheckpoints } from "../../../agent-host/checkpoints/start-checkpoints.ts";
+import {
+  type StartCheckpointsDeps,
+  startCheckpoints,
+} from "../../../agent-host/checkpoints/start-checkpoints.ts";
 import { createDataPlaneApp, startDataPlaneServer } from "../../../agent-host/data-plane/index.ts";
 import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
 import {
@@ -31,6 +34,7 @@ export type ThreadJson = { thread_id: string; workdir_path: string; project_id: 
 export type CheckpointsHarness = {
   app: OpenAPIHono<AppEnv>;
   db: PostgresDb;
+  databaseUrl: string;
   dataRoot: string;
   dataPlaneUrl: string;
   capabilities: CapabilityMinter;
@@ -43,12 +47,25 @@ export type CheckpointsHarness = {
   close(): Promise<void>;
 };
 
+export interface HarnessOptions {
+  /** Bounds of a manual checkpoint's Execution Lease. */
+  readonly lease?: StartCheckpointsDeps["lease"];
+  /**
+   * Awaited inside a take when it reads the uid's usage, which it does while it holds the
+   * Workdir's Execution Lease: a test holds a checkpoint there to look at what waits.
+   */
+  readonly beforeQuotaRead?: (uid: string) => Promise<void>;
+}
+
 /**
  * The functions app (checkpoint routes as app.ts registers them) on a fresh database and
  * the real data plane with the node's checkpoints (startCheckpoints, as the agent-host
  * wires it) over `root`: the default data root (copy) or an XFS loop one (reflink).
  */
-export async function startCheckpointsHarness(root: DataRoot): Promise<CheckpointsHarness> {
+export async function startCheckpointsHarness(
+  root: DataRoot,
+  options: HarnessOptions = {},
+): Promise<CheckpointsHarness> {
   const database: TestDatabase = await freshDatabase();
   const db = createDb(database.sql);
   const s3 = s3Client();
@@ -65,8 +82,12 @@ export async function startCheckpointsHarness(root: DataRoot): Promise<Checkpoin
     dataRoot: root.path,
     sys,
     resolver,
-    workspaceBytes: async (uid, signal) => (await quota.usage(uid, signal)).bytes,
+    workspaceBytes: async (uid, signal) => {
+      await options.beforeQuotaRead?.(uid);
+      return (await quota.usage(uid, signal)).bytes;
+    },
     defaultWorkspaceBytes: 1024 ** 3,
+    ...(options.lease === undefined ? {} : { lease: options.lease }),
     logger: testLogger(),
   });
   const server = await startDataPlaneServer({
@@ -94,6 +115,7 @@ export async function startCheckpointsHarness(root: DataRoot): Promise<Checkpoin
   return {
     app,
     db,
+    databaseUrl: database.url,
     dataRoot: root.path,
     dataPlaneUrl: server.url,
     capabilities,

@@ -68,6 +68,9 @@ describe("checkpoints with their rows", () => {
       label: "one",
       mode: "copy",
     });
+    // Changed, so it needs a copy of its own (an unchanged Workdir would name the first
+    // checkpoint's directory and add nothing: decision 0171).
+    writeFileSync(join(env.workdir, "a.txt"), "changed after the first checkpoint\n");
     const refused = await service
       .take(target(), { source: "manual" }, AbortSignal.timeout(30_000))
       .catch((e: unknown) => e);

@@ -1,33 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { chmodSync, lstatSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { restoreWorkdir } from "../../../agent-host/checkpoints/restore-workdir.ts";
-import { pollUntil } from "../../support/poll-until.ts";
 import { plantTree } from "./agent-trees.ts";
 import { STORE_MODES, type StoreEnv, setupStore, UID, WORKDIR } from "./checkpoint-fixture.ts";
+import { ctimeTicked } from "./ctime-ticked.ts";
 import { treeManifest } from "./tree-manifest.ts";
 
 const inode = (path: string) => lstatSync(path).ino;
-
-/**
- * Waits until the kernel's (coarse, per-tick) ctime clock has moved past `planted`'s ctime,
- * so a copy made next is provably newer than the tree; on a fast tmpfs the two could share
- * one tick, and the copy would then (rightly) not count as newer. Probes with a scratch
- * file beside the Workdir, removed after.
- */
-async function ctimeTicked(workdir: string, planted: string): Promise<void> {
-  const probe = join(workdir, "..", ".ctime-probe");
-  const plantedNs = lstatSync(planted, { bigint: true }).ctimeNs;
-  await pollUntil(
-    () => {
-      writeFileSync(probe, "");
-      return lstatSync(probe, { bigint: true }).ctimeNs > plantedNs;
-    },
-    { what: "the ctime clock to tick" },
-  );
-  rmSync(probe);
-}
 
 describe.each(STORE_MODES)("a checkpoint over the thread's previous one, %s mode", (mode) => {
   let env: StoreEnv | undefined;

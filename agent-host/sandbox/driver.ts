@@ -1,4 +1,5 @@
 import type { FileView } from "../../shared/paths/file-view.ts";
+import type { SandboxPool } from "./sandbox-pool.ts";
 import type { SandboxTier } from "./sandbox-tier.ts";
 
 // The seam between the sandbox lifecycle (sandbox-manager.ts) and an isolation
@@ -134,4 +135,6 @@ export interface SandboxDriver {
   destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome>;
   /** Every managed container of a node, running or not. */
   list(nodeId: string, signal: AbortSignal): Promise<SandboxContainer[]>;
+  /** Parts made ahead for new generations, when the driver keeps any (decision 0185). */
+  readonly pool?: SandboxPool;
 }

@@ -14,4 +14,6 @@ export interface SandboxPool {
   release(count: number): Promise<number>;
   /** Removes every blank, made or in the making, and any left by an earlier process. */
   drain(): Promise<void>;
+  /** Resolves once no blank is being made (benches and tests wait for a refill with it). */
+  settled(): Promise<void>;
 }

@@ -99,6 +99,10 @@ export class GenerationPool implements SandboxPool {
     await Promise.all(left.map((name) => this.#remove(name)));
   }
 
+  async settled(): Promise<void> {
+    while (this.#making.size > 0) await Promise.all(this.#making);
+  }
+
   #makeOne(): Promise<void> {
     const blank = { id: `${BLANK_PREFIX}${randomUUID()}`, epoch: this.#epoch };
     const making: Promise<void> = this.#deps.dirs

@@ -202,6 +202,10 @@ try {
   );
   console.log("\nnew thread, process tier: where a run's time goes (medians of its spans):");
   for (const line of spanBreakdown(processSpans, processCold.last.medianMs)) console.log(line);
+  // The cold path's own cost: a new thread against the next turn of a warm one, same tier.
+  console.log(
+    `  new thread / next turn (process tier, what the cold path adds): ${(processCold.last.medianMs / processTurn.last.medianMs).toFixed(2)}x`,
+  );
   console.log("\nsandbox containers Docker created (runs include the untimed first one):");
   for (const [name, s] of [
     ["next turn (keep-warm)", sameThread],

@@ -12,6 +12,8 @@ import { type GenerationDirs, mountPoints } from "./generation-dirs.ts";
 const BLANK_PREFIX = `${PROCESS_ID_PREFIX}pool-`;
 /** rwx for nobody but the group (its bwrap) to search: what createBlank leaves. */
 const BLANK_DIR_MODE = 0o010;
+/** The longest a blank waits for a new generation's first sandbox to be built first. */
+const QUIET_WAIT_MAX_MS = 5_000;
 
 export type GenerationPoolDeps = {
   dirs: GenerationDirs;
@@ -38,6 +40,8 @@ export class GenerationPool implements SandboxPool {
   readonly #making = new Set<Promise<void>>();
   /** Bumped by drain(): a blank made in an earlier epoch is never handed out. */
   #epoch = 0;
+  /** What a blank's making waits for first: the last new generations' standby builds. */
+  #quiet: Promise<unknown> = Promise.resolve();
 
   constructor(deps: GenerationPoolDeps) {
     this.#deps = deps;
@@ -99,14 +103,28 @@ export class GenerationPool implements SandboxPool {
     await Promise.all(left.map((name) => this.#remove(name)));
   }
 
+  /**
+   * Blanks started from now on are made once `work` settles (at most QUIET_WAIT_MAX_MS):
+   * a new generation's first sandbox is built beside its run's lease statement (decision
+   * 0088), and a refill started by that create must not take the CPU it needs.
+   */
+  after(work: Promise<unknown>): void {
+    const bounded = Promise.race([
+      work.catch(() => {}),
+      new Promise((resolve) => setTimeout(resolve, QUIET_WAIT_MAX_MS).unref()),
+    ]);
+    this.#quiet = Promise.all([this.#quiet, bounded]);
+  }
+
   async settled(): Promise<void> {
     while (this.#making.size > 0) await Promise.all(this.#making);
   }
 
   #makeOne(): Promise<void> {
     const blank = { id: `${BLANK_PREFIX}${randomUUID()}`, epoch: this.#epoch };
-    const making: Promise<void> = this.#deps.dirs
-      .createBlank(blank.id)
+    // Counted in held() from here on (the budget's view), made once the node is quiet.
+    const making: Promise<void> = this.#quiet
+      .then(() => this.#deps.dirs.createBlank(blank.id))
       .then(
         async () => {
           // Drained while it was made: removed, not offered.

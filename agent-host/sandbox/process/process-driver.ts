@@ -125,6 +125,8 @@ export class ProcessDriver implements SandboxDriver {
     // while the acquire commits and the command's lease statement runs instead of after
     // them (decisions 0084, 0088).
     this.#standbys.replenish(id, standbyPlan(labels));
+    // The refill this create leads to waits for that build (decision 0185).
+    this.#pool.after(this.#standbys.ready(id));
     return { ok: true, container: { ...labels, containerId: id, running: true } };
   }
 

@@ -65,7 +65,8 @@ export class GenerationPool implements SandboxPool {
    */
   async take(id: string, labels: LabelSource, dirs: OpenedMountDirs): Promise<boolean> {
     for (let blank = this.#ready.shift(); blank; blank = this.#ready.shift()) {
-      const fault = await this.#check(blank);
+      // A check that cannot be made (the mount table unreadable) is a fault too.
+      const fault = await this.#check(blank).catch((error: unknown) => String(error));
       if (fault === undefined) {
         // A failure half-way leaves the blank (not yet renamed) or `id` (the caller's).
         await this.#deps.dirs.adopt(blank.id, id, labels, dirs).catch(async (error: unknown) => {
@@ -109,6 +110,7 @@ export class GenerationPool implements SandboxPool {
    * 0088), and a refill started by that create must not take the CPU it needs.
    */
   after(work: Promise<unknown>): void {
+    if (this.#deps.size === 0) return;
     const bounded = Promise.race([
       work.catch(() => {}),
       new Promise((resolve) => setTimeout(resolve, QUIET_WAIT_MAX_MS).unref()),

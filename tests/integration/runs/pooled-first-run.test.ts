@@ -49,8 +49,8 @@ it("a new thread's first run takes a pooled blank and runs in it as in a sandbox
 
   // The run's generation is one of the blanks that were ready: its namespace's owner.
   const [row] = await w.db.select().from(sandboxes).where(eq(sandboxes.uid, "pool-user"));
-  if (!row?.containerId) throw new Error("the run left no sandbox row");
-  const taken = owners.get(await ownerOf(row.containerId));
+  if (!row?.instanceId) throw new Error("the run left no sandbox row");
+  const taken = owners.get(await ownerOf(row.instanceId));
   expect(taken).toBeDefined();
   expect(await blanks()).not.toContain(taken);
   const out = await readFile(

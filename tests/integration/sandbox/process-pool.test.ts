@@ -1,7 +1,7 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
+import type { SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
 import {
@@ -47,7 +47,7 @@ describe("process tier: the warm pool of blank generations", () => {
       .split("\n")
       .map((line) => line.split(" ")[4] ?? "")
       .filter((point) => point.startsWith(`${join(fixture.stateDir, name)}/`));
-  const sh = async (c: SandboxContainer, script: string) => {
+  const sh = async (c: SandboxInstance, script: string) => {
     const out = await fixture.driver.exec(c, { cmd: ["sh", "-c", script] }, signal());
     if (!out.ok) throw new Error(`sandbox gone: ${out.reason}`);
     return out.result.stdout.bytes.toString();
@@ -72,12 +72,12 @@ describe("process tier: the warm pool of blank generations", () => {
     expect(left).toHaveLength(2);
     const taken = before.filter((b) => !left.includes(b));
     expect(taken).toHaveLength(1);
-    expect(owners).toContain(await ownerOf(mine.containerId));
+    expect(owners).toContain(await ownerOf(mine.instanceId));
     expect(await hostMountsBelow(taken[0] ?? "")).toEqual([]);
     // The mount table says what the generation has: its binds, its tmpfs, its namespace.
-    expect((await hostMountsBelow(mine.containerId)).sort()).toEqual(
+    expect((await hostMountsBelow(mine.instanceId)).sort()).toEqual(
       ["home", "mnt/skills", "mnt/user-data", "tmp", "userns"]
-        .map((p) => join(fixture.stateDir, mine.containerId, p))
+        .map((p) => join(fixture.stateDir, mine.instanceId, p))
         .sort(),
     );
 
@@ -110,7 +110,7 @@ describe("process tier: the warm pool of blank generations", () => {
     // Both were discarded (removed), and the generation was made in full.
     expect(fixture.driver.pool.held()).toBe(0);
     expect(await blanks()).toEqual([]);
-    expect(owners).not.toContain(await ownerOf(mine.containerId));
+    expect(owners).not.toContain(await ownerOf(mine.instanceId));
     expect(await sh(mine, "ls -A /tmp; echo end")).toBe("end\n");
     expect(await hostMountsBelow(planted)).toEqual([]);
     expect(await hostMountsBelow(unmounted)).toEqual([]);
@@ -133,12 +133,12 @@ describe("process tier: the warm pool of blank generations", () => {
     await fixture.driver.pool.fill(2);
     const first = await create("alice", "work/a");
     await sh(first, "echo alice-tmp > /tmp/mine; echo alice-home > ~/mine");
-    const firstOwner = await ownerOf(first.containerId);
+    const firstOwner = await ownerOf(first.instanceId);
     expect((await fixture.driver.destroy(first, signal())).ok).toBe(true);
 
     const second = await create("bob", "work/b");
     expect(fixture.driver.pool.held()).toBe(0);
-    expect(await ownerOf(second.containerId)).not.toBe(firstOwner);
+    expect(await ownerOf(second.instanceId)).not.toBe(firstOwner);
     expect(await sh(second, "ls -A /tmp; echo --; ls -A ~")).toBe("--\nskills\nuser-data\n");
     expect(await sh(second, "ls /home/gem/user-data/work")).toBe("b\n");
     // Destroyed generations are removed, never put back in the pool.
@@ -149,7 +149,7 @@ describe("process tier: the warm pool of blank generations", () => {
     await fixture.driver.pool.fill(3);
     const owners = await Promise.all((await blanks()).map(ownerOf));
     const made = await Promise.all(["u1", "u2", "u3"].map((uid) => create(uid, `work/${uid}`)));
-    const got = await Promise.all(made.map((c) => ownerOf(c.containerId)));
+    const got = await Promise.all(made.map((c) => ownerOf(c.instanceId)));
     expect(new Set(got).size).toBe(3);
     expect([...got].sort()).toEqual([...owners].sort());
     expect(fixture.driver.pool.held()).toBe(0);

@@ -77,6 +77,7 @@ const sandboxConfig = sandboxConfigSchema.parse({
   idleTimeoutMs: env.SANDBOX_IDLE_TIMEOUT_SECONDS * 1000,
   nodeTtlMs: env.NODE_TTL_SECONDS * 1000,
   keepWarmMs: env.SANDBOX_KEEP_WARM_SECONDS * 1000,
+  processPoolSize: env.SANDBOX_PROCESS_POOL_SIZE,
   ...(env.SANDBOX_TMPFS_BUDGET_MB === undefined
     ? {}
     : { tmpfsBudgetBytes: env.SANDBOX_TMPFS_BUDGET_MB * MIB }),

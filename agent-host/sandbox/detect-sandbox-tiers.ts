@@ -132,6 +132,7 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
           mounts: found.parts.mounts,
           limits: config,
           config,
+          poolSize: config.processPoolSize,
         }),
       );
       statuses.push({ tier: "process", ready: true, detail: found.detail });

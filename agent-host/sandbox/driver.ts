@@ -1,4 +1,5 @@
 import type { FileView } from "../../shared/paths/file-view.ts";
+import type { SandboxPool } from "./sandbox-pool.ts";
 import type { SandboxTier } from "./sandbox-tier.ts";
 
 // The seam between the sandbox lifecycle (sandbox-manager.ts) and an isolation
@@ -142,4 +143,6 @@ export interface SandboxDriver {
   destroy(ref: InstanceRef, signal: AbortSignal): Promise<DestroyOutcome>;
   /** Every managed instance of a node (both tiers behind the tiered driver), running or not. */
   list(nodeId: string, signal: AbortSignal): Promise<SandboxInstance[]>;
+  /** Parts made ahead for new generations, when the driver keeps any (decision 0185). */
+  readonly pool?: SandboxPool;
 }

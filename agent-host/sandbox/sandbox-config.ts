@@ -94,6 +94,14 @@ export const sandboxConfigSchema = z
       .describe(
         "After an execution tree ends, its sandbox stays live this long for the conversation's next turn (0: destroy at once).",
       ),
+    processPoolSize: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe(
+        "Blank process-tier sandboxes (their /tmp and home tmpfs, user namespace and directories, no user's files) kept ready for new threads' first runs (SANDBOX_PROCESS_POOL_SIZE; decision 0185). Each counts in the tmpfs budget and gives way before any warm sandbox is evicted.",
+      ),
     tmpfsBudgetBytes: z
       .number()
       .int()

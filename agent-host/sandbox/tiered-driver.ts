@@ -11,6 +11,7 @@ import type {
   SandboxInstance,
   SandboxSpec,
 } from "./driver.ts";
+import type { SandboxPool } from "./sandbox-pool.ts";
 import { DEFAULT_TIER_ORDER, type SandboxTier, type SandboxTierStatus } from "./sandbox-tier.ts";
 
 /**
@@ -30,6 +31,11 @@ export class TieredDriver implements SandboxDriver {
   ) {
     this.#drivers = drivers;
     this.#statuses = statuses;
+  }
+
+  /** The process tier's warm pool (decision 0185), when that tier is ready. */
+  get pool(): SandboxPool | undefined {
+    return this.#drivers.get("process")?.pool;
   }
 
   /** The tier a run gets when it names none: the process tier when ready, else the container tier. */

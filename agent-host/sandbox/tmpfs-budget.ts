@@ -78,11 +78,15 @@ export async function admitCreate(
     const counted = new Set([...rows.map((r) => r.sandboxId), ...ctx.inflight.keys(), ...admitted]);
     counted.delete(sandboxId);
     live = counted.size;
-    const over = live + 1 - capacity;
+    // The warm pool's blanks count like live sandboxes (decision 0185)…
+    const pooled = ctx.driver.pool?.held() ?? 0;
+    const over = live + pooled + 1 - capacity;
     if (over <= 0) {
       admitted.add(sandboxId);
       return { ok: true, settle: () => admitted.delete(sandboxId) };
     }
+    // …and give way first: no one's warm sandbox is evicted to keep a blank.
+    if (pooled > 0 && ((await ctx.driver.pool?.release(over)) ?? 0) > 0) continue;
     const warm = evictionOrder(rows);
     const victims = warm.filter((r) => !evicting.has(r.sandboxId)).slice(0, over);
     // Nothing warm at all: evicting cannot make room (the refusal below).

@@ -200,6 +200,7 @@ export async function startLocalStack(p: {
         runtimeDir: p.env.RUNTIME_ASSETS_DIR,
       }),
       keepWarmMs: p.env.SANDBOX_KEEP_WARM_SECONDS * 1000,
+      processPoolSize: p.env.SANDBOX_PROCESS_POOL_SIZE,
       dockerCallTimeoutMs: p.env.DOCKER_CALL_TIMEOUT_SECONDS * 1000,
     });
     // Docker when it answers, else the process tier, else runs are refused (§8).

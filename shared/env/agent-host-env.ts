@@ -55,6 +55,9 @@ export const DEFAULT_DOCKER_CALL_TIMEOUT_SECONDS = 30;
 export const MAX_DOCKER_CALL_TIMEOUT_SECONDS = 600;
 export const MAX_MODEL_REQUEST_TIMEOUT_SECONDS = 3_600;
 export const MAX_SANDBOX_KEEP_WARM_SECONDS = 3_600;
+/** Blank process-tier sandboxes kept ready for new threads (decision 0185). */
+export const DEFAULT_SANDBOX_PROCESS_POOL_SIZE = 2;
+export const MAX_SANDBOX_PROCESS_POOL_SIZE = 64;
 /** Bounds of SANDBOX_TMPFS_BUDGET_MB (decision 0142): 1 MiB to 1 TiB. */
 export const MAX_SANDBOX_TMPFS_BUDGET_MB = 1_048_576;
 export const DEFAULT_WORKER_CONCURRENCY = 4;
@@ -184,6 +187,11 @@ export const agentHostEnvSchema = z.object({
     .default(DEFAULT_SANDBOX_KEEP_WARM_SECONDS)
     .describe(
       `After a conversation turn ends, its sandbox stays live this many seconds for the next turn; 0 destroys it at once (default ${DEFAULT_SANDBOX_KEEP_WARM_SECONDS}).`,
+    ),
+  SANDBOX_PROCESS_POOL_SIZE: intVar(0, MAX_SANDBOX_PROCESS_POOL_SIZE)
+    .default(DEFAULT_SANDBOX_PROCESS_POOL_SIZE)
+    .describe(
+      `Blank process-tier sandboxes (tmpfs, user namespace, no user's files) kept ready so a new thread's first run skips making them; each counts in SANDBOX_TMPFS_BUDGET_MB and gives way first; 0 keeps none (default ${DEFAULT_SANDBOX_PROCESS_POOL_SIZE}).`,
     ),
   WORKER_CONCURRENCY: intVar(1, MAX_WORKER_CONCURRENCY)
     .default(DEFAULT_WORKER_CONCURRENCY)

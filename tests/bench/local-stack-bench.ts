@@ -68,6 +68,10 @@ export async function startBenchStack(
     ...(process.env.BENCH_KEEP_WARM_SECONDS === undefined
       ? {}
       : { SANDBOX_KEEP_WARM_SECONDS: process.env.BENCH_KEEP_WARM_SECONDS }),
+    // BENCH_PROCESS_POOL_SIZE=0: no warm pool of blank process sandboxes (decision 0185).
+    ...(process.env.BENCH_PROCESS_POOL_SIZE === undefined
+      ? {}
+      : { SANDBOX_PROCESS_POOL_SIZE: process.env.BENCH_PROCESS_POOL_SIZE }),
   });
   let stack: LocalStack | undefined;
   let server: ReturnType<typeof serve> | undefined;

@@ -29,6 +29,7 @@ import {
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import { countContainers, type RunTimes, startBenchStack } from "./local-stack-bench.ts";
 import { benchTargets, measure, report, rssNote, type Sample } from "./measure.ts";
+import { spanBreakdown, switchedTracing } from "./run-span-breakdown.ts";
 
 const COLD_RUNS = 15;
 const SAME_THREAD_RUNS = 20;
@@ -50,7 +51,9 @@ const CONTAINER = { sandbox: "container" } as const;
 const PROCESS = { sandbox: "process" } as const;
 
 const docker = new Docker();
-const bench = await startBenchStack(docker, UID);
+// Traced only during the process tier's new-thread series: where its time goes (issue 41).
+const traced = switchedTracing();
+const bench = await startBenchStack(docker, UID, traced.tracing);
 const containers = await countContainers(docker, bench.nodeId);
 const scratch = await mkdtemp(join(tmpdir(), "workcell-bench-raw-"));
 const rawContainers = new Set<string>();
@@ -151,9 +154,12 @@ try {
     api.run(await newThread(), "true", CONTAINER),
   );
   // The process tier (bubblewrap): a new thread's first run starts no container at all.
+  traced.set(true);
   const processCold = await series("cold (new thread, process tier)", COLD_RUNS, async () =>
     api.run(await newThread(), "true", PROCESS),
   );
+  traced.set(false);
+  const processSpans = await traced.take();
   const processThread = await newThread();
   const processTurn = await series("next turn (process tier)", SAME_THREAD_RUNS, () =>
     api.run(processThread, "true", PROCESS),
@@ -194,6 +200,12 @@ try {
   console.log(
     `  ${cold.last.name.padEnd(46)} ${ratio(cold.last, rawColdExec)} of a raw container lifecycle`,
   );
+  console.log("\nnew thread, process tier: where a run's time goes (medians of its spans):");
+  for (const line of spanBreakdown(processSpans, processCold.last.medianMs)) console.log(line);
+  // The cold path's own cost: a new thread against the next turn of a warm one, same tier.
+  console.log(
+    `  new thread / next turn (process tier, what the cold path adds): ${(processCold.last.medianMs / processTurn.last.medianMs).toFixed(2)}x`,
+  );
   console.log("\nsandbox containers Docker created (runs include the untimed first one):");
   for (const [name, s] of [
     ["next turn (keep-warm)", sameThread],
@@ -222,6 +234,7 @@ try {
 } finally {
   containers.close();
   await bench.stop();
+  await traced.shutdown();
   await Promise.all(
     [...rawContainers].map((id) =>
       docker

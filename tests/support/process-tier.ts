@@ -110,6 +110,7 @@ export async function processTierFixture(p: {
     mounts: parts.mounts,
     limits: p.config,
     config: p.config,
+    poolSize: p.config.processPoolSize,
   });
   return {
     driver,
@@ -119,6 +120,8 @@ export async function processTierFixture(p: {
     runtimeDir,
     async cleanup() {
       const signal = AbortSignal.timeout(30_000);
+      // The warm pool's blanks (decision 0185) are not generations: drained, not destroyed.
+      await driver.pool.drain();
       for (const name of await readdir(parts.stateDir).catch(() => [])) {
         const c = await driver
           .inspect({ instanceId: name, tier: "process" }, signal)

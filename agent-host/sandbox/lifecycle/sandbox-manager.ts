@@ -15,6 +15,7 @@ import { sameFileView, sameTier } from "./decide-acquire.ts";
 import { destroyGeneration } from "./destroy-generation.ts";
 import { execInGeneration, type ManagedExecOutcome } from "./exec-in-generation.ts";
 import { forget } from "./live-registry.ts";
+import { refillPool } from "./pool-budget.ts";
 import { type ReconcileOptions, type ReconcileReport, reconcileNode } from "./reconcile-node.ts";
 import type { SandboxContext, SandboxManagerDeps } from "./sandbox-context.ts";
 import { type ReapWindow, SandboxStore } from "./sandbox-store.ts";
@@ -93,7 +94,17 @@ export class SandboxManager {
       );
     } finally {
       admitted.settle();
+      // The blank a create took is replaced once this acquire has returned (decision 0185).
+      this.#refillPool();
     }
+  }
+
+  /** Fills the driver's warm pool within the tmpfs budget, in the background (decision 0185). */
+  #refillPool(): void {
+    if (!this.#ctx.driver.pool || this.#quiesced) return;
+    this.#trackFn(
+      refillPool(this.#ctx, this.#admitted, AbortSignal.timeout(this.#ctx.config.createTimeoutMs)),
+    );
   }
 
   /** The fast path: a generation this process holds, confirmed live by one conditional touch. */
@@ -258,6 +269,7 @@ export class SandboxManager {
   async releaseAll(signal: AbortSignal): Promise<{ destroyed: string[] }> {
     this.#quiesced = true;
     await Promise.allSettled([...this.#ctx.inflight.values()].map((p) => p.done));
+    await this.#ctx.driver.pool?.drain();
     return this.#destroyAllAndSweep(signal);
   }
 
@@ -307,6 +319,9 @@ export class SandboxManager {
    */
   async start(signal: AbortSignal): Promise<ReconcileReport> {
     const report = await this.reconcile(signal);
+    // Blanks a crashed process left are removed, then the pool is filled (decision 0185).
+    await this.#ctx.driver.pool?.drain();
+    this.#refillPool();
     this.#loops?.abort();
     const loops = new AbortController();
     this.#loops = loops;
@@ -324,5 +339,7 @@ export class SandboxManager {
     this.#loops?.abort();
     this.#loops = undefined;
     await this.#background.settle();
+    // After the background work: a refill in flight has settled, so nothing is left.
+    await this.#ctx.driver.pool?.drain();
   }
 }

@@ -98,6 +98,11 @@ export class SandboxStore {
   ): Promise<Locked<T>> {
     try {
       return await this.#db.transaction(async (tx) => {
+        // Free (a new thread's sandbox nearly always is): taken in one round trip, with no
+        // timeout to set and reset around a wait (decision 0186).
+        if (await tryAdvisoryXactLock(tx, sandboxId)) {
+          return { locked: true, value: await fn(tx) } as const;
+        }
         await tx.execute(sql`select set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, true)`);
         // The wait may be longer than the connection's statement_timeout (DB_STATEMENT_TIMEOUT_SECONDS).
         await tx.execute(
@@ -121,11 +126,7 @@ export class SandboxStore {
     fn: (tx: DbTransaction) => Promise<T>,
   ): Promise<Locked<T>> {
     return this.#db.transaction(async (tx) => {
-      const [row] = await executeRows<{ locked: boolean }>(
-        tx,
-        sql`select pg_try_advisory_xact_lock(${lockKey(sandboxId)}) as locked`,
-      );
-      if (row?.locked !== true) return { locked: false };
+      if (!(await tryAdvisoryXactLock(tx, sandboxId))) return { locked: false };
       return { locked: true, value: await fn(tx) };
     });
   }
@@ -401,4 +402,13 @@ export class SandboxStore {
       eq(sandboxes.state, state),
     );
   }
+}
+
+/** The sandbox's advisory lock for this transaction if no one holds it; never waits. */
+async function tryAdvisoryXactLock(tx: DbTransaction, sandboxId: string): Promise<boolean> {
+  const [row] = await executeRows<{ locked: boolean }>(
+    tx,
+    sql`select pg_try_advisory_xact_lock(${lockKey(sandboxId)}) as locked`,
+  );
+  return row?.locked === true;
 }

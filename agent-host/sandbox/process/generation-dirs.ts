@@ -8,6 +8,7 @@ import {
   open,
   readdir,
   readFile,
+  rename,
   rm,
   writeFile,
 } from "node:fs/promises";
@@ -121,28 +122,100 @@ export class GenerationDirs {
     // reused, so it is debris.
     await this.remove(id);
     await mkdir(this.#path(id), { mode: 0o700 });
-    const binds = bindsOf(labels.fileView);
     // The labels before any mount: a generation with labels and not every mount is
     // recognisable (not mounted(), so not running) and removed; one with mounts and no
     // labels would be invisible to list().
     await settleAll([
-      writeFile(this.#path(id, LABELS_FILE), JSON.stringify(sandboxLabels(labels)), {
-        mode: 0o600,
-      }),
+      this.#writeLabels(this.#path(id), labels),
       mkdir(this.#path(id, "mnt"), { mode: 0o700 }),
     ]);
-    const owner = `uid=${SANDBOX_UID},gid=${SANDBOX_GID}`;
-    const { mounts } = this.#deps;
     let nsOwner: number | undefined;
     // The mounts and the user namespace do not depend on each other: made at once, each
     // waiting only for its own mount point (decision 0061). Every one settles before a
     // failure is reported, so the caller's remove() never races a mount still in flight.
     await settleAll([
-      ...binds.map(async (key) => {
+      this.#bindAll(id, labels.fileView, dirs),
+      this.#makeParts(id, holder).then((owner) => {
+        nsOwner = owner;
+      }),
+    ]);
+    if (nsOwner === undefined) throw new Error(`process sandbox ${id}: no namespace owner`);
+    await passableOnlyBy(nsOwner, [this.#path(id), this.#path(id, "mnt")]);
+  }
+
+  /**
+   * A generation's uid-independent parts made ahead under `blankId` (the warm pool,
+   * decision 0185): the two tmpfs, the user namespace and the directory modes, with no
+   * labels (list() and the reconciler do not see it) and no bind of any uid's files.
+   */
+  async createBlank(blankId: string): Promise<void> {
+    const { holder } = this.#deps;
+    if (!holder) throw new Error("GenerationDirs without a user namespace holder cannot create");
+    await mkdir(this.#deps.stateDir, { recursive: true, mode: 0o711 });
+    await this.remove(blankId);
+    await mkdir(this.#path(blankId), { mode: 0o700 });
+    await mkdir(this.#path(blankId, "mnt"), { mode: 0o700 });
+    const owner = await this.#makeParts(blankId, holder);
+    await passableOnlyBy(owner, [this.#path(blankId), this.#path(blankId, "mnt")]);
+  }
+
+  /**
+   * Turns a blank the caller has verified (generation-pool.ts) into generation `id`: its
+   * labels written inside it, then one rename(2) (the mounts below move with it), then the
+   * uid's binds, as create() makes them. On a failure the caller removes `id`.
+   */
+  async adopt(
+    blankId: string,
+    id: string,
+    labels: LabelSource,
+    dirs: OpenedMountDirs,
+  ): Promise<void> {
+    await this.remove(id);
+    await this.#writeLabels(this.#path(blankId), labels);
+    await rename(this.#path(blankId), this.#path(id));
+    await this.#bindAll(id, labels.fileView, dirs);
+  }
+
+  /** Paths of a blank's mounts, and its directories, for the pool's check at take time. */
+  blankParts(blankId: string): {
+    tmp: string;
+    home: string;
+    userns: string;
+    ownerFile: string;
+    dirs: string[];
+  } {
+    return {
+      tmp: this.#path(blankId, ...TMPFS.tmp),
+      home: this.#path(blankId, ...TMPFS.home),
+      userns: this.#path(blankId, USERNS_FILE),
+      ownerFile: this.#path(blankId, USERNS_OWNER_FILE),
+      dirs: [this.#path(blankId), this.#path(blankId, "mnt")],
+    };
+  }
+
+  #writeLabels(dir: string, labels: LabelSource): Promise<void> {
+    return writeFile(join(dir, LABELS_FILE), JSON.stringify(sandboxLabels(labels)), {
+      mode: 0o600,
+    });
+  }
+
+  /** Host binds of the uid's directories (see create()), all at once. */
+  #bindAll(id: string, fileView: FileView, dirs: OpenedMountDirs): Promise<void> {
+    return settleAll(
+      bindsOf(fileView).map(async (key) => {
         const target = this.#path(id, ...BINDS[key]);
         await mkdir(target, { mode: 0o700 });
-        mounts.bind(`/proc/self/fd/${dirs[key].fd}`, target);
+        this.#deps.mounts.bind(`/proc/self/fd/${dirs[key].fd}`, target);
       }),
+    );
+  }
+
+  /** The two tmpfs and the user namespace (with its owner file); resolves to the owner uid. */
+  async #makeParts(id: string, holder: NonNullable<GenerationDirsDeps["holder"]>): Promise<number> {
+    const owner = `uid=${SANDBOX_UID},gid=${SANDBOX_GID}`;
+    const { mounts } = this.#deps;
+    let nsOwner: number | undefined;
+    await settleAll([
       // nosuid,nodev (HostMounts.tmpfs): nothing on them can gain privileges or reach a
       // device. exec stays allowed: agents run what they build under /tmp and ~ (as in
       // the container tier).
@@ -168,7 +241,7 @@ export class GenerationDirs {
       })(),
     ]);
     if (nsOwner === undefined) throw new Error(`process sandbox ${id}: no namespace owner`);
-    await passableOnlyBy(nsOwner, [this.#path(id), this.#path(id, "mnt")]);
+    return nsOwner;
   }
 
   async labels(id: string): Promise<LabelSource | undefined> {
@@ -331,7 +404,7 @@ async function remakeMountPoint(home: FileHandle, name: string): Promise<void> {
 }
 
 /** Mount points of agent-host's mount namespace (/proc/self/mountinfo field 5, unescaped). */
-async function mountPoints(): Promise<Set<string>> {
+export async function mountPoints(): Promise<Set<string>> {
   const text = await readFile("/proc/self/mountinfo", "utf8");
   const points = new Set<string>();
   for (const line of text.split("\n")) {

@@ -20,10 +20,12 @@ import { execEnvEntries } from "../instance/exec-env.ts";
 import type { HostMounts } from "../instance/host-mounts.ts";
 import { openMountDirs } from "../instance/open-mount-dirs.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
+import type { SandboxPool } from "../sandbox-pool.ts";
 import { PROCESS_ID_PREFIX } from "../sandbox-tier.ts";
 import { encodeExecSpec } from "./exec-spec.ts";
 import { ExecStandbys, type StandbyPlan } from "./exec-standby.ts";
 import { GenerationDirs } from "./generation-dirs.ts";
+import { GenerationPool } from "./generation-pool.ts";
 import type { HostSpawner } from "./host-spawner.ts";
 import { runProcessExec, sandboxStartFailed, trampolineEnded } from "./process-exec.ts";
 import type { CgroupLimits, SandboxCgroups } from "./sandbox-cgroups.ts";
@@ -46,6 +48,8 @@ export type ProcessDriverDeps = {
   mounts: HostMounts;
   limits: CgroupLimits & { tmpSizeBytes: number; homeSizeBytes: number };
   config: Pick<SandboxConfig, "execTimeoutMs" | "maxOutputBytesPerStream" | "killGraceMs">;
+  /** Blanks kept ready for new generations (the warm pool, decision 0185); default none. */
+  poolSize?: number;
 };
 
 /**
@@ -59,6 +63,7 @@ export class ProcessDriver implements SandboxDriver {
   readonly #deps: ProcessDriverDeps;
   readonly #dirs: GenerationDirs;
   readonly #standbys: ExecStandbys;
+  readonly #pool: GenerationPool;
 
   constructor(deps: ProcessDriverDeps) {
     this.#deps = deps;
@@ -69,6 +74,16 @@ export class ProcessDriver implements SandboxDriver {
       holder: { spawner: deps.spawner, tools: deps.tools },
     });
     this.#standbys = new ExecStandbys({ ...deps, dirs: this.#dirs });
+    this.#pool = new GenerationPool({
+      dirs: this.#dirs,
+      logger: deps.logger,
+      size: deps.poolSize ?? 0,
+    });
+  }
+
+  /** The warm pool of blank generations (decision 0185): the manager fills and drains it. */
+  get pool(): SandboxPool {
+    return this.#pool;
   }
 
   async create(spec: SandboxSpec, signal: AbortSignal): Promise<CreateResult> {
@@ -90,7 +105,9 @@ export class ProcessDriver implements SandboxDriver {
       // Independent: made at once (decision 0061); both settle before a failure is
       // handled, so #remove never races a half-made part.
       const made = await Promise.allSettled([
-        this.#dirs.create(id, labels, opened.dirs),
+        this.#pool
+          .take(id, labels, opened.dirs)
+          .then((taken) => (taken ? undefined : this.#dirs.create(id, labels, opened.dirs))),
         this.#deps.cgroups.createSandbox(id, this.#deps.limits),
       ]);
       const failed = made.find((m) => m.status === "rejected");
@@ -109,6 +126,8 @@ export class ProcessDriver implements SandboxDriver {
     // while the acquire commits and the command's lease statement runs instead of after
     // them (decisions 0084, 0088).
     this.#standbys.replenish(id, standbyPlan(labels));
+    // The refill this create leads to waits for that build (decision 0185).
+    this.#pool.after(this.#standbys.ready(id));
     return { ok: true, instance: { ...labels, instanceId: id, tier: "process", running: true } };
   }
 

@@ -216,7 +216,10 @@ async function claimIfUnderLimit(db: Db, runId: string, uid: string, request: Wa
           isNotNull(agentRuns.waitingSince),
         ),
       )
-      .returning();
+      .returning()
+      // Fixed text (values as parameters), run by every claim: a named statement (0183).
+      .prepare("claim_waiting_run")
+      .execute();
     return row === undefined ? undefined : { row, more: seen.more === true };
   });
 }

@@ -61,7 +61,7 @@ export type RunEgressDeps = {
   readonly networkDefault: NetworkPolicy;
   /** The node's proxy; undefined when it could not start (runs that ask for network fail). */
   readonly proxy: EgressProxy | undefined;
-  /** The process tier's state directory (`<state>/<containerId>/tmp` is a generation's /tmp). */
+  /** The process tier's state directory (`<state>/<instanceId>/tmp` is a generation's /tmp). */
   readonly processStateDir: string | undefined;
   /** The container tier's egress root (DockerDriverDeps.egressRoot). */
   readonly containerEgressRoot: string | undefined;
@@ -181,9 +181,9 @@ async function placementOf(
   deps: RunEgressDeps,
   handle: SandboxHandle,
 ): Promise<{ hostDir: string; sandboxDir: string } | undefined> {
-  if (handle.containerId.startsWith(PROCESS_ID_PREFIX)) {
+  if (handle.instanceId.startsWith(PROCESS_ID_PREFIX)) {
     if (deps.processStateDir === undefined) return undefined;
-    return { hostDir: join(deps.processStateDir, handle.containerId, "tmp"), sandboxDir: "/tmp" };
+    return { hostDir: join(deps.processStateDir, handle.instanceId, "tmp"), sandboxDir: "/tmp" };
   }
   if (deps.containerEgressRoot === undefined) return undefined;
   const hostDir = containerEgressDir(

@@ -88,7 +88,7 @@ export function containerAssetProber(deps: ContainerAssetProberDeps): AssetProbe
           dockerCallTimeoutMs: deps.dockerCallTimeoutMs,
         },
       };
-      const ref = { containerId: container.id, sandboxId: name, generation: 0 };
+      const ref = { instanceId: container.id, sandboxId: name, generation: 0 };
       const verdicts: Array<string | undefined> = [];
       for (const asset of assets) {
         const outcome = await runDockerExec(

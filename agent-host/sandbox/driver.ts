@@ -27,8 +27,8 @@ export type SandboxSpec = {
 };
 
 /** A container as the driver sees it, decoded from its labels and state. */
-export type SandboxContainer = {
-  containerId: string;
+export type SandboxInstance = {
+  instanceId: string;
   sandboxId: string;
   generation: number;
   uidDirname: string;
@@ -45,7 +45,7 @@ export type SandboxContainer = {
 export type CreateRefusal = "symlink_refused" | "workdir_missing";
 
 export type CreateResult =
-  | { ok: true; container: SandboxContainer }
+  | { ok: true; instance: SandboxInstance }
   | { ok: false; reason: CreateRefusal; detail: string };
 
 export type ExecRequest = {
@@ -100,8 +100,8 @@ export type ExecOutcome =
 export type ExecFence = Promise<boolean>;
 
 /** Which container a caller means: the id plus the identity it must still carry. */
-export type ContainerRef = {
-  containerId: string;
+export type InstanceRef = {
+  instanceId: string;
   sandboxId: string;
   generation: number;
   /**
@@ -123,15 +123,15 @@ export interface SandboxDriver {
    */
   create(spec: SandboxSpec, signal: AbortSignal): Promise<CreateResult>;
   /** The container, or undefined when it no longer exists. */
-  inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined>;
+  inspect(instanceId: string, signal: AbortSignal): Promise<SandboxInstance | undefined>;
   exec(
-    ref: ContainerRef,
+    ref: InstanceRef,
     request: ExecRequest,
     signal: AbortSignal,
     fence?: ExecFence,
   ): Promise<ExecOutcome>;
   /** Removes the container (running or not) if it still carries `ref`'s identity. */
-  destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome>;
+  destroy(ref: InstanceRef, signal: AbortSignal): Promise<DestroyOutcome>;
   /** Every managed container of a node, running or not. */
-  list(nodeId: string, signal: AbortSignal): Promise<SandboxContainer[]>;
+  list(nodeId: string, signal: AbortSignal): Promise<SandboxInstance[]>;
 }

@@ -1,11 +1,11 @@
 import type { FileView } from "../../shared/paths/file-view.ts";
-import type { ContainerRef } from "./driver.ts";
+import type { InstanceRef } from "./driver.ts";
 
 /**
  * What acquire hands out: one generation of one sandbox. Every operation through the
  * manager carries it back, and is refused (as a value) once that generation is over.
  */
-export type SandboxHandle = ContainerRef & {
+export type SandboxHandle = InstanceRef & {
   uid: string;
   runtimeScopeId: string;
   workdirPath: string;
@@ -29,18 +29,18 @@ export type FencedOutcome = { ok: true } | { ok: false; reason: "stale_generatio
 export function handleFromRow(row: {
   sandboxId: string;
   generation: number;
-  containerId: string | null;
+  instanceId: string | null;
   uid: string;
   runtimeScopeId: string;
   workdirPath: string;
   nodeId: string;
   fileView: FileView;
 }): SandboxHandle | undefined {
-  if (row.containerId === null) return undefined;
+  if (row.instanceId === null) return undefined;
   return sandboxHandle({
     sandboxId: row.sandboxId,
     generation: row.generation,
-    containerId: row.containerId,
+    instanceId: row.instanceId,
     uid: row.uid,
     runtimeScopeId: row.runtimeScopeId,
     workdirPath: row.workdirPath,

@@ -24,6 +24,6 @@ export type SandboxTierStatus = { tier: SandboxTier; ready: boolean; detail: str
 export const PROCESS_ID_PREFIX = "process-";
 
 /** The tier a sandbox id belongs to. */
-export function tierOfContainerId(containerId: string): SandboxTier {
-  return containerId.startsWith(PROCESS_ID_PREFIX) ? "process" : "container";
+export function tierOfInstanceId(instanceId: string): SandboxTier {
+  return instanceId.startsWith(PROCESS_ID_PREFIX) ? "process" : "container";
 }

@@ -1,20 +1,20 @@
 import { domainError } from "../../shared/errors/domain-errors.ts";
 import type {
-  ContainerRef,
   CreateResult,
   DestroyOutcome,
   ExecFence,
   ExecOutcome,
   ExecRequest,
-  SandboxContainer,
+  InstanceRef,
   SandboxDriver,
+  SandboxInstance,
   SandboxSpec,
 } from "./driver.ts";
 import {
   DEFAULT_TIER_ORDER,
   type SandboxTier,
   type SandboxTierStatus,
-  tierOfContainerId,
+  tierOfInstanceId,
 } from "./sandbox-tier.ts";
 
 /**
@@ -72,33 +72,33 @@ export class TieredDriver implements SandboxDriver {
     return driver.create(spec, signal);
   }
 
-  async inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined> {
-    return this.#driverOf(containerId)?.inspect(containerId, signal);
+  async inspect(instanceId: string, signal: AbortSignal): Promise<SandboxInstance | undefined> {
+    return this.#driverOf(instanceId)?.inspect(instanceId, signal);
   }
 
   async exec(
-    ref: ContainerRef,
+    ref: InstanceRef,
     request: ExecRequest,
     signal: AbortSignal,
     fence?: ExecFence,
   ): Promise<ExecOutcome> {
-    const driver = this.#driverOf(ref.containerId);
+    const driver = this.#driverOf(ref.instanceId);
     return driver
       ? driver.exec(ref, request, signal, fence)
       : { ok: false, reason: "sandbox_gone" };
   }
 
-  async destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome> {
-    const driver = this.#driverOf(ref.containerId);
+  async destroy(ref: InstanceRef, signal: AbortSignal): Promise<DestroyOutcome> {
+    const driver = this.#driverOf(ref.instanceId);
     return driver ? driver.destroy(ref, signal) : { ok: true, existed: false };
   }
 
-  async list(nodeId: string, signal: AbortSignal): Promise<SandboxContainer[]> {
+  async list(nodeId: string, signal: AbortSignal): Promise<SandboxInstance[]> {
     const lists = await Promise.all([...this.#drivers.values()].map((d) => d.list(nodeId, signal)));
     return lists.flat();
   }
 
-  #driverOf(containerId: string): SandboxDriver | undefined {
-    return this.#drivers.get(tierOfContainerId(containerId));
+  #driverOf(instanceId: string): SandboxDriver | undefined {
+    return this.#drivers.get(tierOfInstanceId(instanceId));
   }
 }

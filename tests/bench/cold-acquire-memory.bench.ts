@@ -115,9 +115,9 @@ try {
           );
           const acquired = performance.now() - started;
           if (!out.ok) throw new Error(`acquire refused: ${out.reason}`);
-          if (tier === "process" && out.handle.containerId) {
+          if (tier === "process" && out.handle.instanceId) {
             // Untimed: the new generation's standby build (decision 0084) is not the teardown's.
-            await processDriver?.standbyReady(out.handle.containerId);
+            await processDriver?.standbyReady(out.handle.instanceId);
           }
           started = performance.now();
           const ended = await manager.destroy(out.handle, AbortSignal.timeout(120_000));

@@ -112,7 +112,7 @@ try {
 
   const processHandle = await acquire("process");
   const containerHandle = await acquire("container");
-  const processId = processHandle.containerId;
+  const processId = processHandle.instanceId;
   if (processId === null) throw new Error("the process generation has no container id");
   // Untimed: the generation's next sandbox is built (it is started once an exec returned).
   const standbyReady = () => processDriver?.standbyReady(processId) ?? Promise.resolve();

@@ -66,7 +66,7 @@ try {
   // (a) exec of `true`
   const scope = newScope();
   const handle = await acquire(scope);
-  const container = docker.getContainer(handle.containerId);
+  const container = docker.getContainer(handle.instanceId);
   const rawExec = async () => {
     const exec = await container.exec({ Cmd: ["true"], AttachStdout: true, AttachStderr: true });
     const stream = await exec.start({});
@@ -78,7 +78,7 @@ try {
     const out = await manager.exec(handle, { cmd: ["true"] }, AbortSignal.timeout(30_000));
     if (!out.ok || out.result.exitCode !== 0) throw new Error("exec failed");
   };
-  const cliExec = () => run("docker", ["exec", "-u", "1000:1000", handle.containerId, "true"]);
+  const cliExec = () => run("docker", ["exec", "-u", "1000:1000", handle.instanceId, "true"]);
   // Interleaved, so that drift on a shared machine hits all three alike.
   const [raw, ours, cli] = (await interleaved(
     [

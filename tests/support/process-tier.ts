@@ -135,15 +135,15 @@ export async function processTierFixture(p: {
 }
 
 /**
- * Whether a file `name` exists anywhere a command of generation `containerId` could have
+ * Whether a file `name` exists anywhere a command of generation `instanceId` could have
  * written it: the users' workspaces below `dataRoot`, or the generation's own directories
  * (its /tmp and home) below `stateDir`. How a refused exec is shown to have run nothing.
  */
 export async function wroteAnywhere(
-  where: { dataRoot: string; stateDir: string; containerId: string },
+  where: { dataRoot: string; stateDir: string; instanceId: string },
   name: string,
 ): Promise<boolean> {
-  for (const dir of [join(where.dataRoot, "users"), join(where.stateDir, where.containerId)]) {
+  for (const dir of [join(where.dataRoot, "users"), join(where.stateDir, where.instanceId)]) {
     const entries = await readdir(dir, { recursive: true }).catch(() => []);
     if (entries.some((e) => e === name || e.endsWith(`/${name}`))) return true;
   }

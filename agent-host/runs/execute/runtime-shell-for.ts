@@ -1,6 +1,6 @@
 import { SANDBOX_RUNTIME_MOUNT } from "../../../shared/paths/runtime-paths.ts";
 import type { RuntimeAssetsReport } from "../../runtime/runtime-assets.ts";
-import { tierOfContainerId } from "../../sandbox/sandbox-tier.ts";
+import { tierOfInstanceId } from "../../sandbox/sandbox-tier.ts";
 import { IMAGE_SHELL, type SandboxShell, type ShellFor } from "./sandbox-exec-adapter.ts";
 
 /**
@@ -28,5 +28,5 @@ export function runtimeShellFor(
     assets ? runtimeShell : IMAGE_SHELL,
   );
   return (handle) =>
-    tierOfContainerId(handle.containerId) === "process" ? runtimeShell : containerShell;
+    tierOfInstanceId(handle.instanceId) === "process" ? runtimeShell : containerShell;
 }

@@ -16,14 +16,14 @@ import {
   removeContainerEgressDir,
 } from "../../egress/container-egress-dir.ts";
 import type {
-  ContainerRef,
   CreateResult,
   DestroyOutcome,
   ExecFence,
   ExecOutcome,
   ExecRequest,
-  SandboxContainer,
+  InstanceRef,
   SandboxDriver,
+  SandboxInstance,
   SandboxSpec,
 } from "../driver.ts";
 import {
@@ -168,7 +168,7 @@ export class DockerDriver implements SandboxDriver {
       const created = toSandboxContainer(info.Id, info.Config.Labels, info.State.Running);
       if (!created) throw new Error(`container ${info.Id} lost its labels`);
       log.info({ container_id: info.Id }, "sandbox container started");
-      return { ok: true, container: created };
+      return { ok: true, instance: created };
     } catch (error) {
       // By name, not id: the create may have succeeded in the engine after our request
       // was aborted or its answer lost, and then we never learned the id.
@@ -211,7 +211,7 @@ export class DockerDriver implements SandboxDriver {
     );
   }
 
-  async inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined> {
+  async inspect(containerId: string, signal: AbortSignal): Promise<SandboxInstance | undefined> {
     try {
       const info = await this.#call("to inspect a sandbox container", signal, (bounded) =>
         this.#deps.docker.getContainer(containerId).inspect({ abortSignal: bounded }),
@@ -224,7 +224,7 @@ export class DockerDriver implements SandboxDriver {
   }
 
   async exec(
-    ref: ContainerRef,
+    ref: InstanceRef,
     request: ExecRequest,
     signal: AbortSignal,
     fence?: ExecFence,
@@ -239,14 +239,14 @@ export class DockerDriver implements SandboxDriver {
     );
   }
 
-  async destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome> {
-    const current = await this.inspect(ref.containerId, signal);
+  async destroy(ref: InstanceRef, signal: AbortSignal): Promise<DestroyOutcome> {
+    const current = await this.inspect(ref.instanceId, signal);
     if (!current) return { ok: true, existed: false };
     if (current.sandboxId !== ref.sandboxId || current.generation !== ref.generation) {
       return { ok: false, reason: "stale_generation" };
     }
-    const container = this.#deps.docker.getContainer(ref.containerId);
-    this.#containerPids.delete(ref.containerId);
+    const container = this.#deps.docker.getContainer(ref.instanceId);
+    this.#containerPids.delete(ref.instanceId);
     for (;;) {
       try {
         await this.#call("to remove a sandbox container", signal, (bounded) =>
@@ -267,7 +267,7 @@ export class DockerDriver implements SandboxDriver {
     }
   }
 
-  async list(nodeId: string, signal: AbortSignal): Promise<SandboxContainer[]> {
+  async list(nodeId: string, signal: AbortSignal): Promise<SandboxInstance[]> {
     const found = await this.#call("to list this node's sandbox containers", signal, (bounded) =>
       this.#deps.docker.listContainers({
         all: true,
@@ -292,9 +292,9 @@ function toSandboxContainer(
   containerId: string,
   labels: Record<string, string> | undefined,
   running: boolean,
-): SandboxContainer | undefined {
+): SandboxInstance | undefined {
   const parsed = parseSandboxLabels(labels);
-  return parsed && { ...parsed, containerId, running };
+  return parsed && { ...parsed, instanceId: containerId, running };
 }
 
 /**

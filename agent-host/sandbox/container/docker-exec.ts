@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
-import type { ContainerRef, ExecOutcome, ExecRequest } from "../driver.ts";
+import type { ExecOutcome, ExecRequest, InstanceRef } from "../driver.ts";
 import { startExecCapture } from "../instance/exec-capture.ts";
 import { execEnvEntries } from "../instance/exec-env.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
@@ -54,7 +54,7 @@ export type DockerExecDeps = {
  */
 export async function runDockerExec(
   deps: DockerExecDeps,
-  ref: ContainerRef,
+  ref: InstanceRef,
   request: ExecRequest,
   signal: AbortSignal,
 ): Promise<ExecOutcome> {
@@ -63,7 +63,7 @@ export async function runDockerExec(
   if (signal.aborted) return finish("cancelled", null);
 
   const hasStdin = request.stdin !== undefined;
-  const container = deps.docker.getContainer(ref.containerId);
+  const container = deps.docker.getContainer(ref.instanceId);
   const timeoutMs = deps.config.dockerCallTimeoutMs;
   let exec: Docker.Exec;
   try {
@@ -169,7 +169,7 @@ export async function runDockerExec(
  */
 async function cancelExec(
   deps: DockerExecDeps,
-  ref: ContainerRef,
+  ref: InstanceRef,
   exec: Docker.Exec,
   stream: Duplex | Readable,
   closed: Promise<void>,
@@ -191,7 +191,7 @@ async function cancelExec(
     void killing
       .catch((error: unknown) => {
         deps.logger.warn(
-          { err: error, container_id: ref.containerId, exec_id: exec.id },
+          { err: error, container_id: ref.instanceId, exec_id: exec.id },
           "could not kill a cancelled exec",
         );
       })
@@ -225,7 +225,7 @@ async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<void>
  */
 async function startExec(
   deps: DockerExecDeps,
-  ref: ContainerRef,
+  ref: InstanceRef,
   exec: Docker.Exec,
   hasStdin: boolean,
 ): Promise<Duplex | Readable> {
@@ -251,7 +251,7 @@ async function startExec(
     }
     await killExec(deps, ref, exec, "maybe").catch((killError: unknown) => {
       deps.logger.warn(
-        { err: killError, container_id: ref.containerId, exec_id: exec.id },
+        { err: killError, container_id: ref.instanceId, exec_id: exec.id },
         "could not kill an exec whose start did not answer",
       );
     });
@@ -266,18 +266,18 @@ async function startExec(
 
 async function killExec(
   deps: DockerExecDeps,
-  ref: ContainerRef,
+  ref: InstanceRef,
   exec: Docker.Exec,
   commandRan: CommandRan,
 ): Promise<void> {
-  const log = deps.logger.child({ container_id: ref.containerId, exec_id: exec.id });
+  const log = deps.logger.child({ container_id: ref.instanceId, exec_id: exec.id });
   const timeoutMs = deps.config.dockerCallTimeoutMs;
   const pid = await execPid(deps, exec, commandRan);
   if (pid === undefined) return; // it never started
   const info = await boundedDockerCall(
     { timeoutMs, purpose: "to stop the command", commandRan },
     new AbortController().signal,
-    (bounded) => deps.docker.getContainer(ref.containerId).inspect({ abortSignal: bounded }),
+    (bounded) => deps.docker.getContainer(ref.instanceId).inspect({ abortSignal: bounded }),
   ).catch((error: unknown) => {
     if (isGoneError(error)) return undefined; // gone with everything in it
     throw error;
@@ -304,9 +304,9 @@ async function killExec(
  * container, unless a running exec still owns it (exec-leftovers.ts). The container gone
  * means nothing is left.
  */
-async function endLeftovers(deps: DockerExecDeps, ref: ContainerRef): Promise<void> {
-  const log = deps.logger.child({ container_id: ref.containerId });
-  let pids = deps.containerPids?.get(ref.containerId);
+async function endLeftovers(deps: DockerExecDeps, ref: InstanceRef): Promise<void> {
+  const log = deps.logger.child({ container_id: ref.instanceId });
+  let pids = deps.containerPids?.get(ref.instanceId);
   if (pids === undefined) {
     const info = await boundedDockerCall(
       {
@@ -315,7 +315,7 @@ async function endLeftovers(deps: DockerExecDeps, ref: ContainerRef): Promise<vo
         commandRan: "yes",
       },
       new AbortController().signal,
-      (bounded) => deps.docker.getContainer(ref.containerId).inspect({ abortSignal: bounded }),
+      (bounded) => deps.docker.getContainer(ref.instanceId).inspect({ abortSignal: bounded }),
     ).catch((error: unknown) => {
       if (isGoneError(error)) return undefined;
       throw error;
@@ -328,7 +328,7 @@ async function endLeftovers(deps: DockerExecDeps, ref: ContainerRef): Promise<vo
     const pidNamespace = await readlink(`/proc/${initPid}/ns/pid`).catch(() => "");
     if (pidNamespace === "") return;
     pids = { initPid, pidNamespace };
-    deps.containerPids?.set(ref.containerId, pids);
+    deps.containerPids?.set(ref.instanceId, pids);
   }
   await sweepLeftovers(log, pids);
 }

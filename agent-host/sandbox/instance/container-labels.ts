@@ -3,7 +3,7 @@ import {
   FILE_VIEW_VALUES,
   type FileView,
 } from "../../../shared/paths/file-view.ts";
-import type { SandboxContainer } from "../driver.ts";
+import type { SandboxInstance } from "../driver.ts";
 
 // Labels are how a container explains itself after the process that created it is gone:
 // the reconciler (reconciler.ts) rebuilds the list of a node's sandboxes from them alone
@@ -23,7 +23,7 @@ export const LABEL = {
 /** The managed-by value: containers without it are never touched by Workcell. */
 export const MANAGED_BY = "workcell-agent-host";
 
-export type LabelSource = Omit<SandboxContainer, "containerId" | "running">;
+export type LabelSource = Omit<SandboxInstance, "instanceId" | "running">;
 
 export function sandboxLabels(source: LabelSource): Record<string, string> {
   return {

@@ -2,9 +2,9 @@ import type { DbTransaction } from "../../../shared/db/client.ts";
 import { domainError } from "../../../shared/errors/domain-errors.ts";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
 import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-view.ts";
-import type { ContainerRef, CreateRefusal, SandboxContainer } from "../driver.ts";
+import type { CreateRefusal, InstanceRef, SandboxInstance } from "../driver.ts";
 import { handleFromRow, type SandboxHandle, sandboxHandle } from "../sandbox-handle.ts";
-import { type SandboxTier, tierOfContainerId } from "../sandbox-tier.ts";
+import { type SandboxTier, tierOfInstanceId } from "../sandbox-tier.ts";
 import { type TmpfsBudgetRefusal, tmpfsBudgetError } from "../tmpfs-budget.ts";
 import {
   type AcquireDecision,
@@ -127,7 +127,7 @@ export async function acquireUnderLock(
 
 type Attempt =
   /** Decided; `leftover` is the dead container of a replaced generation, removed after. */
-  | { kind: "done"; decided: Decision; leftover?: ContainerRef | undefined }
+  | { kind: "done"; decided: Decision; leftover?: InstanceRef | undefined }
   | { kind: "destroy_first"; generation: number }
   /** The lock wait ran out: another acquirer is still creating or deciding. */
   | { kind: "busy" };
@@ -201,8 +201,8 @@ async function apply(ctx: SandboxContext, tx: DbTransaction, a: Applying): Promi
       // rather than left for the reconciler (the driver re-checks its labels first). Another
       // node's container is that node's reconciler's to remove.
       const leftover =
-        decision.kind === "replace_dead" && decision.containerId !== null
-          ? { containerId: decision.containerId, sandboxId, generation: decision.generation }
+        decision.kind === "replace_dead" && decision.instanceId !== null
+          ? { instanceId: decision.instanceId, sandboxId, generation: decision.generation }
           : undefined;
       return done(created, leftover);
     }
@@ -241,7 +241,7 @@ function logDecision(
   }
 }
 
-const done = (decided: Decision, leftover?: ContainerRef): Attempt => ({
+const done = (decided: Decision, leftover?: InstanceRef): Attempt => ({
   kind: "done",
   decided,
   leftover,
@@ -287,7 +287,7 @@ type Decision = { result: AcquireResult } | { error: unknown };
 const decide = (result: AcquireResult): Decision => ({ result });
 
 /** Set once the container runs, for cleanup if the transaction then fails. */
-type CreateProgress = { started?: SandboxContainer };
+type CreateProgress = { started?: SandboxInstance };
 
 async function createGeneration(
   ctx: SandboxContext,
@@ -325,19 +325,19 @@ async function createGeneration(
     await ctx.store.markFailed(tx, sandboxId, generation, "creating");
     return decide(created);
   }
-  progress.started = created.container;
-  const { containerId } = created.container;
-  if (!(await ctx.store.markRunning(tx, sandboxId, generation, containerId))) {
+  progress.started = created.instance;
+  const { instanceId } = created.instance;
+  if (!(await ctx.store.markRunning(tx, sandboxId, generation, instanceId))) {
     throw new Error(
       `sandbox ${sandboxId}: generation ${generation} moved on while holding its lock`,
     );
   }
-  ctx.metrics.sandboxCreates.inc({ tier: tierOfContainerId(containerId) });
-  log.info({ container_id: containerId }, "sandbox created");
+  ctx.metrics.sandboxCreates.inc({ tier: tierOfInstanceId(instanceId) });
+  log.info({ container_id: instanceId }, "sandbox created");
   return decide({
     ok: true,
     created: true,
-    handle: sandboxHandle({ ...identity, generation, containerId }),
+    handle: sandboxHandle({ ...identity, generation, instanceId }),
   });
 }
 
@@ -353,19 +353,19 @@ async function reusable(
 ): Promise<SandboxHandle | undefined> {
   const entry = ctx.live.get(row.sandboxId);
   if (entry?.handle.generation === row.generation && !entry.pins.closed) return entry.handle;
-  if (row.containerId === null) return undefined;
-  const c = await ctx.driver.inspect(row.containerId, signal);
+  if (row.instanceId === null) return undefined;
+  const c = await ctx.driver.inspect(row.instanceId, signal);
   if (!c?.running || c.sandboxId !== row.sandboxId || c.generation !== row.generation)
     return undefined;
   return handleFromRow(row);
 }
 
-async function removeQuietly(ctx: SandboxContext, c: ContainerRef): Promise<void> {
+async function removeQuietly(ctx: SandboxContext, c: InstanceRef): Promise<void> {
   try {
     await ctx.driver.destroy(c, AbortSignal.timeout(ctx.config.createTimeoutMs));
   } catch (error) {
     ctx.logger.error(
-      { err: error, container_id: c.containerId },
+      { err: error, container_id: c.instanceId },
       "could not remove orphaned container",
     );
   }

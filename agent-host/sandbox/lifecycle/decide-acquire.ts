@@ -1,5 +1,5 @@
 import { DEFAULT_FILE_VIEW, type FileView } from "../../../shared/paths/file-view.ts";
-import { type SandboxTier, tierOfContainerId } from "../sandbox-tier.ts";
+import { type SandboxTier, tierOfInstanceId } from "../sandbox-tier.ts";
 import type { SandboxRow } from "./sandbox-store.ts";
 
 /** The parts of an acquire request the decision reads. */
@@ -36,7 +36,7 @@ export type AcquireDecision =
    */
   | { kind: "replace_kept_warm"; generation: number }
   /** The row says running but its sandbox is gone: fail it, create anew, remove what is left. */
-  | { kind: "replace_dead"; generation: number; containerId: string | null }
+  | { kind: "replace_dead"; generation: number; instanceId: string | null }
   /**
    * The row belongs to another node that no longer holds it: a lost node, or a live one
    * whose kept-warm generation no run uses (the claim left the run to that node for the
@@ -68,7 +68,7 @@ export function decideAcquire(
   if (row?.state !== "running") return active ? { kind: "create" } : QUIESCED;
   // Another tier or file view needs other mounts: a generation no run uses any more
   // (kept warm after its tree ended) is replaced; one still in use is a mismatch.
-  const otherMounts = !sameTier(row.containerId, request) || !sameFileView(row, request);
+  const otherMounts = !sameTier(row.instanceId, request) || !sameFileView(row, request);
   if (row.workdirPath !== request.workdirPath || (otherMounts && row.releasedAt === null)) {
     return { kind: "refuse", refusal: mismatch(row, request) };
   }
@@ -93,7 +93,7 @@ export function decideAcquire(
   if (!active) return QUIESCED;
   if (otherMounts) return { kind: "replace_kept_warm", generation: row.generation };
   if (node.rowRunningHere) return { kind: "reuse", generation: row.generation };
-  return { kind: "replace_dead", generation: row.generation, containerId: row.containerId };
+  return { kind: "replace_dead", generation: row.generation, instanceId: row.instanceId };
 }
 
 function mismatch(row: SandboxRow, request: AcquireAsk): DecidedRefusal {
@@ -101,18 +101,18 @@ function mismatch(row: SandboxRow, request: AcquireAsk): DecidedRefusal {
     ok: false,
     reason: "sandbox_identity_mismatch",
     liveWorkdirPath: row.workdirPath,
-    ...(row.workdirPath === request.workdirPath && row.containerId !== null
-      ? { inUse: { tier: tierOfContainerId(row.containerId), fileView: row.fileView } }
+    ...(row.workdirPath === request.workdirPath && row.instanceId !== null
+      ? { inUse: { tier: tierOfInstanceId(row.instanceId), fileView: row.fileView } }
       : {}),
   };
 }
 
 /** A live sandbox serves only requests of its own tier (or naming none). */
-export function sameTier(containerId: string | null, request: { tier?: SandboxTier }): boolean {
+export function sameTier(instanceId: string | null, request: { tier?: SandboxTier }): boolean {
   return (
     request.tier === undefined ||
-    containerId === null ||
-    tierOfContainerId(containerId) === request.tier
+    instanceId === null ||
+    tierOfInstanceId(instanceId) === request.tier
   );
 }
 

@@ -1,5 +1,5 @@
 import type { FencedOutcome } from "../sandbox-handle.ts";
-import { tierOfContainerId } from "../sandbox-tier.ts";
+import { tierOfInstanceId } from "../sandbox-tier.ts";
 import { forget } from "./live-registry.ts";
 import { destroyKey, type SandboxContext } from "./sandbox-context.ts";
 import type { ReapWindow } from "./sandbox-store.ts";
@@ -74,16 +74,15 @@ export async function destroyGeneration(
       const held = await mine.pins.drain(ctx.config.drainTimeoutMs, ctx.config.killGraceMs * 2);
       if (held > 0) log.warn({ held }, "destroying with uses still in flight after cancel");
     }
-    if (claim.containerId !== null) {
+    if (claim.instanceId !== null) {
       const removed = await ctx.driver.destroy(
-        { containerId: claim.containerId, sandboxId, generation },
+        { instanceId: claim.instanceId, sandboxId, generation },
         signal,
       );
-      if (removed.ok)
-        ctx.metrics.sandboxDestroys.inc({ tier: tierOfContainerId(claim.containerId) });
+      if (removed.ok) ctx.metrics.sandboxDestroys.inc({ tier: tierOfInstanceId(claim.instanceId) });
       if (!removed.ok)
         log.error(
-          { container_id: claim.containerId },
+          { container_id: claim.instanceId },
           "row named a container of another generation",
         );
     }

@@ -2,7 +2,7 @@ import { retryDatabaseWhile } from "../../runs/retry-database-while.ts";
 import { DEFAULT_RUN_WORKER_LIMITS, databaseRetryOf } from "../../runs/run-limits.ts";
 import type { ExecOutcome, ExecRequest, ExecResult } from "../driver.ts";
 import { type SandboxHandle, STALE_GENERATION } from "../sandbox-handle.ts";
-import { tierOfContainerId } from "../sandbox-tier.ts";
+import { tierOfInstanceId } from "../sandbox-tier.ts";
 import { forget } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
 
@@ -67,7 +67,7 @@ export async function execInGeneration(
     }
     if (out.ok) {
       ctx.metrics.sandboxExecSeconds.observe(
-        { tier: tierOfContainerId(entry.handle.containerId) },
+        { tier: tierOfInstanceId(entry.handle.instanceId) },
         (performance.now() - started) / 1000,
       );
     }

@@ -1,5 +1,5 @@
 import type { DbTransaction } from "../../../shared/db/client.ts";
-import type { SandboxContainer } from "../driver.ts";
+import type { SandboxInstance } from "../driver.ts";
 import { handleFromRow } from "../sandbox-handle.ts";
 import { forget, register } from "./live-registry.ts";
 import { destroyKey, type SandboxContext } from "./sandbox-context.ts";
@@ -51,13 +51,13 @@ export async function reconcileNode(
   for (const c of containers) {
     signal.throwIfAborted();
     if (ctx.inflight.has(c.sandboxId)) {
-      report.skipped.push(c.containerId);
+      report.skipped.push(c.instanceId);
       continue;
     }
     const judged = await store.withSandboxLockIfFree(c.sandboxId, (tx) =>
       judgeContainer(ctx, tx, c, signal, options),
     );
-    report[judged.locked ? judged.value : "skipped"].push(c.containerId);
+    report[judged.locked ? judged.value : "skipped"].push(c.instanceId);
   }
 
   const present = new Set(containers.map((c) => `${c.sandboxId}/${c.generation}`));
@@ -69,7 +69,7 @@ export async function reconcileNode(
       const now = await store.read(tx, row.sandboxId);
       if (now?.generation !== row.generation) return false;
       if (now.state === "running") {
-        const c = now.containerId ? await ctx.driver.inspect(now.containerId, signal) : undefined;
+        const c = now.instanceId ? await ctx.driver.inspect(now.instanceId, signal) : undefined;
         if (c?.running) return false; // started after our listing
         if (c) await ctx.driver.destroy(c, signal);
         return store.markFailed(tx, now.sandboxId, now.generation, "running");
@@ -94,13 +94,13 @@ export async function reconcileNode(
 async function judgeContainer(
   ctx: SandboxContext,
   tx: DbTransaction,
-  c: SandboxContainer,
+  c: SandboxInstance,
   signal: AbortSignal,
   options: ReconcileOptions,
 ): Promise<Verdict> {
   const row = await ctx.store.readForReconcile(tx, c.sandboxId, ctx.config.destroyingStaleMs);
   const current = row?.generation === c.generation && row.nodeId === ctx.nodeId ? row : undefined;
-  if (current?.state === "running" && current.containerId === c.containerId) {
+  if (current?.state === "running" && current.instanceId === c.instanceId) {
     const handle = handleFromRow(current);
     if (c.running && handle) {
       const known = ctx.live.get(c.sandboxId);

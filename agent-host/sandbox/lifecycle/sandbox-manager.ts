@@ -105,7 +105,7 @@ export class SandboxManager {
     const entry = this.#ctx.live.get(id);
     // A different Workdir or tier is decided under the lock, against the row.
     if (!entry || entry.handle.workdirPath !== workdirPath) return undefined;
-    if (!sameTier(entry.handle.containerId, request)) return undefined;
+    if (!sameTier(entry.handle.instanceId, request)) return undefined;
     if (!sameFileView(entry.handle, request)) return undefined;
     if (await entry.pins.closeOutcome()) return undefined;
     if (!(await this.#ctx.store.takeForUse(this.#ctx.db, id, entry.handle.generation))) {

@@ -188,7 +188,7 @@ export class SandboxStore {
       nodeId: values.nodeId,
       fileView: values.fileView,
       state: "creating" as const,
-      containerId: null,
+      instanceId: null,
       lastUsedAt: sql`now()`,
       updatedAt: sql`now()`,
     };
@@ -215,11 +215,11 @@ export class SandboxStore {
     tx: DbTransaction,
     sandboxId: string,
     generation: number,
-    containerId: string,
+    instanceId: string,
   ): Promise<boolean> {
     const rows = await tx
       .update(sandboxes)
-      .set({ state: "running", containerId, lastUsedAt: sql`now()`, updatedAt: sql`now()` })
+      .set({ state: "running", instanceId, lastUsedAt: sql`now()`, updatedAt: sql`now()` })
       .where(this.#current(sandboxId, generation, "creating"))
       .returning({ generation: sandboxes.generation });
     return rows.length === 1;
@@ -289,7 +289,7 @@ export class SandboxStore {
     sandboxId: string,
     generation: number,
     condition?: DestroyCondition,
-  ): Promise<{ containerId: string | null } | undefined> {
+  ): Promise<{ instanceId: string | null } | undefined> {
     const fence = this.#current(sandboxId, generation, "running");
     const still =
       condition === undefined
@@ -301,7 +301,7 @@ export class SandboxStore {
       .update(sandboxes)
       .set({ state: "destroying", updatedAt: sql`now()` })
       .where(still === undefined ? fence : and(fence, still))
-      .returning({ containerId: sandboxes.containerId });
+      .returning({ instanceId: sandboxes.instanceId });
     return row;
   }
 

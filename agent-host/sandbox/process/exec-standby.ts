@@ -48,42 +48,39 @@ export class ExecStandbys {
    * Registered at once, built from the next turn of the event loop (so a caller returning
    * a result is not held up by the spawn).
    */
-  replenish(containerId: string, plan: StandbyPlan): void {
-    if (this.#closing.has(containerId) || this.#ready.has(containerId)) return;
+  replenish(instanceId: string, plan: StandbyPlan): void {
+    if (this.#closing.has(instanceId) || this.#ready.has(instanceId)) return;
     const stop = new AbortController();
     const made = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.build(containerId, plan, stop.signal))
+      .then(() => this.build(instanceId, plan, stop.signal))
       .catch((error: unknown) => {
         if (!stop.signal.aborted) {
-          this.#deps.logger.warn(
-            { container_id: containerId, err: error },
-            "exec standby not made",
-          );
+          this.#deps.logger.warn({ container_id: instanceId, err: error }, "exec standby not made");
         }
         return undefined;
       });
     const pending = { made, stop };
-    this.#ready.set(containerId, pending);
+    this.#ready.set(instanceId, pending);
     void made.then((standby) => {
       if (!standby) {
-        if (this.#ready.get(containerId) === pending) this.#ready.delete(containerId);
+        if (this.#ready.get(instanceId) === pending) this.#ready.delete(instanceId);
         return;
       }
       // Died while waiting (killed, OOM, a destroy by another process): forgotten, and
       // its (empty) exec group removed.
       void standby.trampoline.exited.then(() => {
-        if (this.#ready.get(containerId) !== pending) return;
-        this.#ready.delete(containerId);
+        if (this.#ready.get(instanceId) !== pending) return;
+        this.#ready.delete(instanceId);
         standby.trampoline.killTree().catch(() => {});
       });
     });
   }
 
   /** The generation's standby, handed out once; undefined when there is none usable. */
-  async take(containerId: string): Promise<PrebuiltSandbox | undefined> {
-    const pending = this.#ready.get(containerId);
+  async take(instanceId: string): Promise<PrebuiltSandbox | undefined> {
+    const pending = this.#ready.get(instanceId);
     if (!pending) return undefined;
-    this.#ready.delete(containerId);
+    this.#ready.delete(instanceId);
     const standby = await pending.made;
     if (!standby) return undefined;
     if (
@@ -102,17 +99,17 @@ export class ExecStandbys {
    * was ready): undefined when the generation is gone. On any failure nothing is left.
    */
   async build(
-    containerId: string,
+    instanceId: string,
     plan: StandbyPlan,
     stop: AbortSignal,
   ): Promise<PrebuiltSandbox | undefined> {
     const { dirs, cgroups } = this.#deps;
     const execName = `exec-${randomBytes(6).toString("hex")}`;
-    const generation = await dirs.open(containerId, this.#deps.runtimeDir, plan.fileView);
+    const generation = await dirs.open(instanceId, this.#deps.runtimeDir, plan.fileView);
     if (!generation) return undefined;
     try {
       const cgroupProcs = await cgroups
-        .createExec(containerId, execName)
+        .createExec(instanceId, execName)
         .catch((error: NodeJS.ErrnoException) => {
           if (error.code === "ENOENT") return undefined;
           throw error;
@@ -121,8 +118,8 @@ export class ExecStandbys {
       const trampoline = startTrampoline(this.#deps, {
         userns: generation.userns,
         cgroupProcs,
-        killTree: () => cgroups.kill(containerId, execName),
-        emptyTree: () => cgroups.emptyExec(containerId, execName),
+        killTree: () => cgroups.kill(instanceId, execName),
+        emptyTree: () => cgroups.emptyExec(instanceId, execName),
       });
       try {
         return await prebuildSandbox(
@@ -147,13 +144,13 @@ export class ExecStandbys {
   }
 
   /** Resolves once the generation's standby in the making is ready or given up (untimed waits). */
-  async ready(containerId: string): Promise<void> {
-    await this.#ready.get(containerId)?.made;
+  async ready(instanceId: string): Promise<void> {
+    await this.#ready.get(instanceId)?.made;
   }
 
   /** The host pids of the generation's ready standby: bwrap's parent, then its sandbox. */
-  async pids(containerId: string): Promise<number[]> {
-    const standby = await this.#ready.get(containerId)?.made;
+  async pids(instanceId: string): Promise<number[]> {
+    const standby = await this.#ready.get(instanceId)?.made;
     const pid = standby?.trampoline.child.pid;
     if (!standby || pid === undefined || !standby.trampoline.alive()) return [];
     return [pid, standby.sandboxPid];
@@ -163,15 +160,15 @@ export class ExecStandbys {
    * Runs `remove` with no standby of the generation left and none started meanwhile:
    * one in the making is stopped, then killed with its exec group.
    */
-  async closing<T>(containerId: string, remove: () => Promise<T>): Promise<T> {
-    this.#closing.add(containerId);
+  async closing<T>(instanceId: string, remove: () => Promise<T>): Promise<T> {
+    this.#closing.add(instanceId);
     try {
-      this.#ready.get(containerId)?.stop.abort();
-      const standby = await this.take(containerId);
+      this.#ready.get(instanceId)?.stop.abort();
+      const standby = await this.take(instanceId);
       if (standby) await trampolineEnded(this.#deps, standby.trampoline);
       return await remove();
     } finally {
-      this.#closing.delete(containerId);
+      this.#closing.delete(instanceId);
     }
   }
 }

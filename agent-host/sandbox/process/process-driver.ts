@@ -3,14 +3,14 @@ import { DEFAULT_FILE_VIEW } from "../../../shared/paths/file-view.ts";
 import { runtimeWorkdirPath } from "../../../shared/paths/runtime-paths.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import type {
-  ContainerRef,
   CreateResult,
   DestroyOutcome,
   ExecFence,
   ExecOutcome,
   ExecRequest,
-  SandboxContainer,
+  InstanceRef,
   SandboxDriver,
+  SandboxInstance,
   SandboxSpec,
 } from "../driver.ts";
 import type { LabelSource } from "../instance/container-labels.ts";
@@ -108,21 +108,21 @@ export class ProcessDriver implements SandboxDriver {
     // while the acquire commits and the command's lease statement runs instead of after
     // them (decisions 0084, 0088).
     this.#standbys.replenish(id, standbyPlan(labels));
-    return { ok: true, container: { ...labels, containerId: id, running: true } };
+    return { ok: true, instance: { ...labels, instanceId: id, running: true } };
   }
 
-  async inspect(containerId: string, signal: AbortSignal): Promise<SandboxContainer | undefined> {
+  async inspect(instanceId: string, signal: AbortSignal): Promise<SandboxInstance | undefined> {
     signal.throwIfAborted();
     const [state, grouped] = await Promise.all([
-      this.#dirs.state(containerId),
-      this.#deps.cgroups.sandboxExists(containerId),
+      this.#dirs.state(instanceId),
+      this.#deps.cgroups.sandboxExists(instanceId),
     ]);
     if (!state) return undefined;
-    return { ...state.labels, containerId, running: grouped && state.mounted };
+    return { ...state.labels, instanceId, running: grouped && state.mounted };
   }
 
   async exec(
-    ref: ContainerRef,
+    ref: InstanceRef,
     request: ExecRequest,
     signal: AbortSignal,
     fence?: ExecFence,
@@ -133,8 +133,8 @@ export class ProcessDriver implements SandboxDriver {
     // The generation's state and its pre-built sandbox (decision 0088) are independent:
     // taken at once. The release still waits for the state's word, then the fence's.
     const [inspected, taken] = await Promise.allSettled([
-      this.inspect(ref.containerId, signal),
-      this.#standbys.take(ref.containerId),
+      this.inspect(ref.instanceId, signal),
+      this.#standbys.take(ref.instanceId),
     ]);
     let sandbox = taken.status === "fulfilled" ? taken.value : undefined;
     let plan: StandbyPlan | undefined;
@@ -164,7 +164,7 @@ export class ProcessDriver implements SandboxDriver {
         const { timeoutMs, finish } = startExecCapture(this.#deps.config, request);
         const stop = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
         const built = await this.#standbys
-          .build(ref.containerId, plan, stop)
+          .build(ref.instanceId, plan, stop)
           .catch((error: unknown) => {
             if (stop.aborted) return "stopped" as const;
             throw error;
@@ -198,22 +198,22 @@ export class ProcessDriver implements SandboxDriver {
       if (sandbox) await trampolineEnded(this.#deps, sandbox.trampoline).catch(() => {});
       // The next exec's sandbox is built once this one has returned: nothing is built
       // beside an exec's command (decision 0088).
-      if (plan) this.#standbys.replenish(ref.containerId, plan);
+      if (plan) this.#standbys.replenish(ref.instanceId, plan);
     }
   }
 
-  async destroy(ref: ContainerRef, signal: AbortSignal): Promise<DestroyOutcome> {
-    const current = await this.inspect(ref.containerId, signal);
+  async destroy(ref: InstanceRef, signal: AbortSignal): Promise<DestroyOutcome> {
+    const current = await this.inspect(ref.instanceId, signal);
     if (!current) return { ok: true, existed: false };
     if (current.sandboxId !== ref.sandboxId || current.generation !== ref.generation) {
       return { ok: false, reason: "stale_generation" };
     }
-    await this.#remove(ref.containerId);
+    await this.#remove(ref.instanceId);
     return { ok: true, existed: true };
   }
 
-  async list(nodeId: string, signal: AbortSignal): Promise<SandboxContainer[]> {
-    const found: SandboxContainer[] = [];
+  async list(nodeId: string, signal: AbortSignal): Promise<SandboxInstance[]> {
+    const found: SandboxInstance[] = [];
     for (const id of await this.#dirs.list()) {
       const c = await this.inspect(id, signal);
       if (c?.nodeId === nodeId) found.push(c);
@@ -237,13 +237,13 @@ export class ProcessDriver implements SandboxDriver {
    * (the trampoline), then its sandbox's first process, blocked on `--block-fd`; empty when
    * it has none. Waits for one in the making.
    */
-  standbyPids(containerId: string): Promise<number[]> {
-    return this.#standbys.pids(containerId);
+  standbyPids(instanceId: string): Promise<number[]> {
+    return this.#standbys.pids(instanceId);
   }
 
   /** Resolves once the generation's standby in the making is ready (untimed: benches, tests). */
-  standbyReady(containerId: string): Promise<void> {
-    return this.#standbys.ready(containerId);
+  standbyReady(instanceId: string): Promise<void> {
+    return this.#standbys.ready(instanceId);
   }
 }
 

@@ -58,7 +58,7 @@ export const sandboxes = pgTable(
       .default(sql`nextval('sandbox_generation_seq')`),
     nodeId: text("node_id").notNull(),
     state: text("state", { enum: SANDBOX_STATES }).notNull().default("creating"),
-    containerId: text("container_id"),
+    instanceId: text("container_id"),
     lastUsedAt: timestamptz("last_used_at").notNull().defaultNow(),
     // Set when the execution tree that used this generation ended and it is kept warm
     // for the conversation's next turn (docs/architecture.md §4.5); cleared when a run takes

@@ -53,9 +53,9 @@ afterAll(async () => {
   await root?.remove();
 });
 
-const handle = (containerId: string, sandboxId = "sbxopener0001") =>
+const handle = (instanceId: string, sandboxId = "sbxopener0001") =>
   sandboxHandle({
-    containerId,
+    instanceId,
     sandboxId,
     generation: 3,
     uid: "open",

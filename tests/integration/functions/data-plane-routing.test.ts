@@ -52,7 +52,7 @@ describe("pickDataPlaneUrl", () => {
       workdirPath: "projects/p",
       nodeId: "node-b",
       state: "running",
-      containerId: "c",
+      instanceId: "c",
     });
     expect(await pick()).toBe("https://node-b.example.test");
     // Another user's thread with the same scope id is not this one.

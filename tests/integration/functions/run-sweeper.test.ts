@@ -77,7 +77,7 @@ async function claimed(run: Run, nodeId: string, leaseSeconds: number, events: n
       workdirPath: "projects/00000000-0000-4000-8000-000000000000",
       nodeId,
       state: "running",
-      containerId: `c-${run.run_id}`,
+      instanceId: `c-${run.run_id}`,
     })
     .returning();
   if (sandbox === undefined) throw new Error("no sandbox row");

@@ -54,7 +54,7 @@ describe("acquire and a sandbox row of another node", () => {
       workdirPath: request.workdirPath,
       nodeId: other,
       state: "running",
-      containerId: "container-on-the-other-node",
+      instanceId: "container-on-the-other-node",
     });
     const [before] = await world.db.select().from(sandboxes).where(eq(sandboxes.sandboxId, id));
 
@@ -107,10 +107,10 @@ describe("a node that comes back", () => {
       error: { code: "node_lost" },
     });
     const report = await restarted.start(signal());
-    expect(report.adopted).toEqual([warmOut.handle.containerId]);
-    expect(report.destroyed).toEqual([busyOut.handle.containerId]);
+    expect(report.adopted).toEqual([warmOut.handle.instanceId]);
+    expect(report.destroyed).toEqual([busyOut.handle.instanceId]);
     const left = await containersOfNode(world.docker, world.nodeId);
-    expect(left.map((c) => c.Id)).toEqual([warmOut.handle.containerId]);
+    expect(left.map((c) => c.Id)).toEqual([warmOut.handle.instanceId]);
 
     // The scope's next run gets a new generation, not the dead run's processes.
     const next = await restarted.acquire(busy, signal());

@@ -284,11 +284,11 @@ it("a run asking for the other tier while a run of the tree still uses its sandb
     async () =>
       (
         await h.db
-          .select({ state: sandboxes.state, containerId: sandboxes.containerId })
+          .select({ state: sandboxes.state, instanceId: sandboxes.instanceId })
           .from(sandboxes)
           .where(eq(sandboxes.runtimeScopeId, thread.thread_id))
       )[0],
-    (row) => row?.state === "running" && row.containerId !== null,
+    (row) => row?.state === "running" && row.instanceId !== null,
     { what: "the busy run's sandbox to start", timeoutMs: 120_000, intervalMs: 200 },
   );
   const before = await readdir(stateDir);

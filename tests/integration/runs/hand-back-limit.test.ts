@@ -33,7 +33,7 @@ it("after maxHandBacks hand-backs the run fails hand_back_limit, having run noth
     workdirPath: project.workdirPath,
     nodeId: other,
     state: "running",
-    containerId: "container-on-the-other-node",
+    instanceId: "container-on-the-other-node",
   });
 
   const runId = await world.submit(thread, "echo must-not-run");

@@ -40,7 +40,7 @@ async function runningSandboxRow(thread: string, generation: number) {
     generation,
     nodeId: world.nodeId,
     state: "running",
-    containerId: `c-${generation}`,
+    instanceId: `c-${generation}`,
   });
 }
 

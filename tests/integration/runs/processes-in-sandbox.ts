@@ -18,9 +18,9 @@ export async function processesInSandbox(
     .select()
     .from(sandboxes)
     .where(eq(sandboxes.sandboxId, sandboxId(UID, thread)));
-  if (!row?.containerId) throw new Error("no sandbox row");
+  if (!row?.instanceId) throw new Error("no sandbox row");
   const ref = {
-    containerId: row.containerId,
+    instanceId: row.instanceId,
     sandboxId: row.sandboxId,
     generation: row.generation,
   };

@@ -43,7 +43,7 @@ async function threadWithSandboxElsewhere(inUse: boolean) {
     workdirPath: project.workdirPath,
     nodeId: other,
     state: "running",
-    containerId: "container-on-the-other-node",
+    instanceId: "container-on-the-other-node",
     ...(inUse ? {} : { releasedAt: sql`now()` }),
   });
   return { project, thread, other };

@@ -41,7 +41,7 @@ it("creates one generation for concurrent acquires from two agent-host processes
   const handles = results.map((r) => (r.ok ? r.handle : undefined));
   expect(handles.every(Boolean)).toBe(true);
   expect(new Set(handles.map((h) => h?.generation)).size).toBe(1);
-  expect(new Set(handles.map((h) => h?.containerId)).size).toBe(1);
+  expect(new Set(handles.map((h) => h?.instanceId)).size).toBe(1);
   expect(results.filter((r) => r.ok && r.created)).toHaveLength(1);
   expect(await containersOfNode(world.docker, world.nodeId)).toHaveLength(1);
 });

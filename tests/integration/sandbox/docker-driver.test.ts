@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
-import type { SandboxContainer, SandboxSpec } from "../../../agent-host/sandbox/driver.ts";
+import type { SandboxInstance, SandboxSpec } from "../../../agent-host/sandbox/driver.ts";
 import {
   containerName,
   LABEL,
@@ -58,13 +58,13 @@ describe("DockerDriver", () => {
     };
   }
 
-  async function createOk(spec: SandboxSpec): Promise<SandboxContainer> {
+  async function createOk(spec: SandboxSpec): Promise<SandboxInstance> {
     const created = await driver.create(spec, signal());
     if (!created.ok) throw new Error(`create refused: ${created.reason} ${created.detail}`);
-    return created.container;
+    return created.instance;
   }
 
-  async function sh(c: SandboxContainer, script: string, extra: { stdin?: string } = {}) {
+  async function sh(c: SandboxInstance, script: string, extra: { stdin?: string } = {}) {
     const out = await driver.exec(c, { cmd: ["sh", "-c", script], ...extra }, signal());
     if (!out.ok) throw new Error("sandbox gone");
     return {
@@ -86,7 +86,7 @@ describe("DockerDriver", () => {
       nodeId,
       running: true,
     });
-    const info = await docker.getContainer(c.containerId).inspect();
+    const info = await docker.getContainer(c.instanceId).inspect();
     expect(info.Name).toBe(`/${containerName(spec.sandboxId, spec.generation)}`);
     expect(info.Config.Labels[LABEL.managedBy]).toBe(MANAGED_BY);
     expect(info.Config.User).toBe("1000:1000");
@@ -95,11 +95,11 @@ describe("DockerDriver", () => {
     expect(info.HostConfig.Init).toBe(true);
     expect(info.HostConfig.NetworkMode).toBe("none");
     expect(info.HostConfig.SecurityOpt).toContain("no-new-privileges:true");
-    expect(await driver.inspect(c.containerId, signal())).toEqual(c);
+    expect(await driver.inspect(c.instanceId, signal())).toEqual(c);
     expect(await driver.list(nodeId, signal())).toEqual([c]);
 
     expect(await driver.destroy(c, signal())).toEqual({ ok: true, existed: true });
-    expect(await driver.inspect(c.containerId, signal())).toBeUndefined();
+    expect(await driver.inspect(c.instanceId, signal())).toBeUndefined();
     expect(await driver.destroy(c, signal())).toEqual({ ok: true, existed: false });
     expect(await containersOfNode(docker, nodeId)).toEqual([]);
   });
@@ -111,7 +111,7 @@ describe("DockerDriver", () => {
       ok: false,
       reason: "stale_generation",
     });
-    expect((await driver.inspect(c.containerId, signal()))?.running).toBe(true);
+    expect((await driver.inspect(c.instanceId, signal()))?.running).toBe(true);
   });
 
   describe("hardening, observed from inside", () => {
@@ -223,7 +223,7 @@ describe("DockerDriver", () => {
       // Commands go first, the keep-alive last: the same sandbox still runs commands.
       expect((await sh(c, "cat /proc/self/oom_score_adj")).out).toBe("1000\n");
       expect((await sh(c, "echo alive")).out).toBe("alive\n");
-      expect((await docker.getContainer(c.containerId).inspect()).State.Running).toBe(true);
+      expect((await docker.getContainer(c.instanceId).inspect()).State.Running).toBe(true);
     });
   });
 

@@ -8,7 +8,7 @@ import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-
 import type {
   ExecRequest,
   ExecResult,
-  SandboxContainer,
+  SandboxInstance,
 } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
@@ -25,7 +25,7 @@ describe("DockerDriver exec", () => {
   let dataRoot: DataRoot;
   let nodeId: string;
   let driver: DockerDriver;
-  let sandbox: SandboxContainer;
+  let sandbox: SandboxInstance;
   let workdir: string;
 
   beforeAll(async () => {
@@ -191,7 +191,7 @@ describe("DockerDriver exec", () => {
 
   /** The container's processes as the host sees them (its pid namespace), by command line. */
   async function containerCommands(): Promise<string[]> {
-    const initPid = (await docker.getContainer(sandbox.containerId).inspect()).State.Pid;
+    const initPid = (await docker.getContainer(sandbox.instanceId).inspect()).State.Pid;
     const ns = await readlink(`/proc/${initPid}/ns/pid`);
     const found: string[] = [];
     for (const name of await readdir("/proc")) {

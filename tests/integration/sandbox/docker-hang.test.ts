@@ -4,7 +4,7 @@ import { join } from "node:path";
 import Docker from "dockerode";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
-import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
+import type { SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { domainReasonOf, isWorkcellError } from "../../../shared/errors/index.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
@@ -34,7 +34,7 @@ describe("Docker calls against an engine that stops answering", () => {
   let workspace: string;
   let nodeId: string;
   let healthy: DockerDriver;
-  let sandbox: SandboxContainer;
+  let sandbox: SandboxInstance;
   let proxy: PausableProxy | undefined;
 
   beforeAll(async () => {
@@ -137,12 +137,12 @@ describe("Docker calls against an engine that stops answering", () => {
   it("inspect, list and destroy end with the same error", async () => {
     const driver = await proxied();
     proxy?.pause();
-    await unresponsive(driver.inspect(sandbox.containerId, signal()));
+    await unresponsive(driver.inspect(sandbox.instanceId, signal()));
     await unresponsive(driver.list(nodeId, signal()));
     await unresponsive(driver.destroy(sandbox, signal()));
     proxy?.resume();
     // Nothing was removed behind our back: the real engine still has the sandbox.
-    expect((await healthy.inspect(sandbox.containerId, signal()))?.running).toBe(true);
+    expect((await healthy.inspect(sandbox.instanceId, signal()))?.running).toBe(true);
   });
 
   it("the caller's abort still wins over the bound: cancelled, not unresponsive", async () => {

@@ -146,8 +146,8 @@ describe("a destroy that throws", () => {
     // Docker is back: the old generation's container is an orphan of a stale generation.
     failRemove = false;
     const report = await manager.reconcile(signal());
-    expect(report.destroyed).toEqual([out.handle.containerId]);
+    expect(report.destroyed).toEqual([out.handle.instanceId]);
     const left = await containersOfNode(world.docker, world.nodeId);
-    expect(left.map((c) => c.Id)).toEqual([next.handle.containerId]);
+    expect(left.map((c) => c.Id)).toEqual([next.handle.instanceId]);
   });
 });

@@ -167,7 +167,7 @@ describe.each(TIERS)("file view workdir (%s tier)", (tier) => {
       reason: "stale_generation",
     });
     const running = (await world.sandboxes()).filter((c) => c.running);
-    expect(running.map((c) => c.containerId)).toEqual([out.handle.containerId]);
+    expect(running.map((c) => c.instanceId)).toEqual([out.handle.instanceId]);
     const r = await sh(`echo from-workspace-view > ../sibling/written.txt && echo ok`, out.handle);
     expect(r.out).toBe("ok\n");
     expect(await readFile(join(workspace, sibling, "written.txt"), "utf8")).toBe(

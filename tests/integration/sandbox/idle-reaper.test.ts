@@ -52,7 +52,7 @@ describe.each(TIERS)("idle reaper (%s tier)", (tier) => {
     expect(await manager.reapIdle(signal())).toEqual([idle.sandboxId]);
     expect(await state(idle)).toEqual({ generation: idle.generation, state: "destroyed" });
     expect(await state(busy)).toEqual({ generation: busy.generation, state: "running" });
-    expect((await world.sandboxes()).map((c) => c.containerId)).toEqual([busy.containerId]);
+    expect((await world.sandboxes()).map((c) => c.instanceId)).toEqual([busy.instanceId]);
   });
 
   it("does not reap a sandbox touched after it was found idle", async () => {
@@ -90,7 +90,7 @@ describe.each(TIERS)("idle reaper (%s tier)", (tier) => {
       false,
     );
     expect(await state(newer)).toEqual({ generation: newer.generation, state: "running" });
-    expect((await world.sandboxes()).map((c) => c.containerId)).toEqual([newer.containerId]);
+    expect((await world.sandboxes()).map((c) => c.instanceId)).toEqual([newer.instanceId]);
     // Observed afresh, the newer idle generation is reaped normally.
     expect(await manager.reapIdle(signal())).toEqual([newer.sandboxId]);
   });

@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type Docker from "dockerode";
-import type { SandboxContainer, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import type { SandboxDriver, SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import type {
   SandboxConfig,
   SandboxConfigInput,
 } from "../../../agent-host/sandbox/sandbox-config.ts";
-import { type SandboxTier, tierOfContainerId } from "../../../agent-host/sandbox/sandbox-tier.ts";
+import { type SandboxTier, tierOfInstanceId } from "../../../agent-host/sandbox/sandbox-tier.ts";
 import { TieredDriver } from "../../../agent-host/sandbox/tiered-driver.ts";
 import { createDb, type PostgresDb } from "../../../shared/db/client.ts";
 import { nodes } from "../../../shared/db/schema/nodes.ts";
@@ -41,13 +41,13 @@ export type ManagerWorld = {
   /** A manager of this node; several may coexist, like agent-host processes or restarts. */
   manager(driver?: SandboxDriver): SandboxManager;
   /** This node's sandboxes as the tier's driver lists them, running or not. */
-  sandboxes(): Promise<SandboxContainer[]>;
+  sandboxes(): Promise<SandboxInstance[]>;
   /** How a child process (manager-child.ts) builds the same tier's driver. */
   childTier: ChildTierArgs;
   /** Ends a sandbox's life behind the manager's back (its keep-alive / cgroup killed). */
-  kill(containerId: string): Promise<void>;
+  kill(instanceId: string): Promise<void>;
   /** Removes a sandbox behind the manager's back (as if it vanished). */
-  remove(containerId: string): Promise<void>;
+  remove(instanceId: string): Promise<void>;
   cleanup(): Promise<void>;
 };
 
@@ -117,21 +117,21 @@ export async function managerWorld(
           },
         }
       : {},
-    async kill(containerId) {
-      if (process && tierOfContainerId(containerId) === "process") {
+    async kill(instanceId) {
+      if (process && tierOfInstanceId(instanceId) === "process") {
         // A new generation starts its standby at create (decisions 0084, 0088): wait until
         // it is built, or the kill could run between the group's mkdir and the join and
         // leave the standby alive in a group it can no longer remove.
-        await process.driver.standbyReady(containerId);
-        await process.parts.cgroups.kill(containerId);
-      } else await docker.getContainer(containerId).kill();
+        await process.driver.standbyReady(instanceId);
+        await process.parts.cgroups.kill(instanceId);
+      } else await docker.getContainer(instanceId).kill();
     },
-    async remove(containerId) {
-      if (process && tierOfContainerId(containerId) === "process") {
-        const c = await process.driver.inspect(containerId, sig());
+    async remove(instanceId) {
+      if (process && tierOfInstanceId(instanceId) === "process") {
+        const c = await process.driver.inspect(instanceId, sig());
         if (c) await process.driver.destroy(c, sig());
       } else {
-        await docker.getContainer(containerId).remove({ force: true });
+        await docker.getContainer(instanceId).remove({ force: true });
       }
     },
     async cleanup() {

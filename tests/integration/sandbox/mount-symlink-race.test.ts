@@ -182,7 +182,7 @@ describe.each(TIERS)("symlink swapped into a bind path during create (%s tier)",
           const probe = `probe-${g}`;
           const ran = await driver
             .exec(
-              created.container,
+              created.instance,
               {
                 cmd: ["sh", "-c", `cat ${MOUNT}/${WORKDIR}/marker.txt && echo ${g} > ${probe}`],
                 cwd: `${MOUNT}/${WORKDIR}`,
@@ -199,7 +199,7 @@ describe.each(TIERS)("symlink swapped into a bind path during create (%s tier)",
             // The process tier re-verifies its binds per exec and refuses a mismatch.
             outcomes.execFailed++;
           }
-          await driver.destroy(created.container, signal());
+          await driver.destroy(created.instance, signal());
           // The swapper has swapped again before the next create starts.
           await tell("resume", "resumed");
           resumes++;

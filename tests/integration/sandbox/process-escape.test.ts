@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
+import type { InstanceRef } from "../../../agent-host/sandbox/driver.ts";
 import type { ProcessDriver } from "../../../agent-host/sandbox/process/process-driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { hostProcessesWith } from "../../support/host-processes.ts";
@@ -20,7 +20,7 @@ describe("process tier: from inside a sandbox", () => {
   let dataRoot: DataRoot;
   let fixture: ProcessTierFixture;
   let driver: ProcessDriver;
-  let ref: ContainerRef;
+  let ref: InstanceRef;
   let workspace: string;
   const workdirPath = "work/escape";
 
@@ -48,7 +48,7 @@ describe("process tier: from inside a sandbox", () => {
       signal(),
     );
     if (!created.ok) throw new Error(JSON.stringify(created));
-    ref = created.container;
+    ref = created.instance;
   });
   afterAll(async () => {
     await fixture?.cleanup();
@@ -60,8 +60,8 @@ describe("process tier: from inside a sandbox", () => {
    * for the next exec (decision 0088; exec-standby.test.ts covers that one).
    */
   async function execPids(): Promise<number[]> {
-    const standby = await driver.standbyPids(ref.containerId);
-    return (await fixture.parts.cgroups.pids(ref.containerId)).filter(
+    const standby = await driver.standbyPids(ref.instanceId);
+    return (await fixture.parts.cgroups.pids(ref.instanceId)).filter(
       (pid) => !standby.includes(pid),
     );
   }
@@ -102,7 +102,7 @@ describe("process tier: from inside a sandbox", () => {
       .filter((line) => line.length > 0);
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) expect(line).toMatch(/^\d+:[^:]*:\/$/);
-    expect(r.out).not.toContain(ref.containerId);
+    expect(r.out).not.toContain(ref.instanceId);
     expect(r.exitCode).toBe(0);
   });
 
@@ -124,7 +124,7 @@ describe("process tier: from inside a sandbox", () => {
     expect(r.out).toContain("mount=");
     expect(r.out).not.toContain("mount=0");
     // The private /tmp is the generation's tmpfs, not a new mount: the file is on the host side.
-    const tmpOnHost = await readdir(join(fixture.stateDir, ref.containerId, "tmp"));
+    const tmpOnHost = await readdir(join(fixture.stateDir, ref.instanceId, "tmp"));
     expect(tmpOnHost).toContain("still-here");
   });
 
@@ -259,12 +259,12 @@ describe("process tier: destroy", () => {
       );
       if (!created.ok) throw new Error("refused");
       const running = fixture.driver.exec(
-        created.container,
+        created.instance,
         { cmd: ["sh", "-c", "sleep 4999.5 & sleep 4998.5"] },
         signal(),
       );
       await pollUntil(async () => (await hostProcessesWith("4998.5")).length > 0);
-      expect(await fixture.driver.destroy(created.container, signal())).toEqual({
+      expect(await fixture.driver.destroy(created.instance, signal())).toEqual({
         ok: true,
         existed: true,
       });
@@ -276,9 +276,9 @@ describe("process tier: destroy", () => {
       expect(await hostProcessesWith("4998.5")).toEqual([]);
       expect(await fixture.parts.cgroups.list()).toEqual([]);
       const mountinfo = await readFile("/proc/self/mountinfo", "utf8");
-      expect(mountinfo).not.toContain(created.container.containerId);
-      expect(await fixture.driver.inspect(created.container.containerId, signal())).toBeUndefined();
-      expect(await fixture.driver.exec(created.container, { cmd: ["true"] }, signal())).toEqual({
+      expect(mountinfo).not.toContain(created.instance.instanceId);
+      expect(await fixture.driver.inspect(created.instance.instanceId, signal())).toBeUndefined();
+      expect(await fixture.driver.exec(created.instance, { cmd: ["true"] }, signal())).toEqual({
         ok: false,
         reason: "sandbox_gone",
       });

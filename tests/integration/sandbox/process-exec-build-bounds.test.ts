@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ContainerRef, ExecOutcome } from "../../../agent-host/sandbox/driver.ts";
+import type { ExecOutcome, InstanceRef } from "../../../agent-host/sandbox/driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import {
   type ProcessTierFixture,
@@ -25,7 +25,7 @@ const config = testConfig("unused");
 describe("process tier: an exec's own sandbox build", () => {
   let dataRoot: DataRoot;
   let fixture: ProcessTierFixture;
-  let ref: ContainerRef;
+  let ref: InstanceRef;
 
   beforeAll(async () => {
     dataRoot = await freshDataRoot();
@@ -47,7 +47,7 @@ describe("process tier: an exec's own sandbox build", () => {
   /** Whether `name` exists anywhere the command could have written it. */
   const ran = (name: string) =>
     wroteAnywhere(
-      { dataRoot: dataRoot.path, stateDir: fixture.stateDir, containerId: ref.containerId },
+      { dataRoot: dataRoot.path, stateDir: fixture.stateDir, instanceId: ref.instanceId },
       name,
     );
 
@@ -56,7 +56,7 @@ describe("process tier: an exec's own sandbox build", () => {
    * long `sleep`, started and seen running first), then ends that exec.
    */
   async function besideARunningExec(during: () => Promise<void>): Promise<void> {
-    await fixture.driver.standbyReady(ref.containerId);
+    await fixture.driver.standbyReady(ref.instanceId);
     const holder = new AbortController();
     let started!: () => void;
     const running = new Promise<void>((resolve) => {
@@ -70,7 +70,7 @@ describe("process tier: an exec's own sandbox build", () => {
     await Promise.race([running, held]);
     try {
       // The pre-built sandbox is taken; the next is built only after `held` returns.
-      expect(await fixture.driver.standbyPids(ref.containerId)).toEqual([]);
+      expect(await fixture.driver.standbyPids(ref.instanceId)).toEqual([]);
       await during();
     } finally {
       holder.abort();
@@ -81,10 +81,10 @@ describe("process tier: an exec's own sandbox build", () => {
 
   /** After everything returned: the generation's cgroup holds its new standby only. */
   async function onlyTheStandbyLeft(): Promise<void> {
-    await fixture.driver.standbyReady(ref.containerId);
-    const standby = await fixture.driver.standbyPids(ref.containerId);
+    await fixture.driver.standbyReady(ref.instanceId);
+    const standby = await fixture.driver.standbyPids(ref.instanceId);
     expect(standby).toHaveLength(2);
-    const inGroup = await fixture.parts.cgroups.pids(ref.containerId);
+    const inGroup = await fixture.parts.cgroups.pids(ref.instanceId);
     expect([...inGroup].sort()).toEqual([...standby].sort());
   }
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readdir, readFile, readlink, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
+import type { InstanceRef } from "../../../agent-host/sandbox/driver.ts";
 import { CHILD_FD } from "../../../agent-host/sandbox/process/bwrap-args.ts";
 import { SANDBOX_PATH } from "../../../shared/paths/runtime-paths.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
@@ -25,10 +25,10 @@ const config = testConfig("unused");
 describe("process tier: the exec standby", () => {
   let dataRoot: DataRoot;
   let fixture: ProcessTierFixture;
-  let a: ContainerRef;
-  let b: ContainerRef;
+  let a: InstanceRef;
+  let b: InstanceRef;
 
-  async function create(sandboxId: string, uid: string): Promise<ContainerRef> {
+  async function create(sandboxId: string, uid: string): Promise<InstanceRef> {
     await materializeWorkdir(dataRoot.path, uid, "work/s");
     const created = await fixture.driver.create(
       {
@@ -42,7 +42,7 @@ describe("process tier: the exec standby", () => {
       signal(),
     );
     if (!created.ok) throw new Error(JSON.stringify(created));
-    return created.container;
+    return created.instance;
   }
 
   beforeAll(async () => {
@@ -56,22 +56,22 @@ describe("process tier: the exec standby", () => {
     await dataRoot?.remove();
   });
 
-  const sh = async (ref: ContainerRef, script: string) => {
+  const sh = async (ref: InstanceRef, script: string) => {
     const out = await fixture.driver.exec(ref, { cmd: ["sh", "-c", script] }, signal());
     if (!out.ok) throw new Error(`exec refused: ${out.reason}`);
     return { ...out.result, out: out.result.stdout.bytes.toString() };
   };
-  const owner = async (ref: ContainerRef) =>
-    Number(await readFile(join(fixture.stateDir, ref.containerId, "userns-owner"), "utf8"));
+  const owner = async (ref: InstanceRef) =>
+    Number(await readFile(join(fixture.stateDir, ref.instanceId, "userns-owner"), "utf8"));
   /** The standby's processes: bwrap's parent (the trampoline) and its blocked sandbox. */
-  const standbyPids = async (ref: ContainerRef) => {
-    const [pid, sandboxPid] = await fixture.driver.standbyPids(ref.containerId);
+  const standbyPids = async (ref: InstanceRef) => {
+    const [pid, sandboxPid] = await fixture.driver.standbyPids(ref.instanceId);
     if (pid === undefined || sandboxPid === undefined) {
-      throw new Error(`${ref.containerId} has no standby`);
+      throw new Error(`${ref.instanceId} has no standby`);
     }
     return { pid, sandboxPid };
   };
-  const standby = async (ref: ContainerRef) => (await standbyPids(ref)).pid;
+  const standby = async (ref: InstanceRef) => (await standbyPids(ref)).pid;
   const sorted = (pids: number[]) => [...pids].sort((x, y) => x - y);
 
   it("is the generation's own: its owner uid, an exec group of its cgroup, blocked before any exec", async () => {
@@ -99,9 +99,9 @@ describe("process tier: the exec standby", () => {
         expect(groups.length).toBeGreaterThan(0);
         for (const line of groups) {
           expect(line).toMatch(
-            new RegExp(`/${fixture.cgroupParent}/${ref.containerId}/exec-[0-9a-f]+$`),
+            new RegExp(`/${fixture.cgroupParent}/${ref.instanceId}/exec-[0-9a-f]+$`),
           );
-          expect(line).not.toContain(other.containerId);
+          expect(line).not.toContain(other.instanceId);
         }
       }
       // The sandbox is blocked reading bwrap's block fd: the mounts are made, nothing runs.
@@ -109,7 +109,7 @@ describe("process tier: the exec standby", () => {
       expect(number).toBe(String(process.arch === "arm64" ? 63 : 0));
       expect(Number.parseInt(fdHex ?? "", 16)).toBe(CHILD_FD.block);
       // And those two are all the generation runs while it waits.
-      expect(sorted(await fixture.parts.cgroups.pids(ref.containerId))).toEqual(
+      expect(sorted(await fixture.parts.cgroups.pids(ref.instanceId))).toEqual(
         sorted([pid, sandboxPid]),
       );
     }
@@ -170,7 +170,7 @@ describe("process tier: the exec standby", () => {
       expect(out.result.stderr.bytes.toString()).toBe(message);
     }
     expect(await findFile(join(dataRoot.path, "users"), "cwd-ran")).toBe(false);
-    expect(await findFile(join(fixture.stateDir, a.containerId), "cwd-ran")).toBe(false);
+    expect(await findFile(join(fixture.stateDir, a.instanceId), "cwd-ran")).toBe(false);
   });
 
   it("cannot be seen or signalled from inside a sandbox, its own generation's or another's", async () => {
@@ -211,7 +211,7 @@ describe("process tier: the exec standby", () => {
     const fresh = await standbyPids(a);
     expect(fresh.pid).not.toBe(pidA);
     await pollUntil(async () => (await execGroups(a)).length === 1);
-    expect(sorted(await fixture.parts.cgroups.pids(a.containerId))).toEqual(
+    expect(sorted(await fixture.parts.cgroups.pids(a.instanceId))).toEqual(
       sorted([fresh.pid, fresh.sandboxPid]),
     );
   });
@@ -241,8 +241,8 @@ describe("process tier: the exec standby", () => {
     expect(await fixture.driver.destroy(c, signal())).toEqual({ ok: true, existed: true });
     expect(await processAlive(pid)).toBe(false);
     expect(await processesOfUid(uid)).toEqual([]);
-    expect(await fixture.parts.cgroups.list()).not.toContain(c.containerId);
-    expect(await fixture.driver.standbyPids(c.containerId)).toEqual([]);
+    expect(await fixture.parts.cgroups.list()).not.toContain(c.instanceId);
+    expect(await fixture.driver.standbyPids(c.instanceId)).toEqual([]);
     expect(await fixture.driver.exec(c, { cmd: ["true"] }, signal())).toEqual({
       ok: false,
       reason: "sandbox_gone",
@@ -256,7 +256,7 @@ describe("process tier: the exec standby", () => {
     const uid = await owner(g);
     // What a destroy from another agent-host process does first: the generation's cgroup
     // killed (the standby is in it), whatever this driver holds.
-    await fixture.parts.cgroups.kill(g.containerId);
+    await fixture.parts.cgroups.kill(g.instanceId);
     expect(await processAlive(pid)).toBe(false);
     expect(await processAlive(sandboxPid)).toBe(false);
     const out = await fixture.driver.exec(
@@ -267,7 +267,7 @@ describe("process tier: the exec standby", () => {
     expect(out).toEqual({ ok: false, reason: "sandbox_gone" });
     expect(await findFile(join(dataRoot.path, "users"), "gone-ran")).toBe(false);
     expect(await processesOfUid(uid)).toEqual([]);
-    expect(await fixture.driver.standbyPids(g.containerId)).toEqual([]);
+    expect(await fixture.driver.standbyPids(g.instanceId)).toEqual([]);
     expect(await fixture.driver.destroy(g, signal())).toEqual({ ok: true, existed: true });
   });
 
@@ -302,7 +302,7 @@ describe("process tier: the exec standby", () => {
     const f = await create("stby00000005", "fay");
     const firstPids = await standbyPids(f);
     const first = firstPids.pid;
-    expect(sorted(await fixture.parts.cgroups.pids(f.containerId))).toEqual(
+    expect(sorted(await fixture.parts.cgroups.pids(f.instanceId))).toEqual(
       sorted([first, firstPids.sandboxPid]),
     );
     const r = await sh(f, "echo first");
@@ -316,16 +316,16 @@ describe("process tier: the exec standby", () => {
     expect(await fixture.driver.destroy(e, signal())).toEqual({ ok: true, existed: true });
     expect(await processAlive(idle)).toBe(false);
     expect(await processesOfUid(uid)).toEqual([]);
-    expect(await fixture.parts.cgroups.list()).not.toContain(e.containerId);
-    expect(await fixture.driver.standbyPids(e.containerId)).toEqual([]);
+    expect(await fixture.parts.cgroups.list()).not.toContain(e.instanceId);
+    expect(await fixture.driver.standbyPids(e.instanceId)).toEqual([]);
   });
 
   /** Exec groups of a generation, from the pids hierarchy (v1) or the unified one (v2). */
-  async function execGroups(ref: ContainerRef): Promise<string[]> {
+  async function execGroups(ref: InstanceRef): Promise<string[]> {
     const base =
       fixture.parts.cgroups.version === "v1"
-        ? join("/sys/fs/cgroup/pids", fixture.cgroupParent, ref.containerId)
-        : join("/sys/fs/cgroup", fixture.cgroupParent, ref.containerId);
+        ? join("/sys/fs/cgroup/pids", fixture.cgroupParent, ref.instanceId)
+        : join("/sys/fs/cgroup", fixture.cgroupParent, ref.instanceId);
     return (await readdir(base, { withFileTypes: true }))
       .filter((e) => e.isDirectory() && e.name.startsWith("exec-"))
       .map((e) => e.name);

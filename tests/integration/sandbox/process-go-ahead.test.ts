@@ -4,7 +4,7 @@ import { constants } from "node:fs";
 import { open, readFile, readlink, realpath, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
+import type { InstanceRef } from "../../../agent-host/sandbox/driver.ts";
 import { CHILD_FD } from "../../../agent-host/sandbox/process/bwrap-args.ts";
 import { encodeExecSpec } from "../../../agent-host/sandbox/process/exec-spec.ts";
 import {
@@ -39,7 +39,7 @@ const config = testConfig("unused");
 describe("process tier: no go-ahead, no command", () => {
   let dataRoot: DataRoot;
   let fixture: ProcessTierFixture;
-  let ref: ContainerRef;
+  let ref: InstanceRef;
   let workdir: string;
   let dirs: GenerationDirs;
 
@@ -60,7 +60,7 @@ describe("process tier: no go-ahead, no command", () => {
       signal(),
     );
     if (!created.ok) throw new Error(JSON.stringify(created));
-    ref = created.container;
+    ref = created.instance;
     dirs = new GenerationDirs({
       stateDir: fixture.stateDir,
       mounts: fixture.parts.mounts,
@@ -79,12 +79,12 @@ describe("process tier: no go-ahead, no command", () => {
     cgroupProcs?: string[],
   ): Promise<Trampoline> {
     // The exec's real group exists (and is what killTree sweeps); only the join may miss it.
-    const real = await fixture.parts.cgroups.createExec(ref.containerId, execName);
+    const real = await fixture.parts.cgroups.createExec(ref.instanceId, execName);
     return startTrampoline(fixture.parts, {
       userns: generation.userns,
       cgroupProcs: cgroupProcs ?? real,
-      killTree: () => fixture.parts.cgroups.kill(ref.containerId, execName),
-      emptyTree: () => fixture.parts.cgroups.emptyExec(ref.containerId, execName),
+      killTree: () => fixture.parts.cgroups.kill(ref.instanceId, execName),
+      emptyTree: () => fixture.parts.cgroups.emptyExec(ref.instanceId, execName),
     });
   }
 
@@ -107,7 +107,7 @@ describe("process tier: no go-ahead, no command", () => {
   }
 
   async function openGeneration(): Promise<OpenedGeneration> {
-    const generation = await dirs.open(ref.containerId, fixture.runtimeDir, "workspace");
+    const generation = await dirs.open(ref.instanceId, fixture.runtimeDir, "workspace");
     if (!generation) throw new Error("the generation cannot be opened");
     return generation;
   }
@@ -117,14 +117,14 @@ describe("process tier: no go-ahead, no command", () => {
   }
   // The driver keeps one sandbox of the generation built for its next exec (decision
   // 0088): it is the driver's, not these tests', so its processes are left out.
-  const standby = () => fixture.driver.standbyPids(ref.containerId);
+  const standby = () => fixture.driver.standbyPids(ref.instanceId);
   const othersOfUid = async (uid: number) => {
     const keep = await standby();
     return (await processesOfUid(uid)).filter((pid) => !keep.includes(pid));
   };
   const othersInCgroup = async () => {
     const keep = await standby();
-    return (await fixture.parts.cgroups.pids(ref.containerId)).filter((pid) => !keep.includes(pid));
+    return (await fixture.parts.cgroups.pids(ref.instanceId)).filter((pid) => !keep.includes(pid));
   };
   const touch = (name: string) => ({ cmd: ["sh", "-c", `echo ran > ${name}`] });
   const exists = (name: string) =>

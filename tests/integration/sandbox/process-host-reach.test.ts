@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
+import type { InstanceRef } from "../../../agent-host/sandbox/driver.ts";
 import { STATE_ALIAS_ROOT } from "../../../agent-host/sandbox/process/state-dir-alias.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { type ProcessTierFixture, processTierFixture } from "../../support/process-tier.ts";
@@ -58,7 +58,7 @@ describe.each([
 ])("process tier: host accounts and live sandboxes (%s)", (_layout, closedParent) => {
   let dataRoot: DataRoot;
   let fixture: ProcessTierFixture;
-  let ref: ContainerRef;
+  let ref: InstanceRef;
   let parent: string | undefined;
 
   beforeAll(async () => {
@@ -89,7 +89,7 @@ describe.each([
       signal(),
     );
     if (!created.ok) throw new Error(JSON.stringify(created));
-    ref = created.container;
+    ref = created.instance;
   });
   afterAll(async () => {
     await fixture?.cleanup();
@@ -111,9 +111,9 @@ describe.each([
     async (_name, uid) => {
       // A command has run (the sandbox is live) and its /tmp holds a file of its own.
       expect((await sh("echo mine > /tmp/own.txt && cat /tmp/own.txt")).out).toBe("mine\n");
-      const [sandboxPid] = (await fixture.driver.standbyPids(ref.containerId)).slice(-1);
+      const [sandboxPid] = (await fixture.driver.standbyPids(ref.instanceId)).slice(-1);
       if (sandboxPid === undefined) throw new Error("no standby sandbox to probe");
-      const generationDir = join(fixture.parts.stateDir, ref.containerId);
+      const generationDir = join(fixture.parts.stateDir, ref.instanceId);
 
       const out = await asHostAccount(uid, generationDir, sandboxPid);
       for (const probe of [

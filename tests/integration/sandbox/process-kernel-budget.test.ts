@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { chown, copyFile, readFile, readlink } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
+import type { InstanceRef } from "../../../agent-host/sandbox/driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { inotifyHoldBinary } from "../../support/inotify-hold.ts";
 import { pollUntil } from "../../support/poll-until.ts";
@@ -23,7 +23,7 @@ const HOLDING = "holding.txt";
 describe("process tier: per-sandbox kernel budget", () => {
   let dataRoot: DataRoot;
   let fixture: ProcessTierFixture;
-  const refs: Record<"a" | "b", ContainerRef> = {} as Record<"a" | "b", ContainerRef>;
+  const refs: Record<"a" | "b", InstanceRef> = {} as Record<"a" | "b", InstanceRef>;
   const workspaces: Record<"a" | "b", string> = { a: "", b: "" };
 
   beforeAll(async () => {
@@ -54,7 +54,7 @@ describe("process tier: per-sandbox kernel budget", () => {
         signal(),
       );
       if (!created.ok) throw new Error(JSON.stringify(created));
-      refs[key] = created.container;
+      refs[key] = created.instance;
     }
   });
   afterAll(async () => {

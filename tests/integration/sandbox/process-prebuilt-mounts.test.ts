@@ -1,7 +1,7 @@
 import { readFile, rename, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ContainerRef } from "../../../agent-host/sandbox/driver.ts";
+import type { InstanceRef } from "../../../agent-host/sandbox/driver.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { processAlive, processesOfUid } from "../../support/host-processes.ts";
 import {
@@ -32,7 +32,7 @@ const config = testConfig("unused");
 describe("process tier: a pre-built sandbox's mounts, changed while it waits", () => {
   let dataRoot: DataRoot;
   let fixture: ProcessTierFixture;
-  let ref: ContainerRef;
+  let ref: InstanceRef;
   let workspace: string;
 
   beforeAll(async () => {
@@ -56,7 +56,7 @@ describe("process tier: a pre-built sandbox's mounts, changed while it waits", (
   /** Whether `name` exists anywhere the command could have written it. */
   const ran = (name: string) =>
     wroteAnywhere(
-      { dataRoot: dataRoot.path, stateDir: fixture.stateDir, containerId: ref.containerId },
+      { dataRoot: dataRoot.path, stateDir: fixture.stateDir, instanceId: ref.instanceId },
       name,
     );
 
@@ -66,8 +66,8 @@ describe("process tier: a pre-built sandbox's mounts, changed while it waits", (
     expect(control.ok && control.result.exitCode).toBe(0);
     expect(await ran("control")).toBe(true);
     // The next sandbox is built and verified (the real Workdir in place), then waits.
-    await fixture.driver.standbyReady(ref.containerId);
-    const [, waiting] = await fixture.driver.standbyPids(ref.containerId);
+    await fixture.driver.standbyReady(ref.instanceId);
+    const [, waiting] = await fixture.driver.standbyPids(ref.instanceId);
     expect(waiting).toBeDefined();
     const real = join(workspace, WORKDIR);
     const moved = `${real}-moved`;
@@ -91,9 +91,9 @@ describe("process tier: a pre-built sandbox's mounts, changed while it waits", (
       expect(await processAlive(waiting ?? 0)).toBe(false);
       // Nothing of the refused sandboxes is left (the next standby is refused too while
       // the symlink is there: the generation runs nothing at all).
-      await fixture.driver.standbyReady(ref.containerId);
+      await fixture.driver.standbyReady(ref.instanceId);
       expect(await processesOfUid(await ownerUid())).toEqual([]);
-      expect(await fixture.parts.cgroups.pids(ref.containerId)).toEqual([]);
+      expect(await fixture.parts.cgroups.pids(ref.instanceId)).toEqual([]);
     } finally {
       await rm(real);
       await rename(moved, real);
@@ -104,6 +104,6 @@ describe("process tier: a pre-built sandbox's mounts, changed while it waits", (
   });
 
   async function ownerUid(): Promise<number> {
-    return Number(await readFile(join(fixture.stateDir, ref.containerId, "userns-owner"), "utf8"));
+    return Number(await readFile(join(fixture.stateDir, ref.instanceId, "userns-owner"), "utf8"));
   }
 });

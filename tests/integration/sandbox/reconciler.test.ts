@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
+import type { SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { SANDBOX_LOCK_NAMESPACE } from "../../../agent-host/sandbox/lifecycle/sandbox-store.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
@@ -36,7 +36,7 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
       signal(),
     );
     if (!created.ok) throw new Error(created.detail);
-    return created.container;
+    return created.instance;
   }
 
   /** The dead process's backend must have gone, releasing its locks, like a real restart. */
@@ -70,17 +70,17 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
     const child = spawnChild(childArgs("hang-after-create", request));
     children.push(child);
     const started = await child.next("container-started");
-    const orphan = (started.created as { container: SandboxContainer }).container;
+    const orphan = (started.created as { instance: SandboxInstance }).instance;
     await child.kill9();
     await waitForAdvisoryLocksReleased();
     // The crashed create's generation was rolled back with its transaction.
     const id = sandboxId(request.uid, request.runtimeScopeId);
     expect(await row(id)).toBeUndefined();
-    expect((await world.sandboxes()).map((c) => c.containerId)).toEqual([orphan.containerId]);
+    expect((await world.sandboxes()).map((c) => c.instanceId)).toEqual([orphan.instanceId]);
 
     const restarted = world.manager();
     const report = await restarted.start(signal());
-    expect(report.destroyed).toEqual([orphan.containerId]);
+    expect(report.destroyed).toEqual([orphan.instanceId]);
     expect(report.adopted).toEqual([]);
     expect(await world.sandboxes()).toEqual([]);
 
@@ -88,7 +88,7 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
     expect(out.ok && out.created).toBe(true);
     expect(out.ok && out.handle.generation).toBeGreaterThan(orphan.generation);
     const left = await world.sandboxes();
-    expect(left.map((c) => c.containerId)).toEqual([out.ok && out.handle.containerId]);
+    expect(left.map((c) => c.instanceId)).toEqual([out.ok && out.handle.instanceId]);
   });
 
   it("after kill -9 of a process holding a live sandbox, a restarted agent-host adopts it", async () => {
@@ -96,14 +96,13 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
     const child = spawnChild(childArgs("hang-after-acquire", request));
     children.push(child);
     const acquired = await child.next("acquired");
-    const held = (acquired.result as { handle: { generation: number; containerId: string } })
-      .handle;
+    const held = (acquired.result as { handle: { generation: number; instanceId: string } }).handle;
     await child.kill9();
     await waitForAdvisoryLocksReleased();
 
     const restarted = world.manager();
     const report = await restarted.start(signal());
-    expect(report).toMatchObject({ adopted: [held.containerId], destroyed: [], marked: [] });
+    expect(report).toMatchObject({ adopted: [held.instanceId], destroyed: [], marked: [] });
     const out = await restarted.acquire(request, signal());
     expect(out).toMatchObject({ ok: true, created: false, handle: held });
     if (!out.ok) throw new Error("refused");
@@ -124,10 +123,10 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
     const stale = await strayContainer(first.handle.generation, request);
     const noRow = await strayContainer(1_000_000);
     const report = await manager.reconcile(signal());
-    expect(report.destroyed.sort()).toEqual([noRow.containerId, stale.containerId].sort());
-    expect(report.adopted).toEqual([live.handle.containerId]);
+    expect(report.destroyed.sort()).toEqual([noRow.instanceId, stale.instanceId].sort());
+    expect(report.adopted).toEqual([live.handle.instanceId]);
     const left = await world.sandboxes();
-    expect(left.map((c) => c.containerId)).toEqual([live.handle.containerId]);
+    expect(left.map((c) => c.instanceId)).toEqual([live.handle.instanceId]);
   });
 
   it("marks a live row whose container vanished, and the next acquire starts over", async () => {
@@ -135,7 +134,7 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
     const request = await scope();
     const live = await manager.acquire(request, signal());
     if (!live.ok) throw new Error("refused");
-    await world.remove(live.handle.containerId);
+    await world.remove(live.handle.instanceId);
 
     const report = await manager.reconcile(signal());
     expect(report.marked).toEqual([live.handle.sandboxId]);
@@ -155,9 +154,9 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
     const manager = world.manager();
     const live = await manager.acquire(await scope(), signal());
     if (!live.ok) throw new Error("refused");
-    await world.kill(live.handle.containerId);
+    await world.kill(live.handle.instanceId);
     const report = await manager.reconcile(signal());
-    expect(report.destroyed).toEqual([live.handle.containerId]);
+    expect(report.destroyed).toEqual([live.handle.instanceId]);
     expect(await row(live.handle.sandboxId)).toMatchObject({ state: "failed" });
     expect(await world.sandboxes()).toEqual([]);
   });
@@ -172,14 +171,14 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
       await holder`begin`;
       await holder`select pg_advisory_xact_lock(${SANDBOX_LOCK_NAMESPACE}::int4, hashtext(${id}))`;
       const report = await manager.reconcile(signal());
-      expect(report.skipped).toEqual([inFlight.containerId]);
+      expect(report.skipped).toEqual([inFlight.instanceId]);
       expect(await world.sandboxes()).toHaveLength(1);
       await holder`rollback`;
     } finally {
       holder.release();
     }
     const later = await manager.reconcile(signal());
-    expect(later.destroyed).toEqual([inFlight.containerId]);
+    expect(later.destroyed).toEqual([inFlight.instanceId]);
   });
 
   it("finishes a destroy whose destroyer crashed, but not one that is still draining", async () => {
@@ -191,13 +190,13 @@ describe.each(TIERS)("reconciler (%s tier)", (tier) => {
       .update(sandboxes)
       .set({ state: "destroying", updatedAt: sql`now()` })
       .where(eq(sandboxes.sandboxId, id));
-    expect((await manager.reconcile(signal())).skipped).toEqual([live.handle.containerId]);
+    expect((await manager.reconcile(signal())).skipped).toEqual([live.handle.instanceId]);
 
     await world.db
       .update(sandboxes)
       .set({ updatedAt: sql`now() - interval '1 day'` })
       .where(eq(sandboxes.sandboxId, id));
-    expect((await manager.reconcile(signal())).destroyed).toEqual([live.handle.containerId]);
+    expect((await manager.reconcile(signal())).destroyed).toEqual([live.handle.instanceId]);
     expect(await row(id)).toMatchObject({ state: "destroyed", generation });
   });
 });

@@ -273,7 +273,7 @@ describe.each(["process", "container"] as const)("tools at /runtime (%s tier)", 
   async function sh(script: string) {
     if (!ref.ok) throw new Error(JSON.stringify(ref));
     const out = await driver.exec(
-      ref.container,
+      ref.instance,
       { cmd: ["/runtime/usr/bin/bash", "-c", script] },
       signal(),
     );

@@ -3,7 +3,7 @@ import { chown, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
-import type { SandboxContainer, SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
+import type { SandboxDriver, SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import {
   type SandboxConfig,
@@ -80,7 +80,7 @@ export async function createTestSandbox(
     fileView?: FileView;
   },
   signal: AbortSignal,
-): Promise<SandboxContainer> {
+): Promise<SandboxInstance> {
   const runtimeScopeId = randomUUID();
   const created = await driver.create(
     {
@@ -95,7 +95,7 @@ export async function createTestSandbox(
     signal,
   );
   if (!created.ok) throw new Error(`create refused: ${created.reason} ${created.detail}`);
-  return created.container;
+  return created.instance;
 }
 
 /**

@@ -56,7 +56,7 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     expect(await row(handle.sandboxId)).toMatchObject({
       generation: handle.generation,
       state: "running",
-      containerId: handle.containerId,
+      instanceId: handle.instanceId,
       nodeId: world.nodeId,
       workdirPath: request.workdirPath,
     });
@@ -100,7 +100,7 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     );
     const handles = results.map((r) => (r.ok ? r.handle : undefined));
     expect(new Set(handles.map((h) => h?.generation)).size).toBe(1);
-    expect(new Set(handles.map((h) => h?.containerId)).size).toBe(1);
+    expect(new Set(handles.map((h) => h?.instanceId)).size).toBe(1);
     expect(results.filter((r) => r.ok && r.created)).toHaveLength(1);
     expect(await world.sandboxes()).toHaveLength(1);
   });
@@ -145,7 +145,7 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     // The stale handle, and a hand-made one naming the newer container with the old
     // generation, both change nothing.
     expect(await manager.destroy(old, signal())).toEqual({ ok: false, reason: "stale_generation" });
-    const forged: SandboxHandle = { ...old, containerId: newer.containerId };
+    const forged: SandboxHandle = { ...old, instanceId: newer.instanceId };
     expect(await manager.destroy(forged, signal())).toEqual({
       ok: false,
       reason: "stale_generation",
@@ -161,7 +161,7 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     });
     const ran = await manager.exec(newer, { cmd: ["true"] }, signal());
     expect(ran.ok && ran.result.exitCode).toBe(0);
-    expect((await runningContainers()).map((c) => c.containerId)).toEqual([newer.containerId]);
+    expect((await runningContainers()).map((c) => c.instanceId)).toEqual([newer.instanceId]);
   });
 
   it("refuses Workdir drift within a scope and changes nothing", async () => {
@@ -181,10 +181,10 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
     expect(after).toMatchObject({
       generation: before?.generation,
       state: "running",
-      containerId: live.containerId,
+      instanceId: live.instanceId,
       workdirPath: request.workdirPath,
     });
-    expect((await runningContainers()).map((c) => c.containerId)).toEqual([live.containerId]);
+    expect((await runningContainers()).map((c) => c.instanceId)).toEqual([live.instanceId]);
     const ran = await manager.exec(live, { cmd: ["pwd"] }, signal());
     expect(ran.ok && ran.result.stdout.bytes.toString()).toBe(
       `${runtimeWorkdirPath(live.workdirPath)}\n`,
@@ -224,13 +224,13 @@ describe.each(TIERS)("SandboxManager (%s tier)", (tier) => {
   it("replaces a live generation whose container stopped, and removes the stopped one", async () => {
     const request = await scope();
     const old = (await acquireOk(request)).handle;
-    await world.kill(old.containerId);
+    await world.kill(old.instanceId);
     const fresh = world.manager(); // knows nothing in memory, like another process
     const out = await fresh.acquire(request, signal());
     expect(out.ok && out.created).toBe(true);
     expect(out.ok && out.handle.generation).toBeGreaterThan(old.generation);
     const left = await world.sandboxes();
-    expect(left.map((c) => c.containerId)).toEqual([out.ok && out.handle.containerId]);
+    expect(left.map((c) => c.instanceId)).toEqual([out.ok && out.handle.instanceId]);
   });
 
   it("answers sandbox_busy when another process holds the sandbox lock for too long", async () => {

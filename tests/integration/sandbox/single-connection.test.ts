@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcquireRequest } from "../../../agent-host/sandbox/lifecycle/acquire-sandbox.ts";
 import type { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
 import type { SandboxHandle } from "../../../agent-host/sandbox/sandbox-handle.ts";
-import { tierOfContainerId } from "../../../agent-host/sandbox/sandbox-tier.ts";
+import { tierOfInstanceId } from "../../../agent-host/sandbox/sandbox-tier.ts";
 import { sandboxes } from "../../../shared/db/schema/sandboxes.ts";
 import { freshScope, type ManagerWorld, managerWorld } from "./manager-fixture.ts";
 
@@ -63,7 +63,7 @@ describe("the sandbox manager on a pool of one connection", () => {
   }
 
   async function runningIds(): Promise<string[]> {
-    return (await world.sandboxes()).filter((c) => c.running).map((c) => c.containerId);
+    return (await world.sandboxes()).filter((c) => c.running).map((c) => c.instanceId);
   }
 
   it("replaces a kept-warm sandbox of the other tier, both ways", async () => {
@@ -74,9 +74,9 @@ describe("the sandbox manager on a pool of one connection", () => {
       ...request,
       tier: "process",
     });
-    expect(tierOfContainerId(second.containerId)).toBe("process");
+    expect(tierOfInstanceId(second.instanceId)).toBe("process");
     expect(second.generation).toBeGreaterThan(first.generation);
-    expect(await runningIds()).not.toContain(first.containerId);
+    expect(await runningIds()).not.toContain(first.instanceId);
     const ran = await step("exec", manager.exec(second, { cmd: ["true"] }, signal()));
     expect(ran).toMatchObject({ ok: true, result: { exitCode: 0 } });
     expect(await manager.keepWarm(second, world.db)).toBe("kept");
@@ -84,8 +84,8 @@ describe("the sandbox manager on a pool of one connection", () => {
       ...request,
       tier: "container",
     });
-    expect(tierOfContainerId(third.containerId)).toBe("container");
-    expect(await runningIds()).not.toContain(second.containerId);
+    expect(tierOfInstanceId(third.instanceId)).toBe("container");
+    expect(await runningIds()).not.toContain(second.instanceId);
     expect(await step("destroy", manager.destroy(third, signal()))).toEqual({ ok: true });
   }, 300_000);
 
@@ -104,14 +104,14 @@ describe("the sandbox manager on a pool of one connection", () => {
     });
     expect(second.fileView).toBe("workspace");
     expect(await rowOf(first)).toEqual({ generation: second.generation, state: "running" });
-    expect(await runningIds()).not.toContain(first.containerId);
+    expect(await runningIds()).not.toContain(first.instanceId);
     expect(await step("destroy", manager.destroy(second, signal()))).toEqual({ ok: true });
   }, 300_000);
 
   it("replaces a dead generation, reaps, reconciles, quiesces and resumes", async () => {
     const request = { ...(await freshScope(world, "carol")), tier: "container" as const };
     const first = await acquired("create", request);
-    await world.kill(first.containerId);
+    await world.kill(first.instanceId);
     // Another process of the node (no live entry) must inspect, find it dead, replace it.
     const other = world.manager();
     const out = await step("dead replace", other.acquire(request, signal()));
@@ -119,7 +119,7 @@ describe("the sandbox manager on a pool of one connection", () => {
     expect(out.created).toBe(true);
     expect(out.handle.generation).toBeGreaterThan(first.generation);
     const report = await step("reconcile", other.reconcile(signal()));
-    expect(report.destroyed).not.toContain(out.handle.containerId);
+    expect(report.destroyed).not.toContain(out.handle.instanceId);
     await world.db
       .update(sandboxes)
       .set({ lastUsedAt: sql`now() - interval '1 day'` })

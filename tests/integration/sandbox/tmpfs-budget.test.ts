@@ -42,7 +42,7 @@ async function budgetWorld(sandboxesThatFit: number) {
       .where(eq(sandboxes.sandboxId, handle.sandboxId));
     return row?.state === "running" && row.releasedAt !== null ? "warm" : row?.state;
   };
-  const live = async () => (await w.sandboxes()).map((c) => c.containerId).sort();
+  const live = async () => (await w.sandboxes()).map((c) => c.instanceId).sort();
   return { w, manager, scope, create, state, live };
 }
 

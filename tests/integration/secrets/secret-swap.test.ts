@@ -188,7 +188,7 @@ describe.each(["process", "container"] as const)("brokered secrets (%s tier)", (
     const ref = refs[uid];
     if (ref === undefined || !ref.ok)
       throw new Error(`no sandbox for ${uid}: ${JSON.stringify(ref)}`);
-    return ref.container;
+    return ref.instance;
   }
 
   /** The run's egress as the worker opens it (run-egress.ts), with the node's secrets. */

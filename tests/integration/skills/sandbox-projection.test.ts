@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
-import type { SandboxContainer } from "../../../agent-host/sandbox/driver.ts";
+import type { SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { registerBuiltinSkills } from "../../../agent-host/skills/builtin-skills.ts";
 import { removeContainersLabelled } from "../../support/docker.ts";
@@ -49,13 +49,13 @@ describe("skills inside a sandbox", () => {
     await env.cleanup();
   });
 
-  async function sandboxFor(uid: string): Promise<SandboxContainer> {
+  async function sandboxFor(uid: string): Promise<SandboxInstance> {
     const workdirPath = `projects/${randomUUID()}`;
     await materializeWorkdir(env.dataRoot, uid, workdirPath);
     return createTestSandbox(driver, { uid, workdirPath, nodeId }, testSignal());
   }
 
-  async function sh(c: SandboxContainer, script: string) {
+  async function sh(c: SandboxInstance, script: string) {
     const out = await driver.exec(c, { cmd: ["sh", "-c", script] }, testSignal());
     if (!out.ok) throw new Error("sandbox gone");
     return {

@@ -28,7 +28,7 @@ function row(overrides: Partial<SandboxRow> = {}): SandboxRow {
     generation: 7,
     nodeId: HERE,
     state: "running",
-    containerId: CONTAINER,
+    instanceId: CONTAINER,
     lastUsedAt: t,
     releasedAt: null,
     createdAt: t,
@@ -77,14 +77,14 @@ const cases: Case[] = [
     row(),
     ask(),
     node({ rowRunningHere: false }),
-    { kind: "replace_dead", generation: 7, containerId: CONTAINER },
+    { kind: "replace_dead", generation: 7, instanceId: CONTAINER },
   ],
   [
     "running here with no container id, dead: replace dead",
-    row({ containerId: null }),
+    row({ instanceId: null }),
     ask(),
     node({ rowRunningHere: false }),
-    { kind: "replace_dead", generation: 7, containerId: null },
+    { kind: "replace_dead", generation: 7, instanceId: null },
   ],
   ["running here, quiesced: refuse", row(), ask(), node({ state: "quiesced" }), quiesced],
   [
@@ -124,7 +124,7 @@ const cases: Case[] = [
   ],
   [
     "other file view, still in use: mismatch",
-    row({ containerId: PROCESS }),
+    row({ instanceId: PROCESS }),
     ask({ fileView: "workdir" }),
     node(),
     {

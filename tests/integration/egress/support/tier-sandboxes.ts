@@ -99,12 +99,12 @@ export async function tierSandboxes(p: {
     const ref = refs[uid];
     if (ref === undefined || !ref.ok)
       throw new Error(`no sandbox for ${uid}: ${JSON.stringify(ref)}`);
-    return ref.container;
+    return ref.instance;
   };
   const place = (uid: string) => {
     const c = container(uid);
     return p.tier === "process"
-      ? { hostDir: join(fixture?.stateDir ?? "", c.containerId, "tmp"), sandboxDir: "/tmp" }
+      ? { hostDir: join(fixture?.stateDir ?? "", c.instanceId, "tmp"), sandboxDir: "/tmp" }
       : {
           hostDir: containerEgressDir(egressRoot, containerName(c.sandboxId, c.generation)),
           sandboxDir: CONTAINER_EGRESS_MOUNT,

@@ -26,6 +26,9 @@ export async function listThreadAttachments(
     .from(attachments)
     .where(and(eq(attachments.uid, uid), eq(attachments.threadId, threadId)))
     .orderBy(desc(attachments.uploadedAt), desc(attachments.fileId))
-    .limit(limit);
+    .limit(limit)
+    // Every run reads it: a named statement (decision 0183).
+    .prepare("thread_attachments")
+    .execute();
   return rows.reverse();
 }

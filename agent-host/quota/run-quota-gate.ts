@@ -100,7 +100,10 @@ export function createRunQuotaGate(deps: RunQuotaGateDeps): RunQuotaGate {
       deps.db
         .select({ bytes: userLimits.workspaceBytes, inodes: userLimits.workspaceInodes })
         .from(userLimits)
-        .where(eq(userLimits.uid, uid)),
+        .where(eq(userLimits.uid, uid))
+        // Every run reads it: a named statement (decision 0183).
+        .prepare("workspace_quota_of")
+        .execute(),
       AbortSignal.any([signal, AbortSignal.timeout(LIMITS_READ_TIMEOUT_MS)]),
       "the user's limits",
     );

@@ -1,7 +1,9 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { Db } from "../../shared/db/client.ts";
-import { executeRows } from "../../shared/db/execute-rows.ts";
-import { eventStreamSlots } from "../../shared/db/schema.ts";
+import {
+  executePreparedStatement,
+  prepareStatement,
+} from "../../shared/db/execute-prepared-rows.ts";
 
 /**
  * Open event streams per uid, counted in Postgres (a stream may be served by any instance
@@ -17,28 +19,43 @@ export async function openEventStreamSlot(
   ttlMs: number,
 ): Promise<string | undefined> {
   return db.transaction(async (tx) => {
-    await tx.execute(
-      sql`select pg_advisory_xact_lock(hashtextextended(${`workcell.event-streams:${uid}`}, 0))`,
-    );
-    // Lapsed slots of this uid go while we hold its lock, in the same statement (the
-    // count ignores them either way).
-    const [row] = await executeRows<{ stream_id: string }>(
-      tx,
-      sql`with lapsed as (
-            delete from event_stream_slots where uid = ${uid} and expires_at <= now()
-          )
-          insert into event_stream_slots (uid, expires_at)
-          select ${uid}, now() + ${ttlMs}::bigint * interval '1 millisecond'
-          where (select count(*) from event_stream_slots
-                 where uid = ${uid} and expires_at > now()) < ${max}::int
-          returning stream_id`,
-    );
+    await executePreparedStatement(tx, LOCK_UID_STREAMS, {
+      key: `workcell.event-streams:${uid}`,
+    });
+    const [row] = await executePreparedStatement<{ stream_id: string }>(tx, TAKE_SLOT, {
+      uid,
+      ttl_ms: ttlMs,
+      max,
+    });
     return row?.stream_id;
   });
 }
 
 export async function closeEventStreamSlot(db: Db, uid: string, streamId: string): Promise<void> {
-  await db
-    .delete(eventStreamSlots)
-    .where(and(eq(eventStreamSlots.streamId, streamId), eq(eventStreamSlots.uid, uid)));
+  await executePreparedStatement(db, FREE_SLOT, { stream_id: streamId, uid });
 }
+
+// Every event stream opens and closes a slot: rendered once, and as named statements
+// parsed and planned once per connection, one round trip each (docs/decisions/0087, 0183).
+const value = (name: string) => sql.placeholder(name);
+const LOCK_UID_STREAMS = prepareStatement(
+  "event_streams_lock",
+  sql`select pg_advisory_xact_lock(hashtextextended(${value("key")}::text, 0))`,
+);
+// Lapsed slots of this uid go while we hold its lock, in the same statement (the count
+// ignores them either way).
+const TAKE_SLOT = prepareStatement(
+  "event_stream_slot_take",
+  sql`with lapsed as (
+        delete from event_stream_slots where uid = ${value("uid")}::text and expires_at <= now()
+      )
+      insert into event_stream_slots (uid, expires_at)
+      select ${value("uid")}::text, now() + ${value("ttl_ms")}::bigint * interval '1 millisecond'
+      where (select count(*) from event_stream_slots
+             where uid = ${value("uid")}::text and expires_at > now()) < ${value("max")}::int
+      returning stream_id`,
+);
+const FREE_SLOT = prepareStatement(
+  "event_stream_slot_free",
+  sql`delete from event_stream_slots where stream_id = ${value("stream_id")}::uuid and uid = ${value("uid")}::text`,
+);

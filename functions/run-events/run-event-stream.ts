@@ -1,4 +1,4 @@
-import { and, asc, eq, gt } from "drizzle-orm";
+import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { isTerminalRunStatus } from "../../shared/contracts/run.ts";
 import type { Db } from "../../shared/db/client.ts";
@@ -70,25 +70,40 @@ export function runEventStream(
     request.onEnd?.();
   };
 
+  // Both reads are prepared once per stream with placeholders: each is run many times
+  // per stream (every wake), and as named statements each connection parses and plans
+  // them once and runs them in one round trip instead of drizzle rendering them anew and
+  // postgres.js sending them unnamed in two (docs/decisions/0087, 0183).
+  const eventsAfter = deps.db
+    .select()
+    .from(runEvents)
+    .where(
+      and(
+        eq(runEvents.runId, sql.placeholder("runId")),
+        eq(runEvents.uid, sql.placeholder("uid")),
+        gt(runEvents.seq, sql.placeholder("afterSeq")),
+      ),
+    )
+    .orderBy(asc(runEvents.seq))
+    .limit(sql.placeholder("limit"))
+    .prepare("run_events_after");
+  const statusOf = deps.db
+    .select({ status: agentRuns.status })
+    .from(agentRuns)
+    .where(
+      and(eq(agentRuns.runId, sql.placeholder("runId")), eq(agentRuns.uid, sql.placeholder("uid"))),
+    )
+    .prepare("run_status");
   const readEvents = () =>
-    deps.db
-      .select()
-      .from(runEvents)
-      .where(
-        and(
-          eq(runEvents.runId, request.runId),
-          eq(runEvents.uid, request.uid),
-          gt(runEvents.seq, lastSeq),
-        ),
-      )
-      .orderBy(asc(runEvents.seq))
-      .limit(limits.eventBatchSize);
+    eventsAfter.execute({
+      runId: request.runId,
+      uid: request.uid,
+      afterSeq: lastSeq,
+      limit: limits.eventBatchSize,
+    });
 
   const readStatus = async () => {
-    const [row] = await deps.db
-      .select({ status: agentRuns.status })
-      .from(agentRuns)
-      .where(and(eq(agentRuns.runId, request.runId), eq(agentRuns.uid, request.uid)));
+    const [row] = await statusOf.execute({ runId: request.runId, uid: request.uid });
     return row?.status;
   };
 

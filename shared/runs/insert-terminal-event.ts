@@ -13,6 +13,15 @@ export interface TerminalEnding {
   readonly exitCode?: number;
 }
 
+/** The `data` of a `run.completed` event (docs/api.md). */
+export function terminalEventData(ending: TerminalEnding): Record<string, unknown> {
+  return {
+    status: ending.status,
+    ...(ending.error ? { error: ending.error } : {}),
+    ...(ending.exitCode === undefined ? {} : { exit_code: ending.exitCode }),
+  };
+}
+
 /**
  * The `run.completed` event of an ending decided in `tx` (which holds the run row), with
  * its NOTIFY in the same transaction (the event-stream contract of 0004). `seq` is the
@@ -34,11 +43,7 @@ export async function insertTerminalEvent(
       seq ??
       sql`(select coalesce(max(${runEvents.seq}), 0) + 1 from ${runEvents} where ${runEvents.runId} = ${runId})`,
     type: "run.completed",
-    data: {
-      status: ending.status,
-      ...(ending.error ? { error: ending.error } : {}),
-      ...(ending.exitCode === undefined ? {} : { exit_code: ending.exitCode }),
-    },
+    data: terminalEventData(ending),
   });
   await tx.execute(sql`select pg_notify(${RUN_EVENTS_CHANNEL}::text, ${runId}::text)`);
 }

@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { DbTransaction } from "../db/client.ts";
+import { executePreparedStatement, prepareStatement } from "../db/execute-prepared-rows.ts";
 
 /**
  * Namespace of the execution-tree lock, single-bigint form (the two-int key space belongs
@@ -38,10 +39,21 @@ export function treeLockKey(uid: string, runtimeScopeId: string): SQL {
   return sql`hashtextextended(${`${TREE_LOCK_NAMESPACE}${uid}:${runtimeScopeId}`}, 0)`;
 }
 
+/**
+ * The same key as treeLockKey, as a named statement: every claim and every tree cleanup
+ * takes it, so it is parsed and planned once per connection (docs/decisions/0183).
+ */
+const LOCK_TREE = prepareStatement(
+  "lock_tree",
+  sql`select pg_advisory_xact_lock(hashtextextended(${sql.placeholder("key")}::text, 0))`,
+);
+
 export async function lockTree(
   tx: DbTransaction,
   uid: string,
   runtimeScopeId: string,
 ): Promise<void> {
-  await tx.execute(sql`select pg_advisory_xact_lock(${treeLockKey(uid, runtimeScopeId)})`);
+  await executePreparedStatement(tx, LOCK_TREE, {
+    key: `${TREE_LOCK_NAMESPACE}${uid}:${runtimeScopeId}`,
+  });
 }

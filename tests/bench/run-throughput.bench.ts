@@ -55,6 +55,8 @@ try {
       }),
     );
     const started = performance.now();
+    const cpu = { process: process.cpuUsage(), main: process.threadCpuUsage() };
+    const loop = performance.eventLoopUtilization();
     const runs = await Promise.all(
       threads.map(async ({ api, threadId }) => {
         const { events } = await api.start(threadId, "true", undefined, PROCESS);
@@ -74,8 +76,27 @@ try {
     console.log(
       `N = ${String(n).padStart(3)}: ${seconds.toFixed(1)} s, ${rate.toFixed(2)} runs/s = ${(rate / ideal).toFixed(2)}x slots / latency; p50 submit → terminal ${p50.toFixed(0)} ms (${rssNote()})`,
     );
+    console.log(`        ${cpuNote(n, cpu, performance.eventLoopUtilization(loop).utilization)}`);
     targets.record(`new-thread-process-n${n}`, rate / ideal);
   }
 } finally {
   await bench.stop();
+}
+
+/**
+ * Whether this process's one event loop is the ceiling (decisions 0157, 0182): its
+ * utilization over the batch, and the CPU spent per run on the main thread and in the
+ * whole process (worker threads included; the bench's own HTTP client is in both).
+ */
+function cpuNote(
+  runs: number,
+  since: { process: NodeJS.CpuUsage; main: NodeJS.CpuUsage },
+  utilization: number,
+): string {
+  const ms = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000 / runs;
+  return [
+    `event loop ${(utilization * 100).toFixed(0)} % busy`,
+    `CPU per run: main thread ${ms(process.threadCpuUsage(since.main)).toFixed(1)} ms`,
+    `process ${ms(process.cpuUsage(since.process)).toFixed(1)} ms`,
+  ].join(", ");
 }

@@ -1,5 +1,9 @@
 import { and, eq, isNotNull, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../../../shared/db/client.ts";
+import {
+  executePreparedStatement,
+  prepareStatement,
+} from "../../../shared/db/execute-prepared-rows.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
 import { nodeIsLost } from "../../../shared/runs/node-liveness.ts";
@@ -161,6 +165,23 @@ function notOfUnavailableTiers(unavailable: UnavailableTiers | undefined): SQL {
       <> all(${tiers}::text[])`;
 }
 
+const value = (name: string) => sql.placeholder(name);
+
+/** Fixed text, run by every claim: a named statement (docs/decisions/0087, 0183). */
+const ROOM_UNDER_LIMIT = prepareStatement(
+  "claim_room_under_limit",
+  sql`select (select count(*) from agent_runs
+               where uid = ${value("uid")}::text and status = 'running' and parent_run_id is null)
+           < (case when ${value("idle_only")}::boolean then 1
+              else coalesce((select max_concurrent_runs from user_limits where uid = ${value("uid")}::text),
+                            ${value("default_max")}::int) end) as ok,
+        runtime_scope_id as scope,
+        exists (select 1 from agent_runs
+                where uid = ${value("uid")}::text and status = 'pending' and waiting_since is not null
+                  and parent_run_id is null and run_id <> ${value("run_id")}::uuid) as more
+      from agent_runs where run_id = ${value("run_id")}::uuid`,
+);
+
 /**
  * Under the uid's slot lock the running count is read again (the candidate query did not
  * lock), then the run is claimed: pending → running, attempt + 1 (the fence), lease from
@@ -173,18 +194,15 @@ async function claimIfUnderLimit(db: Db, runId: string, uid: string, request: Wa
     await lockUidSlots(tx, uid);
     // The room under the limit, the run's scope (for the tree lock) and whether the uid
     // has another waiting run (the fill looks again then) in one statement.
-    const [seen] = await executeRows<{ ok: boolean; scope: string; more: boolean }>(
+    const [seen] = await executePreparedStatement<{ ok: boolean; scope: string; more: boolean }>(
       tx,
-      sql`select (select count(*) from agent_runs
-                   where uid = ${uid} and status = 'running' and parent_run_id is null)
-               < (case when ${request.idleUidsOnly === true}::boolean then 1
-                  else coalesce((select max_concurrent_runs from user_limits where uid = ${uid}),
-                                ${request.defaultMaxConcurrentRuns}::int) end) as ok,
-            runtime_scope_id as scope,
-            exists (select 1 from agent_runs
-                    where uid = ${uid} and status = 'pending' and waiting_since is not null
-                      and parent_run_id is null and run_id <> ${runId}) as more
-          from agent_runs where run_id = ${runId}`,
+      ROOM_UNDER_LIMIT,
+      {
+        uid,
+        run_id: runId,
+        idle_only: request.idleUidsOnly === true,
+        default_max: request.defaultMaxConcurrentRuns,
+      },
     );
     if (seen === undefined || seen.ok !== true) return undefined;
     await lockTree(tx, uid, seen.scope);
@@ -198,7 +216,10 @@ async function claimIfUnderLimit(db: Db, runId: string, uid: string, request: Wa
           isNotNull(agentRuns.waitingSince),
         ),
       )
-      .returning();
+      .returning()
+      // Fixed text (values as parameters), run by every claim: a named statement (0183).
+      .prepare("claim_waiting_run")
+      .execute();
     return row === undefined ? undefined : { row, more: seen.more === true };
   });
 }

@@ -1,13 +1,17 @@
 import { sql } from "drizzle-orm";
-import type { Db } from "../../../shared/db/client.ts";
-import { agentRuns, changeBatches, messages } from "../../../shared/db/schema.ts";
+import type { Db, DbOrTransaction } from "../../../shared/db/client.ts";
 import {
-  insertTerminalEvent,
+  executePreparedStatement,
+  prepareStatement,
+} from "../../../shared/db/execute-prepared-rows.ts";
+import { changeBatches } from "../../../shared/db/schema.ts";
+import {
   type TerminalEnding,
+  terminalEventData,
 } from "../../../shared/runs/insert-terminal-event.ts";
-import { RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
+import { RUN_EVENTS_CHANNEL, RUN_SLOTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
 import type { ChangeBatch } from "../change-batch/change-batch.ts";
-import { fencedRun, type RunFence } from "./run-fence.ts";
+import type { RunFence } from "./run-fence.ts";
 
 /** How a run ended, as the worker records it. */
 export interface RunEnding extends TerminalEnding {
@@ -40,57 +44,93 @@ export async function finishRun(
   unrepaired: readonly ChangeBatch[] = [],
   notifySlotsAs?: string,
 ): Promise<boolean> {
+  const finish = (on: DbOrTransaction) =>
+    finishStatement(on, fence, threadId, seq, ending, notifySlotsAs);
+  // Almost every run has no unrepaired batch: its ending is one statement, no transaction.
+  if (unrepaired.length === 0) return finish(db);
   return db.transaction(async (tx) => {
-    const [row] = await tx
-      .update(agentRuns)
-      .set({
-        status: ending.status,
-        error: ending.error ?? null,
-        finishedAt: sql`now()`,
-      })
-      .where(fencedRun(fence))
-      .returning({
-        runId: agentRuns.runId,
-        // RETURNING is evaluated per updated row: a fence that no longer holds sends none.
-        ...(notifySlotsAs === undefined
-          ? {}
-          : {
-              slots: sql<string>`pg_notify(${RUN_SLOTS_CHANNEL}::text, ${notifySlotsAs}::text)::text`,
-            }),
-      });
-    if (row === undefined) return false;
-    if (ending.status === "succeeded" && ending.finalText !== undefined) {
-      await tx.insert(messages).values({
-        uid: fence.uid,
-        threadId,
-        runId: fence.runId,
-        role: "assistant",
-        content: ending.finalText,
-      });
-    }
-    if (unrepaired.length > 0) {
-      await tx
-        .insert(changeBatches)
-        .values(
-          unrepaired.map((b) => ({
-            batchId: b.batchId,
-            runId: b.runId,
-            rootRunId: b.rootRunId,
-            uid: b.uid,
-            seq: b.seq,
-            workdirPath: b.workdirPath,
-            tool: b.tool,
-            command: b.command,
-            truncated: true,
-            itemCount: 0,
-            startedAt: new Date(b.startedAt),
-            finishedAt: new Date(b.finishedAt),
-            pendingRepair: true,
-          })),
-        )
-        .onConflictDoNothing();
-    }
-    await insertTerminalEvent(tx, fence.runId, fence.uid, seq, ending);
+    if (!(await finish(tx))) return false;
+    await tx
+      .insert(changeBatches)
+      .values(
+        unrepaired.map((b) => ({
+          batchId: b.batchId,
+          runId: b.runId,
+          rootRunId: b.rootRunId,
+          uid: b.uid,
+          seq: b.seq,
+          workdirPath: b.workdirPath,
+          tool: b.tool,
+          command: b.command,
+          truncated: true,
+          itemCount: 0,
+          startedAt: new Date(b.startedAt),
+          finishedAt: new Date(b.finishedAt),
+          pendingRepair: true,
+        })),
+      )
+      .onConflictDoNothing();
     return true;
   });
+}
+
+const value = (name: string) => sql.placeholder(name);
+
+/**
+ * The fenced status update, the final message, the terminal event and both NOTIFYs as
+ * one statement: each data-modifying CTE reads `run`, so a fence that no longer holds
+ * (no row updated) writes nothing at all. Rendered once and run as a named statement:
+ * one round trip where the transaction took six, several of them unnamed (two round
+ * trips each and planned every time: docs/decisions/0087, 0183).
+ */
+const FINISH_RUN = prepareStatement(
+  "finish_run",
+  sql`with run as (
+        update agent_runs
+        set status = ${value("status")}::text, error = ${value("error")}::jsonb, finished_at = now()
+        where run_id = ${value("run_id")}::uuid and attempt = ${value("attempt")}::int
+          and status = 'running'
+        returning run_id,
+          -- Per updated row (none when the fence failed); only for a root run.
+          case when ${value("notify_slots")}::text is not null
+            then pg_notify(${value("slots_channel")}::text, ${value("notify_slots")}::text)::text
+          end as slots
+      ), message as (
+        insert into messages (uid, thread_id, run_id, role, content)
+        select ${value("uid")}::text, ${value("thread_id")}::uuid, run.run_id, 'assistant',
+               ${value("final_text")}::text
+        from run where ${value("final_text")}::text is not null
+      ), event as (
+        insert into run_events (run_id, uid, seq, type, data)
+        select run.run_id, ${value("uid")}::text, ${value("seq")}::int, 'run.completed',
+               ${value("event_data")}::jsonb
+        from run
+      )
+      select run_id, pg_notify(${value("events_channel")}::text, run_id::text) from run`,
+);
+
+async function finishStatement(
+  db: DbOrTransaction,
+  fence: RunFence,
+  threadId: string,
+  seq: number,
+  ending: RunEnding,
+  notifySlotsAs: string | undefined,
+): Promise<boolean> {
+  const rows = await executePreparedStatement<{ run_id: string }>(db, FINISH_RUN, {
+    status: ending.status,
+    error: ending.error === undefined ? null : JSON.stringify(ending.error),
+    run_id: fence.runId,
+    attempt: fence.attempt,
+    notify_slots: notifySlotsAs ?? null,
+    slots_channel: RUN_SLOTS_CHANNEL,
+    uid: fence.uid,
+    thread_id: threadId,
+    final_text:
+      ending.status === "succeeded" && ending.finalText !== undefined ? ending.finalText : null,
+    seq,
+    event_data: JSON.stringify(terminalEventData(ending)),
+    events_channel: RUN_EVENTS_CHANNEL,
+  });
+  return rows.length === 1;
 }

@@ -1,7 +1,10 @@
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db, DbOrTransaction } from "../../../shared/db/client.ts";
-import { executeRows } from "../../../shared/db/execute-rows.ts";
+import {
+  executePreparedStatement,
+  prepareStatement,
+} from "../../../shared/db/execute-prepared-rows.ts";
 import {
   PG_FOREIGN_KEY_VIOLATION,
   PG_UNIQUE_VIOLATION,
@@ -17,6 +20,41 @@ export interface StoredEvent {
   readonly type: string;
   readonly data: unknown;
 }
+
+const value = (name: string) => sql.placeholder(name);
+
+/**
+ * The hot statements of a run's event log, rendered once: every run appends several
+ * events, and as named statements each connection parses and plans them once and runs
+ * them in one round trip (unnamed, postgres.js sends them in two and PostgreSQL plans
+ * them every time: docs/decisions/0087, 0183).
+ */
+const APPEND_FENCED_EVENT = prepareStatement(
+  "append_fenced_event",
+  sql`with fence as (
+        select uid from agent_runs
+        where run_id = ${value("run_id")}::uuid and attempt = ${value("attempt")}::int
+          and status = 'running'
+        for share
+      ), ins as (
+        insert into run_events (run_id, uid, seq, type, data)
+        select ${value("run_id")}::uuid, fence.uid, ${value("seq")}::int, ${value("type")}::text,
+               ${value("data")}::jsonb
+        from fence
+        returning seq
+      )
+      select seq, pg_notify(${value("channel")}::text, ${value("run_id")}::text) from ins`,
+);
+const NEXT_EVENT_SEQ = prepareStatement(
+  "next_event_seq",
+  sql`select coalesce(max(seq), 0) + 1 as next from run_events where run_id = ${value("run_id")}::uuid`,
+);
+const FENCE_HOLDS = prepareStatement(
+  "run_fence_holds",
+  sql`select 1 as one from agent_runs
+      where run_id = ${value("run_id")}::uuid and attempt = ${value("attempt")}::int
+        and status = 'running'`,
+);
 
 /**
  * Appends one event, fenced, as a single statement: the run row is read FOR SHARE with
@@ -34,30 +72,22 @@ export async function appendFencedEvent(
   seq: number,
   event: StoredEvent,
 ): Promise<boolean> {
-  const rows = await executeRows<{ seq: number }>(
-    db,
-    sql`with fence as (
-          select uid from agent_runs
-          where run_id = ${fence.runId} and attempt = ${fence.attempt} and status = 'running'
-          for share
-        ), ins as (
-          insert into run_events (run_id, uid, seq, type, data)
-          select ${fence.runId}::uuid, fence.uid, ${seq}::int, ${event.type}::text,
-                 ${JSON.stringify(event.data ?? {})}::jsonb
-          from fence
-          returning seq
-        )
-        select seq, pg_notify(${RUN_EVENTS_CHANNEL}::text, ${fence.runId}::text) from ins`,
-  );
+  const rows = await executePreparedStatement<{ seq: number }>(db, APPEND_FENCED_EVENT, {
+    run_id: fence.runId,
+    attempt: fence.attempt,
+    seq,
+    type: event.type,
+    data: JSON.stringify(event.data ?? {}),
+    channel: RUN_EVENTS_CHANNEL,
+  });
   return rows.length === 1;
 }
 
 /** The next seq of a run: 1 + the highest so far (0 events → 1). */
 export async function nextEventSeq(db: DbOrTransaction, runId: string): Promise<number> {
-  const [row] = await executeRows<{ next: number | string }>(
-    db,
-    sql`select coalesce(max(seq), 0) + 1 as next from run_events where run_id = ${runId}`,
-  );
+  const [row] = await executePreparedStatement<{ next: number | string }>(db, NEXT_EVENT_SEQ, {
+    run_id: runId,
+  });
   return Number(row?.next ?? 1);
 }
 
@@ -153,11 +183,10 @@ export class RunEventLog {
 
 /** Whether (run_id, attempt, running) still holds. */
 async function fenceHolds(db: Db, fence: RunFence): Promise<boolean> {
-  const rows = await executeRows<{ one: number }>(
-    db,
-    sql`select 1 as one from agent_runs
-        where run_id = ${fence.runId} and attempt = ${fence.attempt} and status = 'running'`,
-  );
+  const rows = await executePreparedStatement<{ one: number }>(db, FENCE_HOLDS, {
+    run_id: fence.runId,
+    attempt: fence.attempt,
+  });
   return rows.length === 1;
 }
 

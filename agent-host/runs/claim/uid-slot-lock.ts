@@ -1,12 +1,18 @@
-import { type SQL, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { DbTransaction } from "../../../shared/db/client.ts";
+import {
+  executePreparedStatement,
+  prepareStatement,
+} from "../../../shared/db/execute-prepared-rows.ts";
 
 /** Namespace of the per-uid slot lock (single-bigint key space, like the tree lock). */
 export const UID_SLOT_LOCK_NAMESPACE = "workcell.runs.uid-slots:";
 
-function uidSlotLockKey(uid: string): SQL {
-  return sql`hashtextextended(${`${UID_SLOT_LOCK_NAMESPACE}${uid}`}, 0)`;
-}
+/** Every claim takes it: a named statement, parsed and planned once per connection (0183). */
+const LOCK_UID_SLOTS = prepareStatement(
+  "lock_uid_slots",
+  sql`select pg_advisory_xact_lock(hashtextextended(${sql.placeholder("key")}::text, 0))`,
+);
 
 /**
  * Serialises the claims of one uid across all nodes, so "count the uid's running root runs,
@@ -15,5 +21,5 @@ function uidSlotLockKey(uid: string): SQL {
  * and nothing takes it after the tree lock, so the two never deadlock.
  */
 export async function lockUidSlots(tx: DbTransaction, uid: string): Promise<void> {
-  await tx.execute(sql`select pg_advisory_xact_lock(${uidSlotLockKey(uid)})`);
+  await executePreparedStatement(tx, LOCK_UID_SLOTS, { key: `${UID_SLOT_LOCK_NAMESPACE}${uid}` });
 }

@@ -44,7 +44,9 @@ export async function loadRunContext(
   run: AgentRun,
   limits: { readonly maxHistoryMessages: number },
 ): Promise<RunContext> {
-  // Three independent reads, sent together: they overlap on the pool's connections.
+  // Three independent reads, sent together: they overlap on the pool's connections. Each
+  // is a named statement (fixed text, values as parameters): parsed and planned once per
+  // connection and one round trip, not two (docs/decisions/0087, 0183).
   const [[place], newestFirst, files] = await Promise.all([
     db
       .select({
@@ -57,7 +59,9 @@ export async function loadRunContext(
       })
       .from(conversations)
       .innerJoin(projects, threadProjectJoin())
-      .where(and(eq(conversations.threadId, run.threadId), eq(conversations.uid, run.uid))),
+      .where(and(eq(conversations.threadId, run.threadId), eq(conversations.uid, run.uid)))
+      .prepare("run_context_place")
+      .execute(),
     // Strictly before the run: the run's own user message was inserted in the run's
     // transaction (same now()), and it is passed separately as the run's input.
     db
@@ -72,7 +76,9 @@ export async function loadRunContext(
         ),
       )
       .orderBy(desc(messages.createdAt), desc(messages.id))
-      .limit(limits.maxHistoryMessages),
+      .limit(limits.maxHistoryMessages)
+      .prepare("run_context_history")
+      .execute(),
     listThreadAttachments(db, run.uid, run.threadId),
   ]);
   if (place === undefined) {

@@ -2,6 +2,10 @@ import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { sleepRejectOnAbort } from "../../../shared/async/sleep-reject-on-abort.ts";
 import type { Db, DbOrTransaction, DbTransaction } from "../../../shared/db/client.ts";
+import {
+  executePreparedStatement,
+  prepareStatement,
+} from "../../../shared/db/execute-prepared-rows.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { RUN_CANCEL_CHANNEL } from "../../../shared/runs/run-channels.ts";
 import { lockTree } from "../../../shared/runs/tree-lock.ts";
@@ -176,20 +180,28 @@ function resumedRoot(active: readonly ActiveRun[], root: EndedRoot): boolean {
   return active.some((r) => r.run_id === root.runId && r.status === "running");
 }
 
+/** Every tree cleanup reads it: a named statement, planned once per connection (0183). */
+const ACTIVE_RUNS_OF_SCOPE = prepareStatement(
+  "active_runs_of_scope",
+  sql`with recursive tree as (
+        select run_id from agent_runs where run_id = ${sql.placeholder("run_id")}::uuid
+        union
+        select r.run_id from agent_runs r join tree t on r.parent_run_id = t.run_id
+      )
+      select a.run_id, a.status, (a.run_id in (select run_id from tree)) as in_tree
+      from agent_runs a
+      where a.uid = ${sql.placeholder("uid")}::text
+        and a.runtime_scope_id = ${sql.placeholder("scope")}::uuid
+        and a.status in ('pending', 'running')`,
+);
+
 /** Active runs of the root's scope, marked whether they descend from the root. */
 async function activeRunsOfScope(db: DbOrTransaction, root: EndedRoot): Promise<ActiveRun[]> {
-  return executeRows<ActiveRun>(
-    db,
-    sql`with recursive tree as (
-          select run_id from agent_runs where run_id = ${root.runId}
-          union
-          select r.run_id from agent_runs r join tree t on r.parent_run_id = t.run_id
-        )
-        select a.run_id, a.status, (a.run_id in (select run_id from tree)) as in_tree
-        from agent_runs a
-        where a.uid = ${root.uid} and a.runtime_scope_id = ${root.runtimeScopeId}
-          and a.status in ('pending', 'running')`,
-  );
+  return executePreparedStatement<ActiveRun>(db, ACTIVE_RUNS_OF_SCOPE, {
+    run_id: root.runId,
+    uid: root.uid,
+    scope: root.runtimeScopeId,
+  });
 }
 
 async function waitForEnd(

@@ -8,7 +8,7 @@
 # so a rebuild with unchanged dependencies redoes only the code layer (a few seconds):
 #   workcell/agent-host-deps:<key>  rootfs, Node and node_modules of `npm ci --omit=dev`, one
 #                                   `docker import`; key: suite, packages, Node, package.json, package-lock.json,
-#                                   scripts/patch-postgres.mjs
+#                                   scripts/patch-postgres.mjs, scripts/patch-fauxqs.mjs
 #   <tag>                           + the code (docker build, no network)
 # One import rather than a base layer plus a node_modules layer: a fresh CI machine builds
 # both anyway, and a second `docker build` layer of node_modules cost ~1-2 min there.
@@ -27,7 +27,7 @@ source "$root/scripts/node24.sh"
 # Bump when the rootfs section below changes in a way its inputs do not show.
 recipe=1
 hash() { sha256sum | cut -c1-16; }
-deps_key="$({ echo "$recipe $suite $packages $(node --version)"; cat "$root/package.json" "$root/package-lock.json" "$root/scripts/patch-postgres.mjs"; } | hash)"
+deps_key="$({ echo "$recipe $suite $packages $(node --version)"; cat "$root/package.json" "$root/package-lock.json" "$root/scripts/patch-postgres.mjs" "$root/scripts/patch-fauxqs.mjs"; } | hash)"
 deps="workcell/agent-host-deps:$deps_key"
 # The legacy builder: FROM an image of this engine, no BuildKit front-end to fetch.
 work="$(mktemp -d)"
@@ -50,8 +50,9 @@ else
   install -m 0755 "$(command -v node)" "$rootfs/usr/local/bin/node"
   mkdir -p "$rootfs/opt/workcell" "$rootfs/srv/workcell"
   cp "$root/package.json" "$root/package-lock.json" "$rootfs/opt/workcell/"
-  # npm ci runs the postinstall patch of the database driver (decision 0111).
-  mkdir -p "$rootfs/opt/workcell/scripts" && cp "$root/scripts/patch-postgres.mjs" "$rootfs/opt/workcell/scripts/"
+  # npm ci runs the postinstall patches: the database driver's (decision 0111) and the
+  # local SQS emulator's (0182; it skips itself: fauxqs is a dev dependency).
+  mkdir -p "$rootfs/opt/workcell/scripts" && cp "$root/scripts/patch-postgres.mjs" "$root/scripts/patch-fauxqs.mjs" "$rootfs/opt/workcell/scripts/"
   (cd "$rootfs/opt/workcell" && npm ci --omit=dev --no-audit --no-fund --loglevel=error --prefer-offline)
   chown -R root:root "$rootfs/opt/workcell"
   tar -C "$rootfs" -c . | docker import - "$deps" >/dev/null

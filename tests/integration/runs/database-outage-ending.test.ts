@@ -90,7 +90,8 @@ it("PostgreSQL stopped at the change batch's commit: the run ends succeeded with
 
 it("PostgreSQL frozen at the ending past the whole lease, its connections then lost: the ending is retried and the run ends succeeded, once", async () => {
   const thread = await world.thread(await world.project());
-  stopBefore = '"finished_at" = now()';
+  // The ending's one statement (agent-host/runs/claim/finish-run.ts), at its first Parse.
+  stopBefore = "finished_at = now()";
   const runId = await world.submit(thread, "echo frozen > made-before-freeze.txt");
   await pollUntil(async () => proxy.stopped, 30_000);
   // Frozen (connections open, nothing answered) until the lease has run out in the

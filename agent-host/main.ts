@@ -12,6 +12,10 @@ import { createAwsClients } from "../shared/aws/create-aws-clients.ts";
 import { importCapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import { createDb } from "../shared/db/client.ts";
 import { guardDatabaseDriverFaults } from "../shared/db/driver-fault-guard.ts";
+import {
+  stallBoundMs,
+  stalledConnectionOptions,
+} from "../shared/db/stalled-connection-watchdog.ts";
 import { agentHostEnvSchema } from "../shared/env/agent-host-env.ts";
 import { parseEnv } from "../shared/env/parse-env.ts";
 import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
@@ -27,6 +31,7 @@ import { nodeEgressRoot } from "./egress/container-egress-dir.ts";
 import { modelConfigFromEnv } from "./runs/execute/model-client-factory.ts";
 import { resolveSandboxImage } from "./runtime/sandbox-image.ts";
 import { detectSandboxTiers } from "./sandbox/detect-sandbox-tiers.ts";
+import { sandboxLockStatementMs } from "./sandbox/lifecycle/sandbox-store.ts";
 import { nodeShareNanoCpus, sandboxConfigSchema } from "./sandbox/sandbox-config.ts";
 import { nodeSecretsFromEnv } from "./secrets/secrets-material.ts";
 
@@ -54,12 +59,6 @@ guardDatabaseDriverFaults({ logger, exit: (code) => process.exit(code) });
 // Off unless OTEL_* asks for it; then the SDK is loaded and its provider passed in below.
 const tracing = await startTracing(parseEnv(tracingEnvSchema, process.env), "workcell-agent-host");
 const metrics = createProcessMetrics();
-const sql = postgres(env.DATABASE_URL, {
-  max: poolSize(env.WORKER_CONCURRENCY),
-  onnotice: () => {},
-  // No statement may hang for ever; longer waits (the sandbox lock) raise it locally.
-  connection: { statement_timeout: env.DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
-});
 const { sqs, s3 } = createAwsClients(env);
 
 const sandboxConfig = sandboxConfigSchema.parse({
@@ -82,6 +81,22 @@ const sandboxConfig = sandboxConfigSchema.parse({
     ? {}
     : { tmpfsBudgetBytes: env.SANDBOX_TMPFS_BUDGET_MB * MIB }),
   dockerCallTimeoutMs: env.DOCKER_CALL_TIMEOUT_SECONDS * 1000,
+});
+
+const sql = postgres(env.DATABASE_URL, {
+  max: poolSize(env.WORKER_CONCURRENCY),
+  onnotice: () => {},
+  // No statement may hang for ever; longer waits (the sandbox lock) raise it locally.
+  connection: { statement_timeout: env.DB_STATEMENT_TIMEOUT_SECONDS * 1000 },
+  // A connection silent past the longest statement it may run is ended, freeing its slot
+  // (decision 0167): the longest is the sandbox lock's wait, raised to twice a create.
+  ...stalledConnectionOptions({
+    stallMs: stallBoundMs(
+      env.DB_STATEMENT_TIMEOUT_SECONDS * 1000,
+      sandboxLockStatementMs(sandboxConfig.createTimeoutMs),
+    ),
+    onStalled: (err) => logger.warn({ err }, "ended a database connection that stopped answering"),
+  }),
 });
 
 // Secrets brokering (decision 0133): on only with the key and the CA.

@@ -20,7 +20,7 @@ import {
 import { destroyGeneration } from "./destroy-generation.ts";
 import { register } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
-import type { SandboxRow } from "./sandbox-store.ts";
+import { type SandboxRow, sandboxLockWaitMs } from "./sandbox-store.ts";
 
 export type AcquireRequest = {
   /** The logical uid (OIDC sub) of the run's owner. */
@@ -146,8 +146,7 @@ async function decideAndCreate(
 ): Promise<Attempt> {
   const progress: CreateProgress = {};
   try {
-    // A waiter may queue behind a full create and a few quick decisions.
-    const lockWaitMs = 2 * ctx.config.createTimeoutMs;
+    const lockWaitMs = sandboxLockWaitMs(ctx.config.createTimeoutMs);
     const locked = await ctx.store.withSandboxLock(sandboxId, lockWaitMs, async (tx) => {
       // Independent reads: sent together, so the transaction waits for one round trip
       // instead of two (postgres.js pipelines them on its connection; decision 0186).

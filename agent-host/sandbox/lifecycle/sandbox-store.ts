@@ -41,6 +41,19 @@ export type NewGeneration = {
 /** The lock wait's statement_timeout exceeds its lock_timeout by this, so lock_timeout decides. */
 const LOCK_STATEMENT_MARGIN_MS = 5_000;
 
+/** How long an acquire waits for a sandbox's lock: behind a full create and a few decisions. */
+export function sandboxLockWaitMs(createTimeoutMs: number): number {
+  return 2 * createTimeoutMs;
+}
+
+/**
+ * The longest statement this store runs (the lock wait, its statement_timeout raised): a
+ * connection silent for longer has stalled (decision 0167).
+ */
+export function sandboxLockStatementMs(createTimeoutMs: number): number {
+  return sandboxLockWaitMs(createTimeoutMs) + LOCK_STATEMENT_MARGIN_MS;
+}
+
 function lockKey(sandboxId: string) {
   return sql`${SANDBOX_LOCK_NAMESPACE}::int4, hashtext(${sandboxId})`;
 }

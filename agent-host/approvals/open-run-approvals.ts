@@ -3,11 +3,11 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { approvalArguments, approvalHash } from "../../shared/approvals/approval-hash.ts";
 import type { Db } from "../../shared/db/client.ts";
+import type { DatabaseRetry } from "../../shared/db/database-retry.ts";
+import { retryDatabaseWhile } from "../../shared/db/retry-database-while.ts";
 import { type AgentRun, type RunApprovalRow, runApprovals } from "../../shared/db/schema.ts";
 import type { RunError } from "../runs/agent/agent-event.ts";
 import type { RunFence } from "../runs/claim/run-fence.ts";
-import type { DatabaseRetry } from "../runs/database-retry.ts";
-import { retryDatabaseWhile } from "../runs/retry-database-while.ts";
 import { loadApprovalPolicy, toolAsks } from "./approval-policy.ts";
 import type { LoopApprovals, LoopPause, ResumeDecision } from "./loop-approvals.ts";
 

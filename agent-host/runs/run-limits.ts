@@ -1,7 +1,7 @@
+import { type DatabaseRetry, DEFAULT_DATABASE_RETRY } from "../../shared/db/database-retry.ts";
 import { MAX_BATCH_ITEMS } from "../../shared/db/schema.ts";
 import { DEFAULT_NODE_TTL_SECONDS } from "../../shared/env/liveness-env.ts";
 import { DEFAULT_USER_LIMITS } from "../../shared/limits/user-limits.ts";
-import type { DatabaseRetry } from "./database-retry.ts";
 
 const SECOND_MS = 1000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -134,11 +134,9 @@ export const DEFAULT_RUN_WORKER_LIMITS: RunWorkerLimits = Object.freeze({
   leasePollIntervalMs: 500,
   leaseStatementTimeoutMs: 10 * SECOND_MS,
   changeRepairIntervalMs: 30 * SECOND_MS,
-  databaseRetryAttemptMs: 5 * SECOND_MS,
-  databaseRetryMaxDelayMs: 2 * SECOND_MS,
-  // Longer than a PostgreSQL restart or failover; while nobody reaches the database the
-  // sweeper cannot decide either, so waiting costs the run nothing but a slot.
-  databaseRetryGiveUpMs: 10 * MINUTE_MS,
+  databaseRetryAttemptMs: DEFAULT_DATABASE_RETRY.attemptTimeoutMs,
+  databaseRetryMaxDelayMs: DEFAULT_DATABASE_RETRY.maxDelayMs,
+  databaseRetryGiveUpMs: DEFAULT_DATABASE_RETRY.giveUpAfterMs,
   // Long enough for a busy node to finish an ordinary command and take the thread's next
   // turn; short enough that a thread does not wait a whole long job for a warm sandbox.
   affinityWaitMs: MINUTE_MS,

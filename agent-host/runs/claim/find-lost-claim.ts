@@ -1,9 +1,9 @@
 import { eq } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
+import { type DatabaseRetry, retryDatabase } from "../../../shared/db/database-retry.ts";
 import { agentRuns } from "../../../shared/db/schema.ts";
 import { isTransientDatabaseError } from "../../../shared/db/transient-database-error.ts";
-import { type DatabaseRetry, retryDatabase } from "../database-retry.ts";
 
 /** How a claim whose answer was lost is looked up (decision 0150). */
 export interface LostClaimLookup {

@@ -1,9 +1,9 @@
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
+import { type DatabaseRetry, retryDatabase } from "../../../shared/db/database-retry.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import type { ChangeBatch } from "../change-batch/change-batch.ts";
-import { type DatabaseRetry, retryDatabase } from "../database-retry.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
 import type { RunFence } from "./run-fence.ts";
 

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
-import { type DatabaseRetry, retryDatabase } from "../database-retry.ts";
+import { type DatabaseRetry, retryDatabase } from "../../../shared/db/database-retry.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
 import { endedAsThisAttempt, extendLease } from "./finish-run-retried.ts";
 import { nextEventSeq } from "./run-event-log.ts";

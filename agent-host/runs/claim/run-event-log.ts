@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Db, DbOrTransaction } from "../../../shared/db/client.ts";
+import { type DatabaseRetry, retryDatabase } from "../../../shared/db/database-retry.ts";
 import {
   executePreparedStatement,
   prepareStatement,
@@ -12,7 +13,6 @@ import {
 } from "../../../shared/db/pg-error.ts";
 import { domainError } from "../../../shared/errors/domain-errors.ts";
 import { RUN_EVENTS_CHANNEL } from "../../../shared/runs/run-channels.ts";
-import { type DatabaseRetry, retryDatabase } from "../database-retry.ts";
 import type { RunFence } from "./run-fence.ts";
 
 /** An event as the worker stores it: `type` + `data`; seq, run_id and created_at are added here. */

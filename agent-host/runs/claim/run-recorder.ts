@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
+import { type DatabaseRetry, retryDatabase } from "../../../shared/db/database-retry.ts";
 import type { AgentRun, RunError } from "../../../shared/db/schema.ts";
 import type { WorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 import { type RunPause, recordPause } from "../../approvals/record-pause.ts";
 import type { ChangeBatch } from "../change-batch/change-batch.ts";
-import { type DatabaseRetry, retryDatabase } from "../database-retry.ts";
 import { releaseClaim } from "./claim-run.ts";
 import { finishRun, type RunEnding } from "./finish-run.ts";
 import { finishRunRetried } from "./finish-run-retried.ts";

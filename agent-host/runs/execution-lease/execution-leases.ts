@@ -3,13 +3,13 @@ import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { WorkspaceQuota } from "../../../shared/capability/capability-claims.ts";
 import type { Db, DbOrTransaction } from "../../../shared/db/client.ts";
+import type { DatabaseRetry } from "../../../shared/db/database-retry.ts";
 import { executeRows } from "../../../shared/db/execute-rows.ts";
 import { PG_UNIQUE_VIOLATION, sqlStateOf } from "../../../shared/db/pg-error.ts";
+import { retryDatabaseWhile } from "../../../shared/db/retry-database-while.ts";
 import type { QuotaAdmission } from "../../quota/run-quota-gate.ts";
 import type { RunFence } from "../claim/run-fence.ts";
-import type { DatabaseRetry } from "../database-retry.ts";
 import type { LendSlot } from "../fair-share/lent-slots.ts";
-import { retryDatabaseWhile } from "../retry-database-while.ts";
 import { leaseRootKey } from "./lease-root.ts";
 import { EXECUTION_LEASE_CHANNEL, type LeaseWakeups } from "./lease-wakeups.ts";
 

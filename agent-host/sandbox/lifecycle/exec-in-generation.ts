@@ -1,11 +1,9 @@
-import { retryDatabaseWhile } from "../../runs/retry-database-while.ts";
-import { DEFAULT_RUN_WORKER_LIMITS, databaseRetryOf } from "../../runs/run-limits.ts";
+import { DEFAULT_DATABASE_RETRY } from "../../../shared/db/database-retry.ts";
+import { retryDatabaseWhile } from "../../../shared/db/retry-database-while.ts";
 import type { ExecOutcome, ExecRequest, ExecResult } from "../driver.ts";
 import { type SandboxHandle, STALE_GENERATION } from "../sandbox-handle.ts";
 import { forget } from "./live-registry.ts";
 import type { SandboxContext } from "./sandbox-context.ts";
-
-const DEFAULT_FENCE_RETRY = databaseRetryOf(DEFAULT_RUN_WORKER_LIMITS);
 
 export type ManagedExecOutcome =
   | { ok: true; result: ExecResult }
@@ -36,7 +34,7 @@ export async function execInGeneration(
     // touch is idempotent; nothing has run before its yes), not turned into a failed
     // command (decision 0147).
     const fence = retryDatabaseWhile(
-      ctx.databaseRetry ?? DEFAULT_FENCE_RETRY,
+      ctx.databaseRetry ?? DEFAULT_DATABASE_RETRY,
       "sandbox exec fence",
       ctx.logger,
       signal,

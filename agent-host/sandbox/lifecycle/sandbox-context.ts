@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
 import type { Db } from "../../../shared/db/client.ts";
+import type { DatabaseRetry } from "../../../shared/db/database-retry.ts";
 import type { WorkcellMetrics } from "../../../shared/metrics/workcell-metrics.ts";
 import type { FileView } from "../../../shared/paths/file-view.ts";
-import type { DatabaseRetry } from "../../runs/database-retry.ts";
 import type { SandboxDriver } from "../driver.ts";
 import type { SandboxTimings } from "../sandbox-config.ts";
 import type { SandboxHandle } from "../sandbox-handle.ts";

@@ -1,6 +1,6 @@
 import pino from "pino";
 import { describe, expect, test } from "vitest";
-import { retryDatabase } from "../../../agent-host/runs/database-retry.ts";
+import { retryDatabase } from "../../../shared/db/database-retry.ts";
 import { isTransientDatabaseError } from "../../../shared/db/transient-database-error.ts";
 
 const silent = pino({ level: "silent" });

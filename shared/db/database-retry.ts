@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import { abortable } from "../../shared/async/abortable.ts";
-import { isTransientDatabaseError } from "../../shared/db/transient-database-error.ts";
+import { abortable } from "../async/abortable.ts";
+import { isTransientDatabaseError } from "./transient-database-error.ts";
 
 /**
  * How a run's own last writes (its events, change batches and ending) wait for a database
@@ -13,6 +13,17 @@ export interface DatabaseRetry {
   readonly maxDelayMs: number;
   readonly giveUpAfterMs: number;
 }
+
+/**
+ * The default policy: 5 s per attempt, attempts at most 2 s apart, and a wait longer than a
+ * PostgreSQL restart or failover (while nobody reaches the database the sweeper cannot
+ * decide either, so waiting costs a run nothing but a slot).
+ */
+export const DEFAULT_DATABASE_RETRY: DatabaseRetry = {
+  attemptTimeoutMs: 5_000,
+  maxDelayMs: 2_000,
+  giveUpAfterMs: 10 * 60_000,
+};
 
 /** The delay before attempt `n` (1-based) after a failure: 100 ms doubling, capped, jittered. */
 function delayBefore(n: number, maxDelayMs: number): number {

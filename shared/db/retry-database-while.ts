@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { abortable } from "../../shared/async/abortable.ts";
+import { abortable } from "../async/abortable.ts";
 import { type DatabaseRetry, type RetryState, retryDatabase } from "./database-retry.ts";
 
 /** Marks the caller's abort inside the retry loop; never a transient database error. */

@@ -1,5 +1,5 @@
+import type { Interception } from "../secrets/interception.ts";
 import type { SandboxSecrets } from "../secrets/sandbox-secrets.ts";
-import type { Interception } from "../secrets/tls-intercept.ts";
 import type { AddressGuard } from "./address-guard.ts";
 import { createRunByteBudgets } from "./byte-meter.ts";
 import type { NetworkAsk } from "./egress-decision.ts";

@@ -2,61 +2,15 @@ import { type IncomingMessage, request, type Server, type ServerResponse } from 
 import type { Duplex } from "node:stream";
 import { guardRequest } from "../secrets/guard-request.ts";
 import { pipeBody } from "../secrets/guarded-body.ts";
-import type { SandboxSecrets } from "../secrets/sandbox-secrets.ts";
-import {
-  createInterceptor,
-  type Interception,
-  type Interceptor,
-} from "../secrets/tls-intercept.ts";
+import { createInterceptor, type Interceptor } from "../secrets/tls-intercept.ts";
+import { answerJson } from "./answer-json.ts";
 import { holdForDecision } from "./client-gone.ts";
-import { decideEgress, type EgressDecisionDeps } from "./egress-decision.ts";
-import { type FlowDeps, startFlow } from "./egress-flow.ts";
-import type { EgressLimits } from "./egress-limits.ts";
+import { decideEgress } from "./egress-decision.ts";
+import { startFlow } from "./egress-flow.ts";
+import { forwardHeaders } from "./forward-headers.ts";
+import type { HttpProxyDeps } from "./http-proxy-deps.ts";
 import { refusalBody } from "./refusal-body.ts";
 import { dial, relay } from "./relay.ts";
-
-export type HttpProxyDeps = FlowDeps & {
-  readonly decision: EgressDecisionDeps;
-  readonly limits: EgressLimits;
-  /** Aborted when the sandbox's listener closes: every pending decision and dial stops. */
-  readonly signal: AbortSignal;
-  /** The sandbox's secrets (placeholders and the swap); undefined: it has none. */
-  readonly secrets?: SandboxSecrets;
-  /** TLS termination towards hosts a secret binds; undefined: every CONNECT is a tunnel. */
-  readonly interception?: Interception;
-};
-
-// Hop-by-hop and proxy headers never forwarded (RFC 9110 §7.6.1), and the client's Host:
-// the upstream's Host is always the checked URL's, so a smuggled Host cannot name another site.
-const DROPPED = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "host",
-]);
-
-export function forwardHeaders(
-  req: IncomingMessage,
-  host: string,
-): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined && !DROPPED.has(name)) out[name] = value;
-  }
-  out.host = host;
-  return out;
-}
-
-export function answer(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { "content-type": "application/json", connection: "close" });
-  res.end(body);
-}
 
 /** `host:port` of a CONNECT target, IPv6 in brackets; undefined when malformed. */
 export function parseAuthority(authority: string): { host: string; port: number } | undefined {
@@ -78,13 +32,13 @@ async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerRes
     url = new URL(req.url ?? "");
   } catch {
     flow.deny("not_a_proxy_request");
-    return answer(res, 400, refusalBody("?", 0, "not_a_proxy_request"));
+    return answerJson(res, 400, refusalBody("?", 0, "not_a_proxy_request"));
   }
   const port = url.port === "" ? 80 : Number(url.port);
   flow.target(url.hostname, port, null);
   if (url.protocol !== "http:") {
     flow.deny("scheme_not_supported");
-    return answer(res, 400, refusalBody(url.hostname, port, "scheme_not_supported"));
+    return answerJson(res, 400, refusalBody(url.hostname, port, "scheme_not_supported"));
   }
   // A decision that asks a person waits as long as the client does (and no longer).
   const held = holdForDecision(req.socket, deps.signal, deps.limits.idleTimeoutMs);
@@ -93,7 +47,7 @@ async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerRes
   flow.target(decided.host, port, decided.address);
   if (!decided.allowed) {
     flow.deny(decided.reason);
-    return answer(res, 403, refusalBody(decided.host, port, decided.reason, decided.note));
+    return answerJson(res, 403, refusalBody(decided.host, port, decided.reason, decided.note));
   }
   const guarded = await guardRequest(
     deps.secrets,
@@ -102,7 +56,7 @@ async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerRes
   );
   if (!guarded.ok) {
     flow.deny(guarded.reason);
-    return answer(res, guarded.status, refusalBody(decided.host, port, guarded.reason));
+    return answerJson(res, guarded.status, refusalBody(decided.host, port, guarded.reason));
   }
   const upstream = request({
     host: decided.address,
@@ -121,7 +75,7 @@ async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerRes
   };
   upstream.on("timeout", () => cut("idle_timeout"));
   upstream.on("error", () => {
-    if (!res.headersSent) answer(res, 502, refusalBody(decided.host, port, "upstream_failed"));
+    if (!res.headersSent) answerJson(res, 502, refusalBody(decided.host, port, "upstream_failed"));
     else res.destroy();
     flow.finish();
   });
@@ -145,7 +99,7 @@ async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerRes
       upstream.destroy();
       flow.deny("secret_exfiltration");
       if (!res.headersSent)
-        answer(res, 403, refusalBody(decided.host, port, "secret_exfiltration"));
+        answerJson(res, 403, refusalBody(decided.host, port, "secret_exfiltration"));
       else res.destroy();
     },
   });

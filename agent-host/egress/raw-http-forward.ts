@@ -2,7 +2,7 @@ import type { Socket } from "node:net";
 import { holdForDecision } from "./client-gone.ts";
 import { decideEgress } from "./egress-decision.ts";
 import { startFlow } from "./egress-flow.ts";
-import type { HttpProxyDeps } from "./http-proxy-handlers.ts";
+import type { HttpProxyDeps } from "./http-proxy-deps.ts";
 import type { ProxyRequestHead } from "./proxy-request-head.ts";
 import { refusalBody } from "./refusal-body.ts";
 import { dial, relay } from "./relay.ts";

@@ -1,6 +1,7 @@
 import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server, type Socket } from "node:net";
-import { type HttpProxyDeps, handleHttpProxy } from "./http-proxy-handlers.ts";
+import type { HttpProxyDeps } from "./http-proxy-deps.ts";
+import { handleHttpProxy } from "./http-proxy-handlers.ts";
 import { parseProxyRequestHead } from "./proxy-request-head.ts";
 import { forwardRawHttp } from "./raw-http-forward.ts";
 import { createSocksHandler } from "./socks-handler.ts";

@@ -3,7 +3,7 @@ import { createServer as createSocksServer } from "@pondwader/socks5-server";
 import { holdForDecision } from "./client-gone.ts";
 import { decideEgress } from "./egress-decision.ts";
 import { startFlow } from "./egress-flow.ts";
-import type { HttpProxyDeps } from "./http-proxy-handlers.ts";
+import type { HttpProxyDeps } from "./http-proxy-deps.ts";
 import { dial, relay } from "./relay.ts";
 
 type Decided = { address: string; host: string; flow: ReturnType<typeof startFlow> };

@@ -4,10 +4,10 @@ import type { Db } from "../../shared/db/client.ts";
 import type { KeyWrapper } from "../../shared/secrets/secret-envelope.ts";
 import { loadLiveSecrets } from "../../shared/secrets/secret-store.ts";
 import { type DeploymentCa, signingCa } from "./deployment-ca.ts";
+import type { Interception } from "./interception.ts";
 import { createLeafIssuer } from "./leaf-certificates.ts";
 import type { SecretSource } from "./sandbox-secrets.ts";
 import { sandboxCaBundle } from "./secrets-env.ts";
-import type { Interception } from "./tls-intercept.ts";
 
 /** What a node needs to broker secrets (agent-host env: WORKCELL_SECRETS_KEY, _CA_CERT, _CA_KEY). */
 export type NodeSecretsConfig = {

@@ -6,24 +6,16 @@ import {
 } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { type SecureContext, TLSSocket, connect as tlsConnect } from "node:tls";
+import { TLSSocket, connect as tlsConnect } from "node:tls";
+import { answerJson } from "../egress/answer-json.ts";
 import { type EgressFlow, startFlow } from "../egress/egress-flow.ts";
-import type { HttpProxyDeps } from "../egress/http-proxy-handlers.ts";
-import { answer, forwardHeaders } from "../egress/http-proxy-handlers.ts";
+import { forwardHeaders } from "../egress/forward-headers.ts";
+import type { HttpProxyDeps } from "../egress/http-proxy-deps.ts";
 import { refusalBody } from "../egress/refusal-body.ts";
 import { guardRequest } from "./guard-request.ts";
 import { pipeBody } from "./guarded-body.ts";
+import type { Interception } from "./interception.ts";
 import type { LeafIssuer } from "./leaf-certificates.ts";
-
-/** The node's TLS termination towards bound hosts (decision 0133). */
-export type Interception = {
-  readonly issuer: LeafIssuer;
-  /**
-   * What upstream certificates are verified against: the system's trust (+ a test CA),
-   * parsed once (a context per connection would parse every root again).
-   */
-  readonly upstreamContext: SecureContext;
-};
 
 type Target = { readonly host: string; readonly port: number; readonly address: string };
 
@@ -108,7 +100,7 @@ function refuseInside(
   const refused = startFlow(deps, "connect");
   refused.target(to.host, to.port, to.address);
   refused.deny(reason);
-  answer(res, status, refusalBody(to.host, to.port, reason));
+  answerJson(res, status, refusalBody(to.host, to.port, reason));
 }
 
 async function reoriginate(
@@ -137,7 +129,7 @@ async function reoriginate(
   } catch (error) {
     const reason = untrustedOrFailed(error);
     flow.cut(reason);
-    return answer(res, 502, refusalBody(to.host, to.port, reason));
+    return answerJson(res, 502, refusalBody(to.host, to.port, reason));
   }
   // The Host is the CONNECT's checked name, whatever the client wrote inside the tunnel.
   const upstream = httpRequest({
@@ -158,7 +150,7 @@ async function reoriginate(
   upstream.on("error", (error: NodeJS.ErrnoException) => {
     const reason = untrustedOrFailed(error);
     flow.cut(reason);
-    if (!res.headersSent) answer(res, 502, refusalBody(to.host, to.port, reason));
+    if (!res.headersSent) answerJson(res, 502, refusalBody(to.host, to.port, reason));
     else res.destroy();
   });
   upstream.on("response", (reply) => {

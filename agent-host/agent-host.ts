@@ -5,23 +5,16 @@ import { Registry } from "prom-client";
 import type { CapabilityPublicKey } from "../shared/capability/capability-keys.ts";
 import type { Db } from "../shared/db/client.ts";
 import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
-import { createRequestRateLimiter } from "../shared/limits/request-rate-limiter.ts";
-import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
 import type { ListenFn } from "../shared/listen/listen-fn.ts";
 import { createWorkcellMetrics, type WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
-import { createS3AttachmentObjectStore } from "./attachments/s3-attachment-object-store.ts";
-import { startCheckpoints } from "./checkpoints/start-checkpoints.ts";
 import { createRunWorker } from "./create-run-worker.ts";
-import { createDataPlaneApp } from "./data-plane/data-plane-app.ts";
-import { startDataPlaneServer } from "./data-plane/start-data-plane-server.ts";
-import { createThreadRevocations } from "./data-plane/thread-revocations.ts";
+import { startNodeDataPlane } from "./data-plane/start-node-data-plane.ts";
 import { type NodeEgressConfig, startNodeEgress } from "./egress/start-node-egress.ts";
 import { noIsolationSandboxes } from "./no-isolation-sandboxes.ts";
 import type { NodeHeartbeat } from "./node/node-heartbeat.ts";
 import type { ReadinessCheck } from "./node/node-readiness.ts";
 import { startNode } from "./node/start-node.ts";
-import { createAccountingQuota } from "./quota/workspace-quota.ts";
 import type { ModelConfig } from "./runs/agent/model-config.ts";
 import type { RunWorker } from "./runs/run-worker.ts";
 import type { RuntimeAssetsReport } from "./runtime/runtime-assets.ts";
@@ -29,13 +22,10 @@ import type { SandboxTierSet } from "./sandbox/detect-sandbox-tiers.ts";
 import { SandboxManager } from "./sandbox/lifecycle/sandbox-manager.ts";
 import type { SandboxConfig } from "./sandbox/sandbox-config.ts";
 import { type SandboxDriverStatus, sandboxDriverStatus } from "./sandbox/sandbox-driver-status.ts";
-import { type AgentHostSkills, createAgentHostSkills } from "./skills/agent-host-skills.ts";
-import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
-import { createPathResolver } from "./workspace/path-resolver.ts";
-import { createUserWorkspaces } from "./workspace/user-workspaces.ts";
+import type { AgentHostSkills } from "./skills/agent-host-skills.ts";
+import { startWorkspaces } from "./start-workspaces.ts";
 
-/** The sandbox user (agent-host/sandbox/container/container-spec.ts): it must own what it writes. */
-export const SANDBOX_OWNER = { uid: 1000, gid: 1000 } as const;
+export { SANDBOX_OWNER } from "./start-workspaces.ts";
 
 /** Everything one agent-host needs, parsed and connected by its entry (main.ts or the local stack). */
 export type AgentHostDeps = {
@@ -110,70 +100,21 @@ export async function startAgentHost(deps: AgentHostDeps): Promise<AgentHost> {
   const stops: Array<() => Promise<void>> = [];
   const starting = new AbortController();
   try {
-    const sys = createLibcSyscalls();
-    const userWorkspaces = createUserWorkspaces({
-      dataRoot: deps.dataRoot,
-      sys,
-      resolver: createPathResolver(sys),
-      // Only root can give files to the sandbox user; a non-root host keeps them its own
-      // (and then the sandbox user cannot write them: run agent-hosts as root).
-      ...(process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {}),
-    });
-    // No filesystem quota on the data roots this runs on so far: the accounting mode
-    // (docs/decisions/0017).
-    const quota = createAccountingQuota({ dataRoot: deps.dataRoot });
-    const checkpoints = startCheckpoints({
-      db: deps.db,
-      nodeId: deps.nodeId,
-      dataRoot: deps.dataRoot,
-      sys,
-      resolver: createPathResolver(sys),
-      ...(process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {}),
-      workspaceBytes: async (uid, signal) => (await quota.usage(uid, signal)).bytes,
-      defaultWorkspaceBytes: DEFAULT_USER_LIMITS.workspace_bytes,
+    const { userWorkspaces, quota, checkpoints, skills } = await startWorkspaces(
+      deps,
       logger,
-    });
-    stops.push(() => checkpoints.stop());
-    const skills = createAgentHostSkills({
-      db: deps.db,
-      sys,
-      dataRoot: deps.dataRoot,
-      logger,
-      s3: deps.s3,
-      uploadsBucket: deps.attachmentsBucket,
-      workspaces: userWorkspaces,
       metrics,
-    });
-    await skills.registerBuiltins(starting.signal);
-
+      stops,
+      starting.signal,
+    );
     let readiness: ReadinessCheck | undefined;
-    const server = await startDataPlaneServer({
-      port: deps.dataPlane.port,
-      hostname: deps.dataPlane.hostname,
-      app: createDataPlaneApp({
-        userWorkspaces,
-        quota,
-        publicKeys: deps.capabilityPublicKeys,
-        revocations: createThreadRevocations({ db: deps.db }),
-        // The API's limit and bucket: a user's file requests count as API requests do.
-        rateLimiter: createRequestRateLimiter({
-          db: deps.db,
-          defaultRequestsPerMinute: DEFAULT_USER_LIMITS.requests_per_minute,
-        }),
-        logger,
-        metrics,
-        attachments: {
-          objects: createS3AttachmentObjectStore({ s3: deps.s3, bucket: deps.attachmentsBucket }),
-        },
-        skills,
-        checkpoints: checkpoints.checkpoints,
-        readiness: () => readiness,
-        ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
-        ...(deps.dataPlane.corsOrigins === undefined
-          ? {}
-          : { allowedOrigins: deps.dataPlane.corsOrigins }),
-      }),
-    });
+    const server = await startNodeDataPlane(
+      deps,
+      { userWorkspaces, quota, checkpoints, skills },
+      logger,
+      metrics,
+      () => readiness,
+    );
     stops.push(() => server.close());
     const egress =
       deps.egress === undefined

@@ -27,15 +27,21 @@ const LEASE_TTL_MS = 6_000;
 let world: RunWorld;
 let proxy: PausableProxy;
 let client: postgres.Sql;
-/** Arms the proxy to hold the answer to the next COMMIT (the statement is applied). */
-let holdNextCommitReply = false;
+/**
+ * Arms the proxy to hold the answer to the run's ending, which is one prepared statement
+ * (decision 0183): the answer to its execution (its Bind message, carrying the crash's
+ * `internal` error as a parameter) is held, so the statement is applied and its answer lost.
+ */
+let holdNextEndingReply = false;
 
 beforeEach(async () => {
   world = await runWorld();
   ({ proxy, client } = await proxiedPostgres(world.database.url, {
     pauseReplyTo: (chunk) => {
-      if (!holdNextCommitReply || !/commit/i.test(chunk.toString("latin1"))) return false;
-      holdNextCommitReply = false;
+      const text = chunk.toString("latin1");
+      if (!holdNextEndingReply || !text.startsWith("B") || !text.includes('"code":"internal"'))
+        return false;
+      holdNextEndingReply = false;
       return true;
     },
   }));
@@ -104,10 +110,10 @@ it("a crash recorded while the database is cut lands once it is back: failed/int
 
 it("a crash record whose answer was lost is not written twice", async () => {
   const run = await claimedRun();
-  holdNextCommitReply = true;
+  holdNextEndingReply = true;
   const { recorded } = recordCrash(run);
-  // The record's transaction committed; its answer is held, then the connection goes.
-  await pollUntil(() => proxy.stopped, { what: "the commit's answer held" });
+  // The record's statement applied; its answer is held, then the connection goes.
+  await pollUntil(() => proxy.stopped, { what: "the ending's answer held" });
   await pollUntil(async () => (await world.run(run.runId)).status === "failed", {
     what: "the crash record committed",
   });

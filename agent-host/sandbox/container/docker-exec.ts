@@ -99,11 +99,6 @@ export async function runDockerExec(
     throw error;
   }
 
-  // The command's host pid, asked for now, beside the command: a stop needs it while the
-  // container is frozen (frozen-stop.ts), and then Docker's latency is not the writer's.
-  const pidLookup = execPid(deps, exec, "yes");
-  pidLookup.catch(() => {});
-
   const feed = createDemuxer((id, payload) => {
     if (id === STDOUT_STREAM) stdout.push(payload);
     else if (id === STDERR_STREAM) stderr.push(payload);
@@ -149,13 +144,13 @@ export async function runDockerExec(
       return finish("exited", exitCode);
     }
     if (stopReason === "cancelled") {
-      const stopping = stopExec(deps, ref, exec, pidLookup);
+      const stopping = stopExec(deps, ref, exec);
       return await cancelExec(deps, ref, exec, stopping, stream, closed, () =>
         finish("cancelled", null),
       );
     }
     try {
-      await stopExec(deps, ref, exec, pidLookup);
+      await stopExec(deps, ref, exec);
       // The kill closes the process's pipes, so the stream ends; if something still
       // holds them, stop waiting after the grace.
       await raceTimeout(closed, deps.config.killGraceMs);
@@ -281,14 +276,14 @@ async function startExec(
  * then through Docker as before, which confirms the kill and sweeps what is left (or
  * reports that Docker does not answer, the command stopped all the same).
  */
-async function stopExec(
-  deps: DockerExecDeps,
-  ref: InstanceRef,
-  exec: Docker.Exec,
-  pidLookup: Promise<number | undefined>,
-): Promise<void> {
+async function stopExec(deps: DockerExecDeps, ref: InstanceRef, exec: Docker.Exec): Promise<void> {
   const log = deps.logger.child({ container_id: ref.instanceId, exec_id: exec.id });
   const initPid = deps.containerPids?.get(ref.instanceId)?.initPid;
+  // Asked for at the stop, not as the command starts: inspecting an exec while Docker was
+  // still starting it held its pid back for seconds here. The container is frozen before
+  // the answer is awaited, so Docker's latency is not the writer's (frozen-stop.ts).
+  const pidNow = execPidNow(deps, exec);
+  pidNow.catch(() => {});
   const frozen = await stopExecFrozen(
     log,
     {
@@ -296,11 +291,11 @@ async function stopExec(
       initPid,
       ...(deps.freezeHolds ? { holds: deps.freezeHolds } : {}),
     },
-    pidLookup,
+    pidNow,
   );
   if (frozen === "commands_killed")
     log.warn("killed every command of a sandbox container: Docker did not say which was this one");
-  await killExec(deps, ref, exec, "yes", pidLookup);
+  await killExec(deps, ref, exec, "yes");
 }
 
 async function killExec(
@@ -308,13 +303,10 @@ async function killExec(
   ref: InstanceRef,
   exec: Docker.Exec,
   commandRan: CommandRan,
-  pidLookup?: Promise<number | undefined>,
 ): Promise<void> {
   const log = deps.logger.child({ container_id: ref.instanceId, exec_id: exec.id });
   const timeoutMs = deps.config.dockerCallTimeoutMs;
-  // The lookup made as the command started, or (it failed, or there was none) a new one.
-  const lookup = () => execPid(deps, exec, commandRan);
-  const pid = await (pidLookup ? pidLookup.catch(lookup) : lookup());
+  const pid = await execPid(deps, exec, commandRan);
   if (pid === undefined) return; // it never started
   const info = await boundedDockerCall(
     { timeoutMs, purpose: "to stop the command", commandRan },
@@ -417,6 +409,19 @@ async function execPid(
     if (performance.now() > deadline) return undefined;
     await sleep(EXIT_CODE_POLL_MS);
   }
+}
+
+/**
+ * One look at the command's host pid, for a stop that froze its container: "starting"
+ * while Docker runs it but has not named its process yet (its start was frozen too).
+ */
+async function execPidNow(
+  deps: DockerExecDeps,
+  exec: Docker.Exec,
+): Promise<number | "starting" | undefined> {
+  const info = await inspectExec(deps, exec, "to find the command's process", "yes");
+  if (info.Pid > 0) return info.Pid;
+  return info.Running ? "starting" : undefined;
 }
 
 /** Docker may report the stream closed a moment before it records the exit code. */

@@ -43,7 +43,7 @@ export type FrozenStop = "killed" | "not_started" | "commands_killed" | "no_cgro
 export async function stopExecFrozen(
   log: Logger,
   container: { instanceId: string; initPid: number | undefined; holds?: FreezeHolds },
-  execPid: Promise<number | undefined>,
+  execPid: Promise<number | "starting" | undefined>,
 ): Promise<FrozenStop> {
   // No await before the freeze: the writer stops within this turn of the event loop.
   const freezer = findContainerFreezer(container.instanceId, container.initPid);
@@ -59,8 +59,11 @@ export async function stopExecFrozen(
   holds.set(freezer.dir, (holds.get(freezer.dir) ?? 0) + 1);
   let outcome: FrozenStop = "killed";
   try {
+    // A command Docker is still starting when the container freezes is named only once
+    // thawed (its start is frozen too, so it has run nothing yet): the group thaws and the
+    // caller's kill through Docker finds it then (docker-exec.ts).
     const pid = await execPid.then(
-      (found) => found ?? ("not_started" as const),
+      (found) => (found === undefined || found === "starting" ? ("not_started" as const) : found),
       () => "unknown" as const,
     );
     if (pid === "not_started") outcome = "not_started";

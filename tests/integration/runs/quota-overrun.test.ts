@@ -8,15 +8,19 @@ import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota
 import { measureWorkspaceUsage } from "../../../agent-host/quota/workspace-usage.ts";
 import { putLimitsOverride } from "../../../functions/limits/user-limits-store.ts";
 import { changeBatches } from "../../../shared/db/schema.ts";
+import { SANDBOX_USER_DATA_MOUNT } from "../../../shared/paths/runtime-paths.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { silentLogger } from "../sandbox/sandbox-fixture.ts";
 import { type RunWorld, runWorld } from "./run-harness.ts";
 import { scriptedModels, toolOutputs } from "./scripted-models.ts";
 
-// Issue 37 item 2 (decision 0143): in the accounting mode a command is stopped once the
-// UserWorkspace passes its quota, so one command's overrun is bounded (64 MiB or 10 % of
-// the quota) instead of reaching whatever it writes before its time limit. Real sandbox,
-// real files, the gate agent-host.ts wires over a real accounting.
+// Issue 37 item 2 (decisions 0143, 0180): in the accounting mode a command is stopped once
+// the UserWorkspace passes its quota, so one command's overrun is bounded (64 MiB or 10 %
+// of the quota) instead of reaching whatever it writes before its time limit; under the
+// default `workspace` file view that holds for writes beside the Workdir too (looks that
+// peeked the Workdir alone let 1 GiB written to a sibling directory end 1014 MiB past a
+// 10 MiB quota). Real sandbox, real files, the gate agent-host.ts wires over a real
+// accounting.
 
 let world: RunWorld;
 
@@ -28,16 +32,24 @@ afterEach(async () => {
 });
 
 const QUOTA = 10 * 1024 * 1024;
+const BOUND = overrunBoundBytes({ workspace_bytes: QUOTA, workspace_inodes: 1_000_000 });
 /** 1 GiB: what the red team wrote in 2.4 s against a 10 MiB quota. */
 const FLOOD = "dd if=/dev/zero of=big bs=1M count=1024 2>/dev/null; echo wrote";
+/** The same gigabyte into a directory beside the Workdir, not in it. */
+const FLOOD_BESIDE = `mkdir -p ${SANDBOX_USER_DATA_MOUNT}/elsewhere && dd if=/dev/zero of=${SANDBOX_USER_DATA_MOUNT}/elsewhere/big bs=1M count=1024 2>/dev/null; echo wrote`;
 
 function workspaceOnHost(uid: string): string {
   return join(world.dataRoot.path, "users", uidDirname(uid), "workspace");
 }
 
-it("a command writing 1 GiB against a 10 MiB quota is stopped within the overrun bound; the next command is refused; another uid's run is unaffected", async () => {
+/**
+ * Runs `flood` then a `touch` as flood-a (10 MiB quota) and as flood-b (default quota) at
+ * once, and checks what holds either way: flood-a's command is stopped within the bound and
+ * its next command refused (never ran); flood-b's gigabyte and next command are unaffected.
+ */
+async function floodTwoUsers(flood: string, label: string) {
   const models = scriptedModels(() => [
-    { toolCalls: [{ name: "bash", arguments: { command: FLOOD } }] },
+    { toolCalls: [{ name: "bash", arguments: { command: flood } }] },
     { toolCalls: [{ name: "bash", arguments: { command: "touch marker; echo touched" } }] },
     { text: "done" },
   ]);
@@ -57,14 +69,11 @@ it("a command writing 1 GiB against a 10 MiB quota is stopped within the overrun
 
   const used = await measureWorkspaceUsage(workspaceOnHost("flood-a"), AbortSignal.timeout(30_000));
   const overrun = used.bytes - QUOTA;
-  const bound = overrunBoundBytes({ workspace_bytes: QUOTA, workspace_inodes: 1_000_000 });
   console.info(
-    `issue 37 item 2: overrun ${(overrun / 2 ** 20).toFixed(1)} MiB past a 10 MiB quota (bound ${bound / 2 ** 20} MiB; before: 1014 MiB)`,
+    `issue 37 item 2, ${label}: overrun ${(overrun / 2 ** 20).toFixed(1)} MiB past a 10 MiB quota (bound ${BOUND / 2 ** 20} MiB; before: 1014 MiB)`,
   );
   expect(used.bytes).toBeGreaterThan(QUOTA);
-  expect(overrun).toBeLessThanOrEqual(bound);
-  const workdir = join(workspaceOnHost("flood-a"), project.workdirPath);
-  expect(statSync(join(workdir, "big")).size).toBeLessThan(QUOTA + bound);
+  expect(overrun).toBeLessThanOrEqual(BOUND);
 
   const outputs = toolOutputs(await world.events(runId));
   expect(outputs[0]).toContain("This command was stopped");
@@ -73,10 +82,6 @@ it("a command writing 1 GiB against a 10 MiB quota is stopped within the overrun
   // The next command is refused as before and never ran.
   expect(outputs[1]).toContain("quota_exceeded");
   expect(outputs[1]).not.toContain("touched");
-  // The stopped command's batch records what it wrote.
-  const batches = await world.db.select().from(changeBatches).where(eq(changeBatches.runId, runId));
-  expect(batches).toHaveLength(1);
-  expect(batches[0]?.itemCount).toBe(1);
 
   // The other uid, default quota, same moment: its gigabyte is within its quota.
   const b = await world.waitForRun(otherRun, undefined, 120_000);
@@ -84,5 +89,23 @@ it("a command writing 1 GiB against a 10 MiB quota is stopped within the overrun
   const otherOutputs = toolOutputs(await world.events(otherRun));
   expect(otherOutputs[0]).toContain("wrote");
   expect(otherOutputs[1]).toContain("touched");
+  return { runId, project, other };
+}
+
+it("a command writing 1 GiB against a 10 MiB quota is stopped within the overrun bound; the next command is refused; another uid's run is unaffected", async () => {
+  const { runId, project, other } = await floodTwoUsers(FLOOD, "in the Workdir");
+  const workdir = join(workspaceOnHost("flood-a"), project.workdirPath);
+  expect(statSync(join(workdir, "big")).size).toBeLessThan(QUOTA + BOUND);
+  // The stopped command's batch records what it wrote.
+  const batches = await world.db.select().from(changeBatches).where(eq(changeBatches.runId, runId));
+  expect(batches).toHaveLength(1);
+  expect(batches[0]?.itemCount).toBe(1);
   expect(statSync(join(workspaceOnHost("flood-b"), other.workdirPath, "big")).size).toBe(2 ** 30);
+}, 240_000);
+
+it("a command writing 1 GiB outside its Workdir (workspace view) against a 10 MiB quota is stopped within the overrun bound; the next command is refused; another uid's run is unaffected", async () => {
+  await floodTwoUsers(FLOOD_BESIDE, "beside the Workdir");
+  const beside = (uid: string) => join(workspaceOnHost(uid), "elsewhere", "big");
+  expect(statSync(beside("flood-a")).size).toBeLessThan(QUOTA + BOUND);
+  expect(statSync(beside("flood-b")).size).toBe(2 ** 30);
 }, 240_000);

@@ -40,7 +40,16 @@ export type PausableProxyOptions = {
    * takes effect (a container is created) and its caller never learns it.
    */
   pauseReplyTo?: (chunk: Buffer) => boolean;
+  /**
+   * Called with every chunk a client sends; a function returned rewrites the first chunk of
+   * the engine's answer on that connection (an engine's state caught at another moment:
+   * what a slower engine would have said). It must keep the chunk's length.
+   */
+  rewriteReplyTo?: (chunk: Buffer) => ((reply: Buffer) => Buffer) | undefined;
 };
+
+/** What a connection's next answer is due for: a pause, a rewrite. */
+type AwaitingReply = { on: boolean; rewrite: ((reply: Buffer) => Buffer) | undefined };
 
 /**
  * Forwards connections to `target`. pause() holds every byte in both directions (the
@@ -57,12 +66,18 @@ export async function startPausableProxy(
   let cut = false;
   const stranded = new WeakSet<Socket>();
   const forward =
-    (to: Socket, fromClient: boolean, awaitingReply: { on: boolean }) => (chunk: Buffer) => {
+    (to: Socket, fromClient: boolean, awaitingReply: AwaitingReply) => (input: Buffer) => {
+      let chunk = input;
       if (!held && fromClient && options.pauseBefore?.(chunk)) held = [];
       if (!held && fromClient && options.pauseReplyTo?.(chunk)) awaitingReply.on = true;
+      if (fromClient) awaitingReply.rewrite ??= options.rewriteReplyTo?.(chunk);
       if (!held && !fromClient && awaitingReply.on) {
         awaitingReply.on = false;
         held = [];
+      }
+      if (!fromClient && awaitingReply.rewrite) {
+        chunk = awaitingReply.rewrite(chunk);
+        awaitingReply.rewrite = undefined;
       }
       if (stranded.has(to)) return;
       if (held) held.push([to, chunk]);
@@ -82,7 +97,7 @@ export async function startPausableProxy(
     const upstream = createConnection(target);
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
-    const awaitingReply = { on: false };
+    const awaitingReply: AwaitingReply = { on: false, rewrite: undefined };
     client.on("data", forward(upstream, true, awaitingReply));
     upstream.on("data", forward(client, false, awaitingReply));
     const end = () => {

@@ -284,15 +284,21 @@ async function stopExec(deps: DockerExecDeps, ref: InstanceRef, exec: Docker.Exe
   // the answer is awaited, so Docker's latency is not the writer's (frozen-stop.ts).
   const pidNow = execPidNow(deps, exec);
   pidNow.catch(() => {});
-  const frozen = await stopExecFrozen(
-    log,
-    {
-      instanceId: ref.instanceId,
-      initPid,
-      ...(deps.freezeHolds ? { holds: deps.freezeHolds } : {}),
-    },
-    pidNow,
-  );
+  const container = {
+    instanceId: ref.instanceId,
+    initPid,
+    ...(deps.freezeHolds ? { holds: deps.freezeHolds } : {}),
+  };
+  let frozen = await stopExecFrozen(log, container, pidNow);
+  if (frozen === "not_started" && (await pidNow) === "starting") {
+    // Docker 20.10 reports a running exec with no pid until containerd has answered its
+    // start: while the start is frozen with the container, and under load for a moment
+    // after the command already runs (a write-heavy command writes on). Thawed now, the
+    // start completes; once Docker names the process it is stopped on the host as above,
+    // so the stop does not hang on Docker's later calls either.
+    const pid = await execPid(deps, exec, "yes").catch(() => undefined);
+    if (pid !== undefined) frozen = await stopExecFrozen(log, container, Promise.resolve(pid));
+  }
   if (frozen === "commands_killed")
     log.warn("killed every command of a sandbox container: Docker did not say which was this one");
   await killExec(deps, ref, exec, "yes");

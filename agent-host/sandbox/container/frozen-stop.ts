@@ -14,7 +14,8 @@ import { findExecProcesses } from "./kill-exec-processes.ts";
 /**
  * How a stop went on the host, before Docker is asked anything (decision 0179):
  * - `killed`: the container was frozen and the command's processes sent SIGKILL in it;
- * - `not_started`: Docker says the command never started (nothing to kill);
+ * - `not_started`: Docker says the command never started (nothing to kill), or has not
+ *   named its process yet (the caller asks again once the group is thawed);
  * - `commands_killed`: Docker did not say which process is the command, so every
  *   command running in the container was killed (its init and keep-alive were not: the
  *   sandbox stays usable); the caller's Docker kill then reports Docker's error;

@@ -167,6 +167,62 @@ describe("a container-tier stop on the host", () => {
     expect((await stat(ticksA)).size).toBe(sizeAfterStop);
   });
 
+  it("kills the command on the host when Docker names its process only after the stop began", async () => {
+    // Docker 20.10 answers an exec inspect with Running and no pid until containerd has
+    // answered the start, which under load comes after the command already writes: the
+    // stop's first inspect is answered so (its pid blanked, the length kept), and Docker
+    // hangs from the kill's container inspect on. Only the host can stop the writer.
+    let blanked = 0;
+    const blankPid = (reply: Buffer) => {
+      blanked++;
+      return Buffer.from(
+        reply
+          .toString("latin1")
+          .replace(/"Pid":(\d+)/, (_m, pid: string) => `"Pid":0${" ".repeat(pid.length - 1)}`),
+        "latin1",
+      );
+    };
+    proxy = await startPausableProxy(
+      { path: DOCKER_SOCKET },
+      {
+        listenPath: join(dataRoot.path, `docker-${randomUUID()}.sock`),
+        pauseBefore: (chunk) => CONTAINER_INSPECT.test(chunk.toString("latin1")),
+        rewriteReplyTo: (chunk) =>
+          blanked === 0 && EXEC_INSPECT.test(chunk.toString("latin1")) ? blankPid : undefined,
+      },
+    );
+    const driver = testDriver(
+      new Docker({ socketPath: proxy.path as string }),
+      dataRoot.path,
+      testConfig(requireDocker().image, { dockerCallTimeoutMs: CALL_TIMEOUT_MS }),
+    );
+    const stop = new AbortController();
+    const aRun = driver.exec(
+      a,
+      { cmd: ["sh", "-c", "while :; do echo x >> late; done"] },
+      stop.signal,
+    );
+    const late = join(workdirA, "late");
+    await pollUntil(async () => ((await stat(late).catch(() => undefined))?.size ?? 0) > 0, {
+      timeoutMs: 30_000,
+    });
+    const freezerA = findContainerFreezer(a.instanceId);
+    if (freezerA === undefined) throw new Error("no cgroup for A");
+    const keptA = new Set(groupPids(freezerA));
+    stop.abort();
+    const outcome = await aRun;
+    expect(outcome.ok && outcome.result.status).toBe("cancelled");
+    await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
+    expect(blanked).toBe(1);
+    expect(groupPids(freezerA).every((pid) => keptA.has(pid))).toBe(true);
+    expect(await isFrozen(freezerA)).toBe(false);
+    const size = (await stat(late)).size;
+    proxy.resume();
+    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
+    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
+    expect((await stat(late)).size).toBe(size);
+  });
+
   it("two commands of one container stopped at once are both killed, and the container is thawed after the last", async () => {
     const stop = new AbortController();
     const writers = ["w1", "w2"].map((name) =>

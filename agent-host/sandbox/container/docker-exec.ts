@@ -400,20 +400,24 @@ function inspectExec(
  * The exec's host pid. Docker keeps reporting it after the process has exited, which
  * matters: the exec may be gone while children it left in its session still run (and
  * hold the output stream open); the session is still identified by that pid. Undefined
- * only when the process never started.
+ * only when the process never started. Running with no pid is a start containerd has
+ * not answered yet (Docker 20.10 names the pid only then, and the command may already
+ * run): that is waited for as long as one Docker call may take, not taken for "never
+ * started" after the short wait for a start that was never made.
  */
 async function execPid(
   deps: DockerExecDeps,
   exec: Docker.Exec,
   commandRan: CommandRan,
 ): Promise<number | undefined> {
-  const deadline = performance.now() + EXIT_CODE_WAIT_MS;
-  for (;;) {
+  const started = performance.now();
+  for (let polls = 0; ; polls++) {
     const info = await inspectExec(deps, exec, "to find the command's process", commandRan);
     if (info.Pid > 0) return info.Pid;
     if (!info.Running && info.ExitCode !== null) return undefined;
-    if (performance.now() > deadline) return undefined;
-    await sleep(EXIT_CODE_POLL_MS);
+    const waitMs = info.Running ? deps.config.dockerCallTimeoutMs : EXIT_CODE_WAIT_MS;
+    if (performance.now() - started > waitMs) return undefined;
+    await sleep(Math.min(EXIT_CODE_POLL_MS * 2 ** Math.min(polls, 4), 50));
   }
 }
 

@@ -13,19 +13,18 @@ import { randomUUID } from "node:crypto";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { BatchSpanProcessor, InMemorySpanExporter, TracerProvider } from "@opentelemetry/sdk-trace";
+import type { ReadableSpan } from "@opentelemetry/sdk-trace";
 import Docker from "dockerode";
 import {
   containerCreateOptions,
   SANDBOX_USER,
 } from "../../agent-host/sandbox/container/container-spec.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
-import { noTracing, type Tracing } from "../../shared/telemetry/tracing.ts";
 import { epochNow, printResumeBreakdown, type TracedResume } from "./approvals-resume-breakdown.ts";
 import { BENCH_UID, measureWaiting } from "./approvals-waiting.ts";
 import { REQUEST_TIMEOUT_MS, startBenchStack } from "./local-stack-bench.ts";
 import { benchTargets, report, rssNote, summarize } from "./measure.ts";
+import { switchedTracing } from "./switched-tracing.ts";
 
 const ROUNDS = 21;
 const EXECS_PER_ROUND = 3;
@@ -40,31 +39,10 @@ const targets = benchTargets("approvals", [
 const ASK = { approvals: { tools: ["bash"] } };
 
 // Tracing is switched on only for the breakdown's resumes (as in tracing.bench.ts).
-const exporter = new InMemorySpanExporter();
-const provider = new TracerProvider({
-  spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 200 })],
-});
-const on: Tracing = {
-  tracer: provider.getTracer("bench"),
-  propagator: new W3CTraceContextPropagator(),
-};
-let current: Tracing = noTracing();
-const switching: Tracing = {
-  tracer: {
-    startSpan: (...args) => current.tracer.startSpan(...args),
-    startActiveSpan: ((...args: Parameters<Tracing["tracer"]["startActiveSpan"]>) =>
-      // biome-ignore lint/suspicious/noExplicitAny: the overloads forward as they are
-      (current.tracer.startActiveSpan as any)(...args)) as Tracing["tracer"]["startActiveSpan"],
-  },
-  propagator: {
-    inject: (...args) => current.propagator.inject(...args),
-    extract: (...args) => current.propagator.extract(...args),
-    fields: () => current.propagator.fields(),
-  },
-};
+const switched = switchedTracing();
 
 const docker = new Docker();
-const bench = await startBenchStack(docker, BENCH_UID, switching);
+const bench = await startBenchStack(docker, BENCH_UID, switched.tracing);
 const scratch = await mkdtemp(join(tmpdir(), "workcell-bench-approvals-"));
 let raw: Docker.Container | undefined;
 
@@ -181,24 +159,23 @@ try {
   targets.record("resume-vs-raw-exec", resume.medianMs / exec.medianMs);
   targets.record("resume-vs-warm-turn", resume.medianMs / warm.medianMs);
 
-  current = on;
+  switched.set(true);
   const traced: TracedResume[] = [];
   for (let i = 0; i < TRACED_RESUMES; i++) traced.push(await resumeOnce());
-  current = noTracing();
+  switched.set(false);
   // The client reads run.completed at the outcome's commit, before its spans end: flushed
   // until both executions (the pause, the resume) of every traced run have ended.
+  const spans: ReadableSpan[] = [];
   const executions = (runId: string) =>
-    exporter
-      .getFinishedSpans()
-      .filter((span) => span.name === "run.execute" && span.attributes["workcell.run_id"] === runId)
-      .length;
+    spans.filter(
+      (span) => span.name === "run.execute" && span.attributes["workcell.run_id"] === runId,
+    ).length;
   for (;;) {
-    await provider.forceFlush();
+    spans.push(...(await switched.take()));
     if (traced.every((r) => executions(r.runId) >= 2)) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  printResumeBreakdown(traced, exporter.getFinishedSpans());
-  exporter.reset();
+  printResumeBreakdown(traced, spans);
 
   // Many runs waiting at once; the bench's own polling must not meet requests_per_minute.
   await adminCall("PUT", `/v1/admin/users/${BENCH_UID}/limits`, {

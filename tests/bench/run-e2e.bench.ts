@@ -29,7 +29,8 @@ import {
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import { countContainers, type RunTimes, startBenchStack } from "./local-stack-bench.ts";
 import { benchTargets, measure, report, rssNote, type Sample } from "./measure.ts";
-import { spanBreakdown, switchedTracing } from "./run-span-breakdown.ts";
+import { spanBreakdown } from "./run-span-breakdown.ts";
+import { switchedTracing } from "./switched-tracing.ts";
 
 const COLD_RUNS = 15;
 const SAME_THREAD_RUNS = 20;

@@ -5,12 +5,10 @@
 // within the keep-warm window (its sandbox is reused: decision 0030). The stack gets one Tracing
 // whose target is switched between blocks of runs (off, on, off, on, …), so both sides
 // see the same machine load, sandbox and database. Target: on / off ≤ 1.05.
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { BatchSpanProcessor, InMemorySpanExporter, TracerProvider } from "@opentelemetry/sdk-trace";
 import Docker from "dockerode";
-import { noTracing, type Tracing } from "../../shared/telemetry/tracing.ts";
 import { startBenchStack } from "./local-stack-bench.ts";
 import { benchTargets, type Sample } from "./measure.ts";
+import { switchedTracing } from "./switched-tracing.ts";
 
 const BLOCKS = 6;
 const RUNS_PER_BLOCK = 8;
@@ -19,33 +17,10 @@ const targets = benchTargets("tracing", [
 ]);
 const UID = "bench-tracing";
 
-const exporter = new InMemorySpanExporter();
-const provider = new TracerProvider({
-  spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 200 })],
-});
-const on: Tracing = {
-  tracer: provider.getTracer("bench"),
-  propagator: new W3CTraceContextPropagator(),
-};
-const off = noTracing();
-let current: Tracing = off;
-/** The stack's tracing: whichever side the current block measures. */
-const switching: Tracing = {
-  tracer: {
-    startSpan: (...args) => current.tracer.startSpan(...args),
-    startActiveSpan: ((...args: Parameters<Tracing["tracer"]["startActiveSpan"]>) =>
-      // biome-ignore lint/suspicious/noExplicitAny: the overloads forward as they are
-      (current.tracer.startActiveSpan as any)(...args)) as Tracing["tracer"]["startActiveSpan"],
-  },
-  propagator: {
-    inject: (...args) => current.propagator.inject(...args),
-    extract: (...args) => current.propagator.extract(...args),
-    fields: () => current.propagator.fields(),
-  },
-};
+const switched = switchedTracing();
 
 const docker = new Docker();
-const bench = await startBenchStack(docker, UID, switching);
+const bench = await startBenchStack(docker, UID, switched.tracing);
 try {
   const { api } = bench;
   const { threadId } = await api.newThread();
@@ -60,13 +35,12 @@ try {
   const timings = { off: [] as number[], on: [] as number[] };
   for (let block = 0; block < BLOCKS; block++) {
     for (const side of ["off", "on"] as const) {
-      current = side === "on" ? on : off;
+      switched.set(side === "on");
       for (let i = 0; i < RUNS_PER_BLOCK; i++) timings[side].push(await runOnce());
     }
   }
-  current = off;
-  await provider.forceFlush();
-  const spans = exporter.getFinishedSpans();
+  switched.set(false);
+  const spans = await switched.take();
   const perRun = spans.filter((s) => s.name === "run.execute").length;
 
   const sample = (name: string, ms: number[]): Sample => {
@@ -95,5 +69,5 @@ try {
   targets.record("warm-run-tracing-on", onSample.medianMs / offSample.medianMs);
 } finally {
   await bench.stop();
-  await provider.shutdown();
+  await switched.shutdown();
 }

@@ -1,7 +1,7 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { access, stat } from "node:fs/promises";
 import { join } from "node:path";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   findContainerFreezer,
@@ -12,15 +12,14 @@ import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-
 import type { ExecOutcome, SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import { removeContainersLabelled } from "../../support/docker.ts";
+import type { PausableProxy } from "../../support/pausable-proxy.ts";
 import { pollUntil } from "../../support/poll-until.ts";
 import {
   createTestSandbox,
   dockerForTest,
   materializeWorkdir,
-  testConfig,
-  testDriver,
+  proxiedDockerDriver,
 } from "./sandbox-fixture.ts";
 
 // Decision 0179 (issue 37 item 2): the container tier stops a command on the host, the
@@ -28,7 +27,6 @@ import {
 // asked anything, so a quota stop's overrun does not grow with dockerd's latency; and the
 // stop never touches another container's group.
 
-const DOCKER_SOCKET = "/var/run/docker.sock";
 const CALL_TIMEOUT_MS = 1_500;
 const signal = () => AbortSignal.timeout(60_000);
 /** The kill's container inspect, the first Docker call a stop makes after the host's kill. */
@@ -80,16 +78,17 @@ describe("a container-tier stop on the host", () => {
     (await docker.getContainer(c.instanceId).inspect()).State.Pid;
 
   /** A driver whose Docker socket is a proxy that stops answering before `pauseBefore`. */
-  async function proxied(pauseBefore: (chunk: Buffer) => boolean): Promise<DockerDriver> {
-    proxy = await startPausableProxy(
-      { path: DOCKER_SOCKET },
-      { listenPath: join(dataRoot.path, `docker-${randomUUID()}.sock`), pauseBefore },
-    );
-    return testDriver(
-      new Docker({ socketPath: proxy.path as string }),
+  async function proxied(
+    pauseBefore: (chunk: Buffer) => boolean,
+    rewriteReplyTo?: (chunk: Buffer) => ((reply: Buffer) => Buffer) | undefined,
+  ): Promise<DockerDriver> {
+    let driver: DockerDriver;
+    ({ driver, proxy } = await proxiedDockerDriver(
       dataRoot.path,
-      testConfig(requireDocker().image, { dockerCallTimeoutMs: CALL_TIMEOUT_MS }),
-    );
+      { pauseBefore, ...(rewriteReplyTo ? { rewriteReplyTo } : {}) },
+      CALL_TIMEOUT_MS,
+    ));
+    return driver;
   }
 
   const exists = (path: string) =>
@@ -182,19 +181,10 @@ describe("a container-tier stop on the host", () => {
         "latin1",
       );
     };
-    proxy = await startPausableProxy(
-      { path: DOCKER_SOCKET },
-      {
-        listenPath: join(dataRoot.path, `docker-${randomUUID()}.sock`),
-        pauseBefore: (chunk) => CONTAINER_INSPECT.test(chunk.toString("latin1")),
-        rewriteReplyTo: (chunk) =>
-          blanked === 0 && EXEC_INSPECT.test(chunk.toString("latin1")) ? blankPid : undefined,
-      },
-    );
-    const driver = testDriver(
-      new Docker({ socketPath: proxy.path as string }),
-      dataRoot.path,
-      testConfig(requireDocker().image, { dockerCallTimeoutMs: CALL_TIMEOUT_MS }),
+    const driver = await proxied(
+      (chunk) => CONTAINER_INSPECT.test(chunk.toString("latin1")),
+      (chunk) =>
+        blanked === 0 && EXEC_INSPECT.test(chunk.toString("latin1")) ? blankPid : undefined,
     );
     const stop = new AbortController();
     const aRun = driver.exec(
@@ -217,7 +207,7 @@ describe("a container-tier stop on the host", () => {
     expect(groupPids(freezerA).every((pid) => keptA.has(pid))).toBe(true);
     expect(await isFrozen(freezerA)).toBe(false);
     const size = (await stat(late)).size;
-    proxy.resume();
+    proxy?.resume();
     const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
     expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
     expect((await stat(late)).size).toBe(size);

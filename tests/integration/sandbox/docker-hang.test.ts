@@ -1,28 +1,25 @@
-import { randomUUID } from "node:crypto";
 import { access } from "node:fs/promises";
 import { join } from "node:path";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
 import { domainReasonOf, isWorkcellError } from "../../../shared/errors/index.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
-import { removeContainersLabelled, requireDocker } from "../../support/docker.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import { removeContainersLabelled } from "../../support/docker.ts";
+import type { PausableProxy } from "../../support/pausable-proxy.ts";
 import {
   createTestSandbox,
   dockerForTest,
   materializeWorkdir,
-  testConfig,
-  testDriver,
+  proxiedDockerDriver,
 } from "./sandbox-fixture.ts";
 
 // Issue 14 (3): a Docker engine that stops answering (here: a proxy in front of its
 // socket that holds every byte) ends each call with an error that says what is known
 // about the command, within the per-call bound, instead of hanging the run for ever.
 
-const DOCKER_SOCKET = "/var/run/docker.sock";
 /** Short, so each hung call costs the suite about this long. */
 const CALL_TIMEOUT_MS = 1_500;
 const signal = () => AbortSignal.timeout(60_000);
@@ -57,19 +54,13 @@ describe("Docker calls against an engine that stops answering", () => {
 
   /** A driver whose Docker socket is the test's proxy. */
   async function proxied(pauseBefore?: (chunk: Buffer) => boolean): Promise<DockerDriver> {
-    proxy = await startPausableProxy(
-      { path: DOCKER_SOCKET },
-      {
-        listenPath: join(dataRoot.path, `docker-${randomUUID()}.sock`),
-        ...(pauseBefore ? { pauseBefore } : {}),
-      },
-    );
-    const through = new Docker({ socketPath: proxy.path as string });
-    return testDriver(
-      through,
+    let driver: DockerDriver;
+    ({ driver, proxy } = await proxiedDockerDriver(
       dataRoot.path,
-      testConfig(requireDocker().image, { dockerCallTimeoutMs: CALL_TIMEOUT_MS }),
-    );
+      pauseBefore ? { pauseBefore } : {},
+      CALL_TIMEOUT_MS,
+    ));
+    return driver;
   }
 
   async function unresponsive(work: Promise<unknown>) {

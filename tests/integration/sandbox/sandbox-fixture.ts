@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { chown, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import type Docker from "dockerode";
+import Docker from "dockerode";
 import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { SandboxDriver, SandboxInstance } from "../../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../../agent-host/sandbox/instance/container-labels.ts";
@@ -14,6 +14,11 @@ import { sandboxId } from "../../../shared/identity/sandbox-id.ts";
 import type { FileView } from "../../../shared/paths/file-view.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
 import { requireDocker } from "../../support/docker.ts";
+import {
+  type PausableProxy,
+  type PausableProxyOptions,
+  startPausableProxy,
+} from "../../support/pausable-proxy.ts";
 import { testLogger } from "../../support/test-logger.ts";
 
 /** The sandbox user; host files it must write belong to it. */
@@ -64,6 +69,28 @@ export function dockerForTest(
   const { docker, image } = requireDocker();
   const driver = testDriver(docker, dataRoot, testConfig(image, overrides));
   return { docker, image, nodeId: uniqueNodeId(), driver };
+}
+
+/**
+ * A driver whose Docker socket is a pausable proxy in front of this machine's engine (in
+ * `dataRoot`), each Docker call bounded by `dockerCallTimeoutMs`: an engine that stops
+ * answering, or answers late, when the test says.
+ */
+export async function proxiedDockerDriver(
+  dataRoot: string,
+  options: Omit<PausableProxyOptions, "listenPath">,
+  dockerCallTimeoutMs: number,
+): Promise<{ driver: DockerDriver; proxy: PausableProxy }> {
+  const proxy = await startPausableProxy(
+    { path: "/var/run/docker.sock" },
+    { ...options, listenPath: join(dataRoot, `docker-${randomUUID()}.sock`) },
+  );
+  const driver = testDriver(
+    new Docker({ socketPath: proxy.path as string }),
+    dataRoot,
+    testConfig(requireDocker().image, { dockerCallTimeoutMs }),
+  );
+  return { driver, proxy };
 }
 
 /**

@@ -30,7 +30,8 @@ const ASK_BASH = { approvals: { tools: ["bash"] } };
 const HELD_COMMAND =
   "mkdir -p outputs && touch outputs/started && while [ ! -f outputs/go ]; do sleep 0.05; done && echo ran >> outputs/effect.txt";
 
-it("the pause's late tree cleanup keeps the sandbox its own resume is using, and the command completes once", async () => {
+/** A run of HELD_COMMAND paused for its bash call, and a look at its scope's sandbox row. */
+async function pausedHeldRun() {
   await world.worker();
   const project = await world.project();
   const runId = await world.submit(await world.thread(project), HELD_COMMAND, ASK_BASH);
@@ -44,6 +45,11 @@ it("the pause's late tree cleanup keeps the sandbox its own resume is using, and
     if (row === undefined) throw new Error("the scope has no sandbox row");
     return row;
   };
+  return { project, runId, approval, runtimeScopeId, scopeSandbox };
+}
+
+it("the pause's late tree cleanup keeps the sandbox its own resume is using, and the command completes once", async () => {
+  const { project, runId, approval, runtimeScopeId, scopeSandbox } = await pausedHeldRun();
   const paused = await scopeSandbox();
 
   await decide(world, project.uid, approval, { decision: "approve" });
@@ -85,19 +91,7 @@ it("the pause's late tree cleanup keeps the sandbox its own resume is using, and
 });
 
 it("a resume whose kept sandbox was evicted meanwhile gets a new generation that is in use, not marked warm", async () => {
-  await world.worker();
-  const project = await world.project();
-  const runId = await world.submit(await world.thread(project), HELD_COMMAND, ASK_BASH);
-  const approval = await awaitPause(world, runId);
-  const { runtimeScopeId } = await world.run(runId);
-  const scopeSandbox = async () => {
-    const [row] = await world.db
-      .select()
-      .from(sandboxes)
-      .where(and(eq(sandboxes.uid, project.uid), eq(sandboxes.runtimeScopeId, runtimeScopeId)));
-    if (row === undefined) throw new Error("the scope has no sandbox row");
-    return row;
-  };
+  const { project, runId, approval, scopeSandbox } = await pausedHeldRun();
   // The pause's cleanup kept it warm; then it goes, as the uid's warm bound evicts it when
   // other runs of the user pause or end (the approvals bench's 1,000 waiting runs).
   await pollUntil(async () => (await scopeSandbox()).releasedAt !== null, {

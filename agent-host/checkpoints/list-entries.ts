@@ -1,11 +1,9 @@
 import { opendirSync } from "node:fs";
-
-/** What a directory entry says it is (d_type); `unknown` where the filesystem does not say. */
-export type EntryKind = "file" | "dir" | "other" | "unknown";
+import { type DirentKind, direntKind } from "../workspace/dirent-kind.ts";
 
 export interface ListedEntry {
   readonly name: Buffer;
-  readonly kind: EntryKind;
+  readonly kind: DirentKind;
 }
 
 /**
@@ -29,32 +27,9 @@ export function listEntries(
       const entry = dir.readSync();
       if (entry === null) return { entries, truncated: false };
       if (entries.length >= maxEntries) return { entries, truncated: true };
-      entries.push({ name: entry.name as unknown as Buffer, kind: kindOf(entry) });
+      entries.push({ name: entry.name as unknown as Buffer, kind: direntKind(entry) });
     }
   } finally {
     dir.closeSync();
   }
-}
-
-function kindOf(entry: {
-  isFile(): boolean;
-  isDirectory(): boolean;
-  isSymbolicLink(): boolean;
-  isFIFO(): boolean;
-  isSocket(): boolean;
-  isBlockDevice(): boolean;
-  isCharacterDevice(): boolean;
-}): EntryKind {
-  if (entry.isFile()) return "file";
-  if (entry.isDirectory()) return "dir";
-  if (
-    entry.isSymbolicLink() ||
-    entry.isFIFO() ||
-    entry.isSocket() ||
-    entry.isBlockDevice() ||
-    entry.isCharacterDevice()
-  ) {
-    return "other";
-  }
-  return "unknown";
 }

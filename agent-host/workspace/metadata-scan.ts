@@ -1,5 +1,6 @@
 import { closeSync, constants, type Dirent, lstatSync, openSync, readdirSync } from "node:fs";
 import { setImmediate as nextMacrotask } from "node:timers/promises";
+import { direntKind } from "./dirent-kind.ts";
 import { isTempName } from "./fs-context.ts";
 import { isAddressableName, type NameLimits } from "./workspace-path.ts";
 
@@ -150,17 +151,8 @@ export async function scanMetadata(
 
 /** d_type when the filesystem gives it, else one lstat (DT_UNKNOWN on some filesystems). */
 export function kindOf(entry: Dirent, base: string): "file" | "dir" | "other" {
-  if (entry.isFile()) return "file";
-  if (entry.isDirectory()) return "dir";
-  if (
-    entry.isSymbolicLink() ||
-    entry.isFIFO() ||
-    entry.isSocket() ||
-    entry.isBlockDevice() ||
-    entry.isCharacterDevice()
-  ) {
-    return "other";
-  }
+  const kind = direntKind(entry);
+  if (kind !== "unknown") return kind;
   const st = lstatSync(`${base}/${entry.name}`, { throwIfNoEntry: false });
   if (st?.isFile()) return "file";
   if (st?.isDirectory()) return "dir";

@@ -15,6 +15,11 @@ const DROPPED = new Set([
   "host",
 ]);
 
+/** Whether a request header (lower-case name) goes upstream as the client sent it. */
+export function isForwardedHeader(name: string): boolean {
+  return !DROPPED.has(name);
+}
+
 /** The request's headers as sent upstream: without hop-by-hop ones, with the checked Host. */
 export function forwardHeaders(
   req: IncomingMessage,
@@ -22,7 +27,7 @@ export function forwardHeaders(
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined && !DROPPED.has(name)) out[name] = value;
+    if (value !== undefined && isForwardedHeader(name)) out[name] = value;
   }
   out.host = host;
   return out;

@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import { guardRequest } from "../secrets/guard-request.ts";
 import { pipeBody } from "../secrets/guarded-body.ts";
 import { createInterceptor, type Interceptor } from "../secrets/tls-intercept.ts";
-import { answerJson } from "./answer-json.ts";
+import { answerJson, endWithJson } from "./answer-json.ts";
 import { holdForDecision } from "./client-gone.ts";
 import { decideEgress } from "./egress-decision.ts";
 import { startFlow } from "./egress-flow.ts";
@@ -18,12 +18,6 @@ export function parseAuthority(authority: string): { host: string; port: number 
   if (match === null) return undefined;
   return { host: match[1] ?? "", port: Number(match[2]) };
 }
-
-const STATUS_TEXT: Record<number, string> = {
-  403: "Forbidden",
-  502: "Bad Gateway",
-  503: "Service Unavailable",
-};
 
 async function forward(deps: HttpProxyDeps, req: IncomingMessage, res: ServerResponse) {
   const flow = startFlow(deps, "http");
@@ -115,10 +109,7 @@ async function tunnel(
   const flow = startFlow(deps, "connect");
   const refuse = (status: number, host: string, port: number, reason: string, note?: string) => {
     flow.deny(reason);
-    const body = refusalBody(host, port, reason, note);
-    client.end(
-      `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Bad Request"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    endWithJson(client, status, refusalBody(host, port, reason, note));
   };
   const target = parseAuthority(req.url ?? "");
   if (target === undefined) return refuse(400, req.url ?? "?", 0, "bad_host");

@@ -1,36 +1,23 @@
 import type { Socket } from "node:net";
+import { endWithJson } from "./answer-json.ts";
 import { holdForDecision } from "./client-gone.ts";
 import { decideEgress } from "./egress-decision.ts";
 import { startFlow } from "./egress-flow.ts";
+import { isForwardedHeader } from "./forward-headers.ts";
 import type { HttpProxyDeps } from "./http-proxy-deps.ts";
 import type { ProxyRequestHead } from "./proxy-request-head.ts";
 import { refusalBody } from "./refusal-body.ts";
 import { dial, relay } from "./relay.ts";
 
-// Hop-by-hop and proxy headers never forwarded (RFC 9110 §7.6.1), and the client's Host:
-// the upstream's Host is always the checked URL's (as http-proxy-handlers.ts forwards).
-const DROPPED = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "te",
-  "trailer",
-  "host",
-]);
-
-function answer(client: Socket, status: 400 | 403 | 502, body: string): void {
-  const text = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" }[status];
-  client.end(
-    `HTTP/1.1 ${status} ${text}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
-}
-
-/** The head sent upstream: origin-form target, the checked Host, and one request only. */
+/**
+ * The head sent upstream: origin-form target, the checked Host, and one request only. The
+ * hop-by-hop headers dropped are forwardHeaders' (a head with Transfer-Encoding or Upgrade
+ * never comes here: proxy-request-head.ts sends it to node:http's path).
+ */
 function upstreamHead(head: ProxyRequestHead): string {
   const lines = [`${head.method} ${head.url.pathname}${head.url.search} HTTP/1.1`];
-  for (const [name, value] of head.headers) if (!DROPPED.has(name)) lines.push(`${name}: ${value}`);
+  for (const [name, value] of head.headers)
+    if (isForwardedHeader(name)) lines.push(`${name}: ${value}`);
   lines.push(`host: ${head.url.host}`, "connection: close", "", "");
   return lines.join("\r\n");
 }
@@ -63,7 +50,7 @@ export async function forwardRawHttp(
   flow.target(decided.host, port, decided.address);
   if (!decided.allowed) {
     flow.deny(decided.reason);
-    return answer(client, 403, refusalBody(decided.host, port, decided.reason, decided.note));
+    return endWithJson(client, 403, refusalBody(decided.host, port, decided.reason, decided.note));
   }
   let upstream: Awaited<ReturnType<typeof dial>>;
   try {
@@ -71,7 +58,7 @@ export async function forwardRawHttp(
   } catch {
     flow.cut("upstream_failed");
     flow.finish();
-    return answer(client, 502, refusalBody(decided.host, port, "upstream_failed"));
+    return endWithJson(client, 502, refusalBody(decided.host, port, "upstream_failed"));
   }
   if (client.destroyed) {
     upstream.socket.destroy();

@@ -33,8 +33,12 @@ const signal = () => AbortSignal.timeout(60_000);
 const CONTAINER_INSPECT = /^GET [^ ]*\/containers\/[0-9a-f]{64}\/json/;
 /** The exec inspect the exec makes as it starts, for its command's host pid. */
 const EXEC_INSPECT = /^GET [^ ]*\/exec\/[0-9a-f]{64}\/json/;
-/** A writer that appends for as long as it lives. */
-const WRITER = ["sh", "-c", "while :; do echo tick-tick-tick-tick >> ticks; done"];
+/** A writer that appends to `file` (in the Workdir) for as long as it lives. */
+const writer = (file: string) => [
+  "sh",
+  "-c",
+  `while :; do echo tick-tick-tick-tick >> ${file}; done`,
+];
 
 describe("a container-tier stop on the host", () => {
   let docker: Docker;
@@ -97,6 +101,31 @@ describe("a container-tier stop on the host", () => {
       () => false,
     );
 
+  /** Whether the file at `path` holds a byte yet. */
+  const grew = (path: string) => async () =>
+    ((await stat(path).catch(() => undefined))?.size ?? 0) > 0;
+
+  /**
+   * A writer on A through `driver` into `file`, once it has written: its stop, its run,
+   * the file's path, A's group and the processes A's group held then.
+   */
+  async function writingOnA(driver: DockerDriver, file: string) {
+    const stop = new AbortController();
+    const run = driver.exec(a, { cmd: writer(file) }, stop.signal);
+    const path = join(workdirA, file);
+    await pollUntil(grew(path), { timeoutMs: 30_000 });
+    const freezer = findContainerFreezer(a.instanceId);
+    if (freezer === undefined) throw new Error("no cgroup for A");
+    return { stop, run, path, freezer, kept: new Set(groupPids(freezer)) };
+  }
+
+  /** A's sandbox still runs a command, and what was written at `path` stayed `size`. */
+  async function expectAWorksAndStill(path: string, size: number) {
+    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
+    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
+    expect((await stat(path)).size).toBe(size);
+  }
+
   it("finds each container's own group and never another's, whatever init pid it is given", async () => {
     const [pidA, pidB] = await Promise.all([initPidOf(a), initPidOf(b)]);
     const own = findContainerFreezer(a.instanceId, pidA);
@@ -131,17 +160,10 @@ describe("a container-tier stop on the host", () => {
     await pollUntil(() => exists(join(workdirB, "started")), { timeoutMs: 30_000 });
 
     const driver = await proxied((chunk) => CONTAINER_INSPECT.test(chunk.toString("latin1")));
-    const stop = new AbortController();
-    const aRun = driver.exec(a, { cmd: WRITER }, stop.signal);
-    const ticksA = join(workdirA, "ticks");
-    await pollUntil(async () => ((await stat(ticksA).catch(() => undefined))?.size ?? 0) > 0, {
-      timeoutMs: 30_000,
-    });
-    const freezerA = findContainerFreezer(a.instanceId);
-    if (freezerA === undefined) throw new Error("no cgroup for A");
-    const keptA = new Set(groupPids(freezerA));
-    stop.abort();
-    const outcome: ExecOutcome = await aRun;
+    const w = await writingOnA(driver, "ticks");
+    const { freezer: freezerA, kept: keptA } = w;
+    w.stop.abort();
+    const outcome: ExecOutcome = await w.run;
     expect(outcome.ok && outcome.result.status).toBe("cancelled");
     // Docker holds the kill's first call (the proxy pauses before it, for good): the
     // writer is gone all the same, killed on the host; A's keep-alive and init are not.
@@ -149,7 +171,7 @@ describe("a container-tier stop on the host", () => {
     await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
     expect(groupPids(freezerA).every((pid) => keptA.has(pid))).toBe(true);
     expect(await isFrozen(freezerA)).toBe(false);
-    const sizeAfterStop = (await stat(ticksA)).size;
+    const sizeAfterStop = (await stat(w.path)).size;
 
     // B: never frozen, none of its processes killed, and its command ends by itself.
     expect(await isFrozen(freezerB)).toBe(false);
@@ -161,9 +183,7 @@ describe("a container-tier stop on the host", () => {
 
     // A's sandbox works on (not half-killed), and the writer wrote nothing more.
     proxy?.resume();
-    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
-    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
-    expect((await stat(ticksA)).size).toBe(sizeAfterStop);
+    await expectAWorksAndStill(w.path, sizeAfterStop);
   });
 
   it("kills the command on the host when Docker names its process only after the stop began", async () => {
@@ -186,42 +206,24 @@ describe("a container-tier stop on the host", () => {
       (chunk) =>
         blanked === 0 && EXEC_INSPECT.test(chunk.toString("latin1")) ? blankPid : undefined,
     );
-    const stop = new AbortController();
-    const aRun = driver.exec(
-      a,
-      { cmd: ["sh", "-c", "while :; do echo x >> late; done"] },
-      stop.signal,
-    );
-    const late = join(workdirA, "late");
-    await pollUntil(async () => ((await stat(late).catch(() => undefined))?.size ?? 0) > 0, {
-      timeoutMs: 30_000,
-    });
-    const freezerA = findContainerFreezer(a.instanceId);
-    if (freezerA === undefined) throw new Error("no cgroup for A");
-    const keptA = new Set(groupPids(freezerA));
-    stop.abort();
-    const outcome = await aRun;
+    const w = await writingOnA(driver, "late");
+    w.stop.abort();
+    const outcome = await w.run;
     expect(outcome.ok && outcome.result.status).toBe("cancelled");
-    await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
+    await pollUntil(() => groupPids(w.freezer).length === 2, { timeoutMs: 30_000 });
     expect(blanked).toBe(1);
-    expect(groupPids(freezerA).every((pid) => keptA.has(pid))).toBe(true);
-    expect(await isFrozen(freezerA)).toBe(false);
-    const size = (await stat(late)).size;
+    expect(groupPids(w.freezer).every((pid) => w.kept.has(pid))).toBe(true);
+    expect(await isFrozen(w.freezer)).toBe(false);
+    const size = (await stat(w.path)).size;
     proxy?.resume();
-    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
-    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
-    expect((await stat(late)).size).toBe(size);
+    await expectAWorksAndStill(w.path, size);
   });
 
   it("two commands of one container stopped at once are both killed, and the container is thawed after the last", async () => {
     const stop = new AbortController();
-    const writers = ["w1", "w2"].map((name) =>
-      healthy.exec(a, { cmd: ["sh", "-c", `while :; do echo x >> ${name}; done`] }, stop.signal),
-    );
-    const grew = (name: string) => async () =>
-      ((await stat(join(workdirA, name)).catch(() => undefined))?.size ?? 0) > 0;
-    await pollUntil(grew("w1"), { timeoutMs: 30_000 });
-    await pollUntil(grew("w2"), { timeoutMs: 30_000 });
+    const writers = ["w1", "w2"].map((name) => healthy.exec(a, { cmd: writer(name) }, stop.signal));
+    await pollUntil(grew(join(workdirA, "w1")), { timeoutMs: 30_000 });
+    await pollUntil(grew(join(workdirA, "w2")), { timeoutMs: 30_000 });
     stop.abort();
     for (const outcome of await Promise.all(writers)) {
       expect(outcome.ok && outcome.result.status).toBe("cancelled");
@@ -240,29 +242,15 @@ describe("a container-tier stop on the host", () => {
   it("kills every command of the container, not the sandbox, when Docker never said which process is the command", async () => {
     // Docker hangs from the exec's pid lookup on: nothing tells the stop the command's pid.
     const driver = await proxied((chunk) => EXEC_INSPECT.test(chunk.toString("latin1")));
-    const stop = new AbortController();
-    const aRun = driver.exec(
-      a,
-      { cmd: ["sh", "-c", "while :; do echo x >> blind; done"] },
-      stop.signal,
-    );
-    const blind = join(workdirA, "blind");
-    await pollUntil(async () => ((await stat(blind).catch(() => undefined))?.size ?? 0) > 0, {
-      timeoutMs: 30_000,
-    });
-    const freezerA = findContainerFreezer(a.instanceId);
-    if (freezerA === undefined) throw new Error("no cgroup for A");
-    const keptA = new Set(groupPids(freezerA));
-    stop.abort();
-    const outcome = await aRun;
+    const w = await writingOnA(driver, "blind");
+    w.stop.abort();
+    const outcome = await w.run;
     expect(outcome.ok && outcome.result.status).toBe("cancelled");
-    await pollUntil(() => groupPids(freezerA).length === 2, { timeoutMs: 30_000 });
+    await pollUntil(() => groupPids(w.freezer).length === 2, { timeoutMs: 30_000 });
     expect(proxy?.stopped).toBe(true);
-    expect(groupPids(freezerA).every((pid) => keptA.has(pid))).toBe(true);
-    await pollUntil(async () => !(await isFrozen(freezerA)), { timeoutMs: 30_000 });
-    const size = (await stat(blind)).size;
-    const after = await healthy.exec(a, { cmd: ["sh", "-c", "echo alive"] }, signal());
-    expect(after.ok && after.result.stdout.bytes.toString()).toBe("alive\n");
-    expect((await stat(blind)).size).toBe(size);
+    expect(groupPids(w.freezer).every((pid) => w.kept.has(pid))).toBe(true);
+    await pollUntil(async () => !(await isFrozen(w.freezer)), { timeoutMs: 30_000 });
+    const size = (await stat(w.path)).size;
+    await expectAWorksAndStill(w.path, size);
   });
 });

@@ -116,36 +116,16 @@ export function agentHostCluster(d: ClusterDeps, args: AgentHostClusterArgs) {
         }),
   });
   const userData = d.pulumi
-    .all([
-      args.region,
-      releaseObject.bucket,
-      releaseObject.key,
-      fs.fileSystem.id,
-      envParameter.name,
-      secretsCaCert.name,
-      secretsCaKey.name,
-    ])
-    .apply(
-      ([
-        region,
-        releaseBucket,
-        releaseKey,
-        fileSystemId,
-        envParameterName,
-        secretsCaCertParameterName,
-        secretsCaKeyParameterName,
-      ]) =>
-        renderNodeUserData({
-          region,
-          releaseBucket,
-          releaseKey,
-          releaseSha256: args.release.sha256,
-          fileSystemId,
-          envParameterName,
-          secretsCaCertParameterName,
-          secretsCaKeyParameterName,
-        }),
-    );
+    .output({
+      region: args.region,
+      releaseBucket: releaseObject.bucket,
+      releaseKey: releaseObject.key,
+      fileSystemId: fs.fileSystem.id,
+      envParameterName: envParameter.name,
+      secretsCaCertParameterName: secretsCaCert.name,
+      secretsCaKeyParameterName: secretsCaKey.name,
+    })
+    .apply((names) => renderNodeUserData({ ...names, releaseSha256: args.release.sha256 }));
   const nodes = nodeGroup(d, {
     instanceType: s.WORKCELL_NODE_INSTANCE_TYPE,
     nodeCount: s.WORKCELL_NODE_COUNT,

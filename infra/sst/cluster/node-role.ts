@@ -108,41 +108,7 @@ export function nodeRole(d: ClusterDeps, args: NodeRoleArgs) {
   });
   new d.aws.iam.RolePolicy("NodeRolePolicy", {
     role: role.name,
-    policy: d.pulumi
-      .all([
-        args.runQueueArn,
-        args.runDlqArn,
-        args.attachmentsBucketArn,
-        args.releaseObjectArn,
-        args.envParameterArn,
-        args.secretsKeyArn,
-        args.secretsCaCertParameterArn,
-        args.secretsCaKeyParameterArn,
-      ])
-      .apply(
-        ([
-          runQueueArn,
-          runDlqArn,
-          attachmentsBucketArn,
-          releaseObjectArn,
-          envParameterArn,
-          secretsKeyArn,
-          secretsCaCertParameterArn,
-          secretsCaKeyParameterArn,
-        ]) =>
-          JSON.stringify(
-            nodeRolePolicy({
-              runQueueArn,
-              runDlqArn,
-              attachmentsBucketArn,
-              releaseObjectArn,
-              envParameterArn,
-              secretsKeyArn,
-              secretsCaCertParameterArn,
-              secretsCaKeyParameterArn,
-            }),
-          ),
-      ),
+    policy: d.pulumi.output(args).apply((arns) => JSON.stringify(nodeRolePolicy(arns))),
   });
   const profile = new d.aws.iam.InstanceProfile("NodeProfile", { role: role.name });
   return { role, profile };

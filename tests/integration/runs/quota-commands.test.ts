@@ -3,14 +3,13 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { createRunQuotaGate } from "../../../agent-host/quota/run-quota-gate.ts";
-import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
 import { putLimitsOverride } from "../../../functions/limits/user-limits-store.ts";
 import { changeBatches } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { containersOfNode, silentLogger } from "../sandbox/sandbox-fixture.ts";
+import { containersOfNode } from "../sandbox/sandbox-fixture.ts";
+import { startQuotaWorker } from "./quota-worker.ts";
 import { expectGapFree, type RunWorld, runWorld } from "./run-harness.ts";
-import { scriptedModels, toolOutputs } from "./scripted-models.ts";
+import { toolOutputs } from "./scripted-models.ts";
 
 // The accounting mode's stop for sandbox commands (docs/decisions/0050): with no
 // filesystem quota a command is stopped only once a watch sees it over (0143), and once
@@ -36,28 +35,12 @@ function workdirOnHost(uid: string, workdirPath: string): string {
 
 /** A worker whose runs go over the quota with their first command and touch a marker next. */
 async function startWorker() {
-  const models = scriptedModels(() => [
-    // 200 KiB: past the 64 KiB quota, in about a millisecond: it usually ends before the
-    // quota watch looks again (decision 0143, tests/integration/runs/quota-overrun.test.ts).
-    {
-      toolCalls: [
-        {
-          name: "bash",
-          arguments: {
-            command: "dd if=/dev/zero of=big bs=1024 count=200 2>/dev/null; echo wrote",
-          },
-        },
-      ],
-    },
-    { toolCalls: [{ name: "bash", arguments: { command: "touch marker; echo touched" } }] },
-    { text: "done" },
-  ]);
-  const accounting = createAccountingQuota({ dataRoot: world.dataRoot.path });
-  await world.worker({
-    model: models.factory,
-    extra: { quota: createRunQuotaGate({ db: world.db, accounting, logger: silentLogger }) },
-  });
-  return models;
+  // 200 KiB: past the 64 KiB quota, in about a millisecond: it usually ends before the
+  // quota watch looks again (decision 0143, tests/integration/runs/quota-overrun.test.ts).
+  return startQuotaWorker(
+    world,
+    "dd if=/dev/zero of=big bs=1024 count=200 2>/dev/null; echo wrote",
+  );
 }
 
 async function batchesOf(runId: string) {

@@ -4,16 +4,14 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { overrunBoundBytes } from "../../../agent-host/quota/command-quota-watch.ts";
-import { createRunQuotaGate } from "../../../agent-host/quota/run-quota-gate.ts";
-import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
 import { measureWorkspaceUsage } from "../../../agent-host/quota/workspace-usage.ts";
 import { openFanotifyFeed } from "../../../agent-host/workspace/fanotify-feed.ts";
 import { putLimitsOverride } from "../../../functions/limits/user-limits-store.ts";
 import { changeBatches } from "../../../shared/db/schema.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { silentLogger } from "../sandbox/sandbox-fixture.ts";
+import { startQuotaWorker } from "./quota-worker.ts";
 import { type Project, type RunWorld, runWorld } from "./run-harness.ts";
-import { scriptedModels, toolOutputs } from "./scripted-models.ts";
+import { toolOutputs } from "./scripted-models.ts";
 
 // Issue 37 item 2, second round (decision 0163): the quota watch's looks are incremental
 // peeks of the command's Workdir (the fanotify feed names what changed, decision 0156), so
@@ -60,16 +58,7 @@ it("a command writing 1 GiB into a Workdir of 50,000 files against a 10 MiB quot
   const probe = openFanotifyFeed(world.dataRoot.path);
   if (!probe.ok) throw new Error(`no fanotify mark on the test data root: ${probe.reason}`);
   probe.feed.close();
-  const models = scriptedModels(() => [
-    { toolCalls: [{ name: "bash", arguments: { command: FLOOD } }] },
-    { toolCalls: [{ name: "bash", arguments: { command: "touch marker; echo touched" } }] },
-    { text: "done" },
-  ]);
-  const accounting = createAccountingQuota({ dataRoot: world.dataRoot.path });
-  await world.worker({
-    model: models.factory,
-    extra: { quota: createRunQuotaGate({ db: world.db, accounting, logger: silentLogger }) },
-  });
+  await startQuotaWorker(world, FLOOD);
   await putLimitsOverride(world.db, "large-a", {
     workspace_bytes: QUOTA,
     workspace_inodes: 1_000_000,

@@ -3,14 +3,12 @@ import { lstat, readdir } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { overrunBoundBytes } from "../../../agent-host/quota/command-quota-watch.ts";
-import { createRunQuotaGate } from "../../../agent-host/quota/run-quota-gate.ts";
-import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
 import { measureWorkspaceUsage } from "../../../agent-host/quota/workspace-usage.ts";
 import { putLimitsOverride } from "../../../functions/limits/user-limits-store.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { silentLogger } from "../sandbox/sandbox-fixture.ts";
+import { startQuotaWorker } from "./quota-worker.ts";
 import { type Project, type RunWorld, runWorld } from "./run-harness.ts";
-import { scriptedModels, toolOutputs } from "./scripted-models.ts";
+import { toolOutputs } from "./scripted-models.ts";
 
 // Issue 37 item 2 under load (decision 0179): in the container tier a quota stop freezes
 // the container's cgroup and kills the command on the host, so the overrun does not grow
@@ -57,16 +55,7 @@ async function largeFiles(root: string): Promise<string[]> {
 }
 
 it("three users flooding at once under CPU load each stop within the bound; a fourth user's run is unaffected; nothing is written outside the workspaces", async () => {
-  const models = scriptedModels(() => [
-    { toolCalls: [{ name: "bash", arguments: { command: FLOOD } }] },
-    { toolCalls: [{ name: "bash", arguments: { command: "touch marker; echo touched" } }] },
-    { text: "done" },
-  ]);
-  const accounting = createAccountingQuota({ dataRoot: world.dataRoot.path });
-  await world.worker({
-    model: models.factory,
-    extra: { quota: createRunQuotaGate({ db: world.db, accounting, logger: silentLogger }) },
-  });
+  await startQuotaWorker(world, FLOOD);
   const projects = new Map<string, Project>();
   for (const uid of [...FLOODERS, OTHER]) {
     if (uid !== OTHER) await putLimitsOverride(world.db, uid, { workspace_bytes: QUOTA });

@@ -3,16 +3,14 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { overrunBoundBytes } from "../../../agent-host/quota/command-quota-watch.ts";
-import { createRunQuotaGate } from "../../../agent-host/quota/run-quota-gate.ts";
-import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
 import { measureWorkspaceUsage } from "../../../agent-host/quota/workspace-usage.ts";
 import { putLimitsOverride } from "../../../functions/limits/user-limits-store.ts";
 import { changeBatches } from "../../../shared/db/schema.ts";
 import { SANDBOX_USER_DATA_MOUNT } from "../../../shared/paths/runtime-paths.ts";
 import { uidDirname } from "../../../shared/paths/uid-dirname.ts";
-import { silentLogger } from "../sandbox/sandbox-fixture.ts";
+import { startQuotaWorker } from "./quota-worker.ts";
 import { type RunWorld, runWorld } from "./run-harness.ts";
-import { scriptedModels, toolOutputs } from "./scripted-models.ts";
+import { toolOutputs } from "./scripted-models.ts";
 
 // Issue 37 item 2 (decisions 0143, 0180): in the accounting mode a command is stopped once
 // the UserWorkspace passes its quota, so one command's overrun is bounded (64 MiB or 10 %
@@ -48,16 +46,7 @@ function workspaceOnHost(uid: string): string {
  * its next command refused (never ran); flood-b's gigabyte and next command are unaffected.
  */
 async function floodTwoUsers(flood: string, label: string) {
-  const models = scriptedModels(() => [
-    { toolCalls: [{ name: "bash", arguments: { command: flood } }] },
-    { toolCalls: [{ name: "bash", arguments: { command: "touch marker; echo touched" } }] },
-    { text: "done" },
-  ]);
-  const accounting = createAccountingQuota({ dataRoot: world.dataRoot.path });
-  await world.worker({
-    model: models.factory,
-    extra: { quota: createRunQuotaGate({ db: world.db, accounting, logger: silentLogger }) },
-  });
+  await startQuotaWorker(world, flood);
   await putLimitsOverride(world.db, "flood-a", { workspace_bytes: QUOTA });
   const project = await world.project({ uid: "flood-a" });
   const other = await world.project({ uid: "flood-b" });

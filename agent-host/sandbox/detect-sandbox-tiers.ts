@@ -9,7 +9,7 @@ import { RUNTIME_ASSETS_IMAGE_REPOSITORY } from "../runtime/sandbox-image.ts";
 import { DockerDriver } from "./container/docker-driver.ts";
 import { nodeBindStagingDir } from "./container/staged-binds.ts";
 import type { SandboxDriver } from "./driver.ts";
-import { ProcessDriver } from "./process/process-driver.ts";
+import { processDriverFrom } from "./process/process-driver.ts";
 import { processPreflight } from "./process/process-preflight.ts";
 import type { SandboxConfig } from "./sandbox-config.ts";
 import {
@@ -120,17 +120,10 @@ export async function detectSandboxTiers(inputs: SandboxTierInputs): Promise<San
       const { config } = inputs;
       drivers.set(
         "process",
-        new ProcessDriver({
+        processDriverFrom(found.parts, {
           logger: inputs.logger,
           dataRoot: inputs.dataRoot,
-          stateDir: found.parts.stateDir,
           runtimeDir: inputs.runtimeDir,
-          cgroups: found.parts.cgroups,
-          tools: found.parts.tools,
-          seccompFilter: found.parts.seccompFilter,
-          spawner: found.parts.spawner,
-          mounts: found.parts.mounts,
-          limits: config,
           config,
           poolSize: config.processPoolSize,
         }),

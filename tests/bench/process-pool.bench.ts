@@ -10,7 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { SandboxManager } from "../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
-import { ProcessDriver } from "../../agent-host/sandbox/process/process-driver.ts";
+import {
+  type ProcessDriver,
+  processDriverFrom,
+} from "../../agent-host/sandbox/process/process-driver.ts";
 import { processPreflight } from "../../agent-host/sandbox/process/process-preflight.ts";
 import type { SandboxCgroups } from "../../agent-host/sandbox/process/sandbox-cgroups.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
@@ -54,17 +57,10 @@ try {
     const found = await processPreflight({ stateDir, cgroupParent: `workcell-bench/${nodeId}` });
     if (!found.ready) throw new Error(`process tier not ready: ${found.missing}`);
     side.cgroups = found.parts.cgroups;
-    const driver = new ProcessDriver({
+    const driver = processDriverFrom(found.parts, {
       logger,
       dataRoot,
-      stateDir: found.parts.stateDir,
       runtimeDir,
-      cgroups: found.parts.cgroups,
-      tools: found.parts.tools,
-      seccompFilter: found.parts.seccompFilter,
-      spawner: found.parts.spawner,
-      mounts: found.parts.mounts,
-      limits: config,
       config,
       poolSize,
     });

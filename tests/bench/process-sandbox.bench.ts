@@ -25,7 +25,10 @@ import { DockerDriver } from "../../agent-host/sandbox/container/docker-driver.t
 import type { SandboxDriver } from "../../agent-host/sandbox/driver.ts";
 import { LABEL } from "../../agent-host/sandbox/instance/container-labels.ts";
 import { SandboxManager } from "../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
-import { ProcessDriver } from "../../agent-host/sandbox/process/process-driver.ts";
+import {
+  type ProcessDriver,
+  processDriverFrom,
+} from "../../agent-host/sandbox/process/process-driver.ts";
 import { processPreflight } from "../../agent-host/sandbox/process/process-preflight.ts";
 import type { SandboxCgroups } from "../../agent-host/sandbox/process/sandbox-cgroups.ts";
 import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
@@ -73,17 +76,10 @@ try {
   const found = await processPreflight({ stateDir, cgroupParent: `workcell-bench/${nodeId}` });
   if (!found.ready) throw new Error(`process tier not ready: ${found.missing}`);
   cgroups = found.parts.cgroups;
-  processDriver = new ProcessDriver({
+  processDriver = processDriverFrom(found.parts, {
     logger,
     dataRoot,
-    stateDir: found.parts.stateDir,
     runtimeDir,
-    cgroups: found.parts.cgroups,
-    tools: found.parts.tools,
-    seccompFilter: found.parts.seccompFilter,
-    spawner: found.parts.spawner,
-    mounts: found.parts.mounts,
-    limits: config,
     config,
   });
   const drivers = new Map<SandboxTier, SandboxDriver>([

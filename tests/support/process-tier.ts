@@ -15,7 +15,10 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { ProcessDriver } from "../../agent-host/sandbox/process/process-driver.ts";
+import {
+  type ProcessDriver,
+  processDriverFrom,
+} from "../../agent-host/sandbox/process/process-driver.ts";
 import {
   type ProcessTierParts,
   processPreflight,
@@ -98,17 +101,10 @@ export async function processTierFixture(p: {
   const cgroupParent = `workcell-test/${id}`;
   const parts = await requireProcessTier(stateDir, cgroupParent);
   const runtimeDir = p.runtimeDir ?? (await busyboxRuntimeDir());
-  const driver = new ProcessDriver({
+  const driver = processDriverFrom(parts, {
     logger: p.logger,
     dataRoot: p.dataRoot,
-    stateDir: parts.stateDir,
     runtimeDir,
-    cgroups: parts.cgroups,
-    tools: parts.tools,
-    seccompFilter: parts.seccompFilter,
-    spawner: parts.spawner,
-    mounts: parts.mounts,
-    limits: p.config,
     config: p.config,
     poolSize: p.config.processPoolSize,
   });

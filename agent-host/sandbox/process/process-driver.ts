@@ -28,6 +28,7 @@ import { GenerationDirs } from "./generation-dirs.ts";
 import { GenerationPool } from "./generation-pool.ts";
 import type { HostSpawner } from "./host-spawner.ts";
 import { runProcessExec, sandboxStartFailed, trampolineEnded } from "./process-exec.ts";
+import type { ProcessTierParts } from "./process-preflight.ts";
 import type { CgroupLimits, SandboxCgroups } from "./sandbox-cgroups.ts";
 
 export type ProcessDriverDeps = {
@@ -51,6 +52,34 @@ export type ProcessDriverDeps = {
   /** Blanks kept ready for new generations (the warm pool, decision 0185); default none. */
   poolSize?: number;
 };
+
+/** What a node adds to preflight's parts to make the tier's driver. */
+export type ProcessDriverSettings = {
+  logger: Logger;
+  dataRoot: string;
+  runtimeDir: string;
+  /** The sandbox settings: the generations' limits and each exec's bounds. */
+  config: ProcessDriverDeps["limits"] & ProcessDriverDeps["config"];
+  poolSize?: number;
+};
+
+/** The tier's driver from what preflight found: the one way a node, a test or a bench makes it. */
+export function processDriverFrom(
+  parts: ProcessTierParts,
+  settings: ProcessDriverSettings,
+): ProcessDriver {
+  const { stateDir, cgroups, tools, seccompFilter, spawner, mounts } = parts;
+  return new ProcessDriver({
+    ...settings,
+    stateDir,
+    cgroups,
+    tools,
+    seccompFilter,
+    spawner,
+    mounts,
+    limits: settings.config,
+  });
+}
 
 /**
  * The process tier (docs/architecture.md §3): a sandbox generation is a cgroup with its

@@ -12,7 +12,7 @@ import postgres from "postgres";
 import { DockerDriver } from "../../../agent-host/sandbox/container/docker-driver.ts";
 import type { SandboxDriver } from "../../../agent-host/sandbox/driver.ts";
 import { SandboxManager } from "../../../agent-host/sandbox/lifecycle/sandbox-manager.ts";
-import { ProcessDriver } from "../../../agent-host/sandbox/process/process-driver.ts";
+import { processDriverFrom } from "../../../agent-host/sandbox/process/process-driver.ts";
 import { processPreflight } from "../../../agent-host/sandbox/process/process-preflight.ts";
 import { sandboxConfigSchema } from "../../../agent-host/sandbox/sandbox-config.ts";
 import { createDb } from "../../../shared/db/client.ts";
@@ -55,17 +55,10 @@ async function processDriver(p: NonNullable<ChildTierArgs["process"]>): Promise<
   const found = await processPreflight({ stateDir: p.stateDir, cgroupParent: p.cgroupParent });
   if (!found.ready) throw new Error(found.missing);
   const { parts } = found;
-  return new ProcessDriver({
+  return processDriverFrom(parts, {
     logger,
     dataRoot: args.dataRoot,
-    stateDir: parts.stateDir,
     runtimeDir: p.runtimeDir,
-    cgroups: parts.cgroups,
-    tools: parts.tools,
-    seccompFilter: parts.seccompFilter,
-    spawner: parts.spawner,
-    mounts: parts.mounts,
-    limits: config,
     config,
   });
 }

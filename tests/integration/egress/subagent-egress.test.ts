@@ -52,16 +52,14 @@ beforeAll(async () => {
       keepPromptAndAnswer(prompts, request.runId, "child done"),
     ];
   });
-  proxy = await startEgressWorker(
-    world,
-    models,
-    createPostgresEgressAudit({
+  proxy = await startEgressWorker(world, models, {
+    audit: createPostgresEgressAudit({
       db: world.db,
       logger: silentLogger,
       metrics: createWorkcellMetrics(new Registry()),
       timeoutMs: 10_000,
     }),
-  );
+  });
 }, 180_000);
 
 afterAll(async () => {

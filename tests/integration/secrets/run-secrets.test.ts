@@ -1,19 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createAddressGuard } from "../../../agent-host/egress/address-guard.ts";
-import { createEgressProxy, type EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
-import { createRunEgressOpener } from "../../../agent-host/egress/run-egress.ts";
-import type { ModelRequest } from "../../../agent-host/runs/agent/model-client.ts";
+import type { EgressProxy } from "../../../agent-host/egress/egress-proxy.ts";
 import { generateDeploymentCa } from "../../../agent-host/secrets/deployment-ca.ts";
 import { prepareNodeSecrets } from "../../../agent-host/secrets/node-secrets.ts";
-import { NO_NETWORK } from "../../../shared/network/network-policy.ts";
-import {
-  findNetworkCeiling,
-  putNetworkOverride,
-} from "../../../shared/network/network-policy-store.ts";
+import { putNetworkOverride } from "../../../shared/network/network-policy-store.ts";
 import { createEnvKeyWrapper } from "../../../shared/secrets/secret-envelope.ts";
 import { putSecret } from "../../../shared/secrets/secret-store.ts";
 import { captureLogs } from "../../support/log-capture.ts";
+import { keepPromptAndAnswer, startEgressWorker } from "../egress/support/egress-worker.ts";
 import { type RunWorld, runWorld, UID } from "../runs/run-harness.ts";
 import { scriptedModels, toolOutputs } from "../runs/scripted-models.ts";
 
@@ -39,12 +33,6 @@ beforeAll(async () => {
     ca: await generateDeploymentCa("run secrets test CA"),
     runtimeBundle: "",
   });
-  proxy = createEgressProxy({
-    ceiling: (uid) => findNetworkCeiling(world.db, uid, NO_NETWORK),
-    guard: createAddressGuard(),
-    audit: () => {},
-    interception: node.interception,
-  });
   await putNetworkOverride(world.db, UID, { mode: "allowlist", allow: ["api.example.com"] });
   await putSecret(world.db, keys, UID, "GITHUB_TOKEN", {
     value: VALUE,
@@ -54,35 +42,9 @@ beforeAll(async () => {
   });
   const models = scriptedModels((request) => [
     { toolCalls: [{ name: "bash", arguments: { command: PROBE } }] },
-    {
-      respond: async (model: ModelRequest) => {
-        prompts.set(request.runId, String(model.messages[0]?.content ?? ""));
-        return {
-          ok: true,
-          turn: {
-            message: { role: "assistant", content: "done", toolCalls: [] },
-            finishReason: "stop",
-          },
-        };
-      },
-    },
+    keepPromptAndAnswer(prompts, request.runId, "done"),
   ]);
-  await world.worker({
-    model: models.factory,
-    extra: {
-      egress: createRunEgressOpener({
-        db: world.db,
-        logger: logs.logger,
-        networkDefault: NO_NETWORK,
-        proxy,
-        processStateDir: world.childTier.process?.stateDir,
-        containerEgressRoot: undefined,
-        bytesPerRun: 1_000_000,
-        policyTimeoutMs: 5_000,
-        secrets: { source: node.source, caBundle: node.caBundle },
-      }),
-    },
-  });
+  proxy = await startEgressWorker(world, models, { logger: logs.logger, secrets: node });
 }, 120_000);
 
 afterAll(async () => {

@@ -257,9 +257,7 @@ export class RunWorker {
     // Both at once: the slots take no run from the moment the stop begins. Awaiting the
     // receive loop first (its long poll) left them claiming meanwhile, and a run claimed
     // then started on a node that is going away (the split node-loss test saw one).
-    const taking = this.#slots.stopTaking();
-    await this.#consumer.stopReceiving();
-    await taking;
+    await Promise.all([this.#slots.stopTaking(), this.#consumer.stopReceiving()]);
     const inflight = [...this.#consumer.inflight(), ...this.#slots.inflight()];
     if (inflight.length > 0) {
       this.#log.info({ runs: inflight.length }, "run worker stopping; waiting for runs in flight");

@@ -46,6 +46,12 @@ export type PausableProxyOptions = {
    * what a slower engine would have said). It must keep the chunk's length.
    */
   rewriteReplyTo?: (chunk: Buffer) => ((reply: Buffer) => Buffer) | undefined;
+  /**
+   * Called with every chunk a client sends; true resets that connection instead of
+   * forwarding the chunk (the client reads ECONNRESET, the engine a closed socket), so a
+   * test can fail one exact request in flight rather than race a cut against it.
+   */
+  resetOn?: (chunk: Buffer) => boolean;
 };
 
 /** What a connection's next answer is due for: a pause, a rewrite. */
@@ -68,6 +74,10 @@ export async function startPausableProxy(
   const forward =
     (to: Socket, fromClient: boolean, awaitingReply: AwaitingReply) => (input: Buffer) => {
       let chunk = input;
+      if (fromClient && options.resetOn?.(chunk)) {
+        resetPairOf(to);
+        return;
+      }
       if (!held && fromClient && options.pauseBefore?.(chunk)) held = [];
       if (!held && fromClient && options.pauseReplyTo?.(chunk)) awaitingReply.on = true;
       if (fromClient) awaitingReply.rewrite ??= options.rewriteReplyTo?.(chunk);
@@ -83,6 +93,13 @@ export async function startPausableProxy(
       if (held) held.push([to, chunk]);
       else to.write(chunk);
     };
+  const resetPairOf = (upstream: Socket) => {
+    for (const pair of pairs) {
+      if (pair[1] !== upstream) continue;
+      pair[0].resetAndDestroy();
+      pair[1].destroy();
+    }
+  };
   const destroyAll = () => {
     for (const [a, b] of pairs) {
       a.destroy();

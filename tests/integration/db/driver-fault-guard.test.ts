@@ -7,7 +7,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { abortable } from "../../../shared/async/abortable.ts";
 import { stalledConnectionOptions } from "../../../shared/db/stalled-connection-watchdog.ts";
 import { type JsonLineChild, spawnJsonLineChild } from "../../support/json-line-child.ts";
-import { type PausableProxy, startPausableProxy } from "../../support/pausable-proxy.ts";
+import {
+  type PausableProxy,
+  type PausableProxyOptions,
+  startPausableProxy,
+} from "../../support/pausable-proxy.ts";
 import { pollUntil } from "../../support/poll-until.ts";
 import { freshDatabase, type TestDatabase } from "../../support/postgres.ts";
 import type { DriverFaultChildArgs } from "./driver-fault-child.ts";
@@ -89,9 +93,13 @@ describe("a database connection cut under load", () => {
     driver: string,
     guard: boolean,
     bounds?: DriverFaultChildArgs["bounds"],
+    proxyOptions: PausableProxyOptions = {},
   ): Promise<JsonLineChild> {
     const target = new URL(database.url);
-    proxy = await startPausableProxy({ host: target.hostname, port: Number(target.port) });
+    proxy = await startPausableProxy(
+      { host: target.hostname, port: Number(target.port) },
+      proxyOptions,
+    );
     const url = new URL(database.url);
     url.port = String(proxy.port);
     const args: DriverFaultChildArgs = {
@@ -139,17 +147,56 @@ describe("a database connection cut under load", () => {
     expect((await c.next("uncaught")).message).toContain("Cannot read properties of null");
   });
 
+  /**
+   * The fault needs a new connection's array-type query in flight when its socket goes.
+   * Racing cuts against that window missed it for over a minute under load, so the proxy
+   * resets the first connection that sends that query once armed, and only that one.
+   */
+  function typesQueryReset() {
+    const state = { armed: false, resets: 0 };
+    const resetOn = (chunk: Buffer) => {
+      if (!state.armed || !chunk.includes("pg_catalog.pg_type")) return false;
+      state.armed = false;
+      state.resets += 1;
+      return true;
+    };
+    return { state, options: { resetOn } };
+  }
+
+  /** Cuts every connection once with the reset armed: the pool's new ones ask for the types. */
+  function cutWithTypesReset(reset: ReturnType<typeof typesQueryReset>) {
+    reset.state.armed = true;
+    proxy.cut();
+    proxy.resume();
+  }
+
   test("without the array-type patch, a guarded client dies of an unhandled ECONNRESET (the fault 0146 removes)", async () => {
-    const c = await start(await unpatchedDriver(join(dir, "unpatched-c"), "arrayTypes"), true);
+    const reset = typesQueryReset();
+    const driver = await unpatchedDriver(join(dir, "unpatched-c"), "arrayTypes");
+    const c = await start(driver, true, undefined, reset.options);
     const exit = closed(c);
-    await cutUntil(c, () => c.count("uncaught") > 0);
+    cutWithTypesReset(reset);
     expect(await exit).not.toBe(0);
+    expect(reset.state.resets).toBe(1);
     const uncaught = await c.next("uncaught");
     // A rejection nobody handled, whose stack is Node's socket code only: the guard cannot
     // tell it from any other fault, so only the driver patch can remove it.
     expect(uncaught.origin).toBe("unhandledRejection");
     expect(uncaught.message).toContain("ECONNRESET");
     expect(uncaught.stack).not.toMatch(/node_modules[\\/]postgres/);
+  });
+
+  test("with the array-type patch, the same reset fails only the statements on that connection", async () => {
+    const reset = typesQueryReset();
+    const c = await start(installedDriver, true, undefined, reset.options);
+    cutWithTypesReset(reset);
+    await pollUntil(() => c.count("serving-again") > 0 || !c.alive(), {
+      what: "the client serving again",
+    });
+    expect(reset.state.resets).toBe(1);
+    expect(c.alive()).toBe(true);
+    expect(c.count("uncaught")).toBe(0);
+    expect(c.count("contained")).toBe(0);
   });
 
   test("a patched, guarded client settles every statement of every cut and serves again after it", async () => {

@@ -232,7 +232,11 @@ export class LeasedCommands {
       tree.keepScan(workdirPath, after && { leaseSeq: lease.seq, scan: after });
       // Nothing more happens in the sandbox: the commit and release are fenced writes.
       leave();
-      this.#deps.quota?.settle(fence.uid, scanGrowth(before, after));
+      // A command the watch stopped took the UserWorkspace past its quota wherever it wrote
+      // (a `workspace` view writes beside the Workdir, which its scans do not see): the next
+      // check measures afresh and refuses the next command, not the cached figure.
+      const grew = stop.signal.aborted ? undefined : scanGrowth(before, after);
+      this.#deps.quota?.settle(fence.uid, grew);
       const changes =
         before === undefined || after === undefined
           ? UNKNOWN_CHANGES

@@ -36,10 +36,10 @@ export type FrozenStop = "killed" | "not_started" | "commands_killed" | "no_cgro
  * process in it stops writing at its next return to user space), then, with nothing in
  * the container able to run or fork, SIGKILLs the command's processes (its session and
  * descendants, and only processes of this group), then thaws: the rest of the sandbox
- * runs on. The command's host pid comes from `execPid`, which the exec looked up in the
- * background as it started; while that is still in flight the container stays frozen,
- * so the bound does not wait for Docker even then. The caller's Docker kill afterwards
- * confirms and sweeps leftovers (docker-exec.ts).
+ * runs on. The command's host pid comes from `execPid`, which the caller asked Docker for
+ * just before the freeze; while that is in flight the container stays frozen, so the
+ * bound does not wait for Docker even then. The caller's Docker kill afterwards confirms
+ * and sweeps leftovers (docker-exec.ts).
  */
 export async function stopExecFrozen(
   log: Logger,

@@ -72,10 +72,14 @@ export async function startPausableProxy(
   let cut = false;
   const stranded = new WeakSet<Socket>();
   const forward =
-    (to: Socket, fromClient: boolean, awaitingReply: AwaitingReply) => (input: Buffer) => {
+    (pair: [Socket, Socket], fromClient: boolean, awaitingReply: AwaitingReply) =>
+    (input: Buffer) => {
+      const [client, upstream] = pair;
+      const to = fromClient ? upstream : client;
       let chunk = input;
       if (fromClient && options.resetOn?.(chunk)) {
-        resetPairOf(to);
+        client.resetAndDestroy();
+        upstream.destroy();
         return;
       }
       if (!held && fromClient && options.pauseBefore?.(chunk)) held = [];
@@ -93,13 +97,6 @@ export async function startPausableProxy(
       if (held) held.push([to, chunk]);
       else to.write(chunk);
     };
-  const resetPairOf = (upstream: Socket) => {
-    for (const pair of pairs) {
-      if (pair[1] !== upstream) continue;
-      pair[0].resetAndDestroy();
-      pair[1].destroy();
-    }
-  };
   const destroyAll = () => {
     for (const [a, b] of pairs) {
       a.destroy();
@@ -115,8 +112,8 @@ export async function startPausableProxy(
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
     const awaitingReply: AwaitingReply = { on: false, rewrite: undefined };
-    client.on("data", forward(upstream, true, awaitingReply));
-    upstream.on("data", forward(client, false, awaitingReply));
+    client.on("data", forward(pair, true, awaitingReply));
+    upstream.on("data", forward(pair, false, awaitingReply));
     const end = () => {
       pairs.delete(pair);
       client.destroy();

@@ -52,9 +52,10 @@ async function unpatchedDriver(dir: string, patch: keyof typeof PATCHES): Promis
 const installedDriver = pathToFileURL(join(installed, "src", "index.js")).href;
 
 /**
- * Cuts a reproduction makes at most to meet a fault: each is a race with the cut (a write
- * pending, or a new connection's types query in flight, when the socket goes), met within
- * about 15 to 45 cuts when measured, so 300 misses it only by a very long chance.
+ * Cuts a reproduction of the deferred write makes at most to meet it: each is a race with
+ * the cut (a write pending when the socket goes), met within a few cuts when measured, so
+ * 300 misses it only by a very long chance. (The array-type fault is not raced: the proxy
+ * resets the connection at its query, typesQueryReset below.)
  */
 const MAX_CUTS = 300;
 /** Cuts a patched, guarded client must live through (unpatched, it died within 15 to 45). */

@@ -17,7 +17,7 @@ import { toolOutputs } from "./scripted-models.ts";
 // of the quota) instead of reaching whatever it writes before its time limit; under the
 // default `workspace` file view that holds for writes beside the Workdir too (looks that
 // peeked the Workdir alone let 1 GiB written to a sibling directory end 1014 MiB past a
-// 10 MiB quota). Real sandbox, real files, the gate agent-host.ts wires over a real
+// 10 MiB quota). Real sandbox, real files, the gate create-run-worker.ts wires over a real
 // accounting.
 
 let world: RunWorld;

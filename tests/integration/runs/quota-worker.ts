@@ -6,7 +6,7 @@ import { scriptedModels } from "./scripted-models.ts";
 
 /**
  * The quota suites' worker: the accounting mode's gate over a real accounting of the data
- * root (the gate agent-host.ts wires), and runs whose model calls bash with `command`, then
+ * root (the gate create-run-worker.ts wires), and runs whose model calls bash with `command`, then
  * with `touch marker` (the next command, refused or not), then ends. Returns the models.
  */
 export async function startQuotaWorker(world: RunWorld, command: string) {

@@ -31,7 +31,7 @@ const CALL_TIMEOUT_MS = 1_500;
 const signal = () => AbortSignal.timeout(60_000);
 /** The kill's container inspect, the first Docker call a stop makes after the host's kill. */
 const CONTAINER_INSPECT = /^GET [^ ]*\/containers\/[0-9a-f]{64}\/json/;
-/** The exec inspect the exec makes as it starts, for its command's host pid. */
+/** An exec inspect: the stop's, for its command's host pid, and the kill's after it. */
 const EXEC_INSPECT = /^GET [^ ]*\/exec\/[0-9a-f]{64}\/json/;
 /** A writer that appends to `file` (in the Workdir) for as long as it lives. */
 const writer = (file: string) => [

@@ -203,8 +203,9 @@ export class LeasedCommands {
               lease.quota,
               ended.signal,
               (error) => {
-                log.warn({ err: error }, "command stopped: workspace over its quota");
+                // The stop first: the writer is frozen within this turn (frozen-stop.ts).
                 stop.abort(error);
+                log.warn({ err: error }, "command stopped: workspace over its quota");
               },
               usage === undefined ? this.#growthOf(fence.uid, workdirPath, before) : undefined,
               usage,

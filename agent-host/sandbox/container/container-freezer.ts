@@ -98,14 +98,14 @@ export function groupPids(freezer: ContainerFreezer): number[] {
  * runc starts every exec in a new session (exec-leftovers.ts relies on the same).
  */
 export function commandPids(freezer: ContainerFreezer): number[] {
-  const members = groupPids(freezer).map((pid) => ({ pid, ...idsOf(pid) }));
+  const members = groupPids(freezer).map((pid) => ({ pid, ...processIds(pid) }));
   const init = members.find((m) => m.nsPid === 1);
   if (init === undefined) return []; // init gone: the container stops with everything in it
   return members.filter((m) => m.pid !== init.pid && m.session !== init.session).map((m) => m.pid);
 }
 
 /** A process's session (host) and its pid in its own namespace, from procfs. */
-function idsOf(pid: number): { session?: number; nsPid?: number } {
+export function processIds(pid: number): { session?: number; nsPid?: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const session = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);

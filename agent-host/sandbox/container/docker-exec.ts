@@ -68,6 +68,7 @@ export async function runDockerExec(
   const hasStdin = request.stdin !== undefined;
   const container = deps.docker.getContainer(ref.instanceId);
   const timeoutMs = deps.config.dockerCallTimeoutMs;
+  const argv = execWrapper(request.cmd, request.env);
   let exec: Docker.Exec;
   try {
     exec = await boundedDockerCall(
@@ -75,7 +76,7 @@ export async function runDockerExec(
       signal,
       (bounded) =>
         container.exec({
-          Cmd: execWrapper(request.cmd, request.env),
+          Cmd: argv,
           Env: envList(request.env),
           User: SANDBOX_USER,
           ...(request.cwd === undefined ? {} : { WorkingDir: request.cwd }),
@@ -144,13 +145,13 @@ export async function runDockerExec(
       return finish("exited", exitCode);
     }
     if (stopReason === "cancelled") {
-      const stopping = stopExec(deps, ref, exec);
+      const stopping = stopExec(deps, ref, exec, [argv, request.cmd]);
       return await cancelExec(deps, ref, exec, stopping, stream, closed, () =>
         finish("cancelled", null),
       );
     }
     try {
-      await stopExec(deps, ref, exec);
+      await stopExec(deps, ref, exec, [argv, request.cmd]);
       // The kill closes the process's pipes, so the stream ends; if something still
       // holds them, stop waiting after the grace.
       await raceTimeout(closed, deps.config.killGraceMs);
@@ -276,28 +277,39 @@ async function startExec(
  * then through Docker as before, which confirms the kill and sweeps what is left (or
  * reports that Docker does not answer, the command stopped all the same).
  */
-async function stopExec(deps: DockerExecDeps, ref: InstanceRef, exec: Docker.Exec): Promise<void> {
+async function stopExec(
+  deps: DockerExecDeps,
+  ref: InstanceRef,
+  exec: Docker.Exec,
+  argvs: readonly (readonly string[])[],
+): Promise<void> {
   const log = deps.logger.child({ container_id: ref.instanceId, exec_id: exec.id });
   const initPid = deps.containerPids?.get(ref.instanceId)?.initPid;
   // Asked for at the stop, not as the command starts: inspecting an exec while Docker was
-  // still starting it held its pid back for seconds here. The container is frozen before
-  // the answer is awaited, so Docker's latency is not the writer's (frozen-stop.ts).
-  const pidNow = execPidNow(deps, exec);
-  pidNow.catch(() => {});
+  // still starting it held its pid back for seconds here. Asked once the container is
+  // frozen, so neither the request nor Docker's latency is the writer's (frozen-stop.ts).
+  let pidNow: Promise<number | "starting" | undefined> | undefined;
+  const askPid = () => {
+    pidNow ??= execPidNow(deps, exec);
+    pidNow.catch(() => {});
+    return pidNow;
+  };
   const container = {
     instanceId: ref.instanceId,
     initPid,
+    argvs,
     ...(deps.freezeHolds ? { holds: deps.freezeHolds } : {}),
   };
-  let frozen = await stopExecFrozen(log, container, pidNow);
-  if (frozen === "not_started" && (await pidNow) === "starting") {
+  let frozen = await stopExecFrozen(log, container, askPid);
+  if (frozen === "not_started" && (await askPid()) === "starting") {
     // Docker 20.10 reports a running exec with no pid until containerd has answered its
     // start: while the start is frozen with the container, and under load for a moment
-    // after the command already runs (a write-heavy command writes on). Thawed now, the
-    // start completes; once Docker names the process it is stopped on the host as above,
-    // so the stop does not hang on Docker's later calls either.
+    // after the command already runs, when the frozen group did not show it by its argv
+    // either (exec-leader.ts). Thawed now, the start completes; once Docker names the
+    // process it is stopped on the host as above, so the stop does not hang on Docker's
+    // later calls either.
     const pid = await execPid(deps, exec, "yes").catch(() => undefined);
-    if (pid !== undefined) frozen = await stopExecFrozen(log, container, Promise.resolve(pid));
+    if (pid !== undefined) frozen = await stopExecFrozen(log, container, async () => pid);
   }
   if (frozen === "commands_killed")
     log.warn("killed every command of a sandbox container: Docker did not say which was this one");

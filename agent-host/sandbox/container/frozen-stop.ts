@@ -9,6 +9,7 @@ import {
   signalKill,
   thaw,
 } from "./container-freezer.ts";
+import { frozenExecLeader } from "./exec-leader.ts";
 import { findExecProcesses } from "./kill-exec-processes.ts";
 
 /**
@@ -36,15 +37,21 @@ export type FrozenStop = "killed" | "not_started" | "commands_killed" | "no_cgro
  * process in it stops writing at its next return to user space), then, with nothing in
  * the container able to run or fork, SIGKILLs the command's processes (its session and
  * descendants, and only processes of this group), then thaws: the rest of the sandbox
- * runs on. The command's host pid comes from `execPid`, which the caller asked Docker for
- * just before the freeze; while that is in flight the container stays frozen, so the
- * bound does not wait for Docker even then. The caller's Docker kill afterwards confirms
+ * runs on. The command's host pid comes from `askPid` (Docker), asked right after the
+ * freeze; while that is in flight the container stays frozen, so the bound does not wait
+ * for Docker even then. The caller's Docker kill afterwards confirms
  * and sweeps leftovers (docker-exec.ts).
  */
 export async function stopExecFrozen(
   log: Logger,
-  container: { instanceId: string; initPid: number | undefined; holds?: FreezeHolds },
-  execPid: Promise<number | "starting" | undefined>,
+  container: {
+    instanceId: string;
+    initPid: number | undefined;
+    holds?: FreezeHolds;
+    /** The exec's argv, wrapped and not: finds it while Docker has no pid (exec-leader.ts). */
+    argvs?: readonly (readonly string[])[];
+  },
+  askPid: () => Promise<number | "starting" | undefined>,
 ): Promise<FrozenStop> {
   // No await before the freeze: the writer stops within this turn of the event loop.
   const freezer = findContainerFreezer(container.instanceId, container.initPid);
@@ -56,15 +63,20 @@ export async function stopExecFrozen(
     log.warn({ err: error, cgroup: freezer.dir }, "could not freeze a sandbox container");
     return "no_cgroup";
   }
+  // Asked only now: starting Docker's request took milliseconds the writer wrote on in.
+  const execPid = askPid();
   const holds = container.holds ?? new Map<string, number>();
   holds.set(freezer.dir, (holds.get(freezer.dir) ?? 0) + 1);
   let outcome: FrozenStop = "killed";
   try {
-    // A command Docker is still starting when the container freezes is named only once
-    // thawed (its start is frozen too, so it has run nothing yet): the group thaws and the
-    // caller's kill through Docker finds it then (docker-exec.ts).
+    // A command Docker has not named yet is found in the frozen group by its argv; one
+    // still in runc's start (frozen too, so it has run nothing yet) is not: the group
+    // thaws and the caller's kill through Docker finds it then (docker-exec.ts).
     const pid = await execPid.then(
-      (found) => (found === undefined || found === "starting" ? ("not_started" as const) : found),
+      (found) =>
+        found === "starting"
+          ? (frozenExecLeader(freezer, container.argvs ?? []) ?? ("not_started" as const))
+          : (found ?? ("not_started" as const)),
       () => "unknown" as const,
     );
     if (pid === "not_started") outcome = "not_started";

@@ -219,6 +219,40 @@ describe("a container-tier stop on the host", () => {
     await expectAWorksAndStill(w.path, size);
   });
 
+  it("kills the command while frozen, found by its argv, when Docker has not named it and then stops answering", async () => {
+    // Decision 0189: the stop's inspect answers Running with no pid, and every later exec
+    // inspect hangs. Thawing to ask Docker again let the writer write on (and, Docker
+    // hung, survive the stop); the frozen group shows the command by its argv instead.
+    let inspects = 0;
+    let blanked = 0;
+    const blankPid = (reply: Buffer) => {
+      blanked++;
+      return Buffer.from(
+        reply
+          .toString("latin1")
+          .replace(/"Pid":(\d+)/, (_m, pid: string) => `"Pid":0${" ".repeat(pid.length - 1)}`),
+        "latin1",
+      );
+    };
+    const driver = await proxied(
+      (chunk) => EXEC_INSPECT.test(chunk.toString("latin1")) && ++inspects > 1,
+      (chunk) =>
+        blanked === 0 && EXEC_INSPECT.test(chunk.toString("latin1")) ? blankPid : undefined,
+    );
+    const w = await writingOnA(driver, "unnamed");
+    w.stop.abort();
+    const outcome = await w.run;
+    expect(outcome.ok && outcome.result.status).toBe("cancelled");
+    await pollUntil(() => groupPids(w.freezer).length === 2, { timeoutMs: 30_000 });
+    expect(blanked).toBe(1);
+    expect(proxy?.stopped).toBe(true);
+    expect(groupPids(w.freezer).every((pid) => w.kept.has(pid))).toBe(true);
+    expect(await isFrozen(w.freezer)).toBe(false);
+    const size = (await stat(w.path)).size;
+    proxy?.resume();
+    await expectAWorksAndStill(w.path, size);
+  });
+
   it("two commands of one container stopped at once are both killed, and the container is thawed after the last", async () => {
     const stop = new AbortController();
     const writers = ["w1", "w2"].map((name) => healthy.exec(a, { cmd: writer(name) }, stop.signal));

@@ -87,13 +87,15 @@ export async function watchCommandQuota(deps: CommandQuotaWatchDeps): Promise<vo
 }
 
 /**
- * When to look again after a look that found `used` (undefined: it failed). Far from the
- * quota, when a command writing PLANNED_WRITE_BYTES_PER_SECOND could reach the quota
- * (25 ms–2 s); never later than a writer at BURST_WRITE_BYTES_PER_SECOND could pass the
- * overrun bound, less the stop's margin (at least WATCH_FLOOR_INTERVAL_MS), so near the
- * quota looks come every ~3 ms at a 64 MiB bound (every 25 ms at 1 GiB); and at least WALK_SHARE walks' time
- * away, whatever either says: on a workspace whose walk is slow the cost wins over the
- * bound (decision 0143's "not a hard guarantee").
+ * When to look again after a look that found `used` (undefined: it failed, planned as at
+ * the quota). The earlier of two plans (decision 0189):
+ * - when a command writing PLANNED_WRITE_BYTES_PER_SECOND could reach the quota, within
+ *   25 ms–2 s (so far from the quota a workspace is looked at rarely);
+ * - before a writer at BURST_WRITE_BYTES_PER_SECOND could pass the overrun bound, less the
+ *   stop's margin, at least WATCH_FLOOR_INTERVAL_MS: ~3 ms at the 64 MiB floor, 120 ms at
+ *   a 1 GiB bound.
+ * And at least WALK_SHARE walks' time away whatever both say: on a workspace whose walk is
+ * slow the cost wins over the bound (decision 0143's "not a hard guarantee").
  */
 export function nextLookInMs(
   quota: WorkspaceQuota,

@@ -35,6 +35,8 @@ const BOUND = overrunBoundBytes({ workspace_bytes: QUOTA, workspace_inodes: 1_00
 const FLOOD = "dd if=/dev/zero of=big bs=1M count=1024 2>/dev/null; echo wrote";
 /** The same gigabyte into a directory beside the Workdir, not in it. */
 const FLOOD_BESIDE = `mkdir -p ${SANDBOX_USER_DATA_MOUNT}/elsewhere && dd if=/dev/zero of=${SANDBOX_USER_DATA_MOUNT}/elsewhere/big bs=1M count=1024 2>/dev/null; echo wrote`;
+/** What the first two cases measured without the watch (decisions 0143, 0180). */
+const MEASURED_BEFORE = "; before: 1014 MiB";
 const WRITERS = Array.from({ length: 16 }, (_, i) => i + 1);
 /** The same gigabyte beside the Workdir by sixteen writers at once, 64 MiB each. */
 const FLOOD_MANY = `mkdir -p ${SANDBOX_USER_DATA_MOUNT}/many && for i in ${WRITERS.join(" ")}; do dd if=/dev/zero of=${SANDBOX_USER_DATA_MOUNT}/many/big$i bs=4M count=16 2>/dev/null & done; wait; echo wrote`;
@@ -88,7 +90,7 @@ async function floodTwoUsers(flood: string, label: string, before = "") {
 }
 
 it("a command writing 1 GiB against a 10 MiB quota is stopped within the overrun bound; the next command is refused; another uid's run is unaffected", async () => {
-  const { runId, project, other } = await floodTwoUsers(FLOOD, "in the Workdir", "; before: 1014 MiB");
+  const { runId, project, other } = await floodTwoUsers(FLOOD, "in the Workdir", MEASURED_BEFORE);
   const workdir = join(workspaceOnHost("flood-a"), project.workdirPath);
   expect(statSync(join(workdir, "big")).size).toBeLessThanOrEqual(QUOTA + BOUND);
   // The stopped command's batch records what it wrote.
@@ -99,7 +101,7 @@ it("a command writing 1 GiB against a 10 MiB quota is stopped within the overrun
 }, 240_000);
 
 it("a command writing 1 GiB outside its Workdir (workspace view) against a 10 MiB quota is stopped within the overrun bound; the next command is refused; another uid's run is unaffected", async () => {
-  await floodTwoUsers(FLOOD_BESIDE, "beside the Workdir", "; before: 1014 MiB");
+  await floodTwoUsers(FLOOD_BESIDE, "beside the Workdir", MEASURED_BEFORE);
   const beside = (uid: string) => join(workspaceOnHost(uid), "elsewhere", "big");
   expect(statSync(beside("flood-a")).size).toBeLessThanOrEqual(QUOTA + BOUND);
   expect(statSync(beside("flood-b")).size).toBe(2 ** 30);

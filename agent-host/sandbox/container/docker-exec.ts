@@ -290,8 +290,10 @@ async function stopExec(
   // frozen, so neither the request nor Docker's latency is the writer's (frozen-stop.ts).
   let pidNow: Promise<number | "starting" | undefined> | undefined;
   const askPid = () => {
-    pidNow ??= execPidNow(deps, exec);
-    pidNow.catch(() => {});
+    if (pidNow === undefined) {
+      pidNow = execPidNow(deps, exec);
+      pidNow.catch(() => {}); // awaited by the stop; a failure is its "unknown"
+    }
     return pidNow;
   };
   const container = {

@@ -39,8 +39,8 @@ export type FrozenStop = "killed" | "not_started" | "commands_killed" | "no_cgro
  * descendants, and only processes of this group), then thaws: the rest of the sandbox
  * runs on. The command's host pid comes from `askPid` (Docker), asked right after the
  * freeze; while that is in flight the container stays frozen, so the bound does not wait
- * for Docker even then. The caller's Docker kill afterwards confirms
- * and sweeps leftovers (docker-exec.ts).
+ * for Docker even then. The caller's Docker kill afterwards confirms and sweeps leftovers
+ * (docker-exec.ts).
  */
 export async function stopExecFrozen(
   log: Logger,

@@ -33,6 +33,28 @@ const signal = () => AbortSignal.timeout(60_000);
 const CONTAINER_INSPECT = /^GET [^ ]*\/containers\/[0-9a-f]{64}\/json/;
 /** An exec inspect: the stop's, for its command's host pid, and the kill's after it. */
 const EXEC_INSPECT = /^GET [^ ]*\/exec\/[0-9a-f]{64}\/json/;
+/**
+ * Answers the first exec inspect as Docker 20.10 does while containerd has not answered an
+ * exec's start: running, with pid 0 (the digits blanked, the length kept). `blanked()`
+ * counts the answers rewritten.
+ */
+function blankFirstExecPid() {
+  let blanked = 0;
+  const blankPid = (reply: Buffer) => {
+    blanked++;
+    return Buffer.from(
+      reply
+        .toString("latin1")
+        .replace(/"Pid":(\d+)/, (_m, pid: string) => `"Pid":0${" ".repeat(pid.length - 1)}`),
+      "latin1",
+    );
+  };
+  return {
+    rewriteReplyTo: (chunk: Buffer) =>
+      blanked === 0 && EXEC_INSPECT.test(chunk.toString("latin1")) ? blankPid : undefined,
+    blanked: () => blanked,
+  };
+}
 /** A writer that appends to `file` (in the Workdir) for as long as it lives. */
 const writer = (file: string) => [
   "sh",
@@ -191,27 +213,17 @@ describe("a container-tier stop on the host", () => {
     // answered the start, which under load comes after the command already writes: the
     // stop's first inspect is answered so (its pid blanked, the length kept), and Docker
     // hangs from the kill's container inspect on. Only the host can stop the writer.
-    let blanked = 0;
-    const blankPid = (reply: Buffer) => {
-      blanked++;
-      return Buffer.from(
-        reply
-          .toString("latin1")
-          .replace(/"Pid":(\d+)/, (_m, pid: string) => `"Pid":0${" ".repeat(pid.length - 1)}`),
-        "latin1",
-      );
-    };
+    const blank = blankFirstExecPid();
     const driver = await proxied(
       (chunk) => CONTAINER_INSPECT.test(chunk.toString("latin1")),
-      (chunk) =>
-        blanked === 0 && EXEC_INSPECT.test(chunk.toString("latin1")) ? blankPid : undefined,
+      blank.rewriteReplyTo,
     );
     const w = await writingOnA(driver, "late");
     w.stop.abort();
     const outcome = await w.run;
     expect(outcome.ok && outcome.result.status).toBe("cancelled");
     await pollUntil(() => groupPids(w.freezer).length === 2, { timeoutMs: 30_000 });
-    expect(blanked).toBe(1);
+    expect(blank.blanked()).toBe(1);
     expect(groupPids(w.freezer).every((pid) => w.kept.has(pid))).toBe(true);
     expect(await isFrozen(w.freezer)).toBe(false);
     const size = (await stat(w.path)).size;
@@ -224,27 +236,17 @@ describe("a container-tier stop on the host", () => {
     // inspect hangs. Thawing to ask Docker again let the writer write on (and, Docker
     // hung, survive the stop); the frozen group shows the command by its argv instead.
     let inspects = 0;
-    let blanked = 0;
-    const blankPid = (reply: Buffer) => {
-      blanked++;
-      return Buffer.from(
-        reply
-          .toString("latin1")
-          .replace(/"Pid":(\d+)/, (_m, pid: string) => `"Pid":0${" ".repeat(pid.length - 1)}`),
-        "latin1",
-      );
-    };
+    const blank = blankFirstExecPid();
     const driver = await proxied(
       (chunk) => EXEC_INSPECT.test(chunk.toString("latin1")) && ++inspects > 1,
-      (chunk) =>
-        blanked === 0 && EXEC_INSPECT.test(chunk.toString("latin1")) ? blankPid : undefined,
+      blank.rewriteReplyTo,
     );
     const w = await writingOnA(driver, "unnamed");
     w.stop.abort();
     const outcome = await w.run;
     expect(outcome.ok && outcome.result.status).toBe("cancelled");
     await pollUntil(() => groupPids(w.freezer).length === 2, { timeoutMs: 30_000 });
-    expect(blanked).toBe(1);
+    expect(blank.blanked()).toBe(1);
     expect(proxy?.stopped).toBe(true);
     expect(groupPids(w.freezer).every((pid) => w.kept.has(pid))).toBe(true);
     expect(await isFrozen(w.freezer)).toBe(false);

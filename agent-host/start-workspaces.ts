@@ -3,7 +3,9 @@ import type { Logger } from "pino";
 import type { Db } from "../shared/db/client.ts";
 import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
 import type { WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
+import { CHECKPOINTS_DIR } from "./checkpoints/checkpoint-store.ts";
 import { startCheckpoints } from "./checkpoints/start-checkpoints.ts";
+import { detectSubvolumes } from "./checkpoints/subvolumes.ts";
 import { createAccountingQuota } from "./quota/workspace-quota.ts";
 import { createAgentHostSkills } from "./skills/agent-host-skills.ts";
 import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
@@ -34,11 +36,16 @@ export async function startWorkspaces(
   // Only root can give files to the sandbox user; a non-root host keeps them its own
   // (and then the sandbox user cannot write them: run agent-hosts as root).
   const owner = process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {};
+  // On a btrfs data root each managed Workdir is a subvolume, checkpointed as a snapshot.
+  const subvolumes = detectSubvolumes({ dataRoot: deps.dataRoot, sys }, CHECKPOINTS_DIR);
   const userWorkspaces = createUserWorkspaces({
     dataRoot: deps.dataRoot,
     sys,
     resolver: createPathResolver(sys),
     ...owner,
+    ...(subvolumes === undefined
+      ? {}
+      : { makeWorkdir: (parentFd: number, name: string) => subvolumes.create(parentFd, name) }),
   });
   // No filesystem quota on the data roots this runs on so far: the accounting mode
   // (docs/decisions/0017).
@@ -50,6 +57,7 @@ export async function startWorkspaces(
     sys,
     resolver: createPathResolver(sys),
     ...owner,
+    ...(subvolumes === undefined ? {} : { subvolumes }),
     workspaceBytes: async (uid, signal) => (await quota.usage(uid, signal)).bytes,
     defaultWorkspaceBytes: DEFAULT_USER_LIMITS.workspace_bytes,
     logger,

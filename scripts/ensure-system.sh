@@ -27,8 +27,10 @@ command -v rg >/dev/null 2>&1 || want+=(ripgrep)
 # The egress tests run Debian's sshd (only the binary, started by the test inside a network
 # namespace) as the fake internet's SSH server (decision 0126).
 [ -x /usr/sbin/sshd ] || want+=(openssh-server)
-# Checkpoints' reflink mode is tested on an XFS loop filesystem with reflink=1 (issue 39).
+# Checkpoints' reflink mode is tested on an XFS loop filesystem with reflink=1 (issue 39),
+# and snapshots of subvolume Workdirs on a btrfs one (decision 0190).
 command -v mkfs.xfs >/dev/null 2>&1 || want+=(xfsprogs)
+command -v mkfs.btrfs >/dev/null 2>&1 || want+=(btrfs-progs)
 # Runtime Assets (infra/runtime-assets/) are built from Debian packages by mmdebstrap.
 command -v mmdebstrap >/dev/null 2>&1 || want+=(mmdebstrap)
 # The kernel-budget test (#13) builds a static C helper that opens inotify instances, and

@@ -24,6 +24,7 @@ import { copyTree, finishDirectory, type TreeStats } from "./copy-tree.ts";
 import { measureTree } from "./measure-tree.ts";
 import { removeTree } from "./remove-tree.ts";
 import { sameTree } from "./same-tree.ts";
+import { EMPTY_SUBVOLUME_STAND_IN_INO, type SubvolumeSyscalls } from "./subvolumes.ts";
 
 /**
  * `<data-root>/checkpoints/<uid dirname>/<checkpoint_id>/`: a sibling of `users/`, so on the
@@ -46,6 +47,11 @@ export interface CheckpointStoreDeps {
   readonly owner?: Owner;
   readonly maxEntries: number;
   readonly maxDepth: number;
+  /**
+   * The btrfs calls where the data root has subvolumes (detectSubvolumes): a Workdir that is
+   * a subvolume is checkpointed as one read-only snapshot (docs/decisions/0190).
+   */
+  readonly subvolumes?: SubvolumeSyscalls;
 }
 
 /** The bytes side of checkpoints on one node; rows and rules are in checkpoints.ts. */
@@ -194,6 +200,18 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
       return withFdAsync(openBelowRoot(workdirNames(uid, workdirPath)), (workdir) =>
         withFdAsync(openUserDir(uid), async (userDir) => {
           const temp = TAKING_PREFIX + checkpointId;
+          if (deps.subvolumes?.isSubvolume(workdir)) {
+            const snapped = takeSnapshot(
+              deps.subvolumes,
+              workdir,
+              userDir,
+              temp,
+              checkpointId,
+              signal,
+            );
+            // A nested subvolume's files are not in a snapshot: those Workdirs copy per file.
+            if (snapped !== undefined) return snapped;
+          }
           const made = sys.mkdirat(userDir, temp, 0o700);
           if (!made.ok) throw errnoError(made.errno, { op: "checkpoint", path: temp });
           let published = false;
@@ -224,7 +242,7 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
             published = true;
             return stats;
           } finally {
-            if (!published) removeTree(sys, userDir, temp, deps.maxDepth + 2);
+            if (!published) removeEntry(userDir, temp);
           }
         }),
       );
@@ -235,7 +253,13 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
         withFd(openUserDir(uid), (userDir) => {
           const base = sys.openat(userDir, baseId, dirFlags);
           if (!base.ok) return false;
-          return withFd(base.value, (baseFd) => sameTree(deps, baseFd, workdir));
+          return withFd(base.value, (baseFd) =>
+            sameTree(
+              { ...deps, sameInodes: deps.subvolumes?.isSubvolume(baseFd) === true },
+              baseFd,
+              workdir,
+            ),
+          );
         }),
       );
     },
@@ -249,9 +273,7 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
     },
 
     remove(uid, checkpointId) {
-      withFd(openUserDir(uid), (userDir) =>
-        removeTree(sys, userDir, checkpointId, deps.maxDepth + 2),
-      );
+      withFd(openUserDir(uid), (userDir) => removeEntry(userDir, checkpointId));
     },
 
     listIds() {
@@ -273,13 +295,60 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
     removeByDirname(dirname, name) {
       withFd(openDataRoot(), (root) =>
         withFd(openOrThrow(root, CHECKPOINTS_DIR), (store) =>
-          withFd(openOrThrow(store, dirname), (user) =>
-            removeTree(sys, user, name, deps.maxDepth + 2),
-          ),
+          withFd(openOrThrow(store, dirname), (user) => removeEntry(user, name)),
         ),
       );
     },
   };
+
+  /**
+   * A read-only snapshot of the Workdir subvolume as checkpoint `checkpointId`, measured
+   * after it is taken (what it holds cannot change); undefined, with nothing left, when the
+   * Workdir holds a nested subvolume, whose files a snapshot does not take.
+   */
+  function takeSnapshot(
+    subvolumes: SubvolumeSyscalls,
+    workdir: number,
+    userDir: number,
+    temp: string,
+    checkpointId: string,
+    signal: AbortSignal,
+  ): TreeStats | undefined {
+    const made = subvolumes.snapshot(workdir, userDir, temp);
+    if (!made.ok) throw errnoError(made.errno, { op: "checkpoint", path: temp });
+    let published = false;
+    try {
+      let standIns = 0;
+      const stats = withFd(openOrThrow(userDir, temp), (fd) =>
+        measureTree(deps, fd, signal, (st) => {
+          if (BigInt(st.ino) === EMPTY_SUBVOLUME_STAND_IN_INO) standIns++;
+        }),
+      );
+      if (standIns > 0) return undefined;
+      const renamed = sys.renameat2(userDir, temp, userDir, checkpointId, RENAME_NOREPLACE);
+      if (!renamed.ok) throw errnoError(renamed.errno, { op: "checkpoint", path: checkpointId });
+      published = true;
+      return stats;
+    } finally {
+      if (!published) removeEntry(userDir, temp);
+    }
+  }
+
+  /** Removes a store entry: a snapshot with one ioctl, a copied tree file by file. */
+  function removeEntry(parentFd: number, name: string): void {
+    const subvolumes = deps.subvolumes;
+    if (subvolumes !== undefined) {
+      const opened = sys.openat(parentFd, name, dirFlags);
+      if (opened.ok && withFd(opened.value, (fd) => subvolumes.isSubvolume(fd))) {
+        const destroyed = subvolumes.destroy(parentFd, name);
+        if (!destroyed.ok && destroyed.errno !== Errno.ENOENT) {
+          throw errnoError(destroyed.errno, { op: "checkpoint store", path: name });
+        }
+        return;
+      }
+    }
+    removeTree(sys, parentFd, name, deps.maxDepth + 2);
+  }
 
   function openOrThrow(parentFd: number, name: string): number {
     const opened = sys.openat(parentFd, name, dirFlags);

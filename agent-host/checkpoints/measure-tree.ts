@@ -1,3 +1,4 @@
+import type { Stats } from "node:fs";
 import { errnoError } from "../workspace/errno-error.ts";
 import { Errno, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_RDONLY } from "../workspace/syscalls.ts";
 import { emptyTreeStats, type TreeCopyDeps, type TreeStats } from "./copy-tree.ts";
@@ -6,19 +7,24 @@ import { emptyTreeStats, type TreeCopyDeps, type TreeStats } from "./copy-tree.t
  * What copyTree would take from `dirFd`, without copying: the logical bytes of its regular
  * files (what a checkpoint counts against the quota), and its files, directories and
  * skipped entries. Same no-follow walk, so a symlinked directory is skipped, not measured.
+ * `onDirectory` sees each directory entered below `dirFd` (a snapshot's check for nested
+ * subvolumes).
  */
 export function measureTree(
   deps: Pick<TreeCopyDeps, "sys" | "maxEntries" | "maxDepth">,
   dirFd: number,
   signal: AbortSignal,
+  onDirectory: (st: Stats) => void = () => {},
 ): TreeStats {
   const stats = emptyTreeStats();
-  measureLevel(deps, dirFd, signal, stats, 1);
+  measureLevel({ ...deps, onDirectory }, dirFd, signal, stats, 1);
   return stats;
 }
 
 function measureLevel(
-  deps: Pick<TreeCopyDeps, "sys" | "maxEntries" | "maxDepth">,
+  deps: Pick<TreeCopyDeps, "sys" | "maxEntries" | "maxDepth"> & {
+    onDirectory: (st: Stats) => void;
+  },
   dirFd: number,
   signal: AbortSignal,
   stats: TreeStats,
@@ -43,6 +49,7 @@ function measureLevel(
         continue;
       }
       stats.dirs++;
+      deps.onDirectory(st.value);
       try {
         measureLevel(deps, child.value, signal, stats, depth + 1);
       } finally {

@@ -49,6 +49,13 @@ export interface DiffDeps {
    * comparing contents (the check whether a checkpoint can reuse the previous one's files).
    */
   readonly metadataOnly?: boolean;
+  /**
+   * The checkpoint is a btrfs snapshot of this Workdir (docs/decisions/0190): its files are
+   * the Workdir's inodes as they were, same numbers and ctimes, so a Workdir file with the
+   * checkpoint file's inode number and ctime is unchanged (any write, chmod, utimes,
+   * rename or link since would have moved its ctime).
+   */
+  readonly sameInodes?: boolean;
 }
 
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
@@ -156,6 +163,7 @@ function sameFile(
 ): boolean {
   if (!sameMeta(ck, wd)) return false;
   if (wd.ctimeNs < ck.ctimeNs) return true;
+  if (deps.sameInodes === true && wd.ino === ck.ino && wd.ctimeNs === ck.ctimeNs) return true;
   if (deps.metadataOnly === true) return false;
   return sameContent(deps, ckParent, wdParent, name, ck, wd);
 }

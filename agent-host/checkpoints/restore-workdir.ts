@@ -1,5 +1,6 @@
 import {
   closeSync,
+  fstatSync,
   fsyncSync,
   openSync,
   readdirSync,
@@ -44,6 +45,7 @@ export const STAGING_PREFIX = ".workcell-restore-";
 const TRASH_SUFFIX = "-old";
 
 const entryPath = z.array(z.string().regex(/^([0-9a-f]{2})+$/));
+const rootMeta = z.object({ mode: z.string(), atime_ns: z.string(), mtime_ns: z.string() });
 const journalSchema = z.object({
   restore_id: z.uuid(),
   uid: z.string().min(1),
@@ -60,7 +62,15 @@ const journalSchema = z.object({
     })
     .optional(),
   /** The first build's journals: the checkpoint root's metadata (the diff's dirs now). */
-  root: z.object({ mode: z.string(), atime_ns: z.string(), mtime_ns: z.string() }).optional(),
+  root: rootMeta.optional(),
+  /**
+   * Where the staging and trash directories are: beside the Workdir (absent: the first
+   * journals), or inside it when the Workdir is a btrfs subvolume, since a rename cannot
+   * cross a subvolume's edge (docs/decisions/0190). Then `workdir_root` keeps the Workdir's
+   * own metadata from before, which a rollback gives back.
+   */
+  staging_in: z.enum(["parent", "workdir"]).optional(),
+  workdir_root: rootMeta.optional(),
 });
 type Journal = z.output<typeof journalSchema>;
 
@@ -95,58 +105,86 @@ export async function restoreWorkdir(
   signal: AbortSignal,
   onStep: (step: RestoreStep) => void = () => {},
 ): Promise<TreeStats> {
-  const journal: Journal = {
-    restore_id: plan.restoreId,
-    uid: plan.uid,
-    workdir_path: plan.workdirPath,
-    checkpoint_id: plan.checkpointId,
-    phase: "staging",
-  };
-  writeJournal(store, journal);
-  onStep("planned");
   const { sys } = store.deps;
   const parent = store.openWorkdirParent(plan.uid, plan.workdirPath);
-  const staging = STAGING_PREFIX + plan.restoreId;
-  let forward = false;
   try {
-    for (const name of [staging, staging + TRASH_SUFFIX]) {
-      const made = sys.mkdirat(parent.fd, name, 0o700);
-      if (!made.ok) throw errnoError(made.errno, { op: "restore", path: name });
+    const journal: Journal = {
+      restore_id: plan.restoreId,
+      uid: plan.uid,
+      workdir_path: plan.workdirPath,
+      checkpoint_id: plan.checkpointId,
+      phase: "staging",
+      // Opened O_NOFOLLOW: a Workdir that is not a real directory (a symlink the agent put
+      // there) fails here, before anything is written.
+      ...withDirSync(store, parent.fd, parent.name, (workdir) => stagingPlace(store, workdir)),
+    };
+    writeJournal(store, journal);
+    onStep("planned");
+    const staging = STAGING_PREFIX + plan.restoreId;
+    let forward = false;
+    try {
+      const { diff, stats } = await withDir(store, parent.fd, parent.name, (workdir) =>
+        withCheckpoint(store, plan, (checkpoint) => {
+          // Found before the hidden directories exist, which may be inside the Workdir.
+          const diff = diffTrees(
+            { ...store.deps, sameInodes: isSnapshot(store, checkpoint) },
+            checkpoint,
+            workdir,
+          );
+          const holder = journal.staging_in === "workdir" ? workdir : parent.fd;
+          for (const name of [staging, staging + TRASH_SUFFIX]) {
+            const made = sys.mkdirat(holder, name, 0o700);
+            if (!made.ok) throw errnoError(made.errno, { op: "restore", path: name });
+          }
+          return withDir(store, holder, staging, (stagingFd) =>
+            stageDiff(store, checkpoint, diff, stagingFd, signal),
+          );
+        }),
+      );
+      onStep("staged");
+      const ready: Journal = { ...journal, phase: "clearing", diff };
+      writeJournal(store, ready);
+      forward = true;
+      onStep("ready");
+      rollForward(store, parent.fd, parent.name, ready, onStep);
+      return stats;
+    } catch (err) {
+      // Before `clearing` the Workdir is untouched: roll back now rather than at next start.
+      if (!forward) recoverOne(store, journal);
+      throw err;
     }
-    // Opened O_NOFOLLOW: a Workdir that is not a real directory (a symlink the agent put
-    // there) fails here, before the point of no return, and the restore is rolled back.
-    const { diff, stats } = await withDir(store, parent.fd, parent.name, (workdir) =>
-      withCheckpoint(store, plan, (checkpoint) =>
-        withDir(store, parent.fd, staging, (stagingFd) =>
-          stageDiff(store, checkpoint, workdir, stagingFd, signal),
-        ),
-      ),
-    );
-    onStep("staged");
-    const ready: Journal = { ...journal, phase: "clearing", diff };
-    writeJournal(store, ready);
-    forward = true;
-    onStep("ready");
-    rollForward(store, parent.fd, parent.name, ready, onStep);
-    return stats;
-  } catch (err) {
-    // Before `clearing` the Workdir is untouched: roll back now rather than at next start.
-    if (!forward) recoverOne(store, journal);
-    throw err;
   } finally {
     sys.close(parent.fd);
   }
+}
+
+/** Inside a Workdir that is a subvolume (with its metadata for a rollback), else beside it. */
+function stagingPlace(store: CheckpointStore, workdir: number): Partial<Journal> {
+  if (store.deps.subvolumes?.isSubvolume(workdir) !== true) return {};
+  const st = fstatSync(workdir, { bigint: true });
+  return {
+    staging_in: "workdir",
+    workdir_root: {
+      mode: String(st.mode),
+      atime_ns: String(st.atimeNs),
+      mtime_ns: String(st.mtimeNs),
+    },
+  };
+}
+
+/** A snapshot shares its inodes with the Workdir it was taken of (restore-diff's sameInodes). */
+function isSnapshot(store: CheckpointStore, checkpoint: number): boolean {
+  return store.deps.subvolumes?.isSubvolume(checkpoint) === true;
 }
 
 /** The difference, and a copy of what the checkpoint holds of it (entries `0`, `1`, …). */
 async function stageDiff(
   store: CheckpointStore,
   checkpoint: number,
-  workdir: number,
+  diff: RestoreDiff,
   stagingFd: number,
   signal: AbortSignal,
 ): Promise<{ diff: RestoreDiff; stats: TreeStats }> {
-  const diff = diffTrees(store.deps, checkpoint, workdir);
   const stats = emptyTreeStats();
   for (const [i, path] of diff.put.entries()) {
     signal.throwIfAborted();
@@ -198,13 +236,32 @@ function recoverOne(store: CheckpointStore, journal: Journal): RestoreOutcome {
       rollForward(store, parent.fd, parent.name, journal, () => {});
       return "completed";
     }
-    removeTree(sys, parent.fd, staging, store.deps.maxDepth + 2);
-    removeTree(sys, parent.fd, staging + TRASH_SUFFIX, store.deps.maxDepth + 2);
+    withHolder(store, parent, journal, (holder, workdir) => {
+      removeTree(sys, holder, staging, store.deps.maxDepth + 2);
+      removeTree(sys, holder, staging + TRASH_SUFFIX, store.deps.maxDepth + 2);
+      if (workdir !== undefined && journal.workdir_root !== undefined) {
+        refinish(store, workdir, { path: [], ...journal.workdir_root });
+      }
+    });
     dropJournal(store, journal.uid, journal.restore_id);
     return "rolled_back";
   } finally {
     sys.close(parent.fd);
   }
+}
+
+/**
+ * Runs `fn` with the directory that holds the staging and trash directories, and the
+ * Workdir's descriptor when that is the Workdir itself.
+ */
+function withHolder<T>(
+  store: CheckpointStore,
+  parent: { fd: number; name: string },
+  journal: Journal,
+  fn: (holder: number, workdir: number | undefined) => T,
+): T {
+  if (journal.staging_in !== "workdir") return fn(parent.fd, undefined);
+  return withDirSync(store, parent.fd, parent.name, (workdir) => fn(workdir, workdir));
 }
 
 /** `clearing` (if the journal says so), `filling`, the directories, the cleanup. */
@@ -222,8 +279,9 @@ function rollForward(
   // A journal of the first build (no `diff`) staged the whole checkpoint: all moves.
   const whole = journal.diff === undefined;
   withDirSync(store, parentFd, name, (workdir) => {
+    const holder = journal.staging_in === "workdir" ? workdir : parentFd;
     if (journal.phase === "clearing") {
-      withDirSync(store, parentFd, trash, (trashFd) => {
+      withDirSync(store, holder, trash, (trashFd) => {
         if (whole) moveAll(store, workdir, trashFd);
         diff.remove.forEach((path, i) => {
           moveEntry(store, workdir, path, trashFd, [String(i)], "out");
@@ -234,8 +292,8 @@ function rollForward(
       writeJournal(store, { ...journal, phase: "filling" });
     }
     // Gone only once everything was moved and the cleanup ran (a repeat after a crash).
-    if (exists(store, parentFd, staging)) {
-      withDirSync(store, parentFd, staging, (stagingFd) => {
+    if (exists(store, holder, staging)) {
+      withDirSync(store, holder, staging, (stagingFd) => {
         if (whole) moveAll(store, stagingFd, workdir);
         diff.put.forEach((path, i) => {
           moveEntry(store, stagingFd, [String(i)], workdir, path, "in");
@@ -250,10 +308,13 @@ function rollForward(
       refinish(store, workdir, dir);
       if (i === 0) onStep("refinishing");
     });
+    onStep("finished");
+    removeTree(sys, holder, staging, store.deps.maxDepth + 2);
+    removeTree(sys, holder, trash, store.deps.maxDepth + 2);
+    // Removing them inside the Workdir changed its times again: the checkpoint's, once more.
+    const root = diff.dirs.find((dir) => dir.path.length === 0);
+    if (holder === workdir && root !== undefined) refinish(store, workdir, root);
   });
-  onStep("finished");
-  removeTree(sys, parentFd, staging, store.deps.maxDepth + 2);
-  removeTree(sys, parentFd, trash, store.deps.maxDepth + 2);
   onStep("cleaned");
   dropJournal(store, journal.uid, journal.restore_id);
 }

@@ -8,6 +8,7 @@ import { createCheckpointSyscalls } from "./checkpoint-syscalls.ts";
 import { Checkpoints, type CheckpointsDeps } from "./checkpoints.ts";
 import { reconcileCheckpoints } from "./reconcile-checkpoints.ts";
 import { recoverRestores } from "./restore-workdir.ts";
+import type { SubvolumeSyscalls } from "./subvolumes.ts";
 
 /** How often the reconciler compares the store with the rows. */
 export const RECONCILE_INTERVAL_MS = 15 * 60_000;
@@ -21,6 +22,8 @@ export interface StartCheckpointsDeps {
   readonly sys: FsSyscalls;
   readonly resolver: PathResolver;
   readonly owner?: Owner;
+  /** The data root's btrfs subvolumes, when it has them (detectSubvolumes). */
+  readonly subvolumes?: SubvolumeSyscalls;
   readonly workspaceBytes: (uid: string, signal: AbortSignal) => Promise<number>;
   readonly defaultWorkspaceBytes: number;
   /** Bounds of a manual checkpoint's Execution Lease (the defaults otherwise). */
@@ -50,6 +53,7 @@ export function startCheckpoints(deps: StartCheckpointsDeps): StartedCheckpoints
     cp,
     mode,
     ...(deps.owner === undefined ? {} : { owner: deps.owner }),
+    ...(deps.subvolumes === undefined ? {} : { subvolumes: deps.subvolumes }),
     ...CHECKPOINT_TREE_LIMITS,
   });
   const logger = deps.logger.child({ component: "checkpoints" });
@@ -85,10 +89,7 @@ export function startCheckpoints(deps: StartCheckpointsDeps): StartedCheckpoints
     ...(deps.lease === undefined ? {} : { lease: deps.lease }),
     logger,
   });
-  const detail =
-    mode === "reflink"
-      ? "FICLONE works on the data root: checkpoints share extents"
-      : "the data root's filesystem has no reflinks: checkpoints copy bytes";
+  const detail = checkpointsDetail(mode, deps.subvolumes !== undefined);
   return {
     checkpoints,
     report: { mode, detail },
@@ -96,4 +97,14 @@ export function startCheckpoints(deps: StartCheckpointsDeps): StartedCheckpoints
       clearInterval(timer);
     },
   };
+}
+
+/** The banner's and GET /v1/admin/runtime's words for how this node takes checkpoints. */
+export function checkpointsDetail(mode: "reflink" | "copy", subvolumes: boolean): string {
+  if (subvolumes) {
+    return "btrfs: each managed Workdir is a subvolume and its checkpoints are read-only snapshots (other Workdirs share extents per file)";
+  }
+  return mode === "reflink"
+    ? "FICLONE works on the data root: checkpoints share extents"
+    : "the data root's filesystem has no reflinks: checkpoints copy bytes";
 }

@@ -13,7 +13,7 @@ import {
   openParent,
   withFd,
 } from "./fs-context.ts";
-import { Errno, O_DIRECTORY, O_PATH, O_RDONLY } from "./syscalls.ts";
+import { Errno, O_DIRECTORY, O_PATH, O_RDONLY, type SysResult } from "./syscalls.ts";
 import { DIR_MODE } from "./workspace-limits.ts";
 
 export interface MakeDirectoryOptions {
@@ -63,7 +63,10 @@ export function ensureDirectory(
   dirfd: number,
   names: readonly string[],
   errCtx: ErrnoErrorContext,
-  options: LookupErrorOptions,
+  options: LookupErrorOptions & {
+    /** Creates the last directory instead of mkdirat (a Workdir as a btrfs subvolume). */
+    readonly makeLast?: (parentFd: number, name: string) => SysResult<true>;
+  },
 ): number {
   if (names.length === 0) {
     const self = ctx.resolver.open(dirfd, [], O_PATH | O_DIRECTORY);
@@ -78,7 +81,10 @@ export function ensureDirectory(
         i === names.length - 1 ? options : { finalFileCode: "not_found" };
       let next = ctx.resolver.open(current, [name], O_PATH | O_DIRECTORY);
       if (!next.ok && next.errno === Errno.ENOENT) {
-        const made = ctx.sys.mkdirat(current, name, DIR_MODE);
+        const made =
+          i === names.length - 1 && options.makeLast !== undefined
+            ? options.makeLast(current, name)
+            : ctx.sys.mkdirat(current, name, DIR_MODE);
         if (made.ok) {
           next = { ok: true, value: openNewDirectory(ctx, current, name, errCtx) };
         } else if (made.errno === Errno.EEXIST) {

@@ -7,7 +7,7 @@ import {
 import { lookupError } from "./errno-error.ts";
 import { type FsContext, type FsContextOptions, fsContextOf, type Owner } from "./fs-context.ts";
 import { ensureDirectory } from "./make-directory.ts";
-import { AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_PATH } from "./syscalls.ts";
+import { AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_PATH, type SysResult } from "./syscalls.ts";
 import { createWorkspaceFs, type WorkspaceFs } from "./workspace-fs.ts";
 
 /** `<data-root>/users/<uid dirname>/workspace` (docs/architecture.md §2). */
@@ -22,6 +22,11 @@ export interface UserWorkspacesDeps extends FsContextOptions {
   readonly dataRoot: string;
   /** Owner of the UserWorkspace and everything created in it (the sandbox user). */
   readonly owner?: Owner;
+  /**
+   * Creates a managed Workdir in place of mkdirat: a btrfs subvolume where the data root
+   * has them, so its checkpoints are snapshots (docs/decisions/0190).
+   */
+  readonly makeWorkdir?: (parentFd: number, name: string) => SysResult<true>;
 }
 
 export interface OpenOptions {
@@ -144,6 +149,7 @@ export function createUserWorkspaces(deps: UserWorkspacesDeps): UserWorkspaces {
         return bind(
           ensureDirectory(ctx, workspace, path.split("/"), errCtx, {
             finalFileCode: "invalid_request",
+            ...(deps.makeWorkdir === undefined ? {} : { makeLast: deps.makeWorkdir }),
           }),
         );
       } finally {

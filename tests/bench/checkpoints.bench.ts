@@ -1,20 +1,28 @@
 // Checkpoints (issue 39): a checkpoint of a 1,000-file, 100 MB Workdir against `cp -a` of
-// the same tree, on an XFS loop filesystem with reflink (FICLONE per file; target ≤ 0.1)
-// and on the default data root (a bounded copy; target ≤ 1.5); and a restore after a run
-// that changed 10 of the 1,000 files against the full checkpoint (target ≤ 0.2). Needs
-// root and xfsprogs for the reflink lines (SKIPPED otherwise). The warm next turn with
-// before-run checkpoints on/off is checkpoints-warm-turn.bench.ts.
+// the same tree: on a btrfs loop filesystem, where the Workdir is a subvolume and the
+// checkpoint one read-only snapshot (the reflink line, target ≤ 0.1, docs/decisions/0190);
+// on an XFS loop filesystem with reflink (FICLONE per file, printed beside it) and on the
+// default data root (a bounded copy; target ≤ 1.5); and a restore after a run that changed
+// 10 of the 1,000 files against the full checkpoint (target ≤ 0.2). Needs root,
+// btrfs-progs and xfsprogs for the loop filesystems (SKIPPED otherwise). On the loop
+// filesystems every copy and checkpoint starts synced (outside the timing), so none pays for
+// writing out the one before: a snapshot commits the filesystem's transaction, and right
+// after a 100 MB `cp` that commit writes the copy out (decision 0190). The default data
+// root's line is measured as it always was. The warm next turn with before-run checkpoints
+// on/off is checkpoints-warm-turn.bench.ts.
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, constants, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import {
   createCheckpointStore,
   detectCheckpointMode,
 } from "../../agent-host/checkpoints/checkpoint-store.ts";
 import { createCheckpointSyscalls } from "../../agent-host/checkpoints/checkpoint-syscalls.ts";
 import { restoreWorkdir } from "../../agent-host/checkpoints/restore-workdir.ts";
+import { detectSubvolumes } from "../../agent-host/checkpoints/subvolumes.ts";
 import { createLibcSyscalls, createPathResolver } from "../../agent-host/workspace/index.ts";
+import { btrfsLoopDataRoot } from "../support/btrfs-loop.ts";
 import { type DataRoot, freshDataRoot } from "../support/data-root.ts";
 import { xfsLoopDataRoot } from "../support/xfs-loop.ts";
 import { benchTargets, measure, report } from "./measure.ts";
@@ -32,10 +40,14 @@ const targets = benchTargets("checkpoints", [
   // The warm next turn with before-run checkpoints on/off: checkpoints-warm-turn.bench.ts.
 ]);
 
-async function benchOn(root: DataRoot, label: "reflink" | "copy"): Promise<void> {
+/** Where each run happens: the snapshot run records the reflink line. */
+type Label = "snapshot" | "reflink per file" | "copy";
+
+async function benchOn(root: DataRoot, label: Label): Promise<void> {
   const sys = createLibcSyscalls();
   const cp = createCheckpointSyscalls();
   const mode = detectCheckpointMode({ dataRoot: root.path, sys, cp });
+  const subvolumes = detectSubvolumes({ dataRoot: root.path, sys }, "checkpoints");
   const store = createCheckpointStore({
     dataRoot: root.path,
     sys,
@@ -44,13 +56,24 @@ async function benchOn(root: DataRoot, label: "reflink" | "copy"): Promise<void>
     mode,
     maxEntries: 100_000,
     maxDepth: 64,
+    ...(subvolumes === undefined ? {} : { subvolumes }),
   });
   const workdir = join(root.path, "users", UID, "workspace", WORKDIR);
+  mkdirSync(dirname(workdir), { recursive: true });
+  if (subvolumes !== undefined) {
+    // As ensureManagedWorkdir makes a managed Workdir on such a node.
+    const parent = openSync(dirname(workdir), constants.O_RDONLY | constants.O_DIRECTORY);
+    subvolumes.create(parent, basename(workdir));
+    closeSync(parent);
+  }
   const chunk = Buffer.alloc(FILE_BYTES, 7);
   for (let d = 0; d < 10; d++) {
     mkdirSync(join(workdir, `d${d}`), { recursive: true });
     for (let f = 0; f < FILES / 10; f++) writeFileSync(join(workdir, `d${d}`, `f${f}`), chunk);
   }
+  const settle = () => {
+    if (label !== "copy") execFileSync("sync");
+  };
   const copies = join(root.path, "cp-a");
   mkdirSync(copies);
   const baseline = await measure(
@@ -64,23 +87,24 @@ async function benchOn(root: DataRoot, label: "reflink" | "copy"): Promise<void>
     {
       runs: RUNS,
       warmupRuns: 1,
-      before: async () => rmSync(join(copies, "copy"), { recursive: true, force: true }),
+      before: async () => {
+        rmSync(join(copies, "copy"), { recursive: true, force: true });
+        settle();
+      },
     },
   );
   const ids: string[] = [];
   const taken = await measure(
-    `checkpoint (${mode})`,
+    `checkpoint (${label})`,
     async () => {
       const id = randomUUID();
       await store.take(UID, WORKDIR, id, AbortSignal.timeout(600_000));
       ids.push(id);
     },
-    { runs: RUNS, warmupRuns: 1 },
+    { runs: RUNS, warmupRuns: 1, before: async () => settle() },
   );
   report(`checkpoint vs cp -a (${label})`, baseline, [taken]);
-  if (mode === label)
-    targets.record(`checkpoint-${label}-vs-cp`, taken.medianMs / baseline.medianMs);
-  else targets.skip(`checkpoint-${label}-vs-cp`, `the data root's mode is ${mode}`);
+  recordCheckpointLine(label, mode, subvolumes !== undefined, taken.medianMs / baseline.medianMs);
   if (label !== "copy") return;
   const restored = await measure(
     "restore after a run that changed 10 of 1,000 files",
@@ -99,25 +123,37 @@ async function benchOn(root: DataRoot, label: "reflink" | "copy"): Promise<void>
   targets.record("restore-10-of-1000-vs-checkpoint", restored.medianMs / taken.medianMs);
 }
 
+function recordCheckpointLine(label: Label, mode: string, snapshots: boolean, ratio: number): void {
+  if (label === "reflink per file") return; // printed above, beside the snapshot line
+  const measure = label === "copy" ? "checkpoint-copy-vs-cp" : "checkpoint-reflink-vs-cp";
+  const ready = label === "copy" ? mode === "copy" : snapshots;
+  if (ready) targets.record(measure, ratio);
+  else targets.skip(measure, `the data root's mode is ${mode}, subvolumes ${snapshots}`);
+}
+
+/** Runs benchOn on a loop filesystem; a machine without one gets the line SKIPPED. */
+async function onLoop(make: () => Promise<DataRoot>, label: Label, line?: string) {
+  let root: DataRoot | undefined;
+  try {
+    root = await make();
+  } catch (error) {
+    const why = `no ${label} loop filesystem: ${(error as Error).message.split("\n")[0]}`;
+    if (line !== undefined) targets.skip(line, why);
+    else console.log(why);
+    return;
+  }
+  try {
+    await benchOn(root, label);
+  } finally {
+    await root.remove();
+  }
+}
+
 const plain = await freshDataRoot();
 try {
   await benchOn(plain, "copy");
 } finally {
   await plain.remove();
 }
-let xfs: DataRoot | undefined;
-try {
-  xfs = await xfsLoopDataRoot(2 * 1024 ** 3);
-} catch (error) {
-  targets.skip(
-    "checkpoint-reflink-vs-cp",
-    `no XFS loop filesystem: ${(error as Error).message.split("\n")[0]}`,
-  );
-}
-if (xfs !== undefined) {
-  try {
-    await benchOn(xfs, "reflink");
-  } finally {
-    await xfs.remove();
-  }
-}
+await onLoop(() => btrfsLoopDataRoot(2 * 1024 ** 3), "snapshot", "checkpoint-reflink-vs-cp");
+await onLoop(() => xfsLoopDataRoot(2 * 1024 ** 3), "reflink per file");

@@ -1,8 +1,13 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import { CHECKPOINTS_DIR } from "../../../agent-host/checkpoints/checkpoint-store.ts";
 import {
   type StartCheckpointsDeps,
   startCheckpoints,
 } from "../../../agent-host/checkpoints/start-checkpoints.ts";
+import {
+  detectSubvolumes,
+  type SubvolumeSyscalls,
+} from "../../../agent-host/checkpoints/subvolumes.ts";
 import { createDataPlaneApp, startDataPlaneServer } from "../../../agent-host/data-plane/index.ts";
 import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
 import {
@@ -44,6 +49,10 @@ export type CheckpointsHarness = {
   createThread(uid?: string): Promise<ThreadJson>;
   /** The Workdir on disk (made by the data plane's materialize, here by the test). */
   workdirOnDisk(workdirPath: string, uid?: string): string;
+  /** Creates the managed Workdir as the node does (a subvolume on btrfs); its path. */
+  ensureWorkdir(workdirPath: string, uid?: string): Promise<string>;
+  /** The data root's btrfs subvolumes, when it has them. */
+  readonly subvolumes?: SubvolumeSyscalls;
   close(): Promise<void>;
 };
 
@@ -60,7 +69,8 @@ export interface HarnessOptions {
 /**
  * The functions app (checkpoint routes as app.ts registers them) on a fresh database and
  * the real data plane with the node's checkpoints (startCheckpoints, as the agent-host
- * wires it) over `root`: the default data root (copy) or an XFS loop one (reflink).
+ * wires it) over `root`: the default data root (copy), an XFS loop one (reflink) or a
+ * btrfs loop one (snapshots of subvolume Workdirs).
  */
 export async function startCheckpointsHarness(
   root: DataRoot,
@@ -76,6 +86,16 @@ export async function startCheckpointsHarness(
   const sys = createLibcSyscalls();
   const resolver = createPathResolver(sys);
   const quota = createAccountingQuota({ dataRoot: root.path, maxUsageAgeMs: 0 });
+  // As startWorkspaces: on btrfs, managed Workdirs are subvolumes and checkpoints snapshots.
+  const subvolumes = detectSubvolumes({ dataRoot: root.path, sys }, CHECKPOINTS_DIR);
+  const userWorkspaces = createUserWorkspaces({
+    dataRoot: root.path,
+    sys,
+    resolver,
+    ...(subvolumes === undefined
+      ? {}
+      : { makeWorkdir: (fd: number, name: string) => subvolumes.create(fd, name) }),
+  });
   const started = startCheckpoints({
     db,
     nodeId: "node-test",
@@ -87,12 +107,13 @@ export async function startCheckpointsHarness(
       return (await quota.usage(uid, signal)).bytes;
     },
     defaultWorkspaceBytes: 1024 ** 3,
+    ...(subvolumes === undefined ? {} : { subvolumes }),
     ...(options.lease === undefined ? {} : { lease: options.lease }),
     logger: testLogger(),
   });
   const server = await startDataPlaneServer({
     app: createDataPlaneApp({
-      userWorkspaces: createUserWorkspaces({ dataRoot: root.path, sys, resolver }),
+      userWorkspaces,
       publicKeys: [await importCapabilityPublicKey(keys.publicJwk)],
       logger: testLogger(),
       quota,
@@ -129,6 +150,11 @@ export async function startCheckpointsHarness(
     },
     workdirOnDisk: (workdirPath, uid = ALICE) =>
       `${root.path}/users/${uidDirname(uid)}/workspace/${workdirPath}`,
+    async ensureWorkdir(workdirPath, uid = ALICE) {
+      (await userWorkspaces.ensureManagedWorkdir(uid, workdirPath)).close();
+      return `${root.path}/users/${uidDirname(uid)}/workspace/${workdirPath}`;
+    },
+    ...(subvolumes === undefined ? {} : { subvolumes }),
     async close() {
       await started.stop();
       await server.close();

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,9 +12,7 @@ import { createLibcSyscalls, createPathResolver } from "../../../agent-host/work
 import type { CheckpointView } from "../../../shared/contracts/checkpoint.ts";
 import { checkpoints, projects } from "../../../shared/db/schema.ts";
 import type { DataRoot } from "../../support/data-root.ts";
-import { freshDataRoot } from "../../support/data-root.ts";
 import { testLogger } from "../../support/test-logger.ts";
-import { xfsLoopDataRoot } from "../../support/xfs-loop.ts";
 import { agentRun, plantTree } from "./agent-trees.ts";
 import {
   ALICE,
@@ -23,7 +21,7 @@ import {
   startCheckpointsHarness,
   type ThreadJson,
 } from "./api-harness.ts";
-import { STORE_MODES } from "./checkpoint-fixture.ts";
+import { dataRootFor, reportedMode, STORE_MODES } from "./checkpoint-fixture.ts";
 import { treeManifest } from "./tree-manifest.ts";
 
 type ErrorJson = { error: { code: string; details?: Record<string, unknown> } };
@@ -33,7 +31,7 @@ describe.each(STORE_MODES)("the checkpoint API, %s mode", (mode) => {
   let h: CheckpointsHarness;
 
   beforeAll(async () => {
-    root = mode === "reflink" ? await xfsLoopDataRoot() : await freshDataRoot();
+    root = await dataRootFor(mode);
     h = await startCheckpointsHarness(root);
   });
   afterAll(async () => {
@@ -43,9 +41,7 @@ describe.each(STORE_MODES)("the checkpoint API, %s mode", (mode) => {
 
   async function workdirOf(thread: ThreadJson, uid = ALICE): Promise<string> {
     const [project] = await h.db.select().from(projects).where(eq(projects.id, thread.project_id));
-    const dir = h.workdirOnDisk(project?.workdirPath as string, uid);
-    mkdirSync(dir, { recursive: true });
-    return dir;
+    return h.ensureWorkdir(project?.workdirPath as string, uid);
   }
 
   async function take(thread: ThreadJson, uid = ALICE, label?: string): Promise<CheckpointView> {
@@ -63,7 +59,8 @@ describe.each(STORE_MODES)("the checkpoint API, %s mode", (mode) => {
     plantTree(dir);
     const before = treeManifest(dir, true);
     const taken = await take(thread, ALICE, "before the run");
-    expect(taken).toMatchObject({ label: "before the run", source: "manual", files: 5, mode });
+    expect(taken).toMatchObject({ label: "before the run", source: "manual", files: 5 });
+    expect(taken.mode).toBe(reportedMode(mode));
     agentRun(dir);
     const changed = treeManifest(dir, true).filter((line) => !/ (link|special) /.test(line));
 
@@ -231,6 +228,7 @@ describe.each(STORE_MODES)("the checkpoint API, %s mode", (mode) => {
       mode: "copy",
       maxEntries: 100_000,
       maxDepth: 64,
+      ...(h.subvolumes === undefined ? {} : { subvolumes: h.subvolumes }),
     });
     // Within the grace period nothing is removed (a take renames before it inserts).
     await reconcileCheckpoints({ db: h.db, store, nodeId: "node-test", logger: testLogger() });

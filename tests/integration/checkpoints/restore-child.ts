@@ -4,6 +4,7 @@
 import { createCheckpointStore } from "../../../agent-host/checkpoints/checkpoint-store.ts";
 import { createCheckpointSyscalls } from "../../../agent-host/checkpoints/checkpoint-syscalls.ts";
 import { restoreWorkdir } from "../../../agent-host/checkpoints/restore-workdir.ts";
+import { detectSubvolumes } from "../../../agent-host/checkpoints/subvolumes.ts";
 import { createLibcSyscalls, createPathResolver } from "../../../agent-host/workspace/index.ts";
 
 type Args = {
@@ -18,6 +19,8 @@ type Args = {
 
 const args = JSON.parse(process.argv[2] ?? "{}") as Args;
 const sys = createLibcSyscalls();
+// A btrfs data root: the Workdir is a subvolume and the restore stages inside it.
+const subvolumes = detectSubvolumes({ dataRoot: args.dataRoot, sys }, "checkpoints");
 const store = createCheckpointStore({
   dataRoot: args.dataRoot,
   sys,
@@ -26,6 +29,7 @@ const store = createCheckpointStore({
   mode: args.mode,
   maxEntries: 100_000,
   maxDepth: 64,
+  ...(subvolumes === undefined ? {} : { subvolumes }),
 });
 const forever = new Int32Array(new SharedArrayBuffer(4));
 await restoreWorkdir(store, args, AbortSignal.timeout(60_000), (step) => {

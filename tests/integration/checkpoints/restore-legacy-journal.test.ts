@@ -16,12 +16,14 @@ import {
   STAGING_PREFIX,
 } from "../../../agent-host/checkpoints/restore-workdir.ts";
 import { agentRun, plantTree } from "./agent-trees.ts";
-import { STORE_MODES, type StoreEnv, setupStore, UID, WORKDIR } from "./checkpoint-fixture.ts";
+import { PER_FILE_MODES, type StoreEnv, setupStore, UID, WORKDIR } from "./checkpoint-fixture.ts";
 import { treeManifest } from "./tree-manifest.ts";
 
 // A restore killed mid-clear by the first build (whole checkpoint staged, a journal with no
 // `diff`), recovered by this one after an upgrade: it still ends at the restored tree.
-describe.each(STORE_MODES)("a first-build restore journal, %s mode", (mode) => {
+// The first build never made a Workdir a subvolume, so its journals exist only beside
+// plain Workdirs.
+describe.each(PER_FILE_MODES)("a first-build restore journal, %s mode", (mode) => {
   let env: StoreEnv | undefined;
   afterEach(async () => {
     await env?.root.remove();

@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { and, asc, eq } from "drizzle-orm";
 import { Registry } from "prom-client";
+import { CHECKPOINTS_DIR } from "../../../agent-host/checkpoints/checkpoint-store.ts";
+import { detectSubvolumes } from "../../../agent-host/checkpoints/subvolumes.ts";
 import {
   createEmptySkillProjection,
   createSqsWorkQueue,
@@ -115,11 +117,16 @@ export async function runWorld(
   const queueUrl = await freshQueue(sqs, "runs");
   const dlqUrl = await freshQueue(sqs, "runs-dlq");
   const sys = createLibcSyscalls();
+  // As startWorkspaces: on a btrfs data root managed Workdirs are subvolumes.
+  const subvolumes = detectSubvolumes({ dataRoot: base.dataRoot.path, sys }, CHECKPOINTS_DIR);
   const userWorkspaces = createUserWorkspaces({
     dataRoot: base.dataRoot.path,
     sys,
     resolver: createPathResolver(sys),
     owner: { uid: GEM, gid: GEM },
+    ...(subvolumes === undefined
+      ? {}
+      : { makeWorkdir: (fd: number, name: string) => subvolumes.create(fd, name) }),
   });
   const sandboxManager = base.manager();
   const workers: RunWorker[] = [];

@@ -58,6 +58,8 @@ export type WorldOptions = {
   bothTiers?: boolean;
   /** The process tier's /runtime (default: the busybox tree; the real Runtime Assets' tree). */
   runtimeDir?: string;
+  /** Makes the data root (default: freshDataRoot; a btrfs loop one for subvolume Workdirs). */
+  dataRoot?: () => Promise<DataRoot>;
 };
 
 export async function managerWorld(
@@ -68,7 +70,7 @@ export async function managerWorld(
   const { docker, image } = requireDocker();
   const database = await freshDatabase({ max: options.poolMax ?? 40 });
   const db = createDb(database.sql);
-  const dataRoot = await freshDataRoot();
+  const dataRoot = await (options.dataRoot ?? freshDataRoot)();
   const nodeId = uniqueNodeId();
   await registerNode(db, nodeId);
   const config = testConfig(image, { drainTimeoutMs: 1_000, killGraceMs: 1_000, ...overrides });

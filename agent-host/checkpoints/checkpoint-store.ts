@@ -320,8 +320,8 @@ export function createCheckpointStore(deps: CheckpointStoreDeps): CheckpointStor
     try {
       let standIns = 0;
       const stats = withFd(openOrThrow(userDir, temp), (fd) =>
-        measureTree(deps, fd, signal, (st) => {
-          if (BigInt(st.ino) === EMPTY_SUBVOLUME_STAND_IN_INO) standIns++;
+        measureTree(deps, fd, signal, (ino) => {
+          if (ino === EMPTY_SUBVOLUME_STAND_IN_INO) standIns++;
         }),
       );
       if (standIns > 0) return undefined;

@@ -141,7 +141,8 @@ async function copyLevel(
   }
 }
 
-function listKinds(dirFd: number, stats: TreeStats, maxEntries: number): ListedEntry[] {
+/** The entries of `dirFd` with their kinds; past `maxEntries` in the whole walk: too big. */
+export function listKinds(dirFd: number, stats: TreeStats, maxEntries: number): ListedEntry[] {
   const seen = stats.files + stats.dirs + stats.skipped;
   let listed: ReturnType<typeof listEntries>;
   try {

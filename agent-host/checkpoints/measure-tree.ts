@@ -1,20 +1,27 @@
-import type { Stats } from "node:fs";
+import { fstatSync } from "node:fs";
 import { errnoError } from "../workspace/errno-error.ts";
 import { Errno, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_RDONLY } from "../workspace/syscalls.ts";
-import { emptyTreeStats, type TreeCopyDeps, type TreeStats } from "./copy-tree.ts";
+import type { CheckpointSyscalls } from "./checkpoint-syscalls.ts";
+import { emptyTreeStats, listKinds, type TreeCopyDeps, type TreeStats } from "./copy-tree.ts";
+import { lstatNs } from "./lstat-ns.ts";
+
+type MeasureDeps = Pick<TreeCopyDeps, "sys" | "maxEntries" | "maxDepth"> & {
+  readonly cp?: Pick<CheckpointSyscalls, "statAt">;
+};
 
 /**
  * What copyTree would take from `dirFd`, without copying: the logical bytes of its regular
  * files (what a checkpoint counts against the quota), and its files, directories and
  * skipped entries. Same no-follow walk, so a symlinked directory is skipped, not measured.
- * `onDirectory` sees each directory entered below `dirFd` (a snapshot's check for nested
- * subvolumes).
+ * Kinds come from the listing's d_type (decision 0171) and sizes from statx relative to the
+ * held directory where `cp` offers it (0172). `onDirectory` gets the inode number of each
+ * directory entered below `dirFd` (a snapshot's check for nested subvolumes, 0190).
  */
 export function measureTree(
-  deps: Pick<TreeCopyDeps, "sys" | "maxEntries" | "maxDepth">,
+  deps: MeasureDeps,
   dirFd: number,
   signal: AbortSignal,
-  onDirectory: (st: Stats) => void = () => {},
+  onDirectory?: (ino: bigint) => void,
 ): TreeStats {
   const stats = emptyTreeStats();
   measureLevel({ ...deps, onDirectory }, dirFd, signal, stats, 1);
@@ -22,9 +29,7 @@ export function measureTree(
 }
 
 function measureLevel(
-  deps: Pick<TreeCopyDeps, "sys" | "maxEntries" | "maxDepth"> & {
-    onDirectory: (st: Stats) => void;
-  },
+  deps: MeasureDeps & { onDirectory: ((ino: bigint) => void) | undefined },
   dirFd: number,
   signal: AbortSignal,
   stats: TreeStats,
@@ -32,31 +37,49 @@ function measureLevel(
 ): void {
   const errCtx = { op: "checkpoint", path: "" };
   if (depth > deps.maxDepth) throw errnoError(Errno.ELOOP, errCtx);
-  const seen = stats.files + stats.dirs + stats.skipped;
-  const listed = deps.sys.readdirAt(dirFd, Math.max(deps.maxEntries - seen, 0));
-  if (!listed.ok) throw errnoError(listed.errno, errCtx);
-  for (const name of listed.value.names) {
+  for (const { name, kind } of listKinds(dirFd, stats, deps.maxEntries)) {
     signal.throwIfAborted();
-    const st = deps.sys.lstatAt(dirFd, name);
-    if (!st.ok) continue;
-    if (st.value.isFile()) {
-      stats.files++;
-      stats.bytes += st.value.size;
-    } else if (st.value.isDirectory()) {
-      const child = deps.sys.openat(dirFd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (!child.ok) {
+    if (kind === "other") {
+      stats.skipped++;
+      continue;
+    }
+    // A directory is opened no-follow (a swapped symlink fails and is skipped); anything
+    // else is stat'ed for its kind and size, never opened.
+    if (kind !== "dir") {
+      const st = lstatNs(deps, dirFd, name);
+      if (st === undefined) continue;
+      if (st.isFile()) {
+        stats.files++;
+        stats.bytes += Number(st.size);
+        continue;
+      }
+      if (!st.isDirectory()) {
         stats.skipped++;
         continue;
       }
-      stats.dirs++;
-      deps.onDirectory(st.value);
-      try {
-        measureLevel(deps, child.value, signal, stats, depth + 1);
-      } finally {
-        deps.sys.close(child.value);
-      }
-    } else {
-      stats.skipped++;
     }
+    measureDirectory(deps, dirFd, name, signal, stats, depth);
+  }
+}
+
+function measureDirectory(
+  deps: MeasureDeps & { onDirectory: ((ino: bigint) => void) | undefined },
+  parentFd: number,
+  name: Buffer,
+  signal: AbortSignal,
+  stats: TreeStats,
+  depth: number,
+): void {
+  const child = deps.sys.openat(parentFd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (!child.ok) {
+    stats.skipped++;
+    return;
+  }
+  stats.dirs++;
+  try {
+    deps.onDirectory?.(fstatSync(child.value, { bigint: true }).ino);
+    measureLevel(deps, child.value, signal, stats, depth + 1);
+  } finally {
+    deps.sys.close(child.value);
   }
 }

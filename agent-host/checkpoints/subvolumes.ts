@@ -4,6 +4,7 @@ import { errno as lastErrno, load } from "koffi";
 import { DEFAULT_LIBC_PATH } from "../workspace/libc-syscalls.ts";
 import {
   AT_FDCWD,
+  AT_REMOVEDIR,
   type FsSyscalls,
   O_CLOEXEC,
   O_DIRECTORY,
@@ -125,7 +126,11 @@ export function detectSubvolumes(
       const subvolumes = make();
       const name = `.probe-subvolume-${randomBytes(6).toString("hex")}`;
       if (!subvolumes.create(dir.value, name).ok) return undefined;
-      return subvolumes.destroy(dir.value, name).ok ? subvolumes : undefined;
+      if (subvolumes.destroy(dir.value, name).ok) return subvolumes;
+      // Made but not deletable (no CAP_SYS_ADMIN): an empty one goes with rmdir, and a
+      // node that could not delete its snapshots takes none.
+      sys.unlinkat(dir.value, name, AT_REMOVEDIR);
+      return undefined;
     } finally {
       sys.close(dir.value);
     }

@@ -1,5 +1,8 @@
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import {
+  chmodSync,
+  chownSync,
   closeSync,
   constants,
   lstatSync,
@@ -8,7 +11,7 @@ import {
   readdirSync,
   writeFileSync,
 } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createSubvolumeSyscalls } from "../../../agent-host/checkpoints/subvolumes.ts";
 import {
@@ -91,6 +94,42 @@ describe("checkpoints of a Workdir that is a btrfs subvolume", () => {
     await env.store.take(UID, OTHER_WORKDIR, id, AbortSignal.timeout(60_000));
     expect(isSubvolume(join(env.storeDir, id))).toBe(false);
     expect(treeManifest(join(env.storeDir, id), true)).toEqual(treeManifest(other, true));
+  });
+
+  it("are off on a node that could not delete them (not root), and its probe leaves nothing", async () => {
+    env = await setupStore("snapshot");
+    const store = join(env.root.path, "checkpoints");
+    // The sandbox user may reach the data root and owns it, as a non-root agent-host would.
+    chmodSync(dirname(env.root.path), 0o711);
+    chownSync(env.root.path, 1000, 1000);
+    chownSync(store, 1000, 1000);
+    const storeMadeMs = lstatSync(store).mtimeMs;
+    const modules = (name: string) => new URL(`../../../agent-host/${name}`, import.meta.url).href;
+    const probe = [
+      `import { detectSubvolumes } from ${JSON.stringify(modules("checkpoints/subvolumes.ts"))};`,
+      `import { createLibcSyscalls } from ${JSON.stringify(modules("workspace/index.ts"))};`,
+      `const found = detectSubvolumes({ dataRoot: ${JSON.stringify(env.root.path)}, sys: createLibcSyscalls() }, "checkpoints");`,
+      "console.log(found === undefined ? 'none' : 'found');",
+    ].join("\n");
+    const out = execFileSync(
+      "setpriv",
+      [
+        "--reuid=1000",
+        "--regid=1000",
+        "--clear-groups",
+        process.execPath,
+        "--import",
+        "tsx",
+        "-e",
+        probe,
+      ],
+      { encoding: "utf8", timeout: 60_000 },
+    );
+    expect(out.trim()).toBe("none");
+    // It got as far as making one: the ioctl needs no privilege, only its deletion does.
+    expect(lstatSync(store).mtimeMs).toBeGreaterThan(storeMadeMs);
+    // The probe subvolume it could make but not delete as one was removed as a directory.
+    expect(readdirSync(store).some((name) => name.startsWith(".probe-"))).toBe(false);
   });
 
   it("start from a managed Workdir the node makes a subvolume, 0700 and the sandbox user's", async () => {

@@ -8,6 +8,7 @@ import type { CorsOrigins } from "../shared/http/cors-for-origins.ts";
 import type { ListenFn } from "../shared/listen/listen-fn.ts";
 import { createWorkcellMetrics, type WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import type { Tracing } from "../shared/telemetry/tracing.ts";
+import type { WorkdirSubvolumes } from "./checkpoints/subvolumes.ts";
 import { createRunWorker } from "./create-run-worker.ts";
 import { startNodeDataPlane } from "./data-plane/start-node-data-plane.ts";
 import { type NodeEgressConfig, startNodeEgress } from "./egress/start-node-egress.ts";
@@ -40,6 +41,8 @@ export type AgentHostDeps = {
   attachmentsBucket: string;
   /** users/<uid dirname>/workspace and skills/ live below it (shared by all nodes). */
   dataRoot: string;
+  /** WORKDIR_SUBVOLUMES: `off` keeps managed Workdirs plain on btrfs (default `auto`). */
+  workdirSubvolumes?: WorkdirSubvolumes;
   nodeId: string;
   capabilityPublicKeys: readonly CapabilityPublicKey[];
   /** The ready sandbox drivers of this node (detectSandboxTiers), with every tier's preflight. */

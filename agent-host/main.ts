@@ -110,6 +110,7 @@ const host = await startAgentHost({
   s3,
   attachmentsBucket: env.ATTACHMENTS_BUCKET,
   dataRoot: env.DATA_ROOT,
+  workdirSubvolumes: env.WORKDIR_SUBVOLUMES,
   nodeId: env.NODE_ID,
   capabilityPublicKeys: [await importCapabilityPublicKey(env.CAPABILITY_PUBLIC_KEY)],
   sandboxTiers: await detectSandboxTiers({

@@ -5,7 +5,7 @@ import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
 import type { WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import { CHECKPOINTS_DIR } from "./checkpoints/checkpoint-store.ts";
 import { startCheckpoints } from "./checkpoints/start-checkpoints.ts";
-import { detectSubvolumes } from "./checkpoints/subvolumes.ts";
+import { nodeSubvolumes, type WorkdirSubvolumes } from "./checkpoints/subvolumes.ts";
 import { createAccountingQuota } from "./quota/workspace-quota.ts";
 import { createAgentHostSkills } from "./skills/agent-host-skills.ts";
 import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
@@ -23,6 +23,7 @@ export async function startWorkspaces(
   deps: {
     readonly db: Db;
     readonly dataRoot: string;
+    readonly workdirSubvolumes?: WorkdirSubvolumes;
     readonly nodeId: string;
     readonly s3: S3Client;
     readonly attachmentsBucket: string;
@@ -37,7 +38,11 @@ export async function startWorkspaces(
   // (and then the sandbox user cannot write them: run agent-hosts as root).
   const owner = process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {};
   // On a btrfs data root each managed Workdir is a subvolume, checkpointed as a snapshot.
-  const subvolumes = detectSubvolumes({ dataRoot: deps.dataRoot, sys }, CHECKPOINTS_DIR);
+  const subvolumes = nodeSubvolumes(
+    deps.workdirSubvolumes ?? "auto",
+    { dataRoot: deps.dataRoot, sys },
+    CHECKPOINTS_DIR,
+  );
   const userWorkspaces = createUserWorkspaces({
     dataRoot: deps.dataRoot,
     sys,

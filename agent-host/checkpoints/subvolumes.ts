@@ -138,3 +138,20 @@ export function detectSubvolumes(
     sys.close(root.value);
   }
 }
+
+/** WORKDIR_SUBVOLUMES: `auto` uses subvolumes where the data root has them; `off` never. */
+export type WorkdirSubvolumes = "auto" | "off";
+
+/**
+ * The subvolume calls this node uses for its Workdirs and checkpoints: none when the
+ * operator turned them off (a btrfs node then keeps plain Workdirs, per-file checkpoints
+ * and the change feed's incremental path), else what the data root allows (the probe runs
+ * in `<data-root>/<probeDir>/`).
+ */
+export function nodeSubvolumes(
+  setting: WorkdirSubvolumes,
+  deps: { readonly dataRoot: string; readonly sys: FsSyscalls },
+  probeDir: string,
+): SubvolumeSyscalls | undefined {
+  return setting === "off" ? undefined : detectSubvolumes(deps, probeDir);
+}

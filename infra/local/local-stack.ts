@@ -228,6 +228,7 @@ export async function startLocalStack(p: {
       s3,
       attachmentsBucket,
       dataRoot,
+      workdirSubvolumes: p.env.WORKDIR_SUBVOLUMES,
       nodeId,
       capabilityPublicKeys: [
         await importCapabilityPublicKey(

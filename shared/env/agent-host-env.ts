@@ -193,6 +193,12 @@ export const agentHostEnvSchema = z.object({
     .describe(
       `Blank process-tier sandboxes (tmpfs, user namespace, no user's files) kept ready so a new thread's first run skips making them; each counts in SANDBOX_TMPFS_BUDGET_MB and gives way first; 0 keeps none (default ${DEFAULT_SANDBOX_PROCESS_POOL_SIZE}).`,
     ),
+  WORKDIR_SUBVOLUMES: z
+    .enum(["auto", "off"])
+    .default("auto")
+    .describe(
+      "auto (default): on a btrfs data root each new managed Workdir is a subvolume and its checkpoints are read-only snapshots, whatever its size; off: plain directories, checkpoints per file, and the change feed's incremental path for large Workdirs (docs/decisions/0190).",
+    ),
   WORKER_CONCURRENCY: intVar(1, MAX_WORKER_CONCURRENCY)
     .default(DEFAULT_WORKER_CONCURRENCY)
     .describe(

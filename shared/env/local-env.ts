@@ -58,6 +58,7 @@ export const localEnvSchema = z.object({
       `The built web console served at / (default ${DEFAULT_CONSOLE_DIR}, relative to the repository; \`npm run build:web\` makes it).`,
     ),
   SANDBOX_KEEP_WARM_SECONDS: agentHostEnvSchema.shape.SANDBOX_KEEP_WARM_SECONDS,
+  WORKDIR_SUBVOLUMES: agentHostEnvSchema.shape.WORKDIR_SUBVOLUMES,
   SANDBOX_PROCESS_POOL_SIZE: agentHostEnvSchema.shape.SANDBOX_PROCESS_POOL_SIZE,
   LOG_LEVEL: logLevelVar().describe(
     "Log level: fatal, error, warn, info (default), debug, trace or silent.",

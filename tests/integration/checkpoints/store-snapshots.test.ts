@@ -13,7 +13,10 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { createSubvolumeSyscalls } from "../../../agent-host/checkpoints/subvolumes.ts";
+import {
+  createSubvolumeSyscalls,
+  nodeSubvolumes,
+} from "../../../agent-host/checkpoints/subvolumes.ts";
 import {
   createLibcSyscalls,
   createPathResolver,
@@ -130,6 +133,13 @@ describe("checkpoints of a Workdir that is a btrfs subvolume", () => {
     expect(lstatSync(store).mtimeMs).toBeGreaterThan(storeMadeMs);
     // The probe subvolume it could make but not delete as one was removed as a directory.
     expect(readdirSync(store).some((name) => name.startsWith(".probe-"))).toBe(false);
+  });
+
+  it("are off where the operator says WORKDIR_SUBVOLUMES=off, on the same btrfs data root", async () => {
+    env = await setupStore("snapshot");
+    const deps = { dataRoot: env.root.path, sys: createLibcSyscalls() };
+    expect(nodeSubvolumes("off", deps, "checkpoints")).toBeUndefined();
+    expect(nodeSubvolumes("auto", deps, "checkpoints")).toBeDefined();
   });
 
   it("start from a managed Workdir the node makes a subvolume, 0700 and the sandbox user's", async () => {

@@ -223,6 +223,7 @@ describe("agentHostEnvSchema", () => {
     ["SANDBOX_PIDS_LIMIT", "-5"],
     ["DOCKER_CALL_TIMEOUT_SECONDS", "0"],
     ["MODEL_REQUEST_TIMEOUT_SECONDS", "1.5"],
+    ["WORKDIR_SUBVOLUMES", "yes"],
   ])("rejects %s=%j", (variable, value) => {
     const err = envError(() =>
       parseEnv(agentHostEnvSchema, { ...agentHostBase, [variable]: value }),
@@ -243,6 +244,7 @@ describe("localEnvSchema", () => {
       CONSOLE_DIR: DEFAULT_CONSOLE_DIR,
       SANDBOX_KEEP_WARM_SECONDS: DEFAULT_SANDBOX_KEEP_WARM_SECONDS,
       SANDBOX_PROCESS_POOL_SIZE: DEFAULT_SANDBOX_PROCESS_POOL_SIZE,
+      WORKDIR_SUBVOLUMES: "auto",
       DOCKER_CALL_TIMEOUT_SECONDS: DEFAULT_DOCKER_CALL_TIMEOUT_SECONDS,
       METRICS_PORT: DEFAULT_METRICS_PORT,
       METRICS_HOST: DEFAULT_METRICS_HOST,
@@ -251,9 +253,12 @@ describe("localEnvSchema", () => {
   });
 
   test("takes overrides and rejects bad values", () => {
-    expect(parseEnv(localEnvSchema, { PORT: "3000", LOG_LEVEL: "debug" })).toMatchObject({
+    expect(
+      parseEnv(localEnvSchema, { PORT: "3000", LOG_LEVEL: "debug", WORKDIR_SUBVOLUMES: "off" }),
+    ).toMatchObject({
       PORT: 3000,
       LOG_LEVEL: "debug",
+      WORKDIR_SUBVOLUMES: "off",
     });
     const err = envError(() => parseEnv(localEnvSchema, { PORT: "http", LOG_LEVEL: "loud" }));
     expect(err.problems.map((p) => p.variable)).toEqual(["PORT", "LOG_LEVEL"]);

@@ -5,7 +5,11 @@ import { DEFAULT_USER_LIMITS } from "../shared/limits/user-limits.ts";
 import type { WorkcellMetrics } from "../shared/metrics/workcell-metrics.ts";
 import { CHECKPOINTS_DIR } from "./checkpoints/checkpoint-store.ts";
 import { startCheckpoints } from "./checkpoints/start-checkpoints.ts";
-import { nodeSubvolumes, type WorkdirSubvolumes } from "./checkpoints/subvolumes.ts";
+import {
+  detectSubvolumes,
+  subvolumeWorkdirs,
+  type WorkdirSubvolumes,
+} from "./checkpoints/subvolumes.ts";
 import { createAccountingQuota } from "./quota/workspace-quota.ts";
 import { createAgentHostSkills } from "./skills/agent-host-skills.ts";
 import { createLibcSyscalls } from "./workspace/libc-syscalls.ts";
@@ -38,19 +42,13 @@ export async function startWorkspaces(
   // (and then the sandbox user cannot write them: run agent-hosts as root).
   const owner = process.getuid?.() === 0 ? { owner: SANDBOX_OWNER } : {};
   // On a btrfs data root each managed Workdir is a subvolume, checkpointed as a snapshot.
-  const subvolumes = nodeSubvolumes(
-    deps.workdirSubvolumes ?? "auto",
-    { dataRoot: deps.dataRoot, sys },
-    CHECKPOINTS_DIR,
-  );
+  const subvolumes = detectSubvolumes({ dataRoot: deps.dataRoot, sys }, CHECKPOINTS_DIR);
   const userWorkspaces = createUserWorkspaces({
     dataRoot: deps.dataRoot,
     sys,
     resolver: createPathResolver(sys),
     ...owner,
-    ...(subvolumes === undefined
-      ? {}
-      : { makeWorkdir: (parentFd: number, name: string) => subvolumes.create(parentFd, name) }),
+    ...subvolumeWorkdirs(deps.workdirSubvolumes ?? "auto", subvolumes),
   });
   // No filesystem quota on the data roots this runs on so far: the accounting mode
   // (docs/decisions/0017).

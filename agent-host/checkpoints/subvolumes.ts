@@ -139,19 +139,20 @@ export function detectSubvolumes(
   }
 }
 
-/** WORKDIR_SUBVOLUMES: `auto` uses subvolumes where the data root has them; `off` never. */
+/** WORKDIR_SUBVOLUMES: `auto` makes new Workdirs subvolumes where the data root has them. */
 export type WorkdirSubvolumes = "auto" | "off";
 
 /**
- * The subvolume calls this node uses for its Workdirs and checkpoints: none when the
- * operator turned them off (a btrfs node then keeps plain Workdirs, per-file checkpoints
- * and the change feed's incremental path), else what the data root allows (the probe runs
- * in `<data-root>/<probeDir>/`).
+ * What createUserWorkspaces needs to make each new managed Workdir a subvolume: nothing
+ * (mkdirat) where the data root has none or the operator said `off`. `off` decides only
+ * that: the checkpoint store keeps its subvolume calls, so it still snapshots a Workdir that
+ * already is one and destroys the snapshots it holds (a snapshot cannot be removed file by
+ * file: it is read-only).
  */
-export function nodeSubvolumes(
+export function subvolumeWorkdirs(
   setting: WorkdirSubvolumes,
-  deps: { readonly dataRoot: string; readonly sys: FsSyscalls },
-  probeDir: string,
-): SubvolumeSyscalls | undefined {
-  return setting === "off" ? undefined : detectSubvolumes(deps, probeDir);
+  subvolumes: SubvolumeSyscalls | undefined,
+): { makeWorkdir?: (parentFd: number, name: string) => SysResult<true> } {
+  if (setting === "off" || subvolumes === undefined) return {};
+  return { makeWorkdir: (parentFd, name) => subvolumes.create(parentFd, name) };
 }

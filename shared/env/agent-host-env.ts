@@ -197,7 +197,7 @@ export const agentHostEnvSchema = z.object({
     .enum(["auto", "off"])
     .default("auto")
     .describe(
-      "auto (default): on a btrfs data root each new managed Workdir is a subvolume and its checkpoints are read-only snapshots, whatever its size; off: plain directories, checkpoints per file, and the change feed's incremental path for large Workdirs (docs/decisions/0190).",
+      "auto (default): on a btrfs data root each new managed Workdir is a subvolume and its checkpoints are read-only snapshots, whatever its size; off: new managed Workdirs are plain directories, checkpoints per file, and the change feed's incremental path for large Workdirs; Workdirs that already are subvolumes keep their snapshots (docs/decisions/0190).",
     ),
   WORKER_CONCURRENCY: intVar(1, MAX_WORKER_CONCURRENCY)
     .default(DEFAULT_WORKER_CONCURRENCY)

@@ -7,6 +7,7 @@ import {
 import {
   detectSubvolumes,
   type SubvolumeSyscalls,
+  subvolumeWorkdirs,
 } from "../../../agent-host/checkpoints/subvolumes.ts";
 import { createDataPlaneApp, startDataPlaneServer } from "../../../agent-host/data-plane/index.ts";
 import { createAccountingQuota } from "../../../agent-host/quota/workspace-quota.ts";
@@ -92,9 +93,7 @@ export async function startCheckpointsHarness(
     dataRoot: root.path,
     sys,
     resolver,
-    ...(subvolumes === undefined
-      ? {}
-      : { makeWorkdir: (fd: number, name: string) => subvolumes.create(fd, name) }),
+    ...subvolumeWorkdirs("auto", subvolumes),
   });
   const started = startCheckpoints({
     db,

@@ -15,7 +15,8 @@ import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   createSubvolumeSyscalls,
-  nodeSubvolumes,
+  detectSubvolumes,
+  subvolumeWorkdirs,
 } from "../../../agent-host/checkpoints/subvolumes.ts";
 import {
   createLibcSyscalls,
@@ -135,11 +136,29 @@ describe("checkpoints of a Workdir that is a btrfs subvolume", () => {
     expect(readdirSync(store).some((name) => name.startsWith(".probe-"))).toBe(false);
   });
 
-  it("are off where the operator says WORKDIR_SUBVOLUMES=off, on the same btrfs data root", async () => {
+  it("WORKDIR_SUBVOLUMES=off: new Workdirs are plain directories; snapshots taken before still go whole", async () => {
     env = await setupStore("snapshot");
-    const deps = { dataRoot: env.root.path, sys: createLibcSyscalls() };
-    expect(nodeSubvolumes("off", deps, "checkpoints")).toBeUndefined();
-    expect(nodeSubvolumes("auto", deps, "checkpoints")).toBeDefined();
+    plantTree(env.workdir);
+    const id = randomUUID();
+    await env.store.take(UID, WORKDIR, id, AbortSignal.timeout(60_000));
+    expect(isSubvolume(join(env.storeDir, id))).toBe(true);
+    const sys = createLibcSyscalls();
+    const subvolumes = detectSubvolumes({ dataRoot: env.root.path, sys }, "checkpoints");
+    expect(subvolumes).toBeDefined();
+    expect(subvolumeWorkdirs("off", subvolumes).makeWorkdir).toBeUndefined();
+    expect(subvolumeWorkdirs("auto", subvolumes).makeWorkdir).toBeDefined();
+    const workspaces = createUserWorkspaces({
+      dataRoot: env.root.path,
+      sys,
+      resolver: createPathResolver(sys),
+      ...subvolumeWorkdirs("off", subvolumes),
+    });
+    const path = "projects/5e9f7a1e-1b2c-4d3e-8f90-123456789abc";
+    (await workspaces.ensureManagedWorkdir(UID, path)).close();
+    expect(isSubvolume(env.path(UID, path))).toBe(false);
+    // The store keeps its subvolume calls: the read-only snapshot is still removed whole.
+    env.store.remove(UID, id);
+    expect(readdirSync(env.storeDir)).toEqual([]);
   });
 
   it("start from a managed Workdir the node makes a subvolume, 0700 and the sandbox user's", async () => {

@@ -3,7 +3,7 @@ import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { and, asc, eq } from "drizzle-orm";
 import { Registry } from "prom-client";
 import { CHECKPOINTS_DIR } from "../../../agent-host/checkpoints/checkpoint-store.ts";
-import { detectSubvolumes } from "../../../agent-host/checkpoints/subvolumes.ts";
+import { detectSubvolumes, subvolumeWorkdirs } from "../../../agent-host/checkpoints/subvolumes.ts";
 import {
   createEmptySkillProjection,
   createSqsWorkQueue,
@@ -124,9 +124,7 @@ export async function runWorld(
     sys,
     resolver: createPathResolver(sys),
     owner: { uid: GEM, gid: GEM },
-    ...(subvolumes === undefined
-      ? {}
-      : { makeWorkdir: (fd: number, name: string) => subvolumes.create(fd, name) }),
+    ...subvolumeWorkdirs("auto", subvolumes),
   });
   const sandboxManager = base.manager();
   const workers: RunWorker[] = [];

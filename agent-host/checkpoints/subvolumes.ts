@@ -52,23 +52,23 @@ const VOL_ARGS_V2_NAME_AT = 56;
 const VOL_ARGS_BYTES = 4096;
 const NAME_MAX = 255;
 
+/** The ioctls over glibc through koffi; `sys` reopens directories (the workspace's calls). */
 export function createSubvolumeSyscalls(
+  sys: Pick<FsSyscalls, "openat" | "close">,
   libraryPath: string = DEFAULT_LIBC_PATH,
 ): SubvolumeSyscalls {
   const lib = load(libraryPath);
   const ioctl = lib.func("int ioctl(int fd, unsigned long request, void *arg)");
   const fstatfs = lib.func("int fstatfs(int fd, void *buf)");
-  const openat = lib.func("int openat(int dirfd, const char *path, int flags)");
-  const close = lib.func("int close(int fd)");
   // An ioctl needs a descriptor opened for reading: the workspace walks hold O_PATH ones,
   // so the directory is opened again through its own descriptor (".", nothing to follow).
   const call = (fd: number, request: number, args: Buffer): SysResult<true> => {
-    const dir = Number(openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir === -1) return sysFail(lastErrno());
+    const dir = sys.openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!dir.ok) return dir;
     try {
-      return Number(ioctl(dir, request, args)) === -1 ? sysFail(lastErrno()) : sysOk(true);
+      return Number(ioctl(dir.value, request, args)) === -1 ? sysFail(lastErrno()) : sysOk(true);
     } finally {
-      close(dir);
+      sys.close(dir.value);
     }
   };
   return {
@@ -113,7 +113,6 @@ function volArgs(nameAt: number, name: string): Buffer {
 export function detectSubvolumes(
   deps: { readonly dataRoot: string; readonly sys: FsSyscalls },
   probeDir: string,
-  make: () => SubvolumeSyscalls = createSubvolumeSyscalls,
 ): SubvolumeSyscalls | undefined {
   const { sys } = deps;
   const root = sys.openat(AT_FDCWD, deps.dataRoot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -123,7 +122,7 @@ export function detectSubvolumes(
     const dir = sys.openat(root.value, probeDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (!dir.ok) return undefined;
     try {
-      const subvolumes = make();
+      const subvolumes = createSubvolumeSyscalls(sys);
       const name = `.probe-subvolume-${randomBytes(6).toString("hex")}`;
       if (!subvolumes.create(dir.value, name).ok) return undefined;
       if (subvolumes.destroy(dir.value, name).ok) return subvolumes;

@@ -36,7 +36,7 @@ const isSubvolume = (path: string) => lstatSync(path).ino === SUBVOLUME_ROOT_INO
 function agentSubvolume(dir: string, name: string): void {
   const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
-    const made = createSubvolumeSyscalls().create(fd, name);
+    const made = createSubvolumeSyscalls(createLibcSyscalls()).create(fd, name);
     if (!made.ok) throw new Error(`no subvolume: errno ${made.errno}`);
   } finally {
     closeSync(fd);
@@ -164,7 +164,7 @@ describe("checkpoints of a Workdir that is a btrfs subvolume", () => {
   it("start from a managed Workdir the node makes a subvolume, 0700 and the sandbox user's", async () => {
     env = await setupStore("snapshot");
     const sys = createLibcSyscalls();
-    const subvolumes = createSubvolumeSyscalls();
+    const subvolumes = createSubvolumeSyscalls(sys);
     const workspaces = createUserWorkspaces({
       dataRoot: env.root.path,
       sys,

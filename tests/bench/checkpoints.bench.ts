@@ -12,16 +12,20 @@
 // on/off is checkpoints-warm-turn.bench.ts.
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { closeSync, constants, mkdirSync, openSync, rmSync, writeFileSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import {
   createCheckpointStore,
   detectCheckpointMode,
 } from "../../agent-host/checkpoints/checkpoint-store.ts";
 import { createCheckpointSyscalls } from "../../agent-host/checkpoints/checkpoint-syscalls.ts";
 import { restoreWorkdir } from "../../agent-host/checkpoints/restore-workdir.ts";
-import { detectSubvolumes } from "../../agent-host/checkpoints/subvolumes.ts";
-import { createLibcSyscalls, createPathResolver } from "../../agent-host/workspace/index.ts";
+import { detectSubvolumes, subvolumeWorkdirs } from "../../agent-host/checkpoints/subvolumes.ts";
+import {
+  createLibcSyscalls,
+  createPathResolver,
+  createUserWorkspaces,
+} from "../../agent-host/workspace/index.ts";
 import { btrfsLoopDataRoot } from "../support/btrfs-loop.ts";
 import { type DataRoot, freshDataRoot } from "../support/data-root.ts";
 import { xfsLoopDataRoot } from "../support/xfs-loop.ts";
@@ -58,14 +62,15 @@ async function benchOn(root: DataRoot, label: Label): Promise<void> {
     maxDepth: 64,
     ...(subvolumes === undefined ? {} : { subvolumes }),
   });
+  // Made as the node makes it: a subvolume on btrfs.
+  const workspaces = createUserWorkspaces({
+    dataRoot: root.path,
+    sys,
+    resolver: createPathResolver(sys),
+    ...subvolumeWorkdirs("auto", subvolumes),
+  });
+  (await workspaces.ensureManagedWorkdir(UID, WORKDIR)).close();
   const workdir = join(root.path, "users", UID, "workspace", WORKDIR);
-  mkdirSync(dirname(workdir), { recursive: true });
-  if (subvolumes !== undefined) {
-    // As ensureManagedWorkdir makes a managed Workdir on such a node.
-    const parent = openSync(dirname(workdir), constants.O_RDONLY | constants.O_DIRECTORY);
-    subvolumes.create(parent, basename(workdir));
-    closeSync(parent);
-  }
   const chunk = Buffer.alloc(FILE_BYTES, 7);
   for (let d = 0; d < 10; d++) {
     mkdirSync(join(workdir, `d${d}`), { recursive: true });

@@ -1,13 +1,16 @@
-import { chmodSync, closeSync, constants, mkdirSync, openSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { join } from "node:path";
 import {
   type CheckpointStore,
   createCheckpointStore,
   detectCheckpointMode,
 } from "../../../agent-host/checkpoints/checkpoint-store.ts";
 import { createCheckpointSyscalls } from "../../../agent-host/checkpoints/checkpoint-syscalls.ts";
-import { detectSubvolumes } from "../../../agent-host/checkpoints/subvolumes.ts";
-import { createLibcSyscalls, createPathResolver } from "../../../agent-host/workspace/index.ts";
+import { detectSubvolumes, subvolumeWorkdirs } from "../../../agent-host/checkpoints/subvolumes.ts";
+import {
+  createLibcSyscalls,
+  createPathResolver,
+  createUserWorkspaces,
+} from "../../../agent-host/workspace/index.ts";
 import { btrfsLoopDataRoot } from "../../support/btrfs-loop.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { xfsLoopDataRoot } from "../../support/xfs-loop.ts";
@@ -67,20 +70,14 @@ export async function setupStore(mode: StoreMode): Promise<StoreEnv> {
   });
   const path = (uid: string, workdirPath: string) =>
     join(root.path, "users", uid, "workspace", workdirPath);
+  // Made as the node makes it: 0700, and a subvolume on btrfs.
+  const workspaces = createUserWorkspaces({
+    dataRoot: root.path,
+    sys,
+    resolver: createPathResolver(sys),
+    ...subvolumeWorkdirs("auto", subvolumes),
+  });
+  (await workspaces.ensureManagedWorkdir(UID, WORKDIR)).close();
   const workdir = path(UID, WORKDIR);
-  if (subvolumes === undefined) {
-    mkdirSync(workdir, { recursive: true, mode: 0o700 });
-  } else {
-    // As ensureManagedWorkdir makes it on such a node.
-    mkdirSync(dirname(workdir), { recursive: true, mode: 0o700 });
-    const parent = openSync(dirname(workdir), constants.O_RDONLY | constants.O_DIRECTORY);
-    try {
-      const made = subvolumes.create(parent, basename(workdir));
-      if (!made.ok) throw new Error(`no subvolume: errno ${made.errno}`);
-    } finally {
-      closeSync(parent);
-    }
-    chmodSync(workdir, 0o700);
-  }
   return { root, store, workdir, storeDir: join(root.path, "checkpoints", UID), path };
 }

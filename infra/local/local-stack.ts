@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import { SQSClient } from "@aws-sdk/client-sqs";
@@ -16,7 +17,7 @@ import {
   detectSandboxTiers,
   type SandboxTierSet,
 } from "../../agent-host/sandbox/detect-sandbox-tiers.ts";
-import { sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
+import { nodeShareNanoCpus, sandboxConfigSchema } from "../../agent-host/sandbox/sandbox-config.ts";
 import type { SandboxDriverStatus } from "../../agent-host/sandbox/sandbox-driver-status.ts";
 import { RUNTIME_CA_BUNDLE } from "../../agent-host/secrets/secrets-env.ts";
 import { loadOrCreateSecretsMaterial } from "../../agent-host/secrets/secrets-material.ts";
@@ -41,6 +42,7 @@ import { createSkillsDeps } from "../../functions/skills/create-skills-deps.ts";
 import { personalTokenKeyFrom } from "../../functions/tokens/personal-token-secret.ts";
 import { importCapabilityPublicKey } from "../../shared/capability/capability-keys.ts";
 import { createDb } from "../../shared/db/client.ts";
+import { DEFAULT_WORKER_CONCURRENCY } from "../../shared/env/agent-host-env.ts";
 import { ed25519PrivateJwkVar, ed25519PublicJwkVar } from "../../shared/env/env-vars.ts";
 import { DEFAULT_DB_STATEMENT_TIMEOUT_SECONDS } from "../../shared/env/liveness-env.ts";
 import type { LocalEnv } from "../../shared/env/local-env.ts";
@@ -68,9 +70,9 @@ import {
 
 /**
  * Both planes share one pool: the run worker's 2 × concurrency + 4 (agent-host/runs/
- * README.md) at the local concurrency, plus the API's requests and the sweeper.
+ * README.md), plus 12 for the API's requests and the sweeper (24 at the default 4 slots).
  */
-const LOCAL_POOL_SIZE = 24;
+const localPoolSize = (workerConcurrency: number) => 2 * workerConcurrency + 16;
 
 /** Dev tokens minted with `--admin` carry this boolean claim. */
 export const LOCAL_ADMIN_CLAIM = "admin";
@@ -135,7 +137,10 @@ export async function startLocalStack(p: {
   sandboxTiers?: SandboxTierSet;
   /** One tracing for both planes of the process (docs/decisions/0034); default off. */
   tracing?: Tracing;
+  /** The run worker's slots (benches); default DEFAULT_WORKER_CONCURRENCY, as on a node. */
+  workerConcurrency?: number;
 }): Promise<LocalStack> {
+  const workerConcurrency = p.workerConcurrency ?? DEFAULT_WORKER_CONCURRENCY;
   const tracing = p.tracing === undefined ? {} : { tracing: p.tracing };
   const stops: Array<() => Promise<void>> = [];
   const metrics = p.metrics ?? createWorkcellMetrics(new Registry());
@@ -146,7 +151,7 @@ export async function startLocalStack(p: {
     stops.push(() => pg.stop());
     const sql = postgres({
       ...pg.connection(),
-      max: LOCAL_POOL_SIZE,
+      max: localPoolSize(workerConcurrency),
       onnotice: () => {},
       connect_timeout: 10,
       // No statement may hang for ever; longer waits (the sandbox lock) raise it locally.
@@ -201,6 +206,7 @@ export async function startLocalStack(p: {
       }),
       keepWarmMs: p.env.SANDBOX_KEEP_WARM_SECONDS * 1000,
       processPoolSize: p.env.SANDBOX_PROCESS_POOL_SIZE,
+      nanoCpus: nodeShareNanoCpus(availableParallelism(), workerConcurrency),
       dockerCallTimeoutMs: p.env.DOCKER_CALL_TIMEOUT_SECONDS * 1000,
     });
     // Docker when it answers, else the process tier, else runs are refused (§8).
@@ -228,6 +234,7 @@ export async function startLocalStack(p: {
       s3,
       attachmentsBucket,
       dataRoot,
+      workerConcurrency,
       workdirSubvolumes: p.env.WORKDIR_SUBVOLUMES,
       nodeId,
       capabilityPublicKeys: [

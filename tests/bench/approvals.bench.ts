@@ -42,7 +42,7 @@ const ASK = { approvals: { tools: ["bash"] } };
 const switched = switchedTracing();
 
 const docker = new Docker();
-const bench = await startBenchStack(docker, BENCH_UID, switched.tracing);
+const bench = await startBenchStack(docker, BENCH_UID, { tracing: switched.tracing });
 const scratch = await mkdtemp(join(tmpdir(), "workcell-bench-approvals-"));
 let raw: Docker.Container | undefined;
 

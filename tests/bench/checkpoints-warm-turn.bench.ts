@@ -38,7 +38,7 @@ if (xfs !== undefined) {
     // mount and its temp parent are made 0700.
     chmodSync(dirname(xfs.path), 0o755);
     chmodSync(xfs.path, 0o755);
-    const bench = await startBenchStack(docker, UID, undefined, xfs.path);
+    const bench = await startBenchStack(docker, UID, { dataParent: xfs.path });
     try {
       const { api } = bench;
       const { threadId } = await api.newThread();

@@ -40,6 +40,15 @@ export type BenchStack = {
   stop(): Promise<void>;
 };
 
+export type BenchStackOptions = {
+  /** One tracing for both planes (default off). */
+  tracing?: Tracing;
+  /** Where DATA_DIR is made (default the temp dir): an XFS loop mount for reflink runs. */
+  dataParent?: string;
+  /** The run worker's slots (default DEFAULT_WORKER_CONCURRENCY): run-throughput's sweep. */
+  workerConcurrency?: number;
+};
+
 /**
  * The local stack as `npm start` wires it, on free ports, over a fresh DATA_DIR. stop()
  * closes the server, stops the stack, removes the node's sandbox containers (a stopping
@@ -48,11 +57,10 @@ export type BenchStack = {
 export async function startBenchStack(
   docker: Docker,
   uid: string,
-  tracing?: Tracing,
-  /** Where DATA_DIR is made (default the temp dir): an XFS loop mount for reflink runs. */
-  dataParent: string = tmpdir(),
+  options: BenchStackOptions = {},
 ): Promise<BenchStack> {
-  const dataDir = await mkdtemp(join(dataParent, "workcell-bench-e2e-"));
+  const { tracing, workerConcurrency } = options;
+  const dataDir = await mkdtemp(join(options.dataParent ?? tmpdir(), "workcell-bench-e2e-"));
   const port = await freePort();
   // Only these variables: a MODEL_BASE_URL in the caller's environment must not swap the
   // `shell` model (which executes the input) for a real one.
@@ -95,6 +103,7 @@ export async function startBenchStack(
       publicUrl: `http://127.0.0.1:${port}`,
       logger: pino({ level: env.LOG_LEVEL }),
       ...(tracing === undefined ? {} : { tracing }),
+      ...(workerConcurrency === undefined ? {} : { workerConcurrency }),
     });
     const tiers = stack.sandboxDriver.tiers;
     const notReady = tiers.filter((t) => !t.ready);

@@ -54,7 +54,7 @@ const PROCESS = { sandbox: "process" } as const;
 const docker = new Docker();
 // Traced only during the process tier's new-thread series: where its time goes (issue 41).
 const traced = switchedTracing();
-const bench = await startBenchStack(docker, UID, traced.tracing);
+const bench = await startBenchStack(docker, UID, { tracing: traced.tracing });
 const containers = await countContainers(docker, bench.nodeId);
 const scratch = await mkdtemp(join(tmpdir(), "workcell-bench-raw-"));
 const rawContainers = new Set<string>();

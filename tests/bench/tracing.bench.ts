@@ -20,7 +20,7 @@ const UID = "bench-tracing";
 const switched = switchedTracing();
 
 const docker = new Docker();
-const bench = await startBenchStack(docker, UID, switched.tracing);
+const bench = await startBenchStack(docker, UID, { tracing: switched.tracing });
 try {
   const { api } = bench;
   const { threadId } = await api.newThread();

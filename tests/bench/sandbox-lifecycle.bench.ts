@@ -47,7 +47,15 @@ try {
   await chown(workspace, 1000, 1000);
   await chown(join(workspace, WORKDIR), 1000, 1000);
 
-  const config = sandboxConfigSchema.parse({ image });
+  // The cold rounds hold all their sandboxes until the round ends (with the exec's one and
+  // the warm-ups): the node's tmpfs budget (half the host's memory, 1 GiB per sandbox)
+  // would refuse the later ones on a small machine. Empty tmpfs pin nothing.
+  const defaults = sandboxConfigSchema.parse({ image });
+  const held = 1 + COLD_RUNS + Math.ceil(COLD_RUNS / 10) + CONCURRENT;
+  const config = sandboxConfigSchema.parse({
+    image,
+    tmpfsBudgetBytes: held * (defaults.tmpSizeBytes + defaults.homeSizeBytes),
+  });
   const logger = pino({ level: "silent" });
   const driver = new DockerDriver({ docker, logger, dataRoot, nodeId, config });
   const manager = new SandboxManager({ db, driver, logger, nodeId, config });

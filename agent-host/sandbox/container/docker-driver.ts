@@ -239,13 +239,13 @@ export class DockerDriver implements SandboxDriver {
     signal: AbortSignal,
     fence?: ExecFence,
   ): Promise<ExecOutcome> {
-    // Nothing to overlap it with here: Docker's own round trips dominate.
-    if (fence && !(await fence)) return { ok: false, reason: "fenced" };
+    // The fence's round trip overlaps the exec's create; the start waits for its yes.
     return runDockerExec(
       { ...this.#deps, containerPids: this.#containerPids, freezeHolds: this.#freezeHolds },
       ref,
       request,
       signal,
+      fence,
     );
   }
 

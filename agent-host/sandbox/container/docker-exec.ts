@@ -1,10 +1,11 @@
+import { readlinkSync } from "node:fs";
 import { readlink } from "node:fs/promises";
 import type { Duplex, Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 import type { Logger } from "pino";
 import { WorkcellError } from "../../../shared/errors/workcell-error.ts";
-import type { ExecOutcome, ExecRequest, InstanceRef } from "../driver.ts";
+import type { ExecFence, ExecOutcome, ExecRequest, InstanceRef } from "../driver.ts";
 import { startExecCapture } from "../instance/exec-capture.ts";
 import { execEnvEntries } from "../instance/exec-env.ts";
 import type { SandboxConfig } from "../sandbox-config.ts";
@@ -60,6 +61,7 @@ export async function runDockerExec(
   ref: InstanceRef,
   request: ExecRequest,
   signal: AbortSignal,
+  fence?: ExecFence,
 ): Promise<ExecOutcome> {
   const capture = startExecCapture(deps.config, request);
   const { stdout, stderr, finish } = capture;
@@ -92,6 +94,11 @@ export async function runDockerExec(
     if (isGoneError(error)) return { ok: false, reason: "sandbox_gone" };
     throw error;
   }
+  // The exec was only created (Docker runs nothing before its start) while the fence's
+  // round trip was in flight; it starts only on the fence's yes (decisions 0083, 0193). An
+  // exec never started stays in Docker until its container is removed, which a fenced
+  // generation is.
+  if (fence && !(await fence)) return { ok: false, reason: "fenced" };
   let stream: Duplex | Readable;
   try {
     stream = await startExec(deps, ref, exec, hasStdin);
@@ -389,11 +396,20 @@ async function endLeftovers(deps: DockerExecDeps, ref: InstanceRef): Promise<voi
 
 async function sweepLeftovers(log: Logger, pids: ContainerPids): Promise<void> {
   // The init is gone (container stopped): so is everything that was in it.
-  const current = await readlink(`/proc/${pids.initPid}/ns/pid`).catch(() => "");
+  const current = pidNamespaceNow(pids.initPid);
   if (current !== pids.pidNamespace) return;
   const report = await killExecLeftovers(pids.initPid, pids.pidNamespace);
   if (report.survivors > 0) log.error(report, "processes left by ended execs survived SIGKILL");
   else if (report.killed > 0) log.debug(report, "killed processes left by ended execs");
+}
+
+/** The pid namespace of a host process now, "" when it is gone (a procfs readlink: sync, 0028). */
+function pidNamespaceNow(pid: number): string {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/pid`);
+  } catch {
+    return "";
+  }
 }
 
 /** One exec inspect, bounded: Docker may stop answering mid-exec like any other call. */

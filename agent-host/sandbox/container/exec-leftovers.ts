@@ -1,4 +1,5 @@
-import { readFile, readlink } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { readlink } from "node:fs/promises";
 import {
   type KillReport,
   killUntilGone,
@@ -32,7 +33,7 @@ export function killExecLeftovers(initPid: number, pidNamespace: string): Promis
 
 /** Live processes below the container's init that no running exec owns. */
 export async function findExecLeftovers(initPid: number, pidNamespace: string): Promise<number[]> {
-  const orphans = await orphansOf(initPid);
+  const orphans = orphansOf(initPid);
   if (orphans.length === 0) return [];
   const stats = await readAllStats();
   const init = stats.get(initPid);
@@ -60,26 +61,37 @@ export async function findExecLeftovers(initPid: number, pidNamespace: string): 
 /**
  * init's live children but the keep-alive: usually none. docker-init starts the keep-alive
  * in its own session; runc starts every exec in a new one, so an exec's orphan (or a
- * daemon that called setsid) is never in init's session.
+ * daemon that called setsid) is never in init's session. Read synchronously: a few procfs
+ * files the kernel fills in microseconds (decision 0028), on every exec's path, where a
+ * thread-pool hop each cost more than the reads (decision 0193).
  */
-async function orphansOf(initPid: number): Promise<number[]> {
-  const init = await statOf(initPid);
+function orphansOf(initPid: number): number[] {
+  const init = statOf(initPid);
   if (init === undefined) return [];
-  const text = await readFile(`/proc/${initPid}/task/${initPid}/children`, "utf8").catch(() => "");
+  const text = readProc(`/proc/${initPid}/task/${initPid}/children`) ?? "";
   const orphans: number[] = [];
   for (const pid of text
     .split(" ")
     .filter((p) => p.trim() !== "")
     .map(Number)) {
-    const child = await statOf(pid);
+    const child = statOf(pid);
     if (isLive(child) && child?.session !== init.session) orphans.push(pid);
   }
   return orphans;
 }
 
-async function statOf(pid: number): Promise<ProcStat | undefined> {
-  const text = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
+function statOf(pid: number): ProcStat | undefined {
+  const text = readProc(`/proc/${pid}/stat`);
   return text === undefined ? undefined : parseStat(pid, text);
+}
+
+/** A procfs file's text; undefined when the process is gone. */
+function readProc(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
 }
 
 function childrenByParent(stats: ReadonlyMap<number, ProcStat>): Map<number, number[]> {

@@ -5,7 +5,9 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createHostMounts } from "../../agent-host/sandbox/instance/host-mounts.ts";
 import { freePort } from "./free-port.ts";
+import { unmountLeftovers } from "./leftover-mounts.ts";
 import type { ServiceProcess } from "./service-process.ts";
 import {
   agentHostEnv,
@@ -95,6 +97,8 @@ export async function startSplit(options: SplitOptions): Promise<SplitDeployment
     const stateRoot = await mkdtemp(join(tmpdir(), "workcell-split-state-"));
     cleanups.push(() => rm(dataRoot, { recursive: true, force: true }));
     cleanups.push(() => rm(stateRoot, { recursive: true, force: true }));
+    // Before that rm (cleanups run last first): what a killed node left mounted there.
+    cleanups.push(() => unmountLeftovers(stateRoot, createHostMounts()));
     const shared: SharedSettings = { databaseUrl, keys, emulator, nodeTtlSeconds, logLevel };
 
     const nodes: SplitNode[] = [];

@@ -9,6 +9,11 @@ import type { HostMounts } from "../instance/host-mounts.ts";
  */
 export const STATE_ALIAS_ROOT = "/run/workcell/state-aliases";
 
+/** Where `dir` (a real path) is bound when it needs an alias: one name per directory. */
+export function stateDirAliasPath(dir: string, aliasRoot: string = STATE_ALIAS_ROOT): string {
+  return join(aliasRoot, createHash("sha256").update(dir).digest("hex").slice(0, 16));
+}
+
 /** The first parent of `dir` (a real path) that others may not search, if any. */
 export async function unsearchableParent(dir: string): Promise<string | undefined> {
   for (let parent = dirname(dir); ; parent = dirname(parent)) {
@@ -45,7 +50,7 @@ export async function reachableStateDir(
   if (closed !== undefined) {
     throw new Error(`${closed}, a parent of ${aliasRoot}, is closed to others as well`);
   }
-  const alias = join(aliasRoot, createHash("sha256").update(dir).digest("hex").slice(0, 16));
+  const alias = stateDirAliasPath(dir, aliasRoot);
   await mkdir(alias, { mode: 0o711 }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "EEXIST") throw error;
   });

@@ -14,19 +14,9 @@ import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import {
-  createCheckpointStore,
-  detectCheckpointMode,
-} from "../../agent-host/checkpoints/checkpoint-store.ts";
-import { createCheckpointSyscalls } from "../../agent-host/checkpoints/checkpoint-syscalls.ts";
 import { restoreWorkdir } from "../../agent-host/checkpoints/restore-workdir.ts";
-import { detectSubvolumes, subvolumeWorkdirs } from "../../agent-host/checkpoints/subvolumes.ts";
-import {
-  createLibcSyscalls,
-  createPathResolver,
-  createUserWorkspaces,
-} from "../../agent-host/workspace/index.ts";
 import { btrfsLoopDataRoot } from "../support/btrfs-loop.ts";
+import { checkpointStoreOn } from "../support/checkpoint-store.ts";
 import { type DataRoot, freshDataRoot } from "../support/data-root.ts";
 import { xfsLoopDataRoot } from "../support/xfs-loop.ts";
 import { benchTargets, measure, report } from "./measure.ts";
@@ -48,29 +38,7 @@ const targets = benchTargets("checkpoints", [
 type Label = "snapshot" | "reflink per file" | "copy";
 
 async function benchOn(root: DataRoot, label: Label): Promise<void> {
-  const sys = createLibcSyscalls();
-  const cp = createCheckpointSyscalls();
-  const mode = detectCheckpointMode({ dataRoot: root.path, sys, cp });
-  const subvolumes = detectSubvolumes({ dataRoot: root.path, sys }, "checkpoints");
-  const store = createCheckpointStore({
-    dataRoot: root.path,
-    sys,
-    resolver: createPathResolver(sys),
-    cp,
-    mode,
-    maxEntries: 100_000,
-    maxDepth: 64,
-    ...(subvolumes === undefined ? {} : { subvolumes }),
-  });
-  // Made as the node makes it: a subvolume on btrfs.
-  const workspaces = createUserWorkspaces({
-    dataRoot: root.path,
-    sys,
-    resolver: createPathResolver(sys),
-    ...subvolumeWorkdirs("auto", subvolumes),
-  });
-  (await workspaces.ensureManagedWorkdir(UID, WORKDIR)).close();
-  const workdir = join(root.path, "users", UID, "workspace", WORKDIR);
+  const { store, mode, subvolumes, workdir } = await checkpointStoreOn(root, UID, WORKDIR);
   const chunk = Buffer.alloc(FILE_BYTES, 7);
   for (let d = 0; d < 10; d++) {
     mkdirSync(join(workdir, `d${d}`), { recursive: true });

@@ -1,17 +1,7 @@
 import { join } from "node:path";
-import {
-  type CheckpointStore,
-  createCheckpointStore,
-  detectCheckpointMode,
-} from "../../../agent-host/checkpoints/checkpoint-store.ts";
-import { createCheckpointSyscalls } from "../../../agent-host/checkpoints/checkpoint-syscalls.ts";
-import { detectSubvolumes, subvolumeWorkdirs } from "../../../agent-host/checkpoints/subvolumes.ts";
-import {
-  createLibcSyscalls,
-  createPathResolver,
-  createUserWorkspaces,
-} from "../../../agent-host/workspace/index.ts";
+import type { CheckpointStore } from "../../../agent-host/checkpoints/checkpoint-store.ts";
 import { btrfsLoopDataRoot } from "../../support/btrfs-loop.ts";
+import { checkpointStoreOn } from "../../support/checkpoint-store.ts";
 import { type DataRoot, freshDataRoot } from "../../support/data-root.ts";
 import { xfsLoopDataRoot } from "../../support/xfs-loop.ts";
 
@@ -51,33 +41,11 @@ export interface StoreEnv {
 
 export async function setupStore(mode: StoreMode): Promise<StoreEnv> {
   const root = await dataRootFor(mode);
-  const sys = createLibcSyscalls();
-  const cp = createCheckpointSyscalls();
-  const detected = detectCheckpointMode({ dataRoot: root.path, sys, cp });
-  const subvolumes = detectSubvolumes({ dataRoot: root.path, sys }, "checkpoints");
+  const { store, subvolumes, workdir } = await checkpointStoreOn(root, UID, WORKDIR);
   if ((mode === "snapshot") !== (subvolumes !== undefined)) {
     throw new Error(`the ${mode} data root ${subvolumes ? "has" : "lacks"} subvolumes`);
   }
-  const store = createCheckpointStore({
-    dataRoot: root.path,
-    sys,
-    resolver: createPathResolver(sys),
-    cp,
-    mode: detected,
-    maxEntries: 100_000,
-    maxDepth: 64,
-    ...(subvolumes === undefined ? {} : { subvolumes }),
-  });
   const path = (uid: string, workdirPath: string) =>
     join(root.path, "users", uid, "workspace", workdirPath);
-  // Made as the node makes it: 0700, and a subvolume on btrfs.
-  const workspaces = createUserWorkspaces({
-    dataRoot: root.path,
-    sys,
-    resolver: createPathResolver(sys),
-    ...subvolumeWorkdirs("auto", subvolumes),
-  });
-  (await workspaces.ensureManagedWorkdir(UID, WORKDIR)).close();
-  const workdir = path(UID, WORKDIR);
   return { root, store, workdir, storeDir: join(root.path, "checkpoints", UID), path };
 }

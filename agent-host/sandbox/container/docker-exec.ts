@@ -1,5 +1,4 @@
 import { readlinkSync } from "node:fs";
-import { readlink } from "node:fs/promises";
 import type { Duplex, Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
@@ -345,7 +344,7 @@ async function killExec(
   });
   if (!info) return;
   const initPid = info.State.Pid;
-  const pidNamespace = initPid > 0 ? await readlink(`/proc/${initPid}/ns/pid`).catch(() => "") : "";
+  const pidNamespace = initPid > 0 ? pidNamespaceNow(initPid) : "";
   if (pidNamespace === "") {
     // Fail loudly rather than report a kill that did not happen: this node cannot see
     // the container's processes (agent-host outside the host pid namespace).
@@ -386,7 +385,7 @@ async function endLeftovers(deps: DockerExecDeps, ref: InstanceRef): Promise<voi
     // No such process: the container stopped since the inspect, with everything in it.
     // (Unseen host pids, agent-host outside the host pid namespace, fail the first
     // timeout's kill loudly: decision 0005.)
-    const pidNamespace = await readlink(`/proc/${initPid}/ns/pid`).catch(() => "");
+    const pidNamespace = pidNamespaceNow(initPid);
     if (pidNamespace === "") return;
     pids = { initPid, pidNamespace };
     deps.containerPids?.set(ref.instanceId, pids);
